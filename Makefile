@@ -1,0 +1,83 @@
+# fibkeeper build. `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+
+APT_PACKAGES := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool iproute2 iputils-ping \
+                tcpdump tshark prometheus pkg-config make g++ python3 procps
+CLANG ?= clang
+BPF_CFLAGS := -O2 -g -Wall -Wextra -Werror -target bpf -D__TARGET_ARCH_x86 \
+              -I/usr/include/$(shell uname -m)-linux-gnu -Ibpf
+BPF_SRCS := $(wildcard bpf/*.c)
+BPF_OBJS := $(patsubst bpf/%.c,build/bpf/%.o,$(BPF_SRCS))
+NATIVE_SRCS := $(wildcard native/*.cc native/*.h bpf/*.h) native/binding.gyp
+NODE_GYP := node_modules/.bin/node-gyp
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: help deps apt npm build bpf native ts test test-unit test-netns lint format check demo bench clean
+
+help:
+	@echo "make deps       install apt packages ($(APT_PACKAGES)) and npm ci"
+	@echo "make build      build the BPF objects, the native addon and the TypeScript"
+	@echo "make test       format check, tsc --noEmit, every test (privileged ones need root)"
+	@echo "make test-unit  only the tests that need no root"
+	@echo "make demo       the demo: a namespace lab where fibkeeper forwards with XDP"
+	@echo "make bench      run the benchmarks under bench/"
+
+deps: apt npm
+
+apt:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:" $$missing; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+npm: node_modules/.package-lock.json
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+
+build: bpf native ts
+
+bpf: $(BPF_OBJS)
+
+build/bpf/%.o: bpf/%.c $(wildcard bpf/*.h)
+	@mkdir -p build/bpf
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+native: native/build/Release/fibkeeper.node
+
+native/build/Release/fibkeeper.node: $(NATIVE_SRCS) node_modules/.package-lock.json
+	cd native && ../$(NODE_GYP) rebuild --nodedir=/usr --jobs=max >/dev/null
+	@echo "built $@"
+
+ts: node_modules/.package-lock.json
+	npx tsc -p tsconfig.build.json
+
+lint:
+	npx prettier --check .
+	npx tsc --noEmit -p tsconfig.json
+
+format:
+	npx prettier --write .
+
+# Every test. Privileged tests must run (not skip): FIBKEEPER_REQUIRE_PRIVILEGED=1 turns
+# a missing privilege into a failure.
+test: build lint
+	FIBKEEPER_REQUIRE_PRIVILEGED=1 npx vitest run
+
+test-unit: build lint
+	npx vitest run --project unit
+
+test-netns: build
+	FIBKEEPER_REQUIRE_PRIVILEGED=1 npx vitest run --project netns
+
+demo: build
+	node bin/fibkeeper.js demo
+
+bench: build
+	node bench/run.js
+
+clean:
+	rm -rf build dist native/build
