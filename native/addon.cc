@@ -1,0 +1,19 @@
+// fibkeeper's native addon: netlink and packet sockets, network namespaces, and BPF over
+// the system libbpf. Built with C++ exceptions (NAPI_CPP_EXCEPTIONS): every failure is a
+// thrown Napi::Error, and file descriptors are owned by RAII objects.
+#include <napi.h>
+
+#include "init.h"
+
+namespace {
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  fk::InitNetns(env, exports);
+  fk::InitMount(env, exports);
+  fk::InitNetlinkSocket(env, exports);
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(fibkeeper, Init)

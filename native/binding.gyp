@@ -1,0 +1,21 @@
+{
+  "targets": [
+    {
+      "target_name": "fibkeeper",
+      "sources": [
+        "addon.cc",
+        "errors.cc",
+        "mount.cc",
+        "netlink_socket.cc",
+        "netns.cc",
+        "poller.cc"
+      ],
+      "dependencies": [
+        "<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except"
+      ],
+      "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
+      "cflags_cc": ["-std=gnu++17", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+      "libraries": []
+    }
+  ]
+}

@@ -1,0 +1,312 @@
+// NetlinkSocket: an AF_NETLINK socket, optionally opened inside another network namespace,
+// with non-blocking send and batched receive on the libuv loop.
+#include <linux/netlink.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <vector>
+
+#include "errors.h"
+#include "fd.h"
+#include "init.h"
+#include "netns.h"
+#include "poller.h"
+
+namespace fk {
+namespace {
+
+constexpr size_t kScratchBytes = 256 * 1024;  // one batch at most
+constexpr size_t kMinRoom = 64 * 1024;        // room offered to every recvmsg
+
+bool IsFatalReceiveError(int err) {
+  return err == EBADF || err == ENOTSOCK || err == EFAULT || err == EINVAL;
+}
+
+// Reads an optional boolean socket option: absent means `def`, and a kernel that lacks the
+// option (ENOPROTOOPT) is tolerated only for defaults, never when the caller asked for it.
+void SetBoolOption(Napi::Env env, int fd, const Napi::Object& opts, const char* key, int opt,
+                   bool def) {
+  Napi::Value v = opts.Get(key);
+  bool explicitly = !v.IsUndefined();
+  int on = (explicitly ? v.ToBoolean().Value() : def) ? 1 : 0;
+  if (!explicitly && on == 0) return;
+  if (setsockopt(fd, SOL_NETLINK, opt, &on, sizeof(on)) != 0) {
+    if (!explicitly && errno == ENOPROTOOPT) return;
+    ThrowErrno(env, errno, "setsockopt", key);
+  }
+}
+
+// SO_RCVBUFFORCE / SO_SNDBUFFORCE, falling back to the capped option without CAP_NET_ADMIN.
+void SetBufferSize(Napi::Env env, int fd, bool receive, int bytes) {
+  int force = receive ? SO_RCVBUFFORCE : SO_SNDBUFFORCE;
+  int plain = receive ? SO_RCVBUF : SO_SNDBUF;
+  if (setsockopt(fd, SOL_SOCKET, force, &bytes, sizeof(bytes)) == 0) return;
+  if (errno != EPERM)
+    ThrowErrno(env, errno, "setsockopt", receive ? "SO_RCVBUFFORCE" : "SO_SNDBUFFORCE");
+  if (setsockopt(fd, SOL_SOCKET, plain, &bytes, sizeof(bytes)) != 0) {
+    ThrowErrno(env, errno, "setsockopt", receive ? "SO_RCVBUF" : "SO_SNDBUF");
+  }
+}
+
+int GetIntOption(Napi::Env env, int fd, int level, int opt, const char* name) {
+  int value = 0;
+  socklen_t len = sizeof(value);
+  if (getsockopt(fd, level, opt, &value, &len) != 0) ThrowErrno(env, errno, "getsockopt", name);
+  return value;
+}
+
+uint32_t OptionalUint(const Napi::Object& opts, const char* key, uint32_t def) {
+  Napi::Value v = opts.Get(key);
+  if (v.IsUndefined()) return def;
+  if (!v.IsNumber()) ThrowType(opts.Env(), std::string(key) + " must be a number");
+  return v.As<Napi::Number>().Uint32Value();
+}
+
+class NetlinkSocket : public Napi::ObjectWrap<NetlinkSocket> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "NetlinkSocket",
+                       {
+                           InstanceAccessor<&NetlinkSocket::GetFd>("fd"),
+                           InstanceAccessor<&NetlinkSocket::GetPortId>("portId"),
+                           InstanceMethod<&NetlinkSocket::Send>("send"),
+                           InstanceMethod<&NetlinkSocket::AddMembership>("addMembership"),
+                           InstanceMethod<&NetlinkSocket::DropMembership>("dropMembership"),
+                           InstanceMethod<&NetlinkSocket::SetReceiveBuffer>("setReceiveBuffer"),
+                           InstanceMethod<&NetlinkSocket::Receive>("receive"),
+                           InstanceMethod<&NetlinkSocket::Pause>("pause"),
+                           InstanceMethod<&NetlinkSocket::JsRef>("ref"),
+                           InstanceMethod<&NetlinkSocket::JsUnref>("unref"),
+                           InstanceMethod<&NetlinkSocket::Close>("close"),
+                       });
+  }
+
+  // new NetlinkSocket({protocol, netns, portId, groups, rcvbuf, sndbuf, extAck, capAck,
+  //                    strictCheck, noEnobufs})
+  explicit NetlinkSocket(const Napi::CallbackInfo& info)
+      : Napi::ObjectWrap<NetlinkSocket>(info), poller_([this](int status) { OnReadable(status); }) {
+    Napi::Env env = info.Env();
+    if (!info[0].IsObject()) ThrowType(env, "NetlinkSocket(options)");
+    Napi::Object opts = info[0].As<Napi::Object>();
+    UniqueFd fd = OpenSocket(env, opts);
+    ConfigureSocket(env, fd.Get(), opts);
+    fd_ = std::move(fd);
+  }
+
+  ~NetlinkSocket() override { poller_.Close(); }
+
+ private:
+  static UniqueFd OpenSocket(Napi::Env env, const Napi::Object& opts) {
+    int protocol = static_cast<int>(OptionalUint(opts, "protocol", NETLINK_ROUTE));
+    NetnsGuard netns(env, OptionalString(opts, "netns"));
+    UniqueFd fd(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, protocol));
+    if (!fd.Valid()) ThrowErrno(env, errno, "socket", "AF_NETLINK");
+    return fd;
+  }
+
+  void ConfigureSocket(Napi::Env env, int fd, const Napi::Object& opts) {
+    if (!opts.Get("rcvbuf").IsUndefined()) {
+      SetBufferSize(env, fd, true, static_cast<int>(OptionalUint(opts, "rcvbuf", 0)));
+    }
+    if (!opts.Get("sndbuf").IsUndefined()) {
+      SetBufferSize(env, fd, false, static_cast<int>(OptionalUint(opts, "sndbuf", 0)));
+    }
+    SetBoolOption(env, fd, opts, "extAck", NETLINK_EXT_ACK, true);
+    SetBoolOption(env, fd, opts, "capAck", NETLINK_CAP_ACK, true);
+    SetBoolOption(env, fd, opts, "strictCheck", NETLINK_GET_STRICT_CHK, false);
+    SetBoolOption(env, fd, opts, "noEnobufs", NETLINK_NO_ENOBUFS, false);
+
+    sockaddr_nl addr{};
+    addr.nl_family = AF_NETLINK;
+    addr.nl_pid = OptionalUint(opts, "portId", 0);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      ThrowErrno(env, errno, "bind", "AF_NETLINK");
+    }
+    socklen_t len = sizeof(addr);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ThrowErrno(env, errno, "getsockname");
+    }
+    port_id_ = addr.nl_pid;
+
+    Napi::Value groups = opts.Get("groups");
+    if (groups.IsArray()) {
+      Napi::Array list = groups.As<Napi::Array>();
+      for (uint32_t i = 0; i < list.Length(); i++) {
+        SetMembership(env, fd, NETLINK_ADD_MEMBERSHIP, list.Get(i).ToNumber().Uint32Value());
+      }
+    }
+  }
+
+  static void SetMembership(Napi::Env env, int fd, int opt, uint32_t group) {
+    if (setsockopt(fd, SOL_NETLINK, opt, &group, sizeof(group)) != 0) {
+      ThrowErrno(
+          env, errno, "setsockopt",
+          (opt == NETLINK_ADD_MEMBERSHIP ? "NETLINK_ADD_MEMBERSHIP " : "NETLINK_DROP_MEMBERSHIP ") +
+              std::to_string(group));
+    }
+  }
+
+  int CheckOpen(Napi::Env env) {
+    if (!fd_.Valid()) ThrowErrno(env, EBADF, "netlink", "socket is closed");
+    return fd_.Get();
+  }
+
+  Napi::Value GetFd(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), fd_.Get());
+  }
+  Napi::Value GetPortId(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), port_id_);
+  }
+
+  // send(buffers: Buffer[]): one sendmsg, one iovec per buffer; returns bytes sent.
+  Napi::Value Send(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    int fd = CheckOpen(env);
+    if (!info[0].IsArray()) ThrowType(env, "send(buffers)");
+    Napi::Array list = info[0].As<Napi::Array>();
+    std::vector<iovec> iov(list.Length());
+    for (uint32_t i = 0; i < list.Length(); i++) {
+      Napi::Value v = list.Get(i);
+      if (!v.IsBuffer()) ThrowType(env, "send: every element must be a Buffer");
+      auto buf = v.As<Napi::Buffer<uint8_t>>();
+      iov[i].iov_base = buf.Data();
+      iov[i].iov_len = buf.Length();
+    }
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    msghdr msg{};
+    msg.msg_name = &kernel;
+    msg.msg_namelen = sizeof(kernel);
+    msg.msg_iov = iov.data();
+    msg.msg_iovlen = iov.size();
+    ssize_t n;
+    do {
+      n = sendmsg(fd, &msg, MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) ThrowErrno(env, errno, "sendmsg");
+    return Napi::Number::New(env, static_cast<double>(n));
+  }
+
+  Napi::Value AddMembership(const Napi::CallbackInfo& info) {
+    SetMembership(info.Env(), CheckOpen(info.Env()), NETLINK_ADD_MEMBERSHIP,
+                  info[0].ToNumber().Uint32Value());
+    return info.Env().Undefined();
+  }
+
+  Napi::Value DropMembership(const Napi::CallbackInfo& info) {
+    SetMembership(info.Env(), CheckOpen(info.Env()), NETLINK_DROP_MEMBERSHIP,
+                  info[0].ToNumber().Uint32Value());
+    return info.Env().Undefined();
+  }
+
+  // setReceiveBuffer(bytes): returns SO_RCVBUF as the kernel reports it afterwards.
+  Napi::Value SetReceiveBuffer(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    int fd = CheckOpen(env);
+    SetBufferSize(env, fd, true, static_cast<int>(info[0].ToNumber().Uint32Value()));
+    return Napi::Number::New(env, GetIntOption(env, fd, SOL_SOCKET, SO_RCVBUF, "SO_RCVBUF"));
+  }
+
+  // receive(onData, onError): starts polling; replaces earlier callbacks.
+  Napi::Value Receive(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    int fd = CheckOpen(env);
+    if (!info[0].IsFunction() || !info[1].IsFunction()) ThrowType(env, "receive(onData, onError)");
+    on_data_ = Napi::Persistent(info[0].As<Napi::Function>());
+    on_error_ = Napi::Persistent(info[1].As<Napi::Function>());
+    if (context_ == nullptr)
+      context_ = std::make_unique<Napi::AsyncContext>(env, "fibkeeper:NetlinkSocket");
+    if (scratch_.empty()) scratch_.resize(kScratchBytes);
+    poller_.Start(env, fd, Value());
+    return env.Undefined();
+  }
+
+  Napi::Value Pause(const Napi::CallbackInfo& info) {
+    poller_.Stop();
+    return info.Env().Undefined();
+  }
+
+  Napi::Value JsRef(const Napi::CallbackInfo& info) {
+    poller_.SetRef(true);
+    return info.Env().Undefined();
+  }
+
+  Napi::Value JsUnref(const Napi::CallbackInfo& info) {
+    poller_.SetRef(false);
+    return info.Env().Undefined();
+  }
+
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    poller_.Close();  // before the fd goes away
+    fd_.Reset();
+    on_data_.Reset();
+    on_error_.Reset();
+    return info.Env().Undefined();
+  }
+
+  // Reads datagrams until EAGAIN, an error, or less than kMinRoom bytes of scratch are left;
+  // then one onData call with the batch, then (if any) one onError call.
+  void OnReadable(int status) {
+    Napi::Env env = Env();
+    Napi::HandleScope scope(env);
+    Napi::Object self = Value();  // keeps this object alive during the callbacks
+    if (status < 0) {
+      poller_.Stop();  // libuv cannot poll this socket any more
+      Deliver(env, self, 0, -status, "uv_poll");
+      return;
+    }
+    size_t used = 0;
+    int err = 0;
+    while (fd_.Valid() && scratch_.size() - used >= kMinRoom) {
+      sockaddr_nl from{};
+      iovec iov{scratch_.data() + used, scratch_.size() - used};
+      msghdr msg{};
+      msg.msg_name = &from;
+      msg.msg_namelen = sizeof(from);
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      ssize_t n = recvmsg(fd_.Get(), &msg, MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) err = errno;
+        break;
+      }
+      if (msg.msg_flags & MSG_TRUNC) {
+        err = EMSGSIZE;
+        break;
+      }
+      if (from.nl_pid != 0) continue;  // only the kernel talks to us
+      size_t padded = (static_cast<size_t>(n) + 3) & ~static_cast<size_t>(3);
+      std::memset(scratch_.data() + used + n, 0, padded - n);
+      used += padded;
+    }
+    Deliver(env, self, used, err, "recvmsg");
+  }
+
+  void Deliver(Napi::Env env, const Napi::Object& self, size_t used, int err, const char* syscall) {
+    if (used > 0 && !on_data_.IsEmpty()) {
+      Napi::Buffer<uint8_t> chunk = Napi::Buffer<uint8_t>::Copy(env, scratch_.data(), used);
+      CallFromLoop(env, *context_, self, on_data_.Value(), {chunk});
+    }
+    if (err == 0 || on_error_.IsEmpty() || !fd_.Valid()) return;
+    if (IsFatalReceiveError(err)) poller_.Stop();
+    Napi::Error error = ErrnoError(env, err, syscall);
+    CallFromLoop(env, *context_, self, on_error_.Value(), {error.Value()});
+  }
+
+  UniqueFd fd_;
+  uint32_t port_id_ = 0;
+  SocketPoller poller_;
+  std::vector<uint8_t> scratch_;
+  Napi::FunctionReference on_data_;
+  Napi::FunctionReference on_error_;
+  std::unique_ptr<Napi::AsyncContext> context_;
+};
+
+}  // namespace
+
+void InitNetlinkSocket(Napi::Env env, Napi::Object exports) {
+  exports.Set("NetlinkSocket", NetlinkSocket::Define(env));
+}
+
+}  // namespace fk

@@ -1,0 +1,169 @@
+// Privileged tests of the addon's NetlinkSocket, each in namespaces of its own.
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { NetlinkSocket, type SystemError } from '../../src/native/index.js';
+import { ip, ipJson, makeNetns, privileged, waitFor } from '../helpers/netns.js';
+import * as nl from './nlmsg.js';
+
+const { skip } = privileged();
+const ADDON = fileURLToPath(new URL('../../native/build/Release/fibkeeper.node', import.meta.url));
+const CHILD = fileURLToPath(new URL('./fixtures/throw-in-ondata.mjs', import.meta.url));
+
+/** Collects every message and error a socket receives. */
+function collect(sock: NetlinkSocket): { msgs: nl.NlMsg[]; errors: SystemError[]; chunks: number } {
+  const state = { msgs: [] as nl.NlMsg[], errors: [] as SystemError[], chunks: 0 };
+  sock.receive({
+    onData: (chunk) => {
+      state.chunks++;
+      state.msgs.push(...nl.parseMessages(chunk));
+    },
+    onError: (err) => state.errors.push(err),
+  });
+  return state;
+}
+
+/** Sends a link dump and waits for its NLMSG_DONE; returns the links it listed. */
+async function dumpLinks(sock: NetlinkSocket, seq: number, state: { msgs: nl.NlMsg[] }) {
+  sock.send(nl.getLinkDump(seq));
+  await waitFor(() => state.msgs.some((m) => m.seq === seq && m.type === nl.NLMSG_DONE), {
+    what: `dump ${seq} done`,
+  });
+  return state.msgs
+    .filter((m) => m.seq === seq && m.type === nl.RTM_NEWLINK)
+    .map((m) => nl.linkOf(m));
+}
+
+const open: NetlinkSocket[] = [];
+function openSocket(opts: Parameters<typeof NetlinkSocket.open>[0]): NetlinkSocket {
+  const s = NetlinkSocket.open(opts);
+  open.push(s);
+  return s;
+}
+afterEach(() => {
+  for (const s of open.splice(0)) s.close();
+});
+
+describe.skipIf(skip)('NetlinkSocket', () => {
+  it('dumps the links of the namespace it was opened in', async () => {
+    const ns = makeNetns('nl');
+    ip(ns, 'link', 'add', 'fka', 'type', 'veth', 'peer', 'name', 'fkb');
+    const sock = openSocket({ netns: ns });
+    expect(sock.portId).toBeGreaterThan(0);
+    expect(sock.fd).toBeGreaterThan(2);
+    const state = collect(sock);
+    const links = await dumpLinks(sock, 1, state);
+    const expected = ipJson<{ ifindex: number; ifname: string }[]>(ns, 'link', 'show');
+    const byIndex = (a: { ifindex: number }, b: { ifindex: number }) => a.ifindex - b.ifindex;
+    expect(links.sort(byIndex)).toEqual(
+      expected.map((l) => ({ ifindex: l.ifindex, name: l.ifname })).sort(byIndex),
+    );
+    expect(links.map((l) => l.name).sort()).toEqual(['fka', 'fkb', 'lo']);
+    // Every reply came from the kernel to our port.
+    expect(state.msgs.every((m) => m.pid === sock.portId)).toBe(true);
+    expect(state.errors).toEqual([]);
+  });
+
+  it('delivers RTNLGRP_LINK events after joining the group', async () => {
+    const ns = makeNetns('nlgrp');
+    const sock = openSocket({ netns: ns, groups: [nl.RTNLGRP_LINK] });
+    const state = collect(sock);
+    ip(ns, 'link', 'add', 'fkev0', 'type', 'veth', 'peer', 'name', 'fkev1');
+    await waitFor(
+      () => state.msgs.some((m) => m.type === nl.RTM_NEWLINK && nl.linkOf(m).name === 'fkev0'),
+      { what: 'RTM_NEWLINK fkev0' },
+    );
+    // Leaving the group stops the events.
+    sock.dropMembership(nl.RTNLGRP_LINK);
+    const before = state.msgs.length;
+    ip(ns, 'link', 'add', 'fkev2', 'type', 'veth', 'peer', 'name', 'fkev3');
+    await dumpLinks(sock, 7, state); // a round trip: anything queued before it has arrived
+    const events = state.msgs.slice(before).filter((m) => m.seq === 0);
+    expect(events).toEqual([]);
+  });
+
+  it('reports ENOBUFS on overflow and keeps working', async () => {
+    const ns = makeNetns('nlnobuf');
+    const sock = openSocket({ netns: ns, groups: [nl.RTNLGRP_LINK], rcvbuf: 1024 });
+    expect(sock.setReceiveBuffer(1024)).toBeLessThanOrEqual(8192);
+    const state = collect(sock);
+    // The event loop is blocked while `ip -batch` runs, so the events pile up in the kernel.
+    const cmds = Array.from(
+      { length: 40 },
+      (_, i) => `link add fkf${i} type veth peer name fkg${i}`,
+    );
+    const r = spawnSync('ip', ['-n', ns, '-batch', '-'], { input: cmds.join('\n') + '\n' });
+    expect(r.status).toBe(0);
+    await waitFor(() => state.errors.length > 0, { what: 'ENOBUFS' });
+    expect(state.errors[0]).toMatchObject({ code: 'ENOBUFS', errno: 105, syscall: 'recvmsg' });
+    expect(state.errors[0]).toBeInstanceOf(Error);
+    // The socket still answers requests afterwards.
+    sock.setReceiveBuffer(1 << 20);
+    const links = await dumpLinks(sock, 42, state);
+    expect(links.length).toBe(81);
+  });
+
+  it('an exception in onData is an ordinary uncaught exception', () => {
+    const ns = makeNetns('nlthrow');
+    const handled = spawnSync(process.execPath, [CHILD, ADDON, ns, 'handle'], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(handled.signal).toBeNull();
+    expect(handled.stdout).toContain('uncaught: boom-from-ondata');
+    expect(handled.stdout).toContain('second batch received');
+    expect(handled.status).toBe(0);
+
+    const unhandled = spawnSync(process.execPath, [CHILD, ADDON, ns, 'nohandle'], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(unhandled.signal).toBeNull(); // not SIGABRT
+    expect(unhandled.status).toBe(1);
+    expect(unhandled.stderr).toContain('boom-from-ondata');
+  });
+
+  it('returns the kernel extended-ack text for a bad request', async () => {
+    const ns = makeNetns('nlack');
+    const sock = openSocket({ netns: ns });
+    const state = collect(sock);
+    sock.send(nl.newLink(9, 'fkbad', 'fkt-no-such-kind'));
+    const reply = await waitFor(() =>
+      state.msgs.find((m) => m.seq === 9 && m.type === nl.NLMSG_ERROR),
+    );
+    const { error, extMsg } = nl.errorOf(reply);
+    expect(error).toBeLessThan(0);
+    expect(reply.flags & nl.NLM_F_CAPPED).toBeTruthy();
+    expect(extMsg).toBe('Unknown device type');
+  });
+
+  it('send takes several buffers as one datagram; pause stops delivery', async () => {
+    const ns = makeNetns('nlsend');
+    const sock = openSocket({ netns: ns });
+    const req = nl.getLinkDump(3);
+    expect(sock.send([req.subarray(0, 10), req.subarray(10)])).toBe(req.length);
+    const state = collect(sock);
+    await waitFor(() => state.msgs.some((m) => m.seq === 3 && m.type === nl.NLMSG_DONE));
+    sock.pause();
+    sock.send(nl.getLinkDump(4));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(state.msgs.some((m) => m.seq === 4)).toBe(false);
+    collect(sock); // resume with a new receiver: the queued reply arrives there
+    sock.close();
+    sock.close();
+    expect(sock.fd).toBe(-1);
+    expect(() => sock.send(req)).toThrow(/closed/);
+  });
+
+  it('rejects bad options and unknown namespaces', () => {
+    expect(() => NetlinkSocket.open({ groups: [0] })).toThrow(/groups\[0\]/);
+    expect(() => NetlinkSocket.open({ netns: '../etc' })).toThrow(/netns/);
+    let err: unknown;
+    try {
+      NetlinkSocket.open({ netns: 'fkt-does-not-exist' });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toMatchObject({ code: 'ENOENT', errno: 2, syscall: 'open' });
+  });
+});
