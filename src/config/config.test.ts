@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import {
+  OPTIONS,
+  buildConfig,
+  defaultConfig,
+  exampleConfigYaml,
+  flagName,
+  parseDuration,
+} from './index.js';
+
+describe('config', () => {
+  it('has safe defaults', () => {
+    const c = defaultConfig();
+    expect(c.xdp.mode).toBe('auto');
+    expect(c.xdp.keepOnStop).toBe(true);
+    expect(c.xdp.force).toBe(false);
+    expect(c.neighbor.resyncInterval).toBe(300_000);
+    expect(c.neighbor.retryMin).toBe(100);
+    expect(c.neighbor.retryMax).toBe(60_000);
+    expect(c.api.socketMode).toBe(0o660);
+    expect(c.api.tcp).toBe('');
+    expect(c.metrics.address).toBe('127.0.0.1:9470');
+    expect(c.extip.holderKind).toBe('dummy');
+  });
+
+  it('reads YAML and JSON, and flags win over the file', () => {
+    const y = buildConfig('xdp:\n  mode: native\nneighbor:\n  resyncInterval: 1m30s\n', {
+      'xdp-mode': 'generic',
+    });
+    expect(y.xdp.mode).toBe('generic');
+    expect(y.neighbor.resyncInterval).toBe(90_000);
+    const j = buildConfig('{"devices": ["veth*"], "extip": {"holderKind": "bridge"}}');
+    expect(j.devices).toEqual(['veth*']);
+    expect(j.extip.holderKind).toBe('bridge');
+    expect(buildConfig(undefined, { devices: 'a0,b0' }).devices).toEqual(['a0', 'b0']);
+  });
+
+  it('names the option and the allowed values in errors', () => {
+    expect(() => buildConfig('xdp:\n  mode: turbo\n')).toThrow(
+      'xdp.mode: must be one of auto, native, generic, got "turbo"',
+    );
+    expect(() => buildConfig('xdp:\n  pindir: /x\n')).toThrow(/xdp.pindir: unknown option/);
+    expect(() => buildConfig('mode: native\n')).toThrow(/did you mean xdp.mode/);
+    expect(() => buildConfig(undefined, { 'neighbor-retry-min': 'fast' })).toThrow(
+      /--neighbor-retry-min: must be a duration/,
+    );
+    expect(() => buildConfig(undefined, { 'no-such': '1' })).toThrow(/--no-such: unknown option/);
+    expect(() => buildConfig('api:\n  socketMode: "0666"\n')).toThrow(/api.socketMode/);
+    expect(() => buildConfig('neighbor:\n  retryMin: 2m\n')).toThrow(/neighbor.retryMin/);
+    expect(() => buildConfig('xdp: [1]\n')).toThrow(/xdp: must be a mapping/);
+    expect(() => buildConfig('extip:\n  announceCount: -1\n')).toThrow(/below the minimum 0/);
+    expect(() => buildConfig('xdp: [unclosed')).toThrow(/config file/);
+  });
+
+  it('parses durations', () => {
+    expect(parseDuration('100ms')).toBe(100);
+    expect(parseDuration('2h')).toBe(7_200_000);
+    expect(parseDuration(250)).toBe(250);
+    expect(parseDuration('1.5s')).toBe(1500);
+    expect(parseDuration('5 m')).toBeUndefined();
+    expect(parseDuration('')).toBeUndefined();
+    expect(parseDuration('-1s')).toBeUndefined();
+  });
+
+  it('documents every option in the example config, which loads to the defaults', () => {
+    const text = exampleConfigYaml();
+    for (const o of OPTIONS) expect(text).toContain(`--${flagName(o.path)}`);
+    expect(buildConfig(text)).toEqual(defaultConfig());
+  });
+
+  it('derives kebab-case flag names from paths', () => {
+    expect(flagName('xdp.missTracker.ttl')).toBe('xdp-miss-tracker-ttl');
+    expect(flagName('extip.nodeIP')).toBe('extip-node-i-p');
+  });
+});

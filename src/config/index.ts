@@ -1,0 +1,291 @@
+// fibkeeper's configuration: a YAML or JSON file, every option also a flag (flags win),
+// validated at load with errors that name the option and the allowed values.
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { ConfigError } from '../errors/index.js';
+import { OPTIONS, flagName, type OptionSpec } from './schema.js';
+
+export { OPTIONS, flagName, type OptionSpec } from './schema.js';
+
+export interface FibkeeperConfig {
+  netns: string;
+  devices: string[];
+  xdp: {
+    enabled: boolean;
+    mode: 'auto' | 'native' | 'generic';
+    pinDir: string;
+    keepOnStop: boolean;
+    force: boolean;
+    ipv6: boolean;
+    missTracker: { enabled: boolean; ttl: number; interval: number };
+  };
+  neighbor: {
+    enabled: boolean;
+    refresh: 'auto' | 'managed' | 'legacy';
+    resyncInterval: number;
+    retryMin: number;
+    retryMax: number;
+    rateLimit: number;
+  };
+  forwardable: { static: string[] };
+  extip: {
+    enabled: boolean;
+    holderName: string;
+    holderKind: 'dummy' | 'bridge' | 'ifb';
+    interface: string;
+    nodeIP: string;
+    announceCount: number;
+    announceInterval: number;
+    refreshInterval: number;
+    static: string[];
+  };
+  api: { socket: string; socketMode: number; tcp: string };
+  metrics: { address: string };
+  log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' };
+}
+
+type Json = unknown;
+
+/** The configuration with every option at its default. */
+export function defaultConfig(): FibkeeperConfig {
+  const cfg: Record<string, Json> = {};
+  for (const spec of OPTIONS) setPath(cfg, spec.path, coerce(spec, spec.default, 'default'));
+  return cfg as unknown as FibkeeperConfig;
+}
+
+/**
+ * Builds the configuration from a file's contents (YAML or JSON; may be undefined) and
+ * flags given as `{ "xdp-mode": "native" }` (flags win). Unknown keys and bad values throw
+ * ConfigError naming the option.
+ */
+export function buildConfig(
+  fileText: string | undefined,
+  flags: Readonly<Record<string, string | boolean>> = {},
+  source = 'config file',
+): FibkeeperConfig {
+  const cfg = defaultConfig() as unknown as Record<string, Json>;
+  if (fileText !== undefined && fileText.trim() !== '') {
+    let doc: Json;
+    try {
+      doc = parseYaml(fileText);
+    } catch (err) {
+      throw new ConfigError(source, `not valid YAML or JSON: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+    if (doc !== null && doc !== undefined) {
+      if (typeof doc !== 'object' || Array.isArray(doc)) {
+        throw new ConfigError(source, 'the top level must be a mapping of options');
+      }
+      applyFile(cfg, doc as Record<string, Json>, '');
+    }
+  }
+  for (const [name, value] of Object.entries(flags)) {
+    const spec = OPTIONS.find((o) => flagName(o.path) === name);
+    if (!spec) throw new ConfigError(`--${name}`, 'unknown option (see `fibkeeper run --help`)');
+    setPath(cfg, spec.path, coerce(spec, value, `--${name}`));
+  }
+  const out = cfg as unknown as FibkeeperConfig;
+  crossValidate(out);
+  return out;
+}
+
+/** Reads and builds the configuration from a file path (or only defaults and flags). */
+export function loadConfig(
+  path: string | undefined,
+  flags: Readonly<Record<string, string | boolean>> = {},
+): FibkeeperConfig {
+  let text: string | undefined;
+  if (path !== undefined) {
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new ConfigError('--config', `cannot read ${path}: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+  }
+  return buildConfig(text, flags, path ?? 'config file');
+}
+
+function applyFile(cfg: Record<string, Json>, obj: Record<string, Json>, prefix: string): void {
+  for (const [key, value] of Object.entries(obj)) {
+    const path = prefix ? `${prefix}.${key}` : key;
+    const spec = OPTIONS.find((o) => o.path === path);
+    if (spec) {
+      setPath(cfg, path, coerce(spec, value, path));
+    } else if (OPTIONS.some((o) => o.path.startsWith(`${path}.`))) {
+      if (value === null) continue;
+      if (typeof value !== 'object' || Array.isArray(value)) {
+        throw new ConfigError(path, 'must be a mapping of options');
+      }
+      applyFile(cfg, value as Record<string, Json>, path);
+    } else {
+      const near = OPTIONS.filter((o) => o.path.split('.').pop() === key).map((o) => o.path);
+      throw new ConfigError(
+        path,
+        `unknown option${near.length ? ` (did you mean ${near.join(' or ')}?)` : ''}`,
+      );
+    }
+  }
+}
+
+function setPath(obj: Record<string, Json>, path: string, value: Json): void {
+  const parts = path.split('.');
+  let cur = obj;
+  for (const p of parts.slice(0, -1)) {
+    if (typeof cur[p] !== 'object' || cur[p] === null) cur[p] = {};
+    cur = cur[p] as Record<string, Json>;
+  }
+  cur[parts[parts.length - 1] as string] = value;
+}
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** "1m30s" / "100ms" / "5m" / a number of milliseconds -> milliseconds. */
+export function parseDuration(v: Json): number | undefined {
+  if (typeof v === 'number') return Number.isFinite(v) && v >= 0 ? v : undefined;
+  if (typeof v !== 'string') return undefined;
+  const s = v.trim();
+  if (/^\d+$/.test(s)) return Number(s);
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
+  let total = 0;
+  let matched = 0;
+  for (let m = re.exec(s); m; m = re.exec(s)) {
+    total += Number(m[1]) * (DURATION_UNITS[m[2] as string] as number);
+    matched = re.lastIndex;
+  }
+  return matched === s.length && s.length > 0 ? Math.round(total) : undefined;
+}
+
+export function formatDuration(ms: number): string {
+  if (ms === 0) return '0s';
+  for (const [unit, size] of [
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ] as const) {
+    if (ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}
+
+function coerce(spec: OptionSpec, v: Json, where: string): Json {
+  const fail = (expect: string): never => {
+    throw new ConfigError(where, `${expect}, got ${JSON.stringify(v)}`);
+  };
+  switch (spec.type) {
+    case 'string':
+      if (typeof v !== 'string') fail('must be a string');
+      return v;
+    case 'bool':
+      if (typeof v === 'boolean') return v;
+      if (v === 'true' || v === '1' || v === 'yes') return true;
+      if (v === 'false' || v === '0' || v === 'no') return false;
+      return fail('must be true or false');
+    case 'int': {
+      const n = typeof v === 'string' && /^-?\d+$/.test(v.trim()) ? Number(v) : v;
+      if (typeof n !== 'number' || !Number.isInteger(n)) return fail('must be an integer');
+      checkRange(spec, n, where, String(n));
+      return n;
+    }
+    case 'duration': {
+      const ms = parseDuration(v);
+      if (ms === undefined) return fail('must be a duration like 500ms, 10s, 5m or 1h');
+      checkRange(spec, ms, where, formatDuration(ms));
+      return ms;
+    }
+    case 'list': {
+      if (typeof v === 'string') return v.trim() === '' ? [] : v.split(',').map((s) => s.trim());
+      if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) {
+        return fail('must be a list of strings');
+      }
+      return [...(v as string[])];
+    }
+    case 'enum':
+      if (typeof v !== 'string' || !spec.values?.includes(v)) {
+        return fail(`must be one of ${spec.values?.join(', ')}`);
+      }
+      return v;
+    case 'filemode': {
+      const s = typeof v === 'number' ? v.toString(8) : v;
+      if (typeof s !== 'string' || !/^0?[0-7]{3}$/.test(s)) {
+        return fail('must be an octal file mode like 0660');
+      }
+      const mode = parseInt(s, 8);
+      if (mode & 0o007) fail('must not give any access to others (use 0600 or 0660)');
+      return mode;
+    }
+  }
+}
+
+function checkRange(spec: OptionSpec, n: number, where: string, shown: string): void {
+  const fmt = (x: number) => (spec.type === 'duration' ? formatDuration(x) : String(x));
+  if (spec.min !== undefined && n < spec.min) {
+    throw new ConfigError(where, `${shown} is below the minimum ${fmt(spec.min)}`);
+  }
+  if (spec.max !== undefined && n > spec.max) {
+    throw new ConfigError(where, `${shown} is above the maximum ${fmt(spec.max)}`);
+  }
+}
+
+function crossValidate(cfg: FibkeeperConfig): void {
+  if (cfg.neighbor.retryMin > cfg.neighbor.retryMax) {
+    throw new ConfigError(
+      'neighbor.retryMin',
+      `${formatDuration(cfg.neighbor.retryMin)} is longer than neighbor.retryMax (${formatDuration(cfg.neighbor.retryMax)})`,
+    );
+  }
+  for (const d of cfg.devices) {
+    if (!/^[A-Za-z0-9_.:@*?-]{1,15}$/.test(d)) {
+      throw new ConfigError('devices', `"${d}" is not a device name or glob (1-15 characters)`);
+    }
+  }
+  if (!/^[A-Za-z0-9_.-]{1,15}$/.test(cfg.extip.holderName)) {
+    throw new ConfigError('extip.holderName', `"${cfg.extip.holderName}" is not a device name`);
+  }
+  if (cfg.api.tcp !== '' && !/^(\[[0-9a-fA-F:.]+\]|[0-9.]+|localhost):\d{1,5}$/.test(cfg.api.tcp)) {
+    throw new ConfigError('api.tcp', `"${cfg.api.tcp}" must be an explicit host:port`);
+  }
+  if (
+    cfg.metrics.address !== '' &&
+    !/^(\[[0-9a-fA-F:.]+\]|[0-9.]+|localhost):\d{1,5}$/.test(cfg.metrics.address)
+  ) {
+    throw new ConfigError('metrics.address', `"${cfg.metrics.address}" must be host:port`);
+  }
+}
+
+/** The documented example config: every option, its meaning and its default, as YAML. */
+export function exampleConfigYaml(): string {
+  const lines = [
+    '# fibkeeper configuration: every option with its default.',
+    '# Every option is also a flag of `fibkeeper run`: --<path in kebab-case>, e.g. --xdp-mode.',
+    '# Durations: 500ms, 10s, 5m, 1h. Lists: YAML lists (flags: comma-separated).',
+  ];
+  let section = '';
+  for (const spec of OPTIONS) {
+    const parts = spec.path.split('.');
+    const top = parts.length > 1 ? (parts[0] as string) : '';
+    if (top !== section) {
+      section = top;
+      if (top) lines.push('', `${top}:`);
+      else lines.push('');
+    }
+    const indent = '  '.repeat(parts.length - 1);
+    if (parts.length === 3 && !lines.includes(`  ${parts[1]}:`)) lines.push(`  ${parts[1]}:`);
+    const flag = `--${flagName(spec.path)}`;
+    const allowed = spec.values ? ` One of: ${spec.values.join(', ')}.` : '';
+    lines.push(`${indent}# ${spec.doc}${allowed} Flag: ${flag}`);
+    lines.push(`${indent}${parts[parts.length - 1]}: ${yamlValue(spec)}`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+function yamlValue(spec: OptionSpec): string {
+  const v = spec.default;
+  if (spec.type === 'duration') return formatDuration(v as number);
+  if (spec.type === 'filemode') return `"${v}"`;
+  if (Array.isArray(v)) return v.length ? `[${v.map((s) => `"${s}"`).join(', ')}]` : '[]';
+  if (typeof v === 'string') return v === '' ? '""' : `"${v}"`;
+  return String(v);
+}
