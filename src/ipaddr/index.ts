@@ -1,0 +1,23 @@
+// IP and MAC address handling: parsing with explained errors, canonical text (as `ip -j`
+// prints it), fast byte conversions for the netlink codec, classification and validation of
+// forwardable/external IPs, prefixes, and an index of IPs by prefix.
+//
+// Keys: the canonical text (ParsedIp.address, IpPrefix.text) is the key to use in maps and
+// tables; two spellings of one address ("2001:DB8::0:1", "2001:db8::1") give one key.
+
+export {
+  AF_INET,
+  AF_INET6,
+  afOf,
+  canonicalIp,
+  familyName,
+  familyOfAf,
+  ipFamilyOf,
+  ipFromBytes,
+  ipToBytes,
+  parseIp,
+  writeIp,
+  type IpFamily,
+  type ParsedIp,
+  type ParseIpOptions,
+} from './address.js';
