@@ -21,3 +21,10 @@ export {
   type ParsedIp,
   type ParseIpOptions,
 } from './address.js';
+export {
+  classifyIp,
+  isUnicastIp,
+  validateUnicastIp,
+  type IpClass,
+  type UnicastIpOptions,
+} from './classify.js';
