@@ -1,0 +1,101 @@
+// Dispatch on the message type: turns any netlink message into a typed value. Used by
+// subscriptions (events) and by the fuzz tests (every byte string either parses or
+// throws ParseError).
+import { parseAddress, type Address } from './address.js';
+import {
+  NLMSG_DONE,
+  NLMSG_ERROR,
+  RTM_DELADDR,
+  RTM_DELLINK,
+  RTM_DELNEIGH,
+  RTM_DELROUTE,
+  RTM_NEWADDR,
+  RTM_NEWLINK,
+  RTM_NEWNEIGH,
+  RTM_NEWROUTE,
+} from './constants.js';
+import { parseDoneMessage, parseErrorMessage, type ErrorMessage } from './control.js';
+import type { ExtAck } from './errors.js';
+import { parseLink, type Link } from './link.js';
+import { parseNeigh, type Neigh } from './neigh.js';
+import { parseRoute, type Route } from './route.js';
+import { align4, readHeader, type NlMsgHeader } from './wire.js';
+
+/** A change notification, or one entry of a dump: `kind` says added/changed vs removed. */
+export type RtEvent =
+  | { kind: 'new' | 'del'; object: 'link'; msg: Link }
+  | { kind: 'new' | 'del'; object: 'address'; msg: Address }
+  | { kind: 'new' | 'del'; object: 'route'; msg: Route }
+  | { kind: 'new' | 'del'; object: 'neigh'; msg: Neigh };
+
+/** Parses an rtnetlink object message; undefined for a type this codec does not know. */
+export function parseRtEvent(buf: Buffer, off: number, len: number): RtEvent | undefined {
+  const type = buf.readUInt16LE(off + 4);
+  switch (type) {
+    case RTM_NEWLINK:
+    case RTM_DELLINK:
+      return {
+        kind: type === RTM_NEWLINK ? 'new' : 'del',
+        object: 'link',
+        msg: parseLink(buf, off, len),
+      };
+    case RTM_NEWADDR:
+    case RTM_DELADDR:
+      return {
+        kind: type === RTM_NEWADDR ? 'new' : 'del',
+        object: 'address',
+        msg: parseAddress(buf, off, len),
+      };
+    case RTM_NEWROUTE:
+    case RTM_DELROUTE:
+      return {
+        kind: type === RTM_NEWROUTE ? 'new' : 'del',
+        object: 'route',
+        msg: parseRoute(buf, off, len),
+      };
+    case RTM_NEWNEIGH:
+    case RTM_DELNEIGH:
+      return {
+        kind: type === RTM_NEWNEIGH ? 'new' : 'del',
+        object: 'neigh',
+        msg: parseNeigh(buf, off, len),
+      };
+  }
+  return undefined;
+}
+
+/** Any message, parsed. */
+export type ParsedMessage =
+  | { header: NlMsgHeader; what: 'error'; error: ErrorMessage }
+  | { header: NlMsgHeader; what: 'done'; error: number; extAck: ExtAck }
+  | { header: NlMsgHeader; what: 'event'; event: RtEvent }
+  | { header: NlMsgHeader; what: 'other'; payload: Buffer };
+
+/**
+ * Parses every message in buf (one or more datagrams, back to back). Throws ParseError
+ * (and nothing else) when the bytes are malformed.
+ */
+export function parseMessages(buf: Buffer): ParsedMessage[] {
+  const out: ParsedMessage[] = [];
+  let off = 0;
+  while (off < buf.length) {
+    const header = readHeader(buf, off, buf.length);
+    const len = header.len;
+    if (header.type === NLMSG_ERROR) {
+      out.push({ header, what: 'error', error: parseErrorMessage(buf, off, len) });
+    } else if (header.type === NLMSG_DONE) {
+      out.push({ header, what: 'done', ...parseDoneMessage(buf, off, len) });
+    } else {
+      const event = parseRtEvent(buf, off, len);
+      if (event) out.push({ header, what: 'event', event });
+      else
+        out.push({
+          header,
+          what: 'other',
+          payload: Buffer.from(buf.subarray(off + 16, off + len)),
+        });
+    }
+    off += align4(len);
+  }
+  return out;
+}

@@ -1,0 +1,153 @@
+// Neighbors: struct ndmsg + NDA_* attributes, NDA_FLAGS_EXT (the managed flag),
+// NDA_PROTOCOL, NDA_LLADDR and NDA_CACHEINFO included. formatNeigh is the bulk path.
+import { readIp, readMac } from './addr.js';
+import {
+  NDA_CACHEINFO,
+  NDA_DST,
+  NDA_FLAGS_EXT,
+  NDA_IFINDEX,
+  NDA_LLADDR,
+  NDA_MASTER,
+  NDA_NH_ID,
+  NDA_PROBES,
+  NDA_PROTOCOL,
+  NDA_VLAN,
+  NTF_EXT_MANAGED,
+  SIZEOF_NDA_CACHEINFO,
+  SIZEOF_NDMSG,
+  SIZEOF_NLMSGHDR,
+} from './constants.js';
+import { ParseError } from './errors.js';
+import { expectFixed, expectLen, forEachAttr, getU16, getU32, getU8, Writer } from './wire.js';
+
+/** nda_cacheinfo: ages in clock ticks (USER_HZ) since the event. */
+export interface NeighCacheInfo {
+  confirmed: number;
+  used: number;
+  updated: number;
+  refcnt: number;
+}
+
+/** One neighbor entry (RTM_NEWNEIGH / RTM_DELNEIGH), as `ip neigh show` reports it. */
+export interface Neigh {
+  family: number;
+  ifindex: number;
+  /** NUD_* */
+  state: number;
+  /** NTF_* (8-bit ndm_flags) */
+  flags: number;
+  /** ndm_type (RTN_*) */
+  type: number;
+  /** NDA_FLAGS_EXT: NTF_EXT_MANAGED and later extended flags; 0 when absent. */
+  flagsExt: number;
+  dst?: string;
+  lladdr?: string;
+  /** NDA_PROTOCOL: who installed the entry (RTPROT_* or a private value). */
+  protocol?: number;
+  probes?: number;
+  vlan?: number;
+  master?: number;
+  /** NDA_IFINDEX (bridge FDB / filter requests) */
+  filterIfindex?: number;
+  nhid?: number;
+  cacheinfo?: NeighCacheInfo;
+}
+
+/** True when the entry carries the managed flag (NTF_EXT_MANAGED in NDA_FLAGS_EXT). */
+export function isManaged(n: Pick<Neigh, 'flagsExt'>): boolean {
+  return (n.flagsExt & NTF_EXT_MANAGED) !== 0;
+}
+
+function parseNeighAttr(n: Neigh, buf: Buffer, type: number, off: number, len: number): void {
+  switch (type) {
+    case NDA_DST:
+      if (len !== 4 && len !== 16) throw new ParseError(`NDA_DST: ${len}-byte address`, off);
+      n.dst = readIp(buf, off, len);
+      break;
+    case NDA_LLADDR:
+      n.lladdr = readMac(buf, off, len);
+      break;
+    case NDA_PROTOCOL:
+      n.protocol = getU8(buf, off, len, 'NDA_PROTOCOL');
+      break;
+    case NDA_FLAGS_EXT:
+      n.flagsExt = getU32(buf, off, len, 'NDA_FLAGS_EXT');
+      break;
+    case NDA_PROBES:
+      n.probes = getU32(buf, off, len, 'NDA_PROBES');
+      break;
+    case NDA_VLAN:
+      n.vlan = getU16(buf, off, len, 'NDA_VLAN');
+      break;
+    case NDA_MASTER:
+      n.master = getU32(buf, off, len, 'NDA_MASTER');
+      break;
+    case NDA_IFINDEX:
+      n.filterIfindex = getU32(buf, off, len, 'NDA_IFINDEX');
+      break;
+    case NDA_NH_ID:
+      n.nhid = getU32(buf, off, len, 'NDA_NH_ID');
+      break;
+    case NDA_CACHEINFO:
+      expectLen(off, len, SIZEOF_NDA_CACHEINFO, 'NDA_CACHEINFO');
+      n.cacheinfo = {
+        confirmed: buf.readUInt32LE(off),
+        used: buf.readUInt32LE(off + 4),
+        updated: buf.readUInt32LE(off + 8),
+        refcnt: buf.readUInt32LE(off + 12),
+      };
+      break;
+  }
+}
+
+/** Parses the RTM_*NEIGH message of `len` bytes at `off` (header included). */
+export function parseNeigh(buf: Buffer, off: number, len: number): Neigh {
+  expectFixed(off, len, SIZEOF_NDMSG, 'ndmsg');
+  const p = off + SIZEOF_NLMSGHDR;
+  const n: Neigh = {
+    family: buf[p]!,
+    ifindex: buf.readInt32LE(p + 4),
+    state: buf.readUInt16LE(p + 8),
+    flags: buf[p + 10]!,
+    type: buf[p + 11]!,
+    flagsExt: 0,
+  };
+  forEachAttr(buf, p + SIZEOF_NDMSG, off + len, (t, o, l) => parseNeighAttr(n, buf, t, o, l));
+  return n;
+}
+
+/**
+ * Encodes an RTM_*NEIGH message. NDA_FLAGS_EXT is written only when non-zero (kernels
+ * before 5.16 reject the attribute).
+ */
+export function formatNeigh(w: Writer, type: number, flags: number, n: Neigh, seq = 0): void {
+  const start = w.begin(type, flags, SIZEOF_NDMSG, seq);
+  const b = w.buf;
+  const p = start + SIZEOF_NLMSGHDR;
+  b[p] = n.family;
+  b.writeInt32LE(n.ifindex, p + 4);
+  b.writeUInt16LE(n.state, p + 8);
+  b[p + 10] = n.flags;
+  b[p + 11] = n.type;
+  if (n.dst !== undefined) w.ip(NDA_DST, n.dst);
+  if (n.lladdr !== undefined) w.mac(NDA_LLADDR, n.lladdr);
+  if (n.protocol !== undefined) w.u8(NDA_PROTOCOL, n.protocol);
+  if (n.flagsExt !== 0) w.u32(NDA_FLAGS_EXT, n.flagsExt);
+  if (n.probes !== undefined) w.u32(NDA_PROBES, n.probes);
+  if (n.vlan !== undefined) w.u16(NDA_VLAN, n.vlan);
+  if (n.master !== undefined) w.u32(NDA_MASTER, n.master);
+  if (n.filterIfindex !== undefined) w.u32(NDA_IFINDEX, n.filterIfindex);
+  if (n.nhid !== undefined) w.u32(NDA_NH_ID, n.nhid);
+  if (n.cacheinfo) {
+    const c = n.cacheinfo;
+    const a = w.nest(NDA_CACHEINFO);
+    w.ensure(SIZEOF_NDA_CACHEINFO);
+    w.buf.writeUInt32LE(c.confirmed >>> 0, w.off);
+    w.buf.writeUInt32LE(c.used >>> 0, w.off + 4);
+    w.buf.writeUInt32LE(c.updated >>> 0, w.off + 8);
+    w.buf.writeUInt32LE(c.refcnt >>> 0, w.off + 12);
+    w.off += SIZEOF_NDA_CACHEINFO;
+    w.nestEnd(a);
+  }
+  w.end(start);
+}

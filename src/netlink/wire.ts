@@ -1,0 +1,276 @@
+// The netlink wire format underneath every message: the 16-byte nlmsghdr, 4-byte aligned
+// TLV attributes (nested ones included), a Writer that encodes straight into one growing
+// Buffer, and bounds-checked readers that throw ParseError on malformed input.
+//
+// Netlink uses host byte order; every supported target (x86_64, aarch64) is little-endian.
+import { writeIp, writeMac, MAX_ADDR_LEN } from './addr.js';
+import { AF_INET6, NLA_TYPE_MASK, SIZEOF_NLATTR, SIZEOF_NLMSGHDR } from './constants.js';
+import { ParseError } from './errors.js';
+
+export const align4 = (n: number): number => (n + 3) & ~3;
+
+/** A netlink message header. */
+export interface NlMsgHeader {
+  len: number;
+  type: number;
+  flags: number;
+  seq: number;
+  pid: number;
+}
+
+/** An attribute kept as bytes; `type` includes the NLA_F_NESTED / NET_BYTEORDER bits. */
+export interface RawAttr {
+  type: number;
+  value: Buffer;
+}
+
+/**
+ * Encodes netlink messages back to back into one Buffer that grows on demand. The bulk
+ * path reuses one Writer (reset() between windows), so it allocates nothing per message.
+ */
+export class Writer {
+  buf: Buffer;
+  off = 0;
+
+  constructor(initialSize = 4096) {
+    this.buf = Buffer.allocUnsafe(initialSize);
+  }
+
+  reset(): void {
+    this.off = 0;
+  }
+
+  /** Makes room for `n` more bytes. */
+  ensure(n: number): void {
+    const need = this.off + n;
+    if (need <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < need) size *= 2;
+    const next = Buffer.allocUnsafe(size);
+    this.buf.copy(next, 0, 0, this.off);
+    this.buf = next;
+  }
+
+  /** The bytes written so far (a view, valid until the next write). */
+  bytes(): Buffer {
+    return this.buf.subarray(0, this.off);
+  }
+
+  /** Starts a message; returns its offset for end(). `fixedLen` zeroed bytes follow. */
+  begin(type: number, flags: number, fixedLen: number, seq = 0, pid = 0): number {
+    this.ensure(SIZEOF_NLMSGHDR + fixedLen + 256);
+    const start = this.off;
+    const b = this.buf;
+    b.writeUInt16LE(type, start + 4);
+    b.writeUInt16LE(flags, start + 6);
+    b.writeUInt32LE(seq >>> 0, start + 8);
+    b.writeUInt32LE(pid >>> 0, start + 12);
+    b.fill(0, start + SIZEOF_NLMSGHDR, start + SIZEOF_NLMSGHDR + align4(fixedLen));
+    this.off = start + SIZEOF_NLMSGHDR + align4(fixedLen);
+    return start;
+  }
+
+  /** Finishes the message begun at `start` by writing its length. */
+  end(start: number): void {
+    this.buf.writeUInt32LE(this.off - start, start);
+  }
+
+  private attrHeader(type: number, valueLen: number): number {
+    this.ensure(SIZEOF_NLATTR + valueLen + 3);
+    const o = this.off;
+    this.buf.writeUInt16LE(SIZEOF_NLATTR + valueLen, o);
+    this.buf.writeUInt16LE(type, o + 2);
+    return o + SIZEOF_NLATTR;
+  }
+
+  private pad(valueEnd: number): void {
+    const end = align4(valueEnd);
+    for (let i = valueEnd; i < end; i++) this.buf[i] = 0;
+    this.off = end;
+  }
+
+  u8(type: number, v: number): void {
+    const o = this.attrHeader(type, 1);
+    this.buf[o] = v;
+    this.pad(o + 1);
+  }
+
+  u16(type: number, v: number): void {
+    const o = this.attrHeader(type, 2);
+    this.buf.writeUInt16LE(v, o);
+    this.pad(o + 2);
+  }
+
+  u32(type: number, v: number): void {
+    const o = this.attrHeader(type, 4);
+    this.buf.writeUInt32LE(v >>> 0, o);
+    this.off = o + 4;
+  }
+
+  s32(type: number, v: number): void {
+    const o = this.attrHeader(type, 4);
+    this.buf.writeInt32LE(v, o);
+    this.off = o + 4;
+  }
+
+  u64(type: number, v: bigint): void {
+    const o = this.attrHeader(type, 8);
+    this.buf.writeBigUInt64LE(v, o);
+    this.off = o + 8;
+  }
+
+  flag(type: number): void {
+    this.attrHeader(type, 0);
+    this.off += SIZEOF_NLATTR;
+  }
+
+  /** A NUL-terminated string attribute. */
+  string(type: number, s: string): void {
+    const n = Buffer.byteLength(s);
+    const o = this.attrHeader(type, n + 1);
+    this.buf.write(s, o, n, 'utf8');
+    this.buf[o + n] = 0;
+    this.pad(o + n + 1);
+  }
+
+  bytesAttr(type: number, v: Uint8Array): void {
+    const o = this.attrHeader(type, v.length);
+    this.buf.set(v, o);
+    this.pad(o + v.length);
+  }
+
+  /** An address attribute parsed from an IP string; returns its family. */
+  ip(type: number, ip: string): number {
+    this.ensure(SIZEOF_NLATTR + 16);
+    const o = this.off + SIZEOF_NLATTR;
+    const family = writeIp(this.buf, o, ip);
+    const len = family === AF_INET6 ? 16 : 4;
+    this.buf.writeUInt16LE(SIZEOF_NLATTR + len, this.off);
+    this.buf.writeUInt16LE(type, this.off + 2);
+    this.off = o + len;
+    return family;
+  }
+
+  /** A link-layer address attribute parsed from "aa:bb:...". */
+  mac(type: number, mac: string): void {
+    this.ensure(SIZEOF_NLATTR + MAX_ADDR_LEN + 3);
+    const o = this.off + SIZEOF_NLATTR;
+    const len = writeMac(this.buf, o, mac);
+    this.buf.writeUInt16LE(SIZEOF_NLATTR + len, this.off);
+    this.buf.writeUInt16LE(type, this.off + 2);
+    this.pad(o + len);
+  }
+
+  /** Opens a nested attribute (the caller ORs in NLA_F_NESTED if it wants it). */
+  nest(type: number): number {
+    const start = this.off;
+    this.attrHeader(type, 0);
+    this.off += SIZEOF_NLATTR;
+    return start;
+  }
+
+  nestEnd(start: number): void {
+    this.buf.writeUInt16LE(this.off - start, start);
+  }
+
+  raw(attrs: readonly RawAttr[] | undefined): void {
+    if (attrs) for (const a of attrs) this.bytesAttr(a.type, a.value);
+  }
+}
+
+// --- reading --------------------------------------------------------------------------------
+
+/** Reads and validates the header of the message at `off`; `end` bounds the buffer. */
+export function readHeader(buf: Buffer, off: number, end: number): NlMsgHeader {
+  if (end - off < SIZEOF_NLMSGHDR) throw new ParseError('truncated nlmsghdr', off);
+  const len = buf.readUInt32LE(off);
+  if (len < SIZEOF_NLMSGHDR) throw new ParseError(`nlmsg_len ${len} below header size`, off);
+  if (len > end - off) throw new ParseError(`nlmsg_len ${len} exceeds ${end - off} bytes`, off);
+  return {
+    len,
+    type: buf.readUInt16LE(off + 4),
+    flags: buf.readUInt16LE(off + 6),
+    seq: buf.readUInt32LE(off + 8),
+    pid: buf.readUInt32LE(off + 12),
+  };
+}
+
+/**
+ * Calls `fn(type, valueOffset, valueLength)` for every attribute in buf[start, end).
+ * `type` has the NLA_F_* bits masked off. Throws ParseError on a malformed attribute.
+ */
+export function forEachAttr(
+  buf: Buffer,
+  start: number,
+  end: number,
+  fn: (type: number, off: number, len: number) => void,
+): void {
+  let p = start;
+  while (p < end) {
+    if (end - p < SIZEOF_NLATTR) throw new ParseError('truncated attribute header', p);
+    const len = buf.readUInt16LE(p);
+    if (len < SIZEOF_NLATTR || len > end - p) {
+      throw new ParseError(`attribute length ${len} out of bounds`, p);
+    }
+    fn(buf.readUInt16LE(p + 2) & NLA_TYPE_MASK, p + SIZEOF_NLATTR, len - SIZEOF_NLATTR);
+    p += align4(len);
+  }
+}
+
+/** Copies every attribute in buf[start, end) as RawAttr (flag bits kept in `type`). */
+export function readRawAttrs(buf: Buffer, start: number, end: number): RawAttr[] {
+  const out: RawAttr[] = [];
+  let p = start;
+  while (p < end) {
+    if (end - p < SIZEOF_NLATTR) throw new ParseError('truncated attribute header', p);
+    const len = buf.readUInt16LE(p);
+    if (len < SIZEOF_NLATTR || len > end - p) {
+      throw new ParseError(`attribute length ${len} out of bounds`, p);
+    }
+    out.push({
+      type: buf.readUInt16LE(p + 2),
+      value: Buffer.from(buf.subarray(p + SIZEOF_NLATTR, p + len)),
+    });
+    p += align4(len);
+  }
+  return out;
+}
+
+export function expectLen(off: number, len: number, want: number, what: string): void {
+  if (len !== want) throw new ParseError(`${what}: ${len} bytes, expected ${want}`, off);
+}
+
+export function getU8(buf: Buffer, off: number, len: number, what: string): number {
+  expectLen(off, len, 1, what);
+  return buf[off]!;
+}
+
+export function getU16(buf: Buffer, off: number, len: number, what: string): number {
+  expectLen(off, len, 2, what);
+  return buf.readUInt16LE(off);
+}
+
+export function getU32(buf: Buffer, off: number, len: number, what: string): number {
+  expectLen(off, len, 4, what);
+  return buf.readUInt32LE(off);
+}
+
+export function getS32(buf: Buffer, off: number, len: number, what: string): number {
+  expectLen(off, len, 4, what);
+  return buf.readInt32LE(off);
+}
+
+/** A string attribute: up to the first NUL (the kernel always sends one). */
+export function getString(buf: Buffer, off: number, len: number): string {
+  let e = off;
+  const end = off + len;
+  while (e < end && buf[e] !== 0) e++;
+  return buf.toString('utf8', off, e);
+}
+
+/** Throws unless `need` bytes of fixed header fit in a message of `len` at `off`. */
+export function expectFixed(off: number, len: number, need: number, what: string): void {
+  if (len < SIZEOF_NLMSGHDR + need) {
+    throw new ParseError(`${what}: message of ${len} bytes is shorter than its header`, off);
+  }
+}
