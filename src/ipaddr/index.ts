@@ -28,3 +28,12 @@ export {
   type IpClass,
   type UnicastIpOptions,
 } from './classify.js';
+export {
+  hostPrefix,
+  parsePrefix,
+  prefixContains,
+  prefixCovers,
+  prefixFromBytes,
+  type IpPrefix,
+  type ParsePrefixOptions,
+} from './prefix.js';
