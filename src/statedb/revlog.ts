@@ -1,0 +1,116 @@
+// The revision log of a table: every live row and every retained deletion (tombstone) in one
+// doubly linked list ordered by revision. A write unlinks the row's old node and appends a
+// new one, so "everything after revision r" is a walk back from the tail to r and forward
+// again: O(changes), never O(table). Tombstones are also queued in revision order so that
+// garbage collection drops them from the front once every watcher has read past them.
+import type { Change } from './types.js';
+
+export const STATUS_PENDING = 0;
+export const STATUS_DONE = 1;
+export const STATUS_ERROR = 2;
+export type StatusCode = typeof STATUS_PENDING | typeof STATUS_DONE | typeof STATUS_ERROR;
+
+/**
+ * One version of a row (or a tombstone). The identity fields never change after
+ * construction; consumers see a node only through the read-only `Change` interface. The
+ * status fields belong to the reconciler and are changed in place (see Table.setStatus).
+ */
+export class Node<Obj> implements Change<Obj> {
+  prev: Node<Obj> | undefined = undefined;
+  next: Node<Obj> | undefined = undefined;
+  statusKind: StatusCode = STATUS_PENDING;
+  statusError: string | undefined = undefined;
+  statusAt: number;
+  readonly key: string;
+  readonly object: Obj;
+  readonly revision: number;
+  readonly deleted: boolean;
+
+  constructor(key: string, object: Obj, revision: number, deleted: boolean, at: number) {
+    this.key = key;
+    this.object = object;
+    this.revision = revision;
+    this.deleted = deleted;
+    this.statusAt = at;
+  }
+}
+
+export class RevisionLog<Obj> {
+  private head: Node<Obj> | undefined = undefined;
+  private tail: Node<Obj> | undefined = undefined;
+  private tombs: (Node<Obj> | undefined)[] = [];
+  private tombHead = 0;
+
+  /** Number of deletions retained for watchers that have not read them yet. */
+  get tombstones(): number {
+    return this.tombs.length - this.tombHead;
+  }
+
+  /** Appends a node; its revision must be higher than every node already in the log. */
+  append(node: Node<Obj>): void {
+    node.prev = this.tail;
+    node.next = undefined;
+    if (this.tail === undefined) this.head = node;
+    else this.tail.next = node;
+    this.tail = node;
+  }
+
+  appendTombstone(node: Node<Obj>): void {
+    this.append(node);
+    this.tombs.push(node);
+  }
+
+  /** Removes a node; clears its links so a node held elsewhere retains no neighbours. */
+  unlink(node: Node<Obj>): void {
+    const { prev, next } = node;
+    if (prev === undefined) this.head = next;
+    else prev.next = next;
+    if (next === undefined) this.tail = prev;
+    else next.prev = prev;
+    node.prev = undefined;
+    node.next = undefined;
+  }
+
+  /**
+   * Nodes with a revision above `after`, oldest first. Tombstones at or below `floor` are
+   * left out (the reader registered after those deletions and never saw the rows).
+   */
+  readAfter(after: number, floor: number): Node<Obj>[] {
+    let start = this.head;
+    if (start !== undefined && start.revision <= after) {
+      // Walk back from the tail to the first node at or below `after`.
+      let n = this.tail;
+      while (n !== undefined && n.revision > after) n = n.prev;
+      start = n === undefined ? this.head : n.next;
+    }
+    const out: Node<Obj>[] = [];
+    for (let n = start; n !== undefined; n = n.next) {
+      if (n.deleted && n.revision <= floor) continue;
+      out.push(n);
+    }
+    return out;
+  }
+
+  /** Drops every tombstone with a revision at or below `upTo`. */
+  collect(upTo: number): void {
+    const tombs = this.tombs;
+    let i = this.tombHead;
+    while (i < tombs.length) {
+      const t = tombs[i];
+      if (t === undefined || t.revision > upTo) break;
+      this.unlink(t);
+      i++;
+    }
+    if (i === tombs.length) {
+      this.tombs = [];
+      this.tombHead = 0;
+    } else if (i > 1024 && i * 2 > tombs.length) {
+      this.tombs = tombs.slice(i);
+      this.tombHead = 0;
+    } else {
+      // Let the collected nodes go even before the array is compacted.
+      tombs.fill(undefined, this.tombHead, i);
+      this.tombHead = i;
+    }
+  }
+}
