@@ -1,0 +1,176 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { InvalidArgumentError } from '../errors/index.js';
+import { silentLogger } from '../log/index.js';
+import { ApiClient, ApiServer, MAX_BODY_BYTES, type ControlHandlers } from './index.js';
+
+let dir: string;
+let server: ApiServer | undefined;
+const calls: string[] = [];
+
+function handlers(): ControlHandlers {
+  const owners = new Map<string, Set<string>>();
+  const validate = (ips: string[]) => {
+    for (const ip of ips)
+      if (!/^\d+\.\d+\.\d+\.\d+$/.test(ip)) throw new InvalidArgumentError(`"${ip}" is not an IP`);
+  };
+  return {
+    async forwardableAdd(owner, ips) {
+      validate(ips);
+      calls.push(`add ${owner} ${ips.join(',')}`);
+      for (const ip of ips) (owners.get(ip) ?? owners.set(ip, new Set()).get(ip))?.add(owner);
+    },
+    async forwardableDelete(owner, ips) {
+      validate(ips);
+      calls.push(`del ${owner} ${ips.join(',')}`);
+    },
+    async forwardableSetOwner(owner, ips) {
+      validate(ips);
+      calls.push(`set ${owner} ${ips.join(',')}`);
+    },
+    async forwardableList() {
+      return [...owners].map(([ip, o]) => ({ ip, owners: [...o] }));
+    },
+    async extipAdd(ips) {
+      validate(ips);
+      calls.push(`extip add ${ips.join(',')}`);
+    },
+    async extipDelete() {},
+    async extipList() {
+      return [];
+    },
+    async status() {
+      return { ready: true };
+    },
+    async probe() {
+      return { features: [] };
+    },
+    async xdpDetach() {
+      return { detached: [] };
+    },
+  };
+}
+
+function raw(path: string, method: string, body: string | Buffer, type = 'application/json') {
+  return new Promise<{ status: number; json: { error?: { code: string; message: string } } }>(
+    (resolve, reject) => {
+      const req = request(
+        {
+          agent: false,
+          socketPath: join(dir, 'api.sock'),
+          path,
+          method,
+          headers: { 'content-type': type },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              json: JSON.parse(Buffer.concat(chunks).toString()),
+            }),
+          );
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    },
+  );
+}
+
+beforeEach(async () => {
+  dir = join(mkdtempSync(join(tmpdir(), 'fk-api-')), 'run');
+  calls.length = 0;
+  server = new ApiServer({
+    socketPath: join(dir, 'api.sock'),
+    socketMode: 0o660,
+    handlers: handlers(),
+    log: silentLogger(),
+  });
+  await server.start();
+});
+afterEach(async () => {
+  await server?.stop();
+  rmSync(join(dir, '..'), { recursive: true, force: true });
+});
+
+describe('control API', () => {
+  it('creates the socket 0660 in a directory closed to others', () => {
+    expect(statSync(join(dir, 'api.sock')).mode & 0o777).toBe(0o660);
+    expect(statSync(dir).mode & 0o007).toBe(0);
+  });
+
+  it('adds, lists and replaces through the client', async () => {
+    const c = new ApiClient(join(dir, 'api.sock'));
+    await c.call('POST', '/v1/forwardable', { owner: 'ops', ips: ['10.0.0.1', '10.0.0.2'] });
+    const list = await c.call<{ forwardable: { ip: string; owners: string[] }[] }>(
+      'GET',
+      '/v1/forwardable',
+    );
+    expect(list.forwardable).toEqual([
+      { ip: '10.0.0.1', owners: ['ops'] },
+      { ip: '10.0.0.2', owners: ['ops'] },
+    ]);
+    await c.call('PUT', '/v1/owners/ops/forwardable', { ips: [] });
+    expect(calls).toEqual(['add ops 10.0.0.1,10.0.0.2', 'set ops ']);
+  });
+
+  it('answers bad requests with a 4xx JSON error and applies nothing', async () => {
+    const c = new ApiClient(join(dir, 'api.sock'));
+    await expect(
+      c.call('POST', '/v1/forwardable', { owner: 'ops', ips: ['10.0.0.1', 'nope'] }),
+    ).rejects.toMatchObject({
+      status: 400,
+      code: 'FIBKEEPER_ERR_INVALID_ARGUMENT',
+      message: '"nope" is not an IP',
+    });
+    await expect(c.call('POST', '/v1/forwardable', { ips: ['10.0.0.1'] })).rejects.toThrow(
+      /"owner" must be/,
+    );
+    await expect(
+      c.call('POST', '/v1/forwardable', { owner: 'o', ips: '10.0.0.1' }),
+    ).rejects.toThrow(/"ips" must be a list/);
+    await expect(c.call('POST', '/v1/extip', [])).rejects.toThrow(/must be a JSON object/);
+    expect(calls).toEqual([]);
+
+    const bad = await raw('/v1/forwardable', 'POST', '{"owner": ');
+    expect(bad.status).toBe(400);
+    expect(bad.json.error?.message).toMatch(/not valid JSON/);
+    expect((await raw('/v1/forwardable', 'POST', 'owner=x', 'text/plain')).status).toBe(415);
+    expect((await raw('/v1/nothing', 'GET', '')).status).toBe(404);
+    expect((await raw('/v1/status', 'DELETE', '')).status).toBe(405);
+    const big = await raw('/v1/extip', 'POST', Buffer.alloc(MAX_BODY_BYTES + 10, 0x20));
+    expect(big.status).toBe(413);
+  });
+
+  it('refuses to start when another agent serves the socket, and replaces a stale one', async () => {
+    const second = new ApiServer({
+      socketPath: join(dir, 'api.sock'),
+      socketMode: 0o600,
+      handlers: handlers(),
+      log: silentLogger(),
+    });
+    await expect(second.start()).rejects.toThrow(/another fibkeeper agent is serving/);
+    expect(
+      () =>
+        new ApiServer({
+          socketPath: 'x',
+          socketMode: 0o666,
+          handlers: handlers(),
+          log: silentLogger(),
+        }),
+    ).toThrow(/must not give access to others/);
+  });
+
+  it('tells the CLI user when no agent is running', async () => {
+    await server?.stop();
+    server = undefined;
+    await expect(new ApiClient(join(dir, 'api.sock')).call('GET', '/v1/status')).rejects.toThrow(
+      /is `fibkeeper run` running\?/,
+    );
+  });
+});

@@ -1,0 +1,96 @@
+// The CLI's side of the control API: JSON requests over the unix socket.
+import { request } from 'node:http';
+import { FibkeeperError, type ErrorCode } from '../errors/index.js';
+
+export class ApiError extends FibkeeperError {
+  constructor(
+    readonly status: number,
+    code: string,
+    message: string,
+  ) {
+    super(message, {
+      code: code.startsWith('FIBKEEPER_ERR_') ? (code as ErrorCode) : 'FIBKEEPER_ERR_INTERNAL',
+    });
+  }
+}
+
+export class ApiClient {
+  constructor(
+    private readonly socketPath: string,
+    private readonly timeoutMs = 30_000,
+  ) {}
+
+  async call<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    return new Promise<T>((resolve, reject) => {
+      const req = request(
+        {
+          socketPath: this.socketPath,
+          method,
+          path,
+          timeout: this.timeoutMs,
+          headers: payload
+            ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
+            : {},
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let parsed: unknown;
+            try {
+              parsed = JSON.parse(text);
+            } catch {
+              reject(
+                new ApiError(
+                  res.statusCode ?? 0,
+                  'FIBKEEPER_ERR_INTERNAL',
+                  `bad reply: ${text.slice(0, 200)}`,
+                ),
+              );
+              return;
+            }
+            if ((res.statusCode ?? 500) >= 400) {
+              const e = (parsed as { error?: { code?: string; message?: string } }).error ?? {};
+              reject(
+                new ApiError(
+                  res.statusCode ?? 500,
+                  e.code ?? 'FIBKEEPER_ERR_INTERNAL',
+                  e.message ?? text,
+                ),
+              );
+            } else {
+              resolve(parsed as T);
+            }
+          });
+        },
+      );
+      req.on('timeout', () =>
+        req.destroy(new Error(`no answer from ${this.socketPath} in ${this.timeoutMs} ms`)),
+      );
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT' || err.code === 'ECONNREFUSED') {
+          reject(
+            new FibkeeperError(
+              `cannot reach the agent at ${this.socketPath} (${err.code}): is \`fibkeeper run\` running? (--socket sets the path)`,
+              { code: 'FIBKEEPER_ERR_NOT_FOUND', cause: err },
+            ),
+          );
+        } else if (err.code === 'EACCES') {
+          reject(
+            new FibkeeperError(
+              `permission denied on ${this.socketPath}: run as root or as a member of its group`,
+              {
+                code: 'FIBKEEPER_ERR_PERMISSION',
+                cause: err,
+              },
+            ),
+          );
+        } else reject(err);
+      });
+      if (payload) req.write(payload);
+      req.end();
+    });
+  }
+}
