@@ -1,0 +1,89 @@
+// `fibkeeper lab up|down`: build or remove the namespace topology of topology.ts.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { FibkeeperError, InvalidArgumentError } from '../errors/index.js';
+import { PREFIX_RE, describeLab, labBatch, labSysctls, type Lab } from './topology.js';
+
+export { describeLab, PREFIX_RE, type Lab, type LabHost, type LabLink } from './topology.js';
+
+function run(cmd: string, args: string[], input?: string): string {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', input });
+  if (r.error)
+    throw new FibkeeperError(`${cmd}: ${r.error.message}`, { code: 'FIBKEEPER_ERR_SYSTEM' });
+  if (r.status !== 0) {
+    throw new FibkeeperError(`${cmd} ${args.join(' ')}: ${(r.stderr || r.stdout).trim()}`, {
+      code: 'FIBKEEPER_ERR_SYSTEM',
+    });
+  }
+  return r.stdout;
+}
+
+export function checkPrefix(prefix: string): void {
+  if (!PREFIX_RE.test(prefix)) {
+    throw new InvalidArgumentError(
+      `lab prefix "${prefix}" must be 1-8 lowercase letters or digits, starting with a letter`,
+    );
+  }
+}
+
+export function labExists(lab: Lab): boolean {
+  return Object.values(lab.hosts).some((ns) => existsSync(`/run/netns/${ns}`));
+}
+
+/**
+ * Creates the lab's namespaces, links, addresses, routes and forwarding sysctls (inside the
+ * lab's namespaces only). Fails, removing what it made, if any part of it exists already.
+ */
+export function labUp(prefix: string): Lab {
+  checkPrefix(prefix);
+  const lab = describeLab(prefix);
+  if (labExists(lab)) {
+    throw new FibkeeperError(
+      `a lab with prefix "${prefix}" exists already: \`fibkeeper lab down --prefix ${prefix}\` removes it`,
+      { code: 'FIBKEEPER_ERR_CONFLICT' },
+    );
+  }
+  try {
+    for (const ns of Object.values(lab.hosts)) run('ip', ['netns', 'add', ns]);
+    for (const s of labSysctls(lab)) {
+      run('ip', ['netns', 'exec', s.netns, 'sysctl', '-q', '-w', `${s.key}=${s.value}`]);
+    }
+    const batches = labBatch(lab);
+    // Side-a namespaces create the veth pairs, so they go first.
+    const order = [
+      lab.hosts.router,
+      lab.hosts.gw,
+      lab.hosts.client,
+      lab.hosts.server1,
+      lab.hosts.server2,
+    ];
+    for (const ns of order) {
+      const b = batches.find((x) => x.netns === ns);
+      if (b) run('ip', ['-n', ns, '-batch', '-'], b.lines.join('\n') + '\n');
+    }
+  } catch (err) {
+    labDown(prefix);
+    throw err;
+  }
+  return lab;
+}
+
+/** Deletes the lab's namespaces (and with them every link in them). Idempotent. */
+export function labDown(prefix: string): string[] {
+  checkPrefix(prefix);
+  const lab = describeLab(prefix);
+  const removed: string[] = [];
+  for (const ns of Object.values(lab.hosts)) {
+    if (!existsSync(`/run/netns/${ns}`)) continue;
+    const pids = spawnSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).stdout ?? '';
+    if (pids.trim() !== '') {
+      throw new FibkeeperError(
+        `processes still run in ${ns} (pids ${pids.trim().split(/\s+/).join(', ')}); stop them first`,
+        { code: 'FIBKEEPER_ERR_CONFLICT' },
+      );
+    }
+    run('ip', ['netns', 'del', ns]);
+    removed.push(ns);
+  }
+  return removed;
+}
