@@ -1,0 +1,229 @@
+// A bulk pipeline: `count` requests encoded straight into the client's Buffer, a batch
+// per sendmsg, at most `window` unanswered at once, every failure reported per item.
+import { NLM_F_ACK, NLM_F_REQUEST, NLMSG_ERROR } from './constants.js';
+import { parseErrorMessage } from './control.js';
+import { NetlinkError } from './errors.js';
+import type { Writer } from './wire.js';
+
+/** The part of the client a bulk operation uses. */
+export interface BulkHost {
+  readonly params: { window: number; maxSendBytes: number };
+  readonly sendCounter: number;
+  allocSeq(n: number): number;
+  writer(): Writer;
+  sendRaw(buf: Buffer, messages: number, what: string): void;
+  finished(op: BulkOp<unknown>): void;
+}
+
+export interface BulkSpec<T> {
+  /** Name of the operation, for errors ("neighSetMany"). */
+  what: string;
+  count: number;
+  /** Encodes item `i` as one message (header via w.begin). May throw to fail item `i`. */
+  encode(w: Writer, i: number): void;
+  /**
+   * 'ack': success is silent; only the last message of each batch asks for an ack, and
+   * the kernel still reports each failure. 'reply': every item is answered by one message,
+   * parsed with `parse`.
+   */
+  mode: 'ack' | 'reply';
+  parse?: (buf: Buffer, off: number, len: number) => T;
+  /** Describes item `i` for its error ("neighSet 10.0.0.1 dev 3"). */
+  describe?(i: number): string;
+}
+
+export interface BulkFailure {
+  index: number;
+  error: Error;
+}
+
+export interface BulkOutcome<T> {
+  /** 'reply' mode: the parsed answer of item i, undefined where it failed. */
+  results: (T | undefined)[];
+  /** Every item that failed, in index order, with a typed error (NetlinkError from the kernel). */
+  failures: BulkFailure[];
+}
+
+interface Batch {
+  /** First item index in the batch. */
+  first: number;
+  /** One past the last item index. */
+  end: number;
+  /** Index of the last item actually sent, -1 when none was (all failed to encode). */
+  lastSent: number;
+  sendIndex: number;
+}
+
+export const ENOBUFS = 105;
+
+export class BulkOp<T> {
+  readonly firstSeq: number;
+  readonly lastSeq: number;
+  lastActivity = Date.now();
+  readonly #host: BulkHost;
+  readonly #spec: BulkSpec<T>;
+  readonly #resolve: (o: BulkOutcome<T>) => void;
+  readonly #reject: (err: Error) => void;
+  readonly #results: (T | undefined)[];
+  readonly #failures: BulkFailure[] = [];
+  readonly #batches: Batch[] = [];
+  #sent = 0; // items handed to sendmsg (or failed before it)
+  #done = 0; // items whose outcome is known
+  #over = false;
+
+  constructor(
+    host: BulkHost,
+    spec: BulkSpec<T>,
+    resolve: (o: BulkOutcome<T>) => void,
+    reject: (err: Error) => void,
+  ) {
+    this.#host = host;
+    this.#spec = spec;
+    this.#resolve = resolve;
+    this.#reject = reject;
+    this.#results = spec.mode === 'reply' ? new Array<T | undefined>(spec.count) : [];
+    this.firstSeq = host.allocSeq(spec.count);
+    this.lastSeq = this.firstSeq + spec.count - 1;
+  }
+
+  #describe(i: number): string {
+    return this.#spec.describe ? this.#spec.describe(i) : `${this.#spec.what}[${i}]`;
+  }
+
+  /** Sends batches until the window is full or every item is out. */
+  pump(): void {
+    const { window } = this.#host.params;
+    while (!this.#over && this.#sent < this.#spec.count && this.#sent - this.#done < window) {
+      this.#sendBatch(window - (this.#sent - this.#done));
+    }
+    this.#completeBatches();
+  }
+
+  #sendBatch(room: number): void {
+    const spec = this.#spec;
+    const w = this.#host.writer();
+    const limit = Math.min(spec.count, this.#sent + room);
+    const maxBytes = this.#host.params.maxSendBytes;
+    const batch: Batch = { first: this.#sent, end: this.#sent, lastSent: -1, sendIndex: 0 };
+    let lastStart = -1;
+    let n = 0;
+    for (let i = this.#sent; i < limit && (n === 0 || w.off < maxBytes); i++) {
+      const start = w.off;
+      try {
+        spec.encode(w, i);
+      } catch (err) {
+        w.off = start;
+        this.#failures.push({ index: i, error: err as Error });
+        batch.end = i + 1;
+        continue;
+      }
+      const b = w.buf;
+      b.writeUInt32LE(this.firstSeq + i, start + 8);
+      b.writeUInt16LE(b.readUInt16LE(start + 6) | NLM_F_REQUEST, start + 6);
+      lastStart = start;
+      batch.lastSent = i;
+      batch.end = i + 1;
+      n++;
+    }
+    this.#sent = batch.end;
+    if (n > 0) {
+      if (spec.mode === 'ack')
+        w.buf.writeUInt16LE(w.buf.readUInt16LE(lastStart + 6) | NLM_F_ACK, lastStart + 6);
+      try {
+        this.#host.sendRaw(w.bytes(), n, spec.what);
+      } catch (err) {
+        // Nothing of this batch reached the kernel; stop here and fail the rest as well.
+        for (let i = batch.first; i < spec.count; i++) {
+          if (i > batch.lastSent && i < batch.end) continue; // already failed to encode
+          this.#failures.push({ index: i, error: err as Error });
+        }
+        this.#sent = spec.count;
+        this.#batches.push({ first: batch.first, end: spec.count, lastSent: -1, sendIndex: 0 });
+        return;
+      }
+      batch.sendIndex = this.#host.sendCounter;
+      this.lastActivity = Date.now();
+    }
+    this.#batches.push(batch);
+  }
+
+  /** Retires leading batches whose outcome is fully known; finishes when all are. */
+  #completeBatches(): void {
+    while (this.#batches.length > 0 && this.#batches[0]!.lastSent < 0) {
+      this.#done = this.#batches.shift()!.end;
+    }
+    if (!this.#over && this.#done === this.#spec.count) {
+      this.#over = true;
+      this.#failures.sort((a, b) => a.index - b.index);
+      this.#host.finished(this as BulkOp<unknown>);
+      this.#resolve({ results: this.#results, failures: this.#failures });
+    }
+  }
+
+  /** One message for this operation; true when the whole operation is over. */
+  handle(
+    buf: Buffer,
+    off: number,
+    len: number,
+    type: number,
+    _flags: number,
+    seq: number,
+  ): boolean {
+    const i = seq - this.firstSeq;
+    if (type === NLMSG_ERROR) {
+      const e = parseErrorMessage(buf, off, len);
+      if (e.error !== 0) {
+        this.#failures.push({
+          index: i,
+          error: new NetlinkError(this.#describe(i), e.error, e.extAck),
+        });
+      }
+    } else if (this.#spec.mode === 'reply' && this.#spec.parse) {
+      this.#results[i] = this.#spec.parse(buf, off, len);
+    } else {
+      return false;
+    }
+    const head = this.#batches[0];
+    if (head && i === head.lastSent) {
+      this.#batches.shift();
+      this.#done = head.end;
+      this.pump();
+    }
+    return this.#over;
+  }
+
+  /**
+   * After a receive overflow: every batch sent before the probe with send index
+   * `probeSendIndex` and still unanswered lost its replies. Its items without a known
+   * failure are reported as failed (ENOBUFS; they may or may not have been applied).
+   * Returns how many items were affected.
+   */
+  loseInFlight(probeSendIndex: number): number {
+    let lost = 0;
+    while (this.#batches.length > 0 && this.#batches[0]!.sendIndex < probeSendIndex) {
+      const b = this.#batches.shift()!;
+      const failed = new Set(this.#failures.map((f) => f.index));
+      for (let i = b.first; i < b.end; i++) {
+        if (failed.has(i) || (this.#spec.mode === 'reply' && this.#results[i] !== undefined))
+          continue;
+        lost++;
+        this.#failures.push({
+          index: i,
+          error: new NetlinkError(this.#describe(i), ENOBUFS, {
+            message:
+              'the reply was dropped: receive buffer overflow (the request may have been applied)',
+          }),
+        });
+      }
+      this.#done = b.end;
+    }
+    this.pump();
+    return lost;
+  }
+
+  fail(err: Error): void {
+    if (this.#over) return;
+    this.#over = true;
+    this.#reject(err);
+  }
+}

@@ -1,0 +1,272 @@
+// NetlinkHandle: the rtnetlink calls of one network namespace over one request socket,
+// plus subscriptions on sockets of their own. The namespace is an option of the handle,
+// never process-wide state.
+import { InvalidArgumentError } from '../errors/index.js';
+import { NetlinkSocket, type NetlinkSocketOptions } from '../native/index.js';
+import type { Address } from './address.js';
+import * as addr from './calls-addr.js';
+import * as link from './calls-link.js';
+import * as neigh from './calls-neigh.js';
+import * as route from './calls-route.js';
+import { Client, type ClientStats, type Transport } from './client.js';
+import type { NetlinkError } from './errors.js';
+import type { Link } from './link.js';
+import type { Neigh } from './neigh.js';
+import type { Route } from './route.js';
+import {
+  groupNumbers,
+  Subscription,
+  type GroupName,
+  type SubscriptionHandlers,
+} from './subscription.js';
+
+export interface NetlinkHandleOptions {
+  /** Network namespace: a name under /run/netns or an absolute path. Default: the caller's. */
+  netns?: string;
+  /** Receive buffer of the request socket, bytes (SO_RCVBUFFORCE; the kernel doubles it). */
+  rcvbuf?: number;
+  /** Send buffer, bytes (SO_SNDBUFFORCE). */
+  sndbuf?: number;
+  /** Most bulk requests unanswered at once (further bounded by the receive buffer). */
+  window?: number;
+  /** Most bytes per sendmsg in bulk calls. */
+  maxSendBytes?: number;
+  /** How often a dump flagged NLM_F_DUMP_INTR is tried before DumpInterruptedError. */
+  dumpAttempts?: number;
+  /** A request that hears nothing from the kernel for this long fails (TimeoutError); 0 = never. */
+  timeoutMs?: number;
+  /** Opens the sockets; tests pass a fake. Default: the native NetlinkSocket. */
+  openSocket?: (opts: NetlinkSocketOptions) => Transport & { setReceiveBuffer?(n: number): number };
+}
+
+/**
+ * Receive-buffer bytes budgeted per unanswered request. A reply's skb truesize is below
+ * 1 KiB for acks, errors with an ext-ack message and route-get answers (measured on 6.18:
+ * see test/netlink); twice that leaves room for the unexpected.
+ */
+export const REPLY_BUDGET = 2048;
+
+export function defaultOptions(): Required<Omit<NetlinkHandleOptions, 'netns' | 'openSocket'>> {
+  return {
+    // 8 MiB requested, 16 MiB effective: 8192 replies in flight; only used while queued.
+    rcvbuf: 8 << 20,
+    // Big enough that a whole batch of maxSendBytes always fits in one datagram.
+    sndbuf: 4 << 20,
+    // 4096 requests in flight: sendmsg calls of ~256 KiB (≈4000 neighbor entries) each.
+    window: 4096,
+    // 256 KiB per sendmsg: one allocation in the kernel, well inside sndbuf.
+    maxSendBytes: 256 << 10,
+    // A busy table may change during a dump; 10 tries, then a typed error.
+    dumpAttempts: 10,
+    // Long enough for a 100,000-entry dump on a slow machine.
+    timeoutMs: 30_000,
+  };
+}
+
+function checkPositive(name: string, v: number | undefined, min = 1): void {
+  if (v !== undefined && (!Number.isInteger(v) || v < min)) {
+    throw new InvalidArgumentError(`netlink option ${name} must be an integer >= ${min}, got ${v}`);
+  }
+}
+
+function nativeOpen(opts: NetlinkSocketOptions): NetlinkSocket {
+  return NetlinkSocket.open(opts);
+}
+
+export class NetlinkHandle {
+  readonly #client: Client;
+  readonly #opts: NetlinkHandleOptions;
+  /** The namespace this handle works in (undefined: the caller's own). */
+  readonly netns: string | undefined;
+
+  private constructor(client: Client, opts: NetlinkHandleOptions) {
+    this.#client = client;
+    this.#opts = opts;
+    this.netns = opts.netns;
+  }
+
+  /** Opens the request socket (in `netns` when given). Throws SystemError/InvalidArgumentError. */
+  static open(opts: NetlinkHandleOptions = {}): NetlinkHandle {
+    checkPositive('rcvbuf', opts.rcvbuf, 4096);
+    checkPositive('sndbuf', opts.sndbuf, 4096);
+    checkPositive('window', opts.window);
+    checkPositive('maxSendBytes', opts.maxSendBytes, 64);
+    checkPositive('dumpAttempts', opts.dumpAttempts);
+    checkPositive('timeoutMs', opts.timeoutMs, 0);
+    const o = { ...defaultOptions(), ...stripUndefined(opts) };
+    const open = opts.openSocket ?? nativeOpen;
+    const sock = open({
+      netns: opts.netns,
+      sndbuf: o.sndbuf,
+      strictCheck: true,
+      extAck: true,
+      capAck: true,
+    });
+    let window = o.window;
+    try {
+      if (sock.setReceiveBuffer) {
+        const effective = sock.setReceiveBuffer(o.rcvbuf);
+        window = Math.max(1, Math.min(window, Math.floor(effective / REPLY_BUDGET)));
+      }
+    } catch (err) {
+      sock.close();
+      throw err;
+    }
+    const client = new Client({
+      transport: sock,
+      window,
+      maxSendBytes: o.maxSendBytes,
+      dumpAttempts: o.dumpAttempts,
+      timeoutMs: o.timeoutMs,
+    });
+    return new NetlinkHandle(client, opts);
+  }
+
+  /** The effective bulk window (requests in flight). */
+  get window(): number {
+    return this.#client.params.window;
+  }
+
+  get stats(): Readonly<ClientStats> {
+    return this.#client.stats;
+  }
+
+  get portId(): number {
+    return this.#client.portId;
+  }
+
+  // --- links ----------------------------------------------------------------------------
+  /** linkList — like `ip link show`. */
+  linkList(): Promise<Link[]> {
+    return link.linkList(this.#client);
+  }
+  /** linkGet — like `ip link show dev DEV` (ifindex or name); ENODEV when absent. */
+  linkGet(dev: link.Dev): Promise<Link> {
+    return link.linkGet(this.#client, dev);
+  }
+  /** linkAdd — like `ip link add NAME ... type KIND [peer name P [netns NS]]`. */
+  linkAdd(spec: link.LinkAddSpec): Promise<void> {
+    return link.linkAdd(this.#client, spec);
+  }
+  /** linkDel — like `ip link del DEV`. */
+  linkDel(dev: link.Dev): Promise<void> {
+    return link.linkDel(this.#client, dev);
+  }
+  /** linkSet — like `ip link set DEV [up|down] [mtu N] [address MAC] [master M] [name NEW]`. */
+  linkSet(dev: link.Dev, changes: link.LinkChanges): Promise<void> {
+    return link.linkSet(this.#client, dev, changes);
+  }
+  /** linkSetUp — like `ip link set DEV up`. */
+  linkSetUp(dev: link.Dev): Promise<void> {
+    return link.linkSet(this.#client, dev, { up: true });
+  }
+  /** linkSetDown — like `ip link set DEV down`. */
+  linkSetDown(dev: link.Dev): Promise<void> {
+    return link.linkSet(this.#client, dev, { up: false });
+  }
+  /** The ifindex of a device name (`ip link show dev NAME`). */
+  async ifindex(name: string): Promise<number> {
+    return (await this.linkGet(name)).index;
+  }
+
+  // --- addresses ------------------------------------------------------------------------
+  /** addrList — like `ip addr show [dev DEV]`. */
+  addrList(filter?: { family?: number; ifindex?: number }): Promise<Address[]> {
+    return addr.addrList(this.#client, filter);
+  }
+  /** addrAdd — like `ip addr add ADDR/PLEN dev DEV [nodad]`. */
+  addrAdd(spec: addr.AddressSpec): Promise<void> {
+    return addr.addrAdd(this.#client, spec);
+  }
+  /** addrReplace — like `ip addr replace ADDR/PLEN dev DEV [nodad]`. */
+  addrReplace(spec: addr.AddressSpec): Promise<void> {
+    return addr.addrReplace(this.#client, spec);
+  }
+  /** addrDel — like `ip addr del ADDR/PLEN dev DEV`. */
+  addrDel(spec: addr.AddressSpec): Promise<void> {
+    return addr.addrDel(this.#client, spec);
+  }
+
+  // --- routes ---------------------------------------------------------------------------
+  /** routeList — like `ip route show table all` (or `table N`). */
+  routeList(filter?: { family?: number; table?: number }): Promise<Route[]> {
+    return route.routeList(this.#client, filter);
+  }
+  /** routeAdd — like `ip route add ...`. */
+  routeAdd(spec: route.RouteSpec): Promise<void> {
+    return route.routeAdd(this.#client, spec);
+  }
+  /** routeReplace — like `ip route replace ...`. */
+  routeReplace(spec: route.RouteSpec): Promise<void> {
+    return route.routeReplace(this.#client, spec);
+  }
+  /** routeDel — like `ip route del ...`. */
+  routeDel(spec: route.RouteSpec): Promise<void> {
+    return route.routeDel(this.#client, spec);
+  }
+  /** routeGet — like `ip route get DST [oif DEV] [fibmatch]`. */
+  routeGet(dst: string, opts?: Omit<route.RouteQuery, 'dst'>): Promise<Route> {
+    return route.routeGet(this.#client, dst, opts);
+  }
+  /** routeGetMany — many `ip route get` in flight at once; a Route or NetlinkError each. */
+  routeGetMany(queries: readonly route.RouteQuery[]): Promise<(Route | NetlinkError)[]> {
+    return route.routeGetMany(this.#client, queries);
+  }
+
+  // --- neighbors ------------------------------------------------------------------------
+  /** neighList — like `ip neigh show nud all [dev DEV]`. */
+  neighList(filter?: { family?: number; ifindex?: number; proxy?: boolean }): Promise<Neigh[]> {
+    return neigh.neighList(this.#client, filter);
+  }
+  /** neighGet — like `ip neigh get DST dev DEV`. */
+  neighGet(key: Pick<neigh.NeighSpec, 'ifindex' | 'dst'>): Promise<Neigh> {
+    return neigh.neighGet(this.#client, key);
+  }
+  /** neighSet — like `ip neigh replace DST [lladdr MAC] dev DEV nud S [extern_learn] [managed] [protocol P]`. */
+  neighSet(spec: neigh.NeighSpec): Promise<void> {
+    return neigh.neighSet(this.#client, spec);
+  }
+  /** neighDel — like `ip neigh del DST dev DEV`. */
+  neighDel(key: Pick<neigh.NeighSpec, 'ifindex' | 'dst'>): Promise<void> {
+    return neigh.neighDel(this.#client, key);
+  }
+  /** neighSetMany — `ip -batch` of `neigh replace`, pipelined; failures per entry. */
+  neighSetMany(entries: readonly neigh.NeighSpec[]): Promise<neigh.NeighBulkResult> {
+    return neigh.neighSetMany(this.#client, entries);
+  }
+  /** neighDelMany — `ip -batch` of `neigh del`, pipelined; failures per entry. */
+  neighDelMany(
+    entries: readonly Pick<neigh.NeighSpec, 'ifindex' | 'dst'>[],
+  ): Promise<neigh.NeighBulkResult> {
+    return neigh.neighDelMany(this.#client, entries);
+  }
+
+  // --- subscriptions --------------------------------------------------------------------
+  /**
+   * Subscribes to change notifications (like `ip monitor`) on a socket of its own in this
+   * handle's namespace. Subscribe first, then dump: nothing falls in between.
+   */
+  subscribe(
+    groups: readonly (GroupName | number)[],
+    handlers: SubscriptionHandlers,
+    opts: { rcvbuf?: number } = {},
+  ): Subscription {
+    const nums = groupNumbers(groups);
+    if (nums.length === 0) throw new InvalidArgumentError('subscribe: no groups');
+    checkPositive('rcvbuf', opts.rcvbuf, 1);
+    const open = this.#opts.openSocket ?? nativeOpen;
+    const sock = open({ netns: this.netns, groups: nums, rcvbuf: opts.rcvbuf ?? 4 << 20 });
+    return new Subscription(sock, nums, handlers);
+  }
+
+  /** Fails pending requests with ClosedError and closes the socket. Idempotent. */
+  close(): void {
+    this.#client.close();
+  }
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  const out: Partial<T> = {};
+  for (const k of Object.keys(o) as (keyof T)[]) if (o[k] !== undefined) out[k] = o[k];
+  return out;
+}

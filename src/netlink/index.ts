@@ -1,0 +1,67 @@
+// rtnetlink for fibkeeper: a codec (parse*/format* over Buffers, SIZEOF_* constants) and,
+// above it, NetlinkHandle, whose calls each equal one `ip` command, in the namespace the
+// handle was opened in.
+export * from './constants.js';
+export {
+  NetlinkError,
+  DumpInterruptedError,
+  ParseError,
+  errnoName,
+  type ExtAck,
+} from './errors.js';
+
+// --- codec ----------------------------------------------------------------------------------
+export {
+  writeIp,
+  readIp,
+  ipToBytes,
+  bytesToIp,
+  ipFamily,
+  writeMac,
+  readMac,
+  MAX_ADDR_LEN,
+} from './addr.js';
+export {
+  Writer,
+  readHeader,
+  forEachAttr,
+  readRawAttrs,
+  align4,
+  type NlMsgHeader,
+  type RawAttr,
+} from './wire.js';
+export {
+  parseErrorMessage,
+  parseDoneMessage,
+  parseExtAck,
+  formatErrorMessage,
+  formatDoneMessage,
+  type ErrorMessage,
+} from './control.js';
+export { parseLink, formatLink, type Link, type LinkInfo } from './link.js';
+export { parseAddress, formatAddress, type Address, type AddressCacheInfo } from './address.js';
+export { parseRoute, formatRoute, type Route, type Nexthop, type Via } from './route.js';
+export { parseNeigh, formatNeigh, isManaged, type Neigh, type NeighCacheInfo } from './neigh.js';
+export { parseMessages, parseRtEvent, type RtEvent, type ParsedMessage } from './message.js';
+
+// --- calls ----------------------------------------------------------------------------------
+export {
+  NetlinkHandle,
+  defaultOptions,
+  REPLY_BUDGET,
+  type NetlinkHandleOptions,
+} from './handle.js';
+export type { Transport, ClientStats } from './client.js';
+export type { BulkFailure } from './bulk.js';
+export type { Dev, LinkAddSpec, LinkChanges } from './calls-link.js';
+export type { AddressSpec } from './calls-addr.js';
+export { parsePrefix, type RouteSpec, type RouteQuery } from './calls-route.js';
+export type { NeighSpec, NeighBulkResult } from './calls-neigh.js';
+export {
+  Subscription,
+  groupNumbers,
+  type GroupName,
+  type SubscriptionEvent,
+  type SubscriptionHandlers,
+  type SubscriptionStats,
+} from './subscription.js';
