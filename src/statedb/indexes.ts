@@ -32,50 +32,67 @@ function removeValue(entries: Map<string, Slot>, value: string, key: string): vo
   else if (slot.size === 0) entries.delete(value);
 }
 
-function forEachValue(values: string | readonly string[], f: (v: string) => void): void {
-  if (typeof values === 'string') f(values);
-  else for (const v of values) f(v);
+function addValues(
+  entries: Map<string, Slot>,
+  values: string | readonly string[],
+  key: string,
+): void {
+  if (typeof values === 'string') addValue(entries, values, key);
+  else for (const v of values) addValue(entries, v, key);
 }
 
+function removeValues(
+  entries: Map<string, Slot>,
+  values: string | readonly string[],
+  key: string,
+): void {
+  if (typeof values === 'string') removeValue(entries, values, key);
+  else for (const v of values) removeValue(entries, v, key);
+}
+
+const NONE: readonly string[] = [];
+
 export class SecondaryIndexes<Obj> {
-  private readonly indexes = new Map<string, Index<Obj>>();
+  private readonly byName = new Map<string, Index<Obj>>();
+  private readonly all: Index<Obj>[] = [];
 
   constructor(defs: Readonly<Record<string, IndexFn<Obj>>>) {
-    for (const [name, fn] of Object.entries(defs))
-      this.indexes.set(name, { fn, entries: new Map() });
+    for (const [name, fn] of Object.entries(defs)) {
+      const index = { fn, entries: new Map<string, Slot>() };
+      this.byName.set(name, index);
+      this.all.push(index);
+    }
   }
 
   has(name: string): boolean {
-    return this.indexes.has(name);
+    return this.byName.has(name);
   }
 
   add(key: string, obj: Obj): void {
-    for (const { fn, entries } of this.indexes.values()) {
-      forEachValue(fn(obj), (v) => addValue(entries, v, key));
-    }
+    for (const { fn, entries } of this.all) addValues(entries, fn(obj), key);
   }
 
   remove(key: string, obj: Obj): void {
-    for (const { fn, entries } of this.indexes.values()) {
-      forEachValue(fn(obj), (v) => removeValue(entries, v, key));
-    }
+    for (const { fn, entries } of this.all) removeValues(entries, fn(obj), key);
   }
 
   replace(key: string, oldObj: Obj, newObj: Obj): void {
-    for (const { fn, entries } of this.indexes.values()) {
+    for (const { fn, entries } of this.all) {
       const before = fn(oldObj);
       const after = fn(newObj);
       if (typeof before === 'string' && before === after) continue;
-      forEachValue(before, (v) => removeValue(entries, v, key));
-      forEachValue(after, (v) => addValue(entries, v, key));
+      removeValues(entries, before, key);
+      addValues(entries, after, key);
     }
   }
 
-  /** Primary keys of the rows indexed under `value`; the index must exist. */
-  lookup(name: string, value: string): readonly string[] {
-    const slot = this.indexes.get(name)?.entries.get(value);
-    if (slot === undefined) return [];
-    if (typeof slot === 'string') return [slot];
-    return [...slot];
+  /**
+   * Primary keys of the rows indexed under `value`; the index must exist. The result is live:
+   * consume it before the next write.
+   */
+  lookup(name: string, value: string): Iterable<string> {
+    const slot = this.byName.get(name)?.entries.get(value);
+    if (slot === undefined) return NONE;
+    return typeof slot === 'string' ? [slot] : slot;
   }
 }
