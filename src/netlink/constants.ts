@@ -64,6 +64,9 @@ export const RTM_GETROUTE = 26;
 export const RTM_NEWNEIGH = 28;
 export const RTM_DELNEIGH = 29;
 export const RTM_GETNEIGH = 30;
+export const RTM_NEWNSID = 88;
+export const RTM_DELNSID = 89;
+export const RTM_GETNSID = 90;
 
 // --- multicast groups (RTNLGRP_*) -----------------------------------------------------------
 export const RTNLGRP_LINK = 1;

@@ -3,12 +3,14 @@
 import { constants as osConstants } from 'node:os';
 import { FibkeeperError } from '../errors/index.js';
 
+// Where several names share a number, the one Linux (strerror, iproute2) uses.
+const PREFERRED = ['EAGAIN', 'EOPNOTSUPP', 'EDEADLK'];
+
 const ERRNO_NAMES: ReadonlyMap<number, string> = (() => {
   const m = new Map<number, string>();
-  for (const [name, num] of Object.entries(osConstants.errno)) {
-    // Several names share a number (EWOULDBLOCK = EAGAIN); keep the first, canonical one.
-    if (!m.has(num)) m.set(num, name);
-  }
+  const errnos = osConstants.errno as Record<string, number>;
+  for (const name of PREFERRED) if (errnos[name] !== undefined) m.set(errnos[name], name);
+  for (const [name, num] of Object.entries(errnos)) if (!m.has(num)) m.set(num, name);
   return m;
 })();
 

@@ -1,0 +1,482 @@
+// The request client and subscriptions against a scripted fake kernel: matching by
+// sequence number and port id, dump retries, serialized dumps, bulk batching and per-item
+// failures, overflow recovery, timeouts, close.
+import { describe, expect, it } from 'vitest';
+import { ClosedError, InvalidArgumentError, TimeoutError } from '../errors/index.js';
+import type { NetlinkReceiver, SystemError } from '../native/index.js';
+import * as C from './constants.js';
+import { formatDoneMessage, formatErrorMessage } from './control.js';
+import { DumpInterruptedError, NetlinkError } from './errors.js';
+import { NetlinkHandle } from './handle.js';
+import { formatNeigh, type Neigh } from './neigh.js';
+import { formatRoute } from './route.js';
+import type { SubscriptionEvent } from './subscription.js';
+import { readHeader, Writer, type NlMsgHeader } from './wire.js';
+
+const PORT = 4242;
+
+/** A request as the fake kernel saw it. */
+interface Req {
+  header: NlMsgHeader;
+  msg: Buffer;
+  /** Index of the sendmsg it came in. */
+  send: number;
+}
+
+/** What the fake kernel answers a request with: replies, or nothing (no ack asked). */
+type Script = (req: Req, w: Writer) => void;
+
+function ack(w: Writer, req: Req, errno = 0, message?: string): void {
+  formatErrorMessage(w, req.header.seq, PORT, errno, req.header, { message });
+}
+
+/** Acks like the kernel: errors always, success only when NLM_F_ACK was asked for. */
+const kernelAck =
+  (fail: (req: Req) => number = () => 0): Script =>
+  (req, w) => {
+    const errno = fail(req);
+    if (errno !== 0 || req.header.flags & C.NLM_F_ACK) ack(w, req, errno);
+  };
+
+class FakeKernel {
+  readonly portId = PORT;
+  readonly requests: Req[] = [];
+  sends = 0;
+  refs = 0;
+  closed = false;
+  receiver: NetlinkReceiver | undefined;
+  /** Drop the replies of the next sendmsg and report ENOBUFS. */
+  overflowNext = false;
+  /** Hold replies instead of delivering them (tests release them). */
+  hold = false;
+  held: Buffer[] = [];
+  rcvbuf = 1 << 20;
+
+  constructor(public script: Script = kernelAck()) {}
+
+  send(data: Buffer | readonly Buffer[]): number {
+    const buf = Buffer.concat(Buffer.isBuffer(data) ? [data] : [...data]);
+    const w = new Writer();
+    const send = this.sends++;
+    for (let off = 0; off < buf.length;) {
+      const header = readHeader(buf, off, buf.length);
+      const req = { header, msg: Buffer.from(buf.subarray(off, off + header.len)), send };
+      this.requests.push(req);
+      this.script(req, w);
+      off += (header.len + 3) & ~3;
+    }
+    if (this.overflowNext) {
+      this.overflowNext = false;
+      setImmediate(() => this.receiver?.onError(enobufs()));
+    } else if (w.off > 0) {
+      this.deliver(Buffer.from(w.bytes()));
+    }
+    return buf.length;
+  }
+
+  deliver(chunk: Buffer): void {
+    if (this.hold) this.held.push(chunk);
+    else setImmediate(() => this.receiver?.onData(chunk));
+  }
+
+  receive(r: NetlinkReceiver): void {
+    this.receiver = r;
+  }
+  setReceiveBuffer(n: number): number {
+    this.rcvbuf = n * 2;
+    return this.rcvbuf;
+  }
+  ref(): void {
+    this.refs++;
+  }
+  unref(): void {
+    this.refs--;
+  }
+  close(): void {
+    this.closed = true;
+  }
+}
+
+function enobufs(): SystemError {
+  return Object.assign(new Error('recvmsg: ENOBUFS'), {
+    code: 'ENOBUFS',
+    errno: 105,
+    syscall: 'recvmsg',
+  });
+}
+
+function open(
+  kernel: FakeKernel,
+  opts: { window?: number; timeoutMs?: number; maxSendBytes?: number } = {},
+) {
+  return NetlinkHandle.open({ openSocket: () => kernel, ...opts });
+}
+
+const neigh = (dst: string): Neigh => ({
+  family: C.AF_INET,
+  ifindex: 7,
+  state: C.NUD_REACHABLE,
+  flags: 0,
+  type: 1,
+  flagsExt: 0,
+  dst,
+  lladdr: '02:00:00:00:00:01',
+});
+
+describe('requests and replies', () => {
+  it('resolves an ack, and turns an error ack into NetlinkError with the ext-ack text', async () => {
+    const k = new FakeKernel((req, w) => {
+      if (req.header.type === C.RTM_DELNEIGH) ack(w, req, 2, 'No such neighbor');
+      else ack(w, req);
+    });
+    const h = open(k);
+    await expect(
+      h.neighSet({ ifindex: 7, dst: '10.0.0.1', lladdr: '02:00:00:00:00:01' }),
+    ).resolves.toBeUndefined();
+    const err = await h.neighDel({ ifindex: 7, dst: '10.0.0.1' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NetlinkError);
+    expect(err).toMatchObject({
+      errno: 2,
+      errnoName: 'ENOENT',
+      code: 'FIBKEEPER_ERR_NETLINK',
+      extAck: { message: 'No such neighbor' },
+    });
+    expect((err as Error).message).toBe('neighDel 10.0.0.1 dev 7: ENOENT: No such neighbor');
+    const set = k.requests[0]!.header;
+    expect(set.flags).toBe(C.NLM_F_REQUEST | C.NLM_F_ACK | C.NLM_F_CREATE | C.NLM_F_REPLACE);
+  });
+
+  it('matches replies by sequence number and port id, ignoring the rest', async () => {
+    const k = new FakeKernel(() => undefined);
+    const h = open(k);
+    let done = false;
+    const p = h.neighSet({ ifindex: 7, dst: '10.0.0.1' }).then(() => (done = true));
+    const req = k.requests[0]!;
+    const w = new Writer();
+    formatErrorMessage(w, req.header.seq, PORT + 1, 0, req.header); // other port
+    formatErrorMessage(w, req.header.seq + 1, PORT, 0, req.header); // other seq
+    k.deliver(Buffer.from(w.bytes()));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(done).toBe(false);
+    expect(h.stats.strayMessages).toBe(2);
+    const w2 = new Writer();
+    formatErrorMessage(w2, req.header.seq, PORT, 0, req.header);
+    k.deliver(Buffer.from(w2.bytes()));
+    await p;
+    expect(done).toBe(true);
+  });
+
+  it('answers a get with the parsed reply', async () => {
+    const k = new FakeKernel();
+    // formatRoute has no pid argument: patch it in the script instead.
+    k.script = (req, w) => {
+      const start = w.off;
+      formatRoute(
+        w,
+        C.RTM_NEWROUTE,
+        0,
+        {
+          family: 2,
+          dstLen: 32,
+          srcLen: 0,
+          tos: 0,
+          table: 254,
+          protocol: 0,
+          scope: 0,
+          type: 1,
+          flags: 0,
+          dst: '10.0.0.9',
+          gateway: '10.0.0.1',
+          oif: 3,
+        },
+        req.header.seq,
+      );
+      w.buf.writeUInt32LE(PORT, start + 12);
+    };
+    const h = open(k);
+    const r = await h.routeGet('10.0.0.9', { oif: 3, fibmatch: true });
+    expect(r).toMatchObject({ gateway: '10.0.0.1', oif: 3, dst: '10.0.0.9' });
+    const q = k.requests[0]!;
+    expect(q.header.type).toBe(C.RTM_GETROUTE);
+    expect(q.msg.readUInt32LE(16 + 8) & C.RTM_F_FIB_MATCH).toBe(C.RTM_F_FIB_MATCH);
+  });
+
+  it('keeps the event loop referenced only while requests are pending', async () => {
+    const k = new FakeKernel();
+    const h = open(k);
+    expect(k.refs).toBe(-1); // unref'd at open
+    const p = h.neighSet({ ifindex: 7, dst: '10.0.0.1' });
+    expect(k.refs).toBe(0);
+    await p;
+    expect(k.refs).toBe(-1);
+  });
+});
+
+function dumpScript(pages: Neigh[][], intr: (attempt: number) => boolean): Script {
+  let attempt = 0;
+  return (req, w) => {
+    if (req.header.type !== C.RTM_GETNEIGH) return;
+    const flags = C.NLM_F_MULTI | (intr(attempt++) ? C.NLM_F_DUMP_INTR : 0);
+    for (const page of pages) {
+      for (const n of page) {
+        const start = w.off;
+        formatNeigh(w, C.RTM_NEWNEIGH, flags, n, req.header.seq);
+        w.buf.writeUInt32LE(PORT, start + 12);
+      }
+    }
+    formatDoneMessage(w, req.header.seq, PORT, flags);
+  };
+}
+
+describe('dumps', () => {
+  it('collects every entry until NLMSG_DONE', async () => {
+    const k = new FakeKernel(
+      dumpScript([[neigh('10.0.0.1'), neigh('10.0.0.2')], [neigh('10.0.0.3')]], () => false),
+    );
+    const h = open(k);
+    const list = await h.neighList();
+    expect(list.map((n) => n.dst)).toEqual(['10.0.0.1', '10.0.0.2', '10.0.0.3']);
+    expect(k.requests[0]!.header.flags & C.NLM_F_DUMP).toBe(C.NLM_F_DUMP);
+  });
+
+  it('retries an interrupted dump and returns the clean one', async () => {
+    const k = new FakeKernel(dumpScript([[neigh('10.0.0.1')]], (a) => a < 2));
+    const h = open(k);
+    await expect(h.neighList()).resolves.toHaveLength(1);
+    expect(k.requests).toHaveLength(3);
+  });
+
+  it('gives up with DumpInterruptedError after dumpAttempts', async () => {
+    const k = new FakeKernel(dumpScript([[neigh('10.0.0.1')]], () => true));
+    const h = NetlinkHandle.open({ openSocket: () => k, dumpAttempts: 4 });
+    const err = await h.neighList().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DumpInterruptedError);
+    expect(err).toMatchObject({ attempts: 4, code: 'FIBKEEPER_ERR_DUMP_INTERRUPTED' });
+    expect(k.requests).toHaveLength(4);
+  });
+
+  it('runs one dump at a time (the kernel allows one per socket)', async () => {
+    const k = new FakeKernel(dumpScript([[neigh('10.0.0.1')]], () => false));
+    k.hold = true;
+    const h = open(k);
+    const a = h.neighList();
+    const b = h.neighList();
+    await new Promise((r) => setTimeout(r, 10));
+    expect(k.requests).toHaveLength(1);
+    k.hold = false;
+    for (const c of k.held.splice(0)) k.deliver(c);
+    await a;
+    await b;
+    expect(k.requests).toHaveLength(2);
+  });
+
+  it('reports a dump error from NLMSG_DONE', async () => {
+    const k = new FakeKernel((req, w) =>
+      formatDoneMessage(w, req.header.seq, PORT, C.NLM_F_MULTI, 95),
+    );
+    const h = open(k);
+    await expect(h.routeList()).rejects.toMatchObject({ errnoName: 'EOPNOTSUPP' });
+  });
+});
+
+describe('bulk', () => {
+  const entries = (n: number) =>
+    Array.from({ length: n }, (_, i) => ({
+      ifindex: 7,
+      dst: `10.0.${i >> 8}.${i & 255}`,
+      lladdr: '02:00:00:00:00:01',
+      externLearned: true,
+    }));
+
+  it('batches into few sendmsg calls, asks an ack only of the last message of each, never exceeds the window', async () => {
+    const k = new FakeKernel();
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const base = kernelAck((r) => (r.header.seq % 7 === 3 ? 17 : 0));
+    k.script = (req, w) => {
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      base(req, w);
+      if (req.header.flags & C.NLM_F_ACK) inFlight = 0; // the batch is answered in full
+    };
+    const h = open(k, { window: 16 });
+    const list = entries(100);
+    const res = await h.neighSetMany(list);
+    expect(k.sends).toBe(Math.ceil(100 / 16));
+    expect(maxInFlight).toBeLessThanOrEqual(16);
+    const acked = k.requests.filter((r) => r.header.flags & C.NLM_F_ACK);
+    expect(acked).toHaveLength(k.sends);
+    const firstSeq = k.requests[0]!.header.seq;
+    const failedIdx = k.requests
+      .filter((r) => r.header.seq % 7 === 3)
+      .map((r) => r.header.seq - firstSeq);
+    expect(res.failures.map((f) => f.index)).toEqual(failedIdx);
+    expect(res.ok).toBe(100 - failedIdx.length);
+    const f = res.failures[0]!;
+    expect(f.entry).toBe(list[f.index]);
+    expect(f.error).toBeInstanceOf(NetlinkError);
+    expect((f.error as NetlinkError).errnoName).toBe('EEXIST');
+    expect(f.error.message).toContain(`neighSet ${list[f.index]!.dst} dev 7`);
+  });
+
+  it('splits batches at maxSendBytes', async () => {
+    const k = new FakeKernel();
+    const h = open(k, { window: 1000, maxSendBytes: 480 });
+    await h.neighSetMany(entries(100));
+    // 48-byte messages: at most 10 (plus the one that crosses the line) per sendmsg
+    expect(k.sends).toBeGreaterThanOrEqual(9);
+    expect(k.sends).toBeLessThanOrEqual(11);
+  });
+
+  it('reports malformed entries per item and still writes the rest', async () => {
+    const k = new FakeKernel();
+    const h = open(k);
+    const list = entries(5);
+    list[2] = { ...list[2]!, dst: '10.0.0.256' };
+    list[4] = { ...list[4]!, ifindex: 0 };
+    const res = await h.neighSetMany(list);
+    expect(res.ok).toBe(3);
+    expect(res.failures.map((f) => f.index)).toEqual([2, 4]);
+    expect(res.failures.every((f) => f.error instanceof InvalidArgumentError)).toBe(true);
+    expect(k.requests).toHaveLength(3);
+  });
+
+  it('routeGetMany returns a route or the error for each query, in order', async () => {
+    const k = new FakeKernel((req, w) => {
+      const dst = `${req.msg[16 + 12 + 4]}.${req.msg[16 + 12 + 5]}.${req.msg[16 + 12 + 6]}.${req.msg[16 + 12 + 7]}`;
+      if (dst.endsWith('.13')) return ack(w, req, 101, 'unreachable');
+      const start = w.off;
+      formatRoute(
+        w,
+        C.RTM_NEWROUTE,
+        0,
+        {
+          family: 2,
+          dstLen: 32,
+          srcLen: 0,
+          tos: 0,
+          table: 254,
+          protocol: 0,
+          scope: 0,
+          type: 1,
+          flags: 0,
+          dst,
+          oif: 3,
+        },
+        req.header.seq,
+      );
+      w.buf.writeUInt32LE(PORT, start + 12);
+    });
+    const h = open(k, { window: 8 });
+    const qs = Array.from({ length: 30 }, (_, i) => ({ dst: `10.1.0.${i}`, oif: 3 }));
+    const out = await h.routeGetMany(qs);
+    expect(out).toHaveLength(30);
+    out.forEach((r, i) => {
+      if (i === 13) expect(r).toMatchObject({ errnoName: 'ENETUNREACH' });
+      else expect(r).toMatchObject({ dst: `10.1.0.${i}`, oif: 3 });
+    });
+    expect(k.requests.every((r) => (r.header.flags & C.NLM_F_ACK) === 0)).toBe(true);
+  });
+});
+
+describe('receive overflow on the request socket', () => {
+  it('reports requests whose replies were dropped as ENOBUFS and keeps working', async () => {
+    const k = new FakeKernel();
+    const h = open(k, { window: 10 });
+    k.overflowNext = true; // the first batch's replies vanish
+    const res = await h.neighSetMany(
+      Array.from({ length: 25 }, (_, i) => ({ ifindex: 7, dst: `10.0.0.${i}` })),
+    );
+    expect(res.failures.map((f) => f.index)).toEqual([...Array(10).keys()]);
+    expect(res.failures[0]!.error).toMatchObject({ errnoName: 'ENOBUFS' });
+    expect(h.stats.receiveOverflows).toBe(1);
+    expect(h.stats.lostAcks).toBe(10);
+    // a NOOP probe with NLM_F_ACK went out
+    expect(
+      k.requests.some((r) => r.header.type === C.NLMSG_NOOP && r.header.flags & C.NLM_F_ACK),
+    ).toBe(true);
+    k.overflowNext = true;
+    await expect(h.neighSet({ ifindex: 7, dst: '10.0.0.1' })).rejects.toMatchObject({
+      errnoName: 'ENOBUFS',
+    });
+    await expect(h.neighSet({ ifindex: 7, dst: '10.0.0.1' })).resolves.toBeUndefined();
+  });
+});
+
+describe('lifetime', () => {
+  it('fails a request that hears nothing with TimeoutError', async () => {
+    const k = new FakeKernel(() => undefined);
+    const h = open(k, { timeoutMs: 50 });
+    await expect(h.neighSet({ ifindex: 7, dst: '10.0.0.1' })).rejects.toBeInstanceOf(TimeoutError);
+  });
+
+  it('close() fails pending requests with ClosedError, and later calls too', async () => {
+    const k = new FakeKernel(() => undefined);
+    const h = open(k);
+    const p = h.neighSet({ ifindex: 7, dst: '10.0.0.1' });
+    h.close();
+    h.close();
+    await expect(p).rejects.toBeInstanceOf(ClosedError);
+    await expect(h.neighSet({ ifindex: 7, dst: '10.0.0.1' })).rejects.toBeInstanceOf(ClosedError);
+    expect(k.closed).toBe(true);
+  });
+
+  it('validates options, naming the option', () => {
+    const k = new FakeKernel();
+    expect(() => NetlinkHandle.open({ openSocket: () => k, window: 0 })).toThrow(/window/);
+    expect(() => NetlinkHandle.open({ openSocket: () => k, rcvbuf: 10 })).toThrow(/rcvbuf/);
+  });
+
+  it('bounds the window by the receive buffer', () => {
+    const k = new FakeKernel();
+    const h = NetlinkHandle.open({ openSocket: () => k, rcvbuf: 64 << 10, window: 100000 });
+    expect(h.window).toBe((128 << 10) / 2048);
+  });
+});
+
+describe('subscriptions', () => {
+  it('delivers new/del events, an overflow event, and parse errors', () => {
+    const k = new FakeKernel();
+    let opened: { groups?: number[] } = {};
+    const sub = new FakeKernel();
+    const h2 = NetlinkHandle.open({ openSocket: (o) => ((opened = o), o.groups ? sub : k) });
+    const events: SubscriptionEvent[] = [];
+    const errors: Error[] = [];
+    const s = h2.subscribe(['neigh', 'route', 'link'], {
+      onEvent: (e) => events.push(e),
+      onError: (e) => errors.push(e),
+    });
+    expect(opened.groups).toEqual([
+      C.RTNLGRP_NEIGH,
+      C.RTNLGRP_IPV4_ROUTE,
+      C.RTNLGRP_IPV6_ROUTE,
+      C.RTNLGRP_LINK,
+    ]);
+    const w = new Writer();
+    formatNeigh(w, C.RTM_NEWNEIGH, 0, {
+      ...neigh('10.0.0.1'),
+      flagsExt: C.NTF_EXT_MANAGED,
+      protocol: 0x99,
+    });
+    formatNeigh(w, C.RTM_DELNEIGH, 0, neigh('10.0.0.2'));
+    const junk = w.begin(C.RTM_NEWNEIGH, 0, 2); // too short for an ndmsg
+    w.end(junk);
+    w.end(w.begin(C.RTM_NEWNSID, 0, 4)); // a type the codec does not decode
+    sub.receiver!.onData(Buffer.from(w.bytes()));
+    sub.receiver!.onError(enobufs());
+    expect(events.map((e) => e.kind)).toEqual(['new', 'del', 'overflow']);
+    const first = events[0]!;
+    if (first.kind === 'overflow' || first.object !== 'neigh')
+      throw new Error('expected a neigh event');
+    expect(first.msg).toMatchObject({
+      dst: '10.0.0.1',
+      flagsExt: C.NTF_EXT_MANAGED,
+      protocol: 0x99,
+    });
+    expect(errors).toHaveLength(1);
+    expect(s.stats).toEqual({ events: 2, overflows: 1, parseErrors: 1, ignored: 1 });
+    s.close();
+    expect(sub.closed).toBe(true);
+    h2.close();
+  });
+});
