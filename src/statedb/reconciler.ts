@@ -14,17 +14,15 @@
 import { ClosedError, describeError, FibkeeperError } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { backoffMs, resolveConfig, type ReconcilerConfig } from './config.js';
+import { Applier, type Failure } from './apply.js';
 import {
   noopMetrics,
-  type BatchResult,
   type Health,
   type HealthError,
   type Operations,
-  type ReconcileOp,
   type ReconcilerMetrics,
 } from './ops.js';
 import type { RateLimiter } from './ratelimit.js';
-import { RefreshQueue, RetryQueue } from './schedule.js';
 import type { ChangeIterator, Table } from './table.js';
 import { systemClock, type Change, type Clock, type Initializable, type Row } from './types.js';
 import { abortable, deferred, type Deferred } from './util.js';
@@ -45,13 +43,6 @@ export interface ReconcilerParams<Obj> {
   /** Bounds the total rate of retries, requeues and refreshes (not of new changes). */
   limiter?: RateLimiter;
   log?: Logger;
-}
-
-interface Failure {
-  op: ReconcileOp;
-  error: string;
-  since: number;
-  failures: number;
 }
 
 const PRUNE_KEY = '(prune)';
@@ -78,11 +69,8 @@ export class Reconciler<Obj> {
   private readonly firstRound = deferred<void>();
   private firstRoundFinished = false;
   private roundFailed = false;
-  private roundErrors = 0;
 
-  private readonly retries = new RetryQueue<Obj>();
-  private readonly refreshes = new RefreshQueue();
-  private readonly failures = new Map<string, Failure>();
+  private readonly apply: Applier<Obj>;
   private pruneFailure: Failure | undefined = undefined;
   private pruneRequested = true;
   private pruneAttempted = false;
@@ -100,6 +88,16 @@ export class Reconciler<Obj> {
     this.clock = params.clock ?? systemClock;
     this.limiter = params.limiter;
     this.log = (params.log ?? silentLogger()).child({ reconciler: this.name });
+    this.apply = new Applier<Obj>({
+      name: this.name,
+      table: this.table,
+      ops: this.ops,
+      config: this.config,
+      metrics: this.metrics,
+      clock: this.clock,
+      log: this.log,
+      running: () => this.running,
+    });
     this.table.claimStatus(this.name);
     this.firstRound.promise.catch(noop);
   }
@@ -164,10 +162,10 @@ export class Reconciler<Obj> {
     if (status.kind !== 'done') return true;
     const now = this.clock.now();
     const due = Math.max(now, status.updatedAt + this.config.requeueMinIntervalMs);
-    const existing = this.retries.get(key);
+    const existing = this.apply.retries.get(key);
     if (existing !== undefined && existing.due <= due) return true;
     this.table.setStatus(key, row.revision, { kind: 'pending', updatedAt: now });
-    this.retries.schedule({ key, op: 'update', row, due });
+    this.apply.retries.schedule({ key, op: 'update', row, due });
     this.wake();
     return true;
   }
@@ -198,7 +196,7 @@ export class Reconciler<Obj> {
 
   /** Retries and requeues scheduled (for the status view). */
   get scheduledRetries(): number {
-    return this.retries.size;
+    return this.apply.retries.size;
   }
 
   health(): Health {
@@ -206,11 +204,11 @@ export class Reconciler<Obj> {
     const cap = this.config.maxHealthErrors;
     const p = this.pruneFailure;
     if (p !== undefined && errors.length < cap) errors.push({ key: PRUNE_KEY, ...pick(p) });
-    for (const [key, f] of this.failures) {
+    for (const [key, f] of this.apply.failures) {
       if (errors.length >= cap) break;
       errors.push({ key, ...pick(f) });
     }
-    const errorCount = this.failures.size + (p === undefined ? 0 : 1);
+    const errorCount = this.apply.failures.size + (p === undefined ? 0 : 1);
     return { level: errorCount === 0 ? 'ok' : 'degraded', errors, errorCount };
   }
 
@@ -264,9 +262,9 @@ export class Reconciler<Obj> {
     if (initialized && !this.firstRoundFinished) return 0;
     const now = this.clock.now();
     let at = Infinity;
-    const retry = this.retries.peek();
+    const retry = this.apply.retries.peek();
     if (retry !== undefined) at = this.limitedAt(retry.due, now);
-    const refresh = this.refreshes.peek();
+    const refresh = this.apply.refreshes.peek();
     if (refresh !== undefined && this.config.refreshIntervalMs > 0) {
       at = Math.min(at, this.limitedAt(refresh.at + this.config.refreshIntervalMs, now));
     }
@@ -310,7 +308,7 @@ export class Reconciler<Obj> {
   private async round(): Promise<void> {
     const started = this.clock.now();
     const initializedAtStart = this.allInitialized();
-    this.roundErrors = 0;
+    this.apply.roundErrors = 0;
     const watcher = this.watcher as ChangeIterator<Obj>;
     if (this.resyncRequested) {
       this.resyncRequested = false;
@@ -320,11 +318,11 @@ export class Reconciler<Obj> {
     }
     if (this.running) await this.reconcileDue();
     if (this.running) await this.maybePrune();
-    const failing = this.failures.size + (this.pruneFailure === undefined ? 0 : 1);
+    const failing = this.apply.failures.size + (this.pruneFailure === undefined ? 0 : 1);
     this.metrics.currentErrors(this.name, failing);
     this.metrics.roundDuration(this.name, (this.clock.now() - started) / 1000);
-    if (this.roundErrors > 0) {
-      this.log.warn({ errors: this.roundErrors, failing }, 'reconcile round had errors');
+    if (this.apply.roundErrors > 0) {
+      this.log.warn({ errors: this.apply.roundErrors, failing }, 'reconcile round had errors');
     }
     if (!this.firstRoundFinished && initializedAtStart && this.pruneAttempted && this.running) {
       this.firstRoundFinished = true;
@@ -339,15 +337,15 @@ export class Reconciler<Obj> {
   private async reconcileChanges(changes: readonly Change<Obj>[]): Promise<void> {
     const updates: Row<Obj>[] = [];
     const deletes = this.collectDeletes(changes, updates);
-    await this.runDeletes(deletes);
-    await this.runUpdates(updates);
+    await this.apply.runDeletes(deletes);
+    await this.apply.runUpdates(updates);
   }
 
   private collectDeletes(changes: readonly Change<Obj>[], updates?: Row<Obj>[]): Row<Obj>[] {
     const deletes: Row<Obj>[] = [];
     let seen: Set<string> | undefined;
     for (const c of changes) {
-      this.retries.cancel(c.key);
+      this.apply.retries.cancel(c.key);
       if (!c.deleted) {
         updates?.push(c);
         continue;
@@ -369,12 +367,12 @@ export class Reconciler<Obj> {
     const updatedAt = this.clock.now();
     const rows = [...this.table.rows()];
     for (const r of rows) this.table.setStatus(r.key, r.revision, { kind: 'pending', updatedAt });
-    this.retries.cancelUpdates();
-    this.refreshes.clear();
+    this.apply.retries.cancelUpdates();
+    this.apply.refreshes.clear();
     this.pruneRequested = true;
     this.pruneNotBefore = 0;
-    await this.runDeletes(deletes);
-    await this.runUpdates(rows);
+    await this.apply.runDeletes(deletes);
+    await this.apply.runUpdates(rows);
   }
 
   /** Due retries and requeues, then due refreshes, as far as the rate limiter allows. */
@@ -383,17 +381,21 @@ export class Reconciler<Obj> {
     const updates: Row<Obj>[] = [];
     const deletes: Row<Obj>[] = [];
     let limited = false;
-    for (let e = this.retries.peek(); e !== undefined && e.due <= now; e = this.retries.peek()) {
+    for (
+      let e = this.apply.retries.peek();
+      e !== undefined && e.due <= now;
+      e = this.apply.retries.peek()
+    ) {
       const current = e.op === 'update' ? this.table.row(e.key) === e.row : !this.table.has(e.key);
       if (current && this.limiter !== undefined && !this.limiter.tryTake()) {
         limited = true;
         break;
       }
-      this.retries.take();
+      this.apply.retries.take();
       if (current) (e.op === 'update' ? updates : deletes).push(e.row);
     }
     const interval = this.config.refreshIntervalMs;
-    for (let f = this.refreshes.peek(); !limited && interval > 0 && f !== undefined;) {
+    for (let f = this.apply.refreshes.peek(); !limited && interval > 0 && f !== undefined;) {
       if (f.at + interval > now) break;
       const row = this.table.row(f.key);
       const status = this.table.status(f.key);
@@ -406,13 +408,13 @@ export class Reconciler<Obj> {
         limited = true;
         break;
       }
-      this.refreshes.shift();
+      this.apply.refreshes.shift();
       if (current) updates.push(row);
-      f = this.refreshes.peek();
+      f = this.apply.refreshes.peek();
     }
     if (limited) this.metrics.rateLimited(this.name, 1);
-    await this.runDeletes(deletes);
-    await this.runUpdates(updates);
+    await this.apply.runDeletes(deletes);
+    await this.apply.runUpdates(updates);
   }
 
   private async maybePrune(): Promise<void> {
@@ -441,125 +443,13 @@ export class Reconciler<Obj> {
       return;
     }
     this.metrics.reconcileErrors(this.name, 'prune', 1);
-    this.roundErrors++;
+    this.apply.roundErrors++;
     const error = describeError(err);
     const failures = (this.pruneFailure?.failures ?? 0) + 1;
     this.pruneFailure = { op: 'prune', error, since: this.pruneFailure?.since ?? end, failures };
     this.pruneRequested = true;
     this.pruneNotBefore = end + backoffMs(this.config, failures);
     this.log.warn({ error, failures }, 'prune failed');
-  }
-
-  // ---- applying operations -----------------------------------------------------------
-
-  private async runUpdates(rows: readonly Row<Obj>[]): Promise<void> {
-    const size = this.config.batchSize;
-    for (let i = 0; i < rows.length && this.running; i += size) {
-      // Skip versions that a later write has replaced while earlier batches ran.
-      const chunk = rows.slice(i, i + size).filter((r) => this.table.row(r.key) === r);
-      if (chunk.length === 0) continue;
-      if (this.ops.updateBatch !== undefined) {
-        const results = await this.callBatch('update', chunk, (objs) =>
-          this.ops.updateBatch?.(objs),
-        );
-        chunk.forEach((r, j) => this.updated(r, results[j]));
-        continue;
-      }
-      for (const r of chunk) {
-        if (!this.running) break;
-        if (this.table.row(r.key) !== r) continue;
-        const [err] = await this.callBatch('update', [r], ([o]) => this.ops.update(o as Obj));
-        this.updated(r, err);
-      }
-    }
-  }
-
-  private async runDeletes(rows: readonly Row<Obj>[]): Promise<void> {
-    const size = this.config.batchSize;
-    for (let i = 0; i < rows.length && this.running; i += size) {
-      const chunk = rows.slice(i, i + size).filter((r) => !this.table.has(r.key));
-      if (chunk.length === 0) continue;
-      if (this.ops.deleteBatch !== undefined) {
-        const results = await this.callBatch('delete', chunk, (objs) =>
-          this.ops.deleteBatch?.(objs),
-        );
-        chunk.forEach((r, j) => this.deleted(r, results[j]));
-        continue;
-      }
-      for (const r of chunk) {
-        if (!this.running) break;
-        if (this.table.has(r.key)) continue;
-        const [err] = await this.callBatch('delete', [r], ([o]) => this.ops.delete(o as Obj));
-        this.deleted(r, err);
-      }
-    }
-  }
-
-  /**
-   * Calls an operation for `rows` and returns one error (or undefined) per row; records the
-   * duration, the count and the failures. A single-object op is a batch of one returning
-   * void.
-   */
-  private async callBatch(
-    op: 'update' | 'delete',
-    rows: readonly Row<Obj>[],
-    call: (objs: readonly Obj[]) => Promise<BatchResult | void> | undefined,
-  ): Promise<readonly unknown[]> {
-    const started = this.clock.now();
-    let results: readonly unknown[];
-    try {
-      const r = await call(rows.map((x) => x.object));
-      if (r === undefined) results = new Array<undefined>(rows.length);
-      else if (r.length === rows.length) results = r;
-      else {
-        const e = new FibkeeperError(`${op} batch returned ${r.length} results for ${rows.length}`);
-        results = new Array<unknown>(rows.length).fill(e);
-      }
-    } catch (e) {
-      results = new Array<unknown>(rows.length).fill(e ?? new FibkeeperError(`${op} failed`));
-    }
-    this.metrics.reconcileDuration(this.name, op, (this.clock.now() - started) / 1000);
-    this.metrics.reconcileOps(this.name, op, rows.length);
-    const failed = results.reduce<number>((n, e) => (e === undefined || e === null ? n : n + 1), 0);
-    if (failed > 0) this.metrics.reconcileErrors(this.name, op, failed);
-    return results;
-  }
-
-  private updated(row: Row<Obj>, err: unknown): void {
-    const now = this.clock.now();
-    if (err === undefined || err === null) {
-      if (!this.table.setStatus(row.key, row.revision, { kind: 'done', updatedAt: now })) return;
-      this.failures.delete(row.key);
-      if (this.config.refreshIntervalMs > 0) {
-        this.refreshes.push({ key: row.key, revision: row.revision, at: now });
-      }
-      return;
-    }
-    const error = describeError(err);
-    // A newer version replaced this one meanwhile: its own update decides.
-    if (!this.table.setStatus(row.key, row.revision, { kind: 'error', error, updatedAt: now })) {
-      return;
-    }
-    this.failed(row, 'update', error, now);
-  }
-
-  private deleted(row: Row<Obj>, err: unknown): void {
-    if (err === undefined || err === null) {
-      this.failures.delete(row.key);
-      return;
-    }
-    if (this.table.has(row.key)) return;
-    this.failed(row, 'delete', describeError(err), this.clock.now());
-  }
-
-  private failed(row: Row<Obj>, op: 'update' | 'delete', error: string, now: number): void {
-    this.roundErrors++;
-    const prev = this.failures.get(row.key);
-    const failures = (prev?.failures ?? 0) + 1;
-    if (prev === undefined) this.failures.set(row.key, { op, error, since: now, failures });
-    else Object.assign(prev, { op, error, failures });
-    this.retries.schedule({ key: row.key, op, row, due: now + backoffMs(this.config, failures) });
-    this.log.debug({ key: row.key, op, error, failures }, 'reconcile failed');
   }
 }
 
