@@ -1,9 +1,10 @@
-// A binary min-heap ordered by a numeric priority.
+// A binary min-heap ordered by a comparator.
 
 export class MinHeap<T> {
   private readonly items: T[] = [];
 
-  constructor(private readonly priority: (item: T) => number) {}
+  /** `less(a, b)`: a comes out before b. */
+  constructor(private readonly less: (a: T, b: T) => boolean) {}
 
   get size(): number {
     return this.items.length;
@@ -17,11 +18,10 @@ export class MinHeap<T> {
     const a = this.items;
     a.push(item);
     let i = a.length - 1;
-    const p = this.priority(item);
     while (i > 0) {
       const parent = (i - 1) >> 1;
       const up = a[parent] as T;
-      if (this.priority(up) <= p) break;
+      if (!this.less(item, up)) break;
       a[i] = up;
       i = parent;
     }
@@ -33,16 +33,15 @@ export class MinHeap<T> {
     const top = a[0];
     const last = a.pop();
     if (a.length === 0 || last === undefined) return top;
-    const p = this.priority(last);
     let i = 0;
     for (;;) {
       const l = 2 * i + 1;
       if (l >= a.length) break;
       const r = l + 1;
       let c = l;
-      if (r < a.length && this.priority(a[r] as T) < this.priority(a[l] as T)) c = r;
+      if (r < a.length && this.less(a[r] as T, a[l] as T)) c = r;
       const child = a[c] as T;
-      if (this.priority(child) >= p) break;
+      if (!this.less(child, last)) break;
       a[i] = child;
       i = c;
     }

@@ -356,6 +356,33 @@ describe('Reconciler: refresh, requeue, rate limit', () => {
     ]);
   });
 
+  it('bounds the total rate of retries with the rate limiter', async () => {
+    const limiter = new RateLimiter({ rate: 10, burst: 2, now: () => Date.now() });
+    const { table, ops, r } = setup({ retryBackoffMinMs: 100, pruneIntervalMs: 0 }, { limiter });
+    ops.faulty = true;
+    insert(table, '10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4', '10.0.0.5');
+    r.start();
+    await r.waitFirstRound();
+    ops.take();
+    ops.faulty = false;
+    const at: string[] = [];
+    for (let t = 0; t < 6; t++) {
+      await advance(r, 100);
+      for (const h of ops.take()) at.push(`${Date.now()} ${h}`);
+    }
+    // New changes are not limited (all five failed at once above); their retries are, in
+    // the order they failed: a burst of two, then one per 100 ms. Prune is not limited.
+    expect(at).toEqual([
+      '100 update(10.0.0.1) ok',
+      '100 update(10.0.0.2) ok',
+      '100 prune() ok',
+      '200 update(10.0.0.3) ok',
+      '300 update(10.0.0.4) ok',
+      '400 update(10.0.0.5) ok',
+    ]);
+    expect(r.health().level).toBe('ok');
+  });
+
   it('requeue updates a done row again, no sooner than requeueMinIntervalMs', async () => {
     const { table, ops, r } = setup({ requeueMinIntervalMs: 1000, pruneIntervalMs: 0 });
     insert(table, '10.0.0.1', '10.0.0.2');

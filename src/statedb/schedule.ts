@@ -11,13 +11,24 @@ export interface RetryEntry<Obj> {
   readonly due: number;
 }
 
+/** An entry with the order in which it was scheduled, to break ties between equal due times. */
+interface Queued<Obj> extends RetryEntry<Obj> {
+  readonly seq: number;
+}
+
+/** Earliest due first; among equal due times, the one scheduled first. */
+function newHeap<Obj>(): MinHeap<Queued<Obj>> {
+  return new MinHeap<Queued<Obj>>((a, b) => (a.due === b.due ? a.seq < b.seq : a.due < b.due));
+}
+
 /**
  * At most one entry per key. Cancelling only forgets the key; the heap drops entries that
  * are no longer current when they reach the top (and is rebuilt if they pile up).
  */
 export class RetryQueue<Obj> {
-  private readonly byKey = new Map<string, RetryEntry<Obj>>();
-  private heap = new MinHeap<RetryEntry<Obj>>((e) => e.due);
+  private readonly byKey = new Map<string, Queued<Obj>>();
+  private heap = newHeap<Obj>();
+  private seq = 0;
 
   get size(): number {
     return this.byKey.size;
@@ -28,8 +39,9 @@ export class RetryQueue<Obj> {
   }
 
   schedule(entry: RetryEntry<Obj>): void {
-    this.byKey.set(entry.key, entry);
-    this.heap.push(entry);
+    const queued: Queued<Obj> = { ...entry, seq: this.seq++ };
+    this.byKey.set(entry.key, queued);
+    this.heap.push(queued);
     if (this.heap.size > 2 * this.byKey.size + 1024) this.rebuild();
   }
 
@@ -61,7 +73,7 @@ export class RetryQueue<Obj> {
   }
 
   private rebuild(): void {
-    this.heap = new MinHeap<RetryEntry<Obj>>((e) => e.due);
+    this.heap = newHeap<Obj>();
     for (const e of this.byKey.values()) this.heap.push(e);
   }
 }
