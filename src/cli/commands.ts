@@ -1,5 +1,6 @@
 // The table of subcommands.
 import type { Command } from './command.js';
+import { probeCommand } from './probe.js';
 import { versionCommand } from './version.js';
 
-export const COMMANDS: readonly Command[] = [versionCommand];
+export const COMMANDS: readonly Command[] = [probeCommand, versionCommand];

@@ -97,7 +97,7 @@ export function formatFeatureTable(
 ): string {
   const rows = results.map((r) => [
     r.title,
-    r.minKernel ?? 'config',
+    r.minKernel ?? 'n/a',
     r.outcome + (needed.has(r.name) && r.outcome !== 'supported' ? ' (NEEDED)' : ''),
     r.detail,
   ]);
