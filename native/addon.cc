@@ -11,6 +11,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   fk::InitNetns(env, exports);
   fk::InitMount(env, exports);
   fk::InitNetlinkSocket(env, exports);
+  fk::InitPacketSocket(env, exports);
+  fk::InitBpf(env, exports);
   return exports;
 }
 

@@ -4,10 +4,17 @@
       "target_name": "fibkeeper",
       "sources": [
         "addon.cc",
+        "bpf_common.cc",
+        "bpf_link.cc",
+        "bpf_map.cc",
+        "bpf_object.cc",
+        "bpf_program.cc",
+        "bpf_system.cc",
         "errors.cc",
         "mount.cc",
         "netlink_socket.cc",
         "netns.cc",
+        "packet_socket.cc",
         "poller.cc"
       ],
       "dependencies": [
@@ -15,7 +22,7 @@
       ],
       "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
       "cflags_cc": ["-std=gnu++17", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-      "libraries": []
+      "libraries": ["-lbpf"]
     }
   ]
 }

@@ -41,8 +41,171 @@ export interface RawNetlinkSocket {
   close(): void;
 }
 
+export interface RawPacketOptions {
+  ifindex: number;
+  protocol: number;
+  netns?: string;
+  ignoreOutgoing?: boolean;
+  rcvbuf?: number;
+}
+
+export interface RawPacketSocket {
+  readonly fd: number;
+  send(frame: Buffer): number;
+  /** `meta` holds 5 words per frame: offset, length, ifindex, protocol, pkttype. */
+  receive(
+    onFrames: (frames: Buffer, meta: Uint32Array) => void,
+    onError: (err: SystemError) => void,
+  ): void;
+  pause(): void;
+  ref(): void;
+  unref(): void;
+  close(): void;
+}
+
+export interface RawProgramInfo {
+  id: number;
+  name: string;
+  tag: string;
+  type: number;
+  typeName: string;
+}
+
+export interface RawTestRunOptions {
+  dataIn: Buffer;
+  ctxIn?: Buffer;
+  dataSizeOut?: number;
+  repeat?: number;
+  flags?: number;
+  batchSize?: number;
+}
+
+export interface RawTestRunResult {
+  retval: number;
+  durationNs: number;
+  dataOut?: Buffer;
+  ctxOut?: Buffer;
+}
+
+export interface RawBpfProgram {
+  readonly fd: number;
+  info(): RawProgramInfo;
+  pin(path: string): void;
+  testRun(opts: RawTestRunOptions): RawTestRunResult;
+  close(): void;
+}
+
+export interface RawMapInfo {
+  id: number;
+  name: string;
+  type: number;
+  typeName: string;
+  keySize: number;
+  valueSize: number;
+  maxEntries: number;
+  flags: number;
+  isPerCpu: boolean;
+  possibleCpus: number;
+}
+
+export interface RawBpfMap {
+  readonly fd: number;
+  info(): RawMapInfo;
+  lookup(key: Buffer): Buffer | undefined;
+  update(key: Buffer, value: Buffer, flags: number): void;
+  delete(key: Buffer): boolean;
+  keys(): Buffer[];
+  pin(path: string): void;
+  close(): void;
+}
+
+export interface RawLinkInfo {
+  id: number;
+  progId: number;
+  type: number;
+  typeName: string;
+  ifindex?: number;
+}
+
+export interface RawBpfLink {
+  readonly fd: number;
+  info(): RawLinkInfo;
+  pin(path: string): void;
+  update(newProgFd: number, oldProgFd: number): void;
+  detach(): void;
+  close(): void;
+}
+
+export interface RawRodataVariable {
+  name: string;
+  section: string;
+  offset: number;
+  size: number;
+}
+
+export interface RawBpfObject {
+  readonly loaded: boolean;
+  programNames(): string[];
+  mapNames(): string[];
+  rodataVariables(): RawRodataVariable[];
+  setRodata(name: string, bytes: Buffer): void;
+  setMapPinPath(map: string, path: string): void;
+  reuseMap(map: string, mapFd: number): void;
+  setMaxEntries(map: string, maxEntries: number): void;
+  load(): void;
+  program(name: string): RawBpfProgram;
+  map(name: string): RawBpfMap;
+  close(): void;
+}
+
+export interface RawXdpQuery {
+  attachMode: number;
+  progId: number;
+  drvProgId: number;
+  skbProgId: number;
+  hwProgId: number;
+}
+
 export interface Binding {
   NetlinkSocket: new (opts: RawNetlinkOptions) => RawNetlinkSocket;
+  PacketSocket: new (opts: RawPacketOptions) => RawPacketSocket;
+  BpfObject: new (
+    path: string,
+    opts: { logSize?: number; logLevel?: number; pinRoot?: string },
+  ) => RawBpfObject;
+  BpfProgram: {
+    fromPinned(path: string): RawBpfProgram;
+    fromId(id: number): RawBpfProgram;
+    loadRaw(type: string, insns: Buffer, name: string, license: string): RawBpfProgram;
+  };
+  BpfMap: {
+    fromPinned(path: string): RawBpfMap;
+    fromId(id: number): RawBpfMap;
+  };
+  BpfLink: {
+    attachXdp(progFd: number, ifindex: number, flags: number, netns?: string): RawBpfLink;
+    fromPinned(path: string): RawBpfLink;
+    fromId(id: number): RawBpfLink;
+  };
+  xdpAttachLegacy(
+    ifindex: number,
+    progFd: number,
+    flags: number,
+    oldProgFd: number,
+    netns?: string,
+  ): void;
+  xdpDetachLegacy(ifindex: number, flags: number, expectedProgFd: number, netns?: string): void;
+  xdpQuery(ifindex: number, netns?: string): RawXdpQuery;
+  xdpLinks(): RawLinkInfo[];
+  setLibbpfLogger(fn: ((level: 'warn' | 'info' | 'debug', msg: string) => void) | null): void;
+  possibleCpus(): number;
+  progTypeNames(): string[];
+  mapTypeNames(): string[];
+  helperNames(): string[];
+  probeProgType(name: string): boolean;
+  probeMapType(name: string): boolean;
+  probeHelper(progType: string, helper: string): boolean;
+  btfVmlinux(): boolean;
   runInNetns<T>(netns: string, fn: () => T): T;
   mountBpffs(path: string, mode: number): void;
   unmount(path: string, lazy: boolean): void;

@@ -6,4 +6,59 @@ export {
   type NetlinkSocketOptions,
   type NetlinkReceiver,
 } from './netlink-socket.js';
+export {
+  PacketSocket,
+  ETH_P_ALL,
+  ETH_P_ARP,
+  ETH_P_IP,
+  ETH_P_IPV6,
+  type PacketSocketOptions,
+  type PacketReceiver,
+  type PacketType,
+  type FrameInfo,
+} from './packet-socket.js';
 export { runInNetns, mountBpffs, unmount, isBpffs } from './netns.js';
+export {
+  BpfObject,
+  isVerifierError,
+  type BpfObjectOpenOptions,
+  type RodataVariable,
+  type VerifierError,
+} from './bpf-object.js';
+export {
+  BpfProgram,
+  XdpAction,
+  BPF_F_TEST_RUN_ON_CPU,
+  BPF_F_TEST_XDP_LIVE_FRAMES,
+  xdpMd,
+  type XdpActionValue,
+  type BpfProgramInfo,
+  type TestRunOptions,
+  type TestRunResult,
+} from './bpf-program.js';
+export { BpfMap, BPF_ANY, BPF_NOEXIST, BPF_EXIST, type BpfMapInfo } from './bpf-map.js';
+export {
+  BpfLink,
+  xdpAttachLegacy,
+  xdpDetachLegacy,
+  xdpQuery,
+  xdpLinks,
+  xdpLinksOn,
+  type XdpMode,
+  type XdpAttachMode,
+  type XdpQueryResult,
+  type BpfLinkInfo,
+} from './bpf-link.js';
+export {
+  setLibbpfLogger,
+  possibleCpus,
+  progTypeNames,
+  mapTypeNames,
+  helperNames,
+  probeProgType,
+  probeMapType,
+  probeHelper,
+  btfVmlinuxPresent,
+  type LibbpfLogger,
+  type LibbpfLogLevel,
+} from './bpf-system.js';

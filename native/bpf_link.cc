@@ -1,0 +1,232 @@
+// BpfLink (XDP links over bpf_link_create) and the legacy netlink XDP attach/detach/query.
+// Every call that names an ifindex takes an optional netns: the ifindex is resolved in the
+// calling thread's namespace, which the call enters for its duration.
+#include <linux/bpf.h>
+#include <linux/if_link.h>
+
+#include "bpf.h"
+#include "errors.h"
+#include "netns.h"
+
+namespace fk {
+namespace {
+
+std::string OptNetns(const Napi::CallbackInfo& info, size_t i) {
+  if (info[i].IsUndefined() || info[i].IsNull()) return std::string();
+  return ArgString(info, i, "netns");
+}
+
+Napi::Object LinkInfoObject(Napi::Env env, const bpf_link_info& li) {
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("id", li.id);
+  out.Set("progId", li.prog_id);
+  out.Set("type", li.type);
+  const char* name = libbpf_bpf_link_type_str(static_cast<bpf_link_type>(li.type));
+  out.Set("typeName", name != nullptr ? name : "unknown");
+  if (li.type == BPF_LINK_TYPE_XDP) out.Set("ifindex", li.xdp.ifindex);
+  return out;
+}
+
+class BpfLink : public Napi::ObjectWrap<BpfLink> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "BpfLink",
+                       {
+                           InstanceAccessor<&BpfLink::GetFd>("fd"),
+                           InstanceMethod<&BpfLink::Info>("info"),
+                           InstanceMethod<&BpfLink::PinAt>("pin"),
+                           InstanceMethod<&BpfLink::Update>("update"),
+                           InstanceMethod<&BpfLink::Detach>("detach"),
+                           InstanceMethod<&BpfLink::Close>("close"),
+                           StaticMethod<&BpfLink::AttachXdp>("attachXdp"),
+                           StaticMethod<&BpfLink::FromPinned>("fromPinned"),
+                           StaticMethod<&BpfLink::FromId>("fromId"),
+                       });
+  }
+
+  explicit BpfLink(const Napi::CallbackInfo& info)
+      : Napi::ObjectWrap<BpfLink>(info), fd_(TakeFdArgument(info, "BpfLink")) {}
+
+ private:
+  int Fd(Napi::Env env) {
+    if (!fd_.Valid()) ThrowErrno(env, EBADF, "BpfLink", "is closed");
+    return fd_.Get();
+  }
+
+  Napi::Value GetFd(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), fd_.Get());
+  }
+
+  // info(): {id, progId, type, typeName, ifindex (XDP links; 0 once detached)}
+  Napi::Value Info(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    return LinkInfoObject(env, GetInfo<bpf_link_info>(env, Fd(env)));
+  }
+
+  Napi::Value PinAt(const Napi::CallbackInfo& info) {
+    Pin(info.Env(), Fd(info.Env()), ArgString(info, 0, "path"));
+    return info.Env().Undefined();
+  }
+
+  // update(newProgFd, oldProgFd | -1): atomic program replacement (bpf_link_update); with
+  // oldProgFd, only if that program is the one attached (BPF_F_REPLACE), else EPERM.
+  Napi::Value Update(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    int fd = Fd(env);
+    int new_prog = ArgFd(info, 0, "newProg");
+    int old_prog = info[1].IsNumber() ? info[1].As<Napi::Number>().Int32Value() : -1;
+    bpf_link_update_opts opts;
+    InitOpts(&opts);
+    if (old_prog >= 0) {
+      opts.flags = BPF_F_REPLACE;
+      opts.old_prog_fd = static_cast<__u32>(old_prog);
+    }
+    int rc = bpf_link_update(fd, new_prog, &opts);
+    if (rc != 0) ThrowLibbpf(env, rc, "bpf_link_update");
+    return env.Undefined();
+  }
+
+  // detach(): BPF_LINK_DETACH; the link stays (defunct) until closed and unpinned.
+  Napi::Value Detach(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    int rc = bpf_link_detach(Fd(env));
+    if (rc != 0) ThrowLibbpf(env, rc, "bpf_link_detach");
+    return env.Undefined();
+  }
+
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    fd_.Reset();
+    return info.Env().Undefined();
+  }
+
+  // attachXdp(progFd, ifindex, xdpFlags, netns?): bpf_link_create(BPF_XDP).
+  static Napi::Value AttachXdp(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    int prog = ArgFd(info, 0, "prog");
+    uint32_t ifindex = ArgUint(info, 1, "ifindex");
+    bpf_link_create_opts opts;
+    InitOpts(&opts);
+    opts.flags = ArgUint(info, 2, "flags");
+    UniqueFd fd;
+    {
+      NetnsGuard netns(env, OptNetns(info, 3));
+      fd.Reset(bpf_link_create(prog, static_cast<int>(ifindex), BPF_XDP, &opts));
+      if (!fd.Valid())
+        ThrowErrno(env, errno, "bpf_link_create", "xdp ifindex " + std::to_string(ifindex));
+    }
+    return NewLink(env, std::move(fd));
+  }
+
+  static Napi::Value FromPinned(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    return NewLink(env, OpenPinned(env, ArgString(info, 0, "path"), BpfKind::kLink));
+  }
+
+  static Napi::Value FromId(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    uint32_t id = ArgUint(info, 0, "id");
+    UniqueFd fd(bpf_link_get_fd_by_id(id));
+    if (!fd.Valid()) ThrowErrno(env, errno, "bpf_link_get_fd_by_id", std::to_string(id));
+    return NewLink(env, std::move(fd));
+  }
+
+  UniqueFd fd_;
+};
+
+// xdpAttachLegacy(ifindex, progFd, flags, oldProgFd | -1, netns?): bpf_xdp_attach;
+// with oldProgFd, XDP_FLAGS_REPLACE is added.
+Napi::Value XdpAttachLegacy(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint32_t ifindex = ArgUint(info, 0, "ifindex");
+  int prog = ArgFd(info, 1, "prog");
+  uint32_t flags = ArgUint(info, 2, "flags");
+  int old_prog = info[3].IsNumber() ? info[3].As<Napi::Number>().Int32Value() : -1;
+  bpf_xdp_attach_opts opts;
+  InitOpts(&opts);
+  if (old_prog >= 0) {
+    flags |= XDP_FLAGS_REPLACE;
+    opts.old_prog_fd = old_prog;
+  }
+  NetnsGuard netns(env, OptNetns(info, 4));
+  int rc = bpf_xdp_attach(static_cast<int>(ifindex), prog, flags, &opts);
+  if (rc != 0) ThrowLibbpf(env, rc, "bpf_xdp_attach", "ifindex " + std::to_string(ifindex));
+  return env.Undefined();
+}
+
+// xdpDetachLegacy(ifindex, flags, expectedProgFd | -1, netns?): bpf_xdp_detach; with
+// expectedProgFd, only if that program is attached (XDP_FLAGS_REPLACE).
+Napi::Value XdpDetachLegacy(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint32_t ifindex = ArgUint(info, 0, "ifindex");
+  uint32_t flags = ArgUint(info, 1, "flags");
+  int expected = info[2].IsNumber() ? info[2].As<Napi::Number>().Int32Value() : -1;
+  bpf_xdp_attach_opts opts;
+  InitOpts(&opts);
+  if (expected >= 0) {
+    flags |= XDP_FLAGS_REPLACE;
+    opts.old_prog_fd = expected;
+  }
+  NetnsGuard netns(env, OptNetns(info, 3));
+  int rc = bpf_xdp_detach(static_cast<int>(ifindex), flags, &opts);
+  if (rc != 0) ThrowLibbpf(env, rc, "bpf_xdp_detach", "ifindex " + std::to_string(ifindex));
+  return env.Undefined();
+}
+
+// xdpQuery(ifindex, netns?): {attachMode, progId, drvProgId, skbProgId, hwProgId}
+Napi::Value XdpQuery(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint32_t ifindex = ArgUint(info, 0, "ifindex");
+  bpf_xdp_query_opts opts;
+  InitOpts(&opts);
+  {
+    NetnsGuard netns(env, OptNetns(info, 1));
+    int rc = bpf_xdp_query(static_cast<int>(ifindex), 0, &opts);
+    if (rc != 0) ThrowLibbpf(env, rc, "bpf_xdp_query", "ifindex " + std::to_string(ifindex));
+  }
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("attachMode", opts.attach_mode);
+  out.Set("progId", opts.prog_id);
+  out.Set("drvProgId", opts.drv_prog_id);
+  out.Set("skbProgId", opts.skb_prog_id);
+  out.Set("hwProgId", opts.hw_prog_id);
+  return out;
+}
+
+// xdpLinks(): info of every XDP bpf_link on the system (bpf_link_get_next_id walk). Links
+// that vanish during the walk are skipped.
+Napi::Value XdpLinks(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Array out = Napi::Array::New(env);
+  __u32 id = 0;
+  uint32_t n = 0;
+  for (;;) {
+    if (bpf_link_get_next_id(id, &id) != 0) {
+      if (errno == ENOENT) break;
+      ThrowErrno(env, errno, "bpf_link_get_next_id");
+    }
+    UniqueFd fd(bpf_link_get_fd_by_id(id));
+    if (!fd.Valid()) {
+      if (errno == ENOENT) continue;
+      ThrowErrno(env, errno, "bpf_link_get_fd_by_id", std::to_string(id));
+    }
+    bpf_link_info li{};
+    __u32 len = sizeof(li);
+    if (bpf_obj_get_info_by_fd(fd.Get(), &li, &len) != 0) continue;
+    if (li.type == BPF_LINK_TYPE_XDP) out.Set(n++, LinkInfoObject(env, li));
+  }
+  return out;
+}
+
+}  // namespace
+
+void InitBpfLink(Napi::Env env, Napi::Object exports) {
+  Napi::Function ctor = BpfLink::Define(env);
+  Classes(env).link = Napi::Persistent(ctor);
+  exports.Set("BpfLink", ctor);
+  exports.Set("xdpAttachLegacy", Napi::Function::New(env, XdpAttachLegacy, "xdpAttachLegacy"));
+  exports.Set("xdpDetachLegacy", Napi::Function::New(env, XdpDetachLegacy, "xdpDetachLegacy"));
+  exports.Set("xdpQuery", Napi::Function::New(env, XdpQuery, "xdpQuery"));
+  exports.Set("xdpLinks", Napi::Function::New(env, XdpLinks, "xdpLinks"));
+}
+
+}  // namespace fk

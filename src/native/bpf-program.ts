@@ -1,0 +1,205 @@
+// BpfProgram: a loaded BPF program with its own file descriptor.
+import { ClosedError, InvalidArgumentError } from '../errors/index.js';
+import { checkBuffer, checkPath, checkUint } from './args.js';
+import {
+  binding,
+  type RawBpfProgram,
+  type RawProgramInfo,
+  type RawTestRunOptions,
+} from './binding.js';
+
+/** XDP program return codes. */
+export const XdpAction = { ABORTED: 0, DROP: 1, PASS: 2, TX: 3, REDIRECT: 4 } as const;
+export type XdpActionValue = (typeof XdpAction)[keyof typeof XdpAction];
+
+/** bpf_prog_test_run flags. */
+export const BPF_F_TEST_RUN_ON_CPU = 1;
+export const BPF_F_TEST_XDP_LIVE_FRAMES = 2;
+
+const SIZEOF_XDP_MD = 24;
+
+export interface BpfProgramInfo {
+  id: number;
+  name: string;
+  /** The program tag (hex, 16 digits). */
+  tag: string;
+  /** enum bpf_prog_type value. */
+  type: number;
+  /** libbpf's name of the type ("xdp"). */
+  typeName: string;
+}
+
+export interface TestRunOptions {
+  /** The packet (for XDP: at least an Ethernet header). */
+  dataIn: Buffer;
+  /** Raw context in (e.g. struct xdp_md); mutually exclusive with `xdpCtx`. */
+  ctxIn?: Buffer;
+  /**
+   * Builds a struct xdp_md for `dataIn`. `ingressIfindex` is resolved in the calling
+   * thread's network namespace: call testRun inside runInNetns for a namespaced device.
+   */
+  xdpCtx?: { ingressIfindex?: number; rxQueueIndex?: number };
+  /** Room for the output packet; default dataIn.length + 256. Ignored with live frames. */
+  dataSizeOut?: number;
+  /** Runs (default 1). */
+  repeat?: number;
+  /** BPF_F_TEST_* flags. */
+  flags?: number;
+  /** BPF_F_TEST_XDP_LIVE_FRAMES: the frames really go where the program sends them. */
+  liveFrames?: boolean;
+  /** Frames per batch in live-frames mode (kernel default 64). */
+  batchSize?: number;
+}
+
+export interface TestRunResult {
+  retval: number;
+  /** Average duration of one run, in ns. */
+  durationNs: number;
+  /** The packet after the program (not in live-frames mode). */
+  dataOut: Buffer | undefined;
+  /** The context after the program, when a context was passed (not in live-frames mode). */
+  ctxOut: Buffer | undefined;
+}
+
+/** struct xdp_md for a packet of `length` bytes. */
+export function xdpMd(
+  length: number,
+  opts: { ingressIfindex?: number; rxQueueIndex?: number } = {},
+): Buffer {
+  const md = Buffer.alloc(SIZEOF_XDP_MD);
+  md.writeUInt32LE(0, 0); // data
+  md.writeUInt32LE(length, 4); // data_end
+  md.writeUInt32LE(0, 8); // data_meta
+  md.writeUInt32LE(checkUint('ingressIfindex', opts.ingressIfindex ?? 0), 12);
+  md.writeUInt32LE(checkUint('rxQueueIndex', opts.rxQueueIndex ?? 0), 16);
+  return md;
+}
+
+export class BpfProgram {
+  readonly #handle: RawBpfProgram;
+  readonly #info: RawProgramInfo;
+  #closed = false;
+
+  /** @internal Wraps a handle from the addon; use the static constructors. */
+  constructor(handle: RawBpfProgram) {
+    this.#handle = handle;
+    try {
+      this.#info = handle.info();
+    } catch (err) {
+      handle.close();
+      throw err;
+    }
+  }
+
+  /** Opens a program pinned on a bpffs. */
+  static fromPinned(path: string): BpfProgram {
+    return new BpfProgram(binding().BpfProgram.fromPinned(checkPath('path', path)));
+  }
+
+  /** Opens a loaded program by id (needs CAP_SYS_ADMIN). */
+  static fromId(id: number): BpfProgram {
+    return new BpfProgram(binding().BpfProgram.fromId(checkUint('id', id, 0xffff_ffff, 1)));
+  }
+
+  /**
+   * Loads raw instructions (8 bytes each). On failure throws a SystemError with the verifier
+   * log in `verifierLog`.
+   */
+  static loadRaw(opts: {
+    type: string;
+    insns: Buffer;
+    name?: string;
+    license?: string;
+  }): BpfProgram {
+    const insns = checkBuffer('insns', opts.insns);
+    if (insns.length === 0 || insns.length % 8 !== 0) {
+      throw new InvalidArgumentError('insns must be a non-empty multiple of 8 bytes');
+    }
+    const name = opts.name ?? 'fk_raw';
+    if (!/^[A-Za-z0-9_.]{1,15}$/.test(name)) {
+      throw new InvalidArgumentError(`program name must be 1-15 of [A-Za-z0-9_.], got ${name}`);
+    }
+    return new BpfProgram(
+      binding().BpfProgram.loadRaw(opts.type, insns, name, opts.license ?? 'GPL'),
+    );
+  }
+
+  /** A two-instruction XDP program that returns `action` (feature probes, tests, placeholders). */
+  static loadXdpAction(action: XdpActionValue, name = 'fk_xdp_action'): BpfProgram {
+    checkUint('action', action, XdpAction.REDIRECT);
+    const insns = Buffer.alloc(16);
+    insns.writeUInt8(0xb7, 0); // BPF_ALU64 | BPF_MOV | BPF_K, dst r0
+    insns.writeInt32LE(action, 4);
+    insns.writeUInt8(0x95, 8); // BPF_JMP | BPF_EXIT
+    return BpfProgram.loadRaw({ type: 'xdp', insns, name });
+  }
+
+  /** An XDP program that passes every packet. */
+  static loadXdpPass(): BpfProgram {
+    return BpfProgram.loadXdpAction(XdpAction.PASS, 'fk_xdp_pass');
+  }
+
+  /** The program's file descriptor, -1 after close(). */
+  get fd(): number {
+    return this.#handle.fd;
+  }
+  get id(): number {
+    return this.#info.id;
+  }
+  get name(): string {
+    return this.#info.name;
+  }
+  get tag(): string {
+    return this.#info.tag;
+  }
+  /** libbpf's name of the program type ("xdp"). */
+  get type(): string {
+    return this.#info.typeName;
+  }
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Fresh info from the kernel. */
+  info(): BpfProgramInfo {
+    this.#checkOpen();
+    return this.#handle.info();
+  }
+
+  /** Pins the program at `path` on a bpffs. */
+  pin(path: string): void {
+    this.#checkOpen();
+    this.#handle.pin(checkPath('path', path));
+  }
+
+  /** bpf_prog_test_run_opts. Throws SystemError. */
+  testRun(opts: TestRunOptions): TestRunResult {
+    this.#checkOpen();
+    const raw: RawTestRunOptions = { dataIn: checkBuffer('dataIn', opts.dataIn) };
+    if (opts.ctxIn !== undefined && opts.xdpCtx !== undefined) {
+      throw new InvalidArgumentError('testRun: give ctxIn or xdpCtx, not both');
+    }
+    if (opts.ctxIn !== undefined) raw.ctxIn = checkBuffer('ctxIn', opts.ctxIn);
+    if (opts.xdpCtx !== undefined) raw.ctxIn = xdpMd(raw.dataIn.length, opts.xdpCtx);
+    if (opts.dataSizeOut !== undefined)
+      raw.dataSizeOut = checkUint('dataSizeOut', opts.dataSizeOut);
+    if (opts.repeat !== undefined) raw.repeat = checkUint('repeat', opts.repeat, 0x7fff_ffff);
+    let flags = checkUint('flags', opts.flags ?? 0);
+    if (opts.liveFrames === true) flags |= BPF_F_TEST_XDP_LIVE_FRAMES;
+    raw.flags = flags;
+    if (opts.batchSize !== undefined) raw.batchSize = checkUint('batchSize', opts.batchSize);
+    const r = this.#handle.testRun(raw);
+    return { retval: r.retval, durationNs: r.durationNs, dataOut: r.dataOut, ctxOut: r.ctxOut };
+  }
+
+  /** Closes this descriptor (the program lives on while pinned, attached or open elsewhere). Idempotent. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#handle.close();
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new ClosedError(`BPF program ${this.#info.name} is closed`);
+  }
+}

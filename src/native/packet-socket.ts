@@ -1,0 +1,169 @@
+// PacketSocket: AF_PACKET/SOCK_RAW bound to one interface, for gratuitous ARP / unsolicited
+// neighbor advertisements (send) and for watching frames in tests and tools (receive).
+import { ClosedError, InvalidArgumentError } from '../errors/index.js';
+import { checkBool, checkBuffer, checkFunction, checkNetns, checkUint } from './args.js';
+import {
+  binding,
+  type RawPacketOptions,
+  type RawPacketSocket,
+  type SystemError,
+} from './binding.js';
+
+/** Every ethertype (the default filter). */
+export const ETH_P_ALL = 0x0003;
+export const ETH_P_IP = 0x0800;
+export const ETH_P_ARP = 0x0806;
+export const ETH_P_IPV6 = 0x86dd;
+
+export interface PacketSocketOptions {
+  /** Interface to bind to (in `netns` when given). */
+  ifindex: number;
+  /** Ethertype filter (host order); default ETH_P_ALL. */
+  protocol?: number;
+  /** Network namespace of the interface: a name under /run/netns or an absolute path. */
+  netns?: string;
+  /** PACKET_IGNORE_OUTGOING: do not receive frames this host sends (kernel 4.20+). */
+  ignoreOutgoing?: boolean;
+  /** Receive buffer in bytes (SO_RCVBUFFORCE, falling back to SO_RCVBUF). */
+  rcvbuf?: number;
+}
+
+/** sll_pkttype of a received frame. */
+export type PacketType =
+  'host' | 'broadcast' | 'multicast' | 'otherhost' | 'outgoing' | 'loopback' | 'user' | 'kernel';
+
+const PACKET_TYPES: readonly PacketType[] = [
+  'host',
+  'broadcast',
+  'multicast',
+  'otherhost',
+  'outgoing',
+  'loopback',
+  'user',
+  'kernel',
+];
+
+export interface FrameInfo {
+  ifindex: number;
+  /** Ethertype (host order). */
+  protocol: number;
+  pktType: PacketType;
+}
+
+export interface PacketReceiver {
+  /** One frame (Ethernet header included). Frames of one batch share one backing buffer. */
+  onFrame(frame: Buffer, info: FrameInfo): void;
+  onError(err: SystemError): void;
+}
+
+/** A raw packet socket bound to one interface and one ethertype (or all). */
+export class PacketSocket {
+  readonly #handle: RawPacketSocket;
+  readonly ifindex: number;
+  readonly protocol: number;
+  #closed = false;
+
+  private constructor(handle: RawPacketSocket, ifindex: number, protocol: number) {
+    this.#handle = handle;
+    this.ifindex = ifindex;
+    this.protocol = protocol;
+  }
+
+  /** Opens and binds the socket. Throws SystemError (ENODEV: no such interface) or InvalidArgumentError. */
+  static open(opts: PacketSocketOptions): PacketSocket {
+    if (typeof opts !== 'object' || opts === null) {
+      throw new InvalidArgumentError('packet socket options must be an object');
+    }
+    const raw: RawPacketOptions = {
+      ifindex: checkUint('ifindex', opts.ifindex, 0x7fff_ffff, 1),
+      protocol: checkUint('protocol', opts.protocol ?? ETH_P_ALL, 0xffff),
+    };
+    if (opts.netns !== undefined) raw.netns = checkNetns('netns', opts.netns);
+    if (opts.ignoreOutgoing !== undefined)
+      raw.ignoreOutgoing = checkBool('ignoreOutgoing', opts.ignoreOutgoing);
+    if (opts.rcvbuf !== undefined) raw.rcvbuf = checkUint('rcvbuf', opts.rcvbuf, 0x7fff_ffff, 1);
+    const handle = new (binding().PacketSocket)(raw);
+    try {
+      return new PacketSocket(handle, raw.ifindex, raw.protocol);
+    } catch (err) {
+      handle.close();
+      throw err;
+    }
+  }
+
+  /** The socket's file descriptor, -1 after close(). */
+  get fd(): number {
+    return this.#handle.fd;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Sends one whole frame (Ethernet header included) out of the bound interface. Returns bytes sent. */
+  send(frame: Buffer): number {
+    this.#checkOpen();
+    return this.#handle.send(checkBuffer('frame', frame));
+  }
+
+  /**
+   * Starts polling; each received frame goes to `receiver.onFrame` with its own info. Calling
+   * it again replaces the receiver. If onFrame throws, the rest of the batch is still
+   * delivered and the first exception is rethrown afterwards (an uncaught exception).
+   */
+  receive(receiver: PacketReceiver): void {
+    this.#checkOpen();
+    if (typeof receiver !== 'object' || receiver === null) {
+      throw new InvalidArgumentError('receive: receiver must be an object');
+    }
+    checkFunction('receiver.onFrame', receiver.onFrame);
+    checkFunction('receiver.onError', receiver.onError);
+    this.#handle.receive(
+      (frames, meta) => deliverFrames(receiver, frames, meta),
+      (err) => receiver.onError(err),
+    );
+  }
+
+  /** Stops polling (frames queue in the kernel until the receive buffer is full). */
+  pause(): void {
+    if (!this.#closed) this.#handle.pause();
+  }
+
+  ref(): void {
+    if (!this.#closed) this.#handle.ref();
+  }
+
+  unref(): void {
+    if (!this.#closed) this.#handle.unref();
+  }
+
+  /** Idempotent. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#handle.close();
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new ClosedError('packet socket is closed');
+  }
+}
+
+function deliverFrames(receiver: PacketReceiver, frames: Buffer, meta: Uint32Array): void {
+  let first: { err: unknown } | undefined;
+  for (let i = 0; i + 5 <= meta.length; i += 5) {
+    const offset = meta[i] ?? 0;
+    const length = meta[i + 1] ?? 0;
+    const info: FrameInfo = {
+      ifindex: meta[i + 2] ?? 0,
+      protocol: meta[i + 3] ?? 0,
+      pktType: PACKET_TYPES[meta[i + 4] ?? 0] ?? 'kernel',
+    };
+    try {
+      receiver.onFrame(frames.subarray(offset, offset + length), info);
+    } catch (err) {
+      first ??= { err };
+    }
+  }
+  if (first) throw first.err;
+}

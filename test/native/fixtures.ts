@@ -1,0 +1,68 @@
+// Test fixtures for the addon's BPF tests: BPF programs compiled from fixtures/*.c into a
+// temp dir, and a private bpffs mounted in a temp dir. Both are removed when the test that
+// made them ends (or the file, when made outside a test).
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, onTestFinished } from 'vitest';
+import { mountBpffs, unmount } from '../../src/native/index.js';
+
+const pending: (() => void)[] = [];
+afterAll(() => {
+  for (const fn of pending.splice(0).reverse()) fn();
+});
+
+/** Runs `fn` when the current test ends, or at the end of the file outside a test. */
+function cleanupLater(fn: () => void): void {
+  try {
+    onTestFinished(fn);
+  } catch {
+    pending.push(fn);
+  }
+}
+
+const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
+const ARCH_INCLUDE = `/usr/include/${execFileSync('uname', ['-m']).toString().trim()}-linux-gnu`;
+
+/** Compiles fixtures/<name>.c (clang -target bpf, the Makefile's flags) and returns the .o path. */
+export function compileBpf(name: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'fkt-bpf-'));
+  cleanupLater(() => rmSync(dir, { recursive: true, force: true }));
+  const out = join(dir, `${name}.o`);
+  execFileSync('clang', [
+    '-O2',
+    '-g',
+    '-Wall',
+    '-Werror',
+    '-target',
+    'bpf',
+    '-D__TARGET_ARCH_x86',
+    `-I${ARCH_INCLUDE}`,
+    '-c',
+    join(FIXTURES, `${name}.c`),
+    '-o',
+    out,
+  ]);
+  return out;
+}
+
+/** Mounts a bpffs on a fresh temp dir; unmounted and removed when the test (or file) ends. */
+export function privateBpffs(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'fkt-bpffs-'));
+  try {
+    mountBpffs(dir);
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+  cleanupLater(() => {
+    try {
+      unmount(dir, { lazy: true });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  return dir;
+}

@@ -1,0 +1,107 @@
+// Privileged tests of PacketSocket over a veth pair between two namespaces of its own.
+import { afterEach, describe, expect, it } from 'vitest';
+import { ETH_P_ALL, PacketSocket, type FrameInfo } from '../../src/native/index.js';
+import { ifindexOf, makeNetns, privileged, sysctl, vethPair, waitFor } from '../helpers/netns.js';
+
+const { skip } = privileged();
+const MAC_A = '02:00:00:00:01:0a';
+const MAC_B = '02:00:00:00:01:0b';
+
+const opened: { close(): void }[] = [];
+function track<T extends { close(): void }>(x: T): T {
+  opened.push(x);
+  return x;
+}
+afterEach(() => {
+  for (const x of opened.splice(0).reverse()) x.close();
+});
+
+function lab() {
+  const a = makeNetns('pka');
+  const b = makeNetns('pkb');
+  for (const ns of [a, b]) sysctl(ns, 'net.ipv6.conf.default.disable_ipv6', 1);
+  vethPair(a, 'va', b, 'vb', { macA: MAC_A, macB: MAC_B });
+  return { a, b, va: ifindexOf(a, 'va'), vb: ifindexOf(b, 'vb') };
+}
+
+const mac = (s: string): Buffer => Buffer.from(s.replaceAll(':', ''), 'hex');
+function frame(dst: string, src: string, ethertype: number, payload: string): Buffer {
+  const f = Buffer.alloc(60);
+  mac(dst).copy(f, 0);
+  mac(src).copy(f, 6);
+  f.writeUInt16BE(ethertype, 12);
+  Buffer.from(payload).copy(f, 14);
+  return f;
+}
+const payloadOf = (f: Buffer): string => f.subarray(14).toString().replace(/\0+$/, '');
+
+interface Got {
+  frame: Buffer;
+  info: FrameInfo;
+}
+function listen(sock: PacketSocket): Got[] {
+  const got: Got[] = [];
+  sock.receive({
+    onFrame: (frame, info) => got.push({ frame: Buffer.from(frame), info }),
+    onError: (err) => {
+      throw err;
+    },
+  });
+  return got;
+}
+
+describe.skipIf(skip)('PacketSocket', () => {
+  it('a frame sent on one veth end arrives on the other with its info', async () => {
+    const { a, b, va, vb } = lab();
+    const rx = track(PacketSocket.open({ ifindex: vb, netns: b, protocol: 0x88b5 }));
+    const got = listen(rx);
+    const tx = track(PacketSocket.open({ ifindex: va, netns: a, protocol: 0x88b5 }));
+    expect(tx.fd).toBeGreaterThan(2);
+    const sent = frame(MAC_B, MAC_A, 0x88b5, 'hello-unicast');
+    expect(tx.send(sent)).toBe(60);
+    tx.send(frame('ff:ff:ff:ff:ff:ff', MAC_A, 0x88b5, 'hello-broadcast'));
+    tx.send(frame('02:00:00:00:99:99', MAC_A, 0x88b5, 'hello-other'));
+    await waitFor(() => got.length === 3, { what: '3 frames' });
+    expect(got[0]?.frame).toEqual(sent);
+    expect(got.map((g) => [payloadOf(g.frame), g.info])).toEqual([
+      ['hello-unicast', { ifindex: vb, protocol: 0x88b5, pktType: 'host' }],
+      ['hello-broadcast', { ifindex: vb, protocol: 0x88b5, pktType: 'broadcast' }],
+      ['hello-other', { ifindex: vb, protocol: 0x88b5, pktType: 'otherhost' }],
+    ]);
+  });
+
+  it('the ethertype filter passes only its own type; ETH_P_ALL sees outgoing frames', async () => {
+    const { a, b, va, vb } = lab();
+    const only5 = listen(track(PacketSocket.open({ ifindex: vb, netns: b, protocol: 0x88b5 })));
+    const only6 = listen(track(PacketSocket.open({ ifindex: vb, netns: b, protocol: 0x88b6 })));
+    const all = listen(track(PacketSocket.open({ ifindex: va, netns: a, protocol: ETH_P_ALL })));
+    const allIn = listen(track(PacketSocket.open({ ifindex: va, netns: a, ignoreOutgoing: true })));
+    const tx = track(PacketSocket.open({ ifindex: va, netns: a, protocol: 0x88b5 }));
+    tx.send(frame(MAC_B, MAC_A, 0x88b5, 'five'));
+    tx.send(frame(MAC_B, MAC_A, 0x88b6, 'six'));
+    await waitFor(() => only5.length >= 1 && only6.length >= 1, { what: 'one frame each' });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(only5.map((g) => payloadOf(g.frame))).toEqual(['five']);
+    expect(only6.map((g) => payloadOf(g.frame))).toEqual(['six']);
+    const outgoing = all.filter((g) => g.info.protocol === 0x88b5 || g.info.protocol === 0x88b6);
+    expect(outgoing.map((g) => [payloadOf(g.frame), g.info.pktType])).toEqual([
+      ['five', 'outgoing'],
+      ['six', 'outgoing'],
+    ]);
+    expect(allIn.filter((g) => g.info.pktType === 'outgoing')).toEqual([]);
+  });
+
+  it('rejects a missing device and bad options; close is idempotent', () => {
+    const { a, va } = lab();
+    expect(() => PacketSocket.open({ ifindex: 9999, netns: a })).toThrow(
+      expect.objectContaining({ code: 'ENODEV', syscall: 'bind' }),
+    );
+    expect(() => PacketSocket.open({ ifindex: 0 })).toThrow(/ifindex/);
+    expect(() => PacketSocket.open({ ifindex: va, protocol: 0x10000 })).toThrow(/protocol/);
+    const s = PacketSocket.open({ ifindex: va, netns: a });
+    s.close();
+    s.close();
+    expect(s.fd).toBe(-1);
+    expect(() => s.send(Buffer.alloc(60))).toThrow(/closed/);
+  });
+});
