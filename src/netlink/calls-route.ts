@@ -175,7 +175,8 @@ function encodeQuery(w: Writer, q: RouteQuery): void {
     protocol: 0,
     scope: 0,
     type: 0,
-    flags: RTM_F_LOOKUP_TABLE | (q.fibmatch ? RTM_F_FIB_MATCH : 0),
+    // IPv6 accepts only RTM_F_FIB_MATCH here; IPv4 also reports the table with LOOKUP_TABLE.
+    flags: (family === AF_INET6 ? 0 : RTM_F_LOOKUP_TABLE) | (q.fibmatch ? RTM_F_FIB_MATCH : 0),
     dst: q.dst,
   };
   if (q.src !== undefined) {

@@ -58,6 +58,8 @@ export interface Op {
   lastActivity: number;
   /** Dumps: the kernel paces them instead of dropping, so an overflow cannot lose them. */
   readonly survivesOverflow?: boolean;
+  /** An overflow probe (see Client.onError). */
+  probe?: boolean;
   handle(buf: Buffer, off: number, len: number, type: number, flags: number, seq: number): boolean;
   fail(err: Error): void;
 }
@@ -72,6 +74,8 @@ export interface ClientStats {
 }
 
 const SEQ_LIMIT = 0xffff_ffff;
+/** Probes sent after a receive overflow before giving up (the watchdog then times out). */
+const PROBE_ATTEMPTS = 20;
 
 export class Client implements NetlinkReceiver, BulkHost {
   readonly #t: Transport;
@@ -342,10 +346,10 @@ export class Client implements NetlinkReceiver, BulkHost {
   }
 
   onError(err: SystemError): void {
-    if (err.code === 'ENOBUFS') {
-      // Replies were dropped. Those already queued still arrive; to tell which requests
-      // lost theirs, send a NOOP that asks for an ack: when it comes back, whatever was
-      // sent before it and is still unanswered never will be.
+    if (err.code === 'ENOBUFS' || err.code === 'EMSGSIZE') {
+      // Replies were dropped (or truncated). Those already queued still arrive; to tell
+      // which requests lost theirs, send a NOOP that asks for an ack: when it comes back,
+      // whatever was sent before it and is still unanswered never will be.
       this.stats.receiveOverflows++;
       this.#scheduleProbe();
       return;
@@ -362,11 +366,16 @@ export class Client implements NetlinkReceiver, BulkHost {
     this.#probeScheduled = true;
     setImmediate(() => {
       this.#probeScheduled = false;
-      if (!this.#closed) this.#sendProbe();
+      if (!this.#closed) this.#sendProbe(0);
     });
   }
 
-  #sendProbe(): void {
+  /**
+   * Sends a probe. Until the receive queue has been drained the socket stays congested
+   * and the kernel drops the probe's ack too, without a new ENOBUFS; so an unanswered
+   * probe is repeated (10 ms, doubling, up to 1 s) until one comes back.
+   */
+  #sendProbe(attempt: number): void {
     const seq = this.allocSeq(1);
     const before = this.#allOps();
     let sendIndex = Infinity;
@@ -379,6 +388,7 @@ export class Client implements NetlinkReceiver, BulkHost {
       },
       () => undefined,
     );
+    probe.probe = true;
     this.#issue(
       probe,
       () => {
@@ -387,6 +397,15 @@ export class Client implements NetlinkReceiver, BulkHost {
       },
       () => undefined,
     );
+    const retry = setTimeout(
+      () => {
+        if (!this.#closed && this.#isPending(probe) && attempt < PROBE_ATTEMPTS) {
+          this.#sendProbe(attempt + 1);
+        }
+      },
+      Math.min(1000, 10 * 2 ** attempt),
+    );
+    retry.unref();
   }
 
   #isPending(op: Op): boolean {
@@ -395,6 +414,10 @@ export class Client implements NetlinkReceiver, BulkHost {
 
   #loseAck(op: Op, probeSendIndex: number): void {
     if (!this.#isPending(op) || op.survivesOverflow) return; // answered meanwhile, or a dump
+    if (op.probe) {
+      this.#unregister(op); // an earlier probe whose ack was dropped
+      return;
+    }
     if (op instanceof BulkOp) {
       this.stats.lostAcks += op.loseInFlight(probeSendIndex);
       return;

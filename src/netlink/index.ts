@@ -65,3 +65,13 @@ export {
   type SubscriptionHandlers,
   type SubscriptionStats,
 } from './subscription.js';
+export {
+  linkFlagNames,
+  operstateName,
+  nudStateNames,
+  neighFlagNames,
+  protocolName,
+  routeTypeName,
+  scopeName,
+  tableName,
+} from './names.js';
