@@ -73,7 +73,8 @@ async function runClient(nl, ns, ifindex, n, NUD_REACHABLE) {
   let t0 = process.hrtime.bigint();
   const set = await nl.neighSetMany(entries);
   const write = seconds(t0);
-  if (set.failures.length > 0) throw new Error(`client: ${set.failures.length} failed: ${set.failures[0].error.message}`);
+  if (set.failures.length > 0)
+    throw new Error(`client: ${set.failures.length} failed: ${set.failures[0].error.message}`);
   t0 = process.hrtime.bigint();
   const dumped = await nl.neighList({ ifindex });
   const dump = seconds(t0);
@@ -92,7 +93,9 @@ function runIp(ns, n, dir) {
   const set = [];
   const del = [];
   for (let i = 0; i < n; i++) {
-    set.push(`neigh replace ${entryIp(i)} lladdr ${entryMac(i)} dev ${DEV} nud reachable extern_learn`);
+    set.push(
+      `neigh replace ${entryIp(i)} lladdr ${entryMac(i)} dev ${DEV} nud reachable extern_learn`,
+    );
     del.push(`neigh del ${entryIp(i)} dev ${DEV}`);
   }
   writeFileSync(setFile, set.join('\n') + '\n');
@@ -173,8 +176,13 @@ async function main() {
     date: new Date().toISOString(),
   };
   mkdirSync(join(root, 'bench', 'results'), { recursive: true });
-  writeFileSync(join(root, 'bench', 'results', 'netlink-neigh.json'), JSON.stringify(out, null, 2) + '\n');
-  console.log(`ratio at N=${top.n}: ${top.ratio}x (target ${TARGET}x) -> ${out.pass ? 'PASS' : 'MISS'}`);
+  writeFileSync(
+    join(root, 'bench', 'results', 'netlink-neigh.json'),
+    JSON.stringify(out, null, 2) + '\n',
+  );
+  console.log(
+    `ratio at N=${top.n}: ${top.ratio}x (target ${TARGET}x) -> ${out.pass ? 'PASS' : 'MISS'}`,
+  );
 }
 
 main().catch((err) => {

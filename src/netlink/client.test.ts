@@ -47,6 +47,8 @@ class FakeKernel {
   receiver: NetlinkReceiver | undefined;
   /** Drop the replies of the next sendmsg and report ENOBUFS. */
   overflowNext = false;
+  /** Swallow the acks of this many NOOP probes (a still-congested socket drops them). */
+  dropProbes = 0;
   /** Hold replies instead of delivering them (tests release them). */
   hold = false;
   held: Buffer[] = [];
@@ -62,7 +64,8 @@ class FakeKernel {
       const header = readHeader(buf, off, buf.length);
       const req = { header, msg: Buffer.from(buf.subarray(off, off + header.len)), send };
       this.requests.push(req);
-      this.script(req, w);
+      if (header.type === C.NLMSG_NOOP && this.dropProbes > 0) this.dropProbes--;
+      else this.script(req, w);
       off += (header.len + 3) & ~3;
     }
     if (this.overflowNext) {
@@ -400,6 +403,17 @@ describe('receive overflow on the request socket', () => {
       errnoName: 'ENOBUFS',
     });
     await expect(h.neighSet({ ifindex: 7, dst: '10.0.0.1' })).resolves.toBeUndefined();
+  });
+
+  it('repeats a probe whose own ack was dropped', async () => {
+    const k = new FakeKernel();
+    const h = open(k);
+    k.overflowNext = true;
+    k.dropProbes = 2;
+    const err = await h.neighSet({ ifindex: 7, dst: '10.0.0.1' }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ errnoName: 'ENOBUFS' });
+    expect(k.requests.filter((r) => r.header.type === C.NLMSG_NOOP)).toHaveLength(3);
+    expect(h.stats.lostAcks).toBe(1); // the request; the swallowed probes are not counted
   });
 });
 

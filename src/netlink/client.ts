@@ -22,56 +22,18 @@ import {
 import { parseDoneMessage, parseErrorMessage } from './control.js';
 import { DumpInterruptedError, NetlinkError } from './errors.js';
 import { BulkOp, ENOBUFS, type BulkHost, type BulkOutcome, type BulkSpec } from './bulk.js';
+import {
+  singleOp,
+  type ClientParams,
+  type ClientStats,
+  type Encode,
+  type Op,
+  type Parse,
+  type Transport,
+} from './ops.js';
 import { Writer } from './wire.js';
 
-/** What the client needs from a socket; the native NetlinkSocket fits, tests pass a fake. */
-export interface Transport {
-  readonly portId: number;
-  send(data: Buffer | readonly Buffer[]): number;
-  receive(receiver: NetlinkReceiver): void;
-  ref(): void;
-  unref(): void;
-  close(): void;
-}
-
-/** Encodes one request message with Writer `w` (header via w.begin, flags included). */
-export type Encode = (w: Writer) => void;
-/** Parses one reply message of `len` bytes at `off` in `buf`. */
-export type Parse<T> = (buf: Buffer, off: number, len: number) => T;
-
-export interface ClientParams {
-  transport: Transport;
-  /** Most messages a bulk call keeps unanswered (bounded by the receive buffer). */
-  window: number;
-  /** Most bytes per sendmsg. */
-  maxSendBytes: number;
-  /** Attempts of a dump before DumpInterruptedError. */
-  dumpAttempts: number;
-  /** An operation that hears nothing for this long fails with TimeoutError. */
-  timeoutMs: number;
-}
-
-/** An operation waiting for messages; `handle` returns true when it is complete. */
-export interface Op {
-  readonly firstSeq: number;
-  readonly lastSeq: number;
-  lastActivity: number;
-  /** Dumps: the kernel paces them instead of dropping, so an overflow cannot lose them. */
-  readonly survivesOverflow?: boolean;
-  /** An overflow probe (see Client.onError). */
-  probe?: boolean;
-  handle(buf: Buffer, off: number, len: number, type: number, flags: number, seq: number): boolean;
-  fail(err: Error): void;
-}
-
-/** Statistics for metrics and tests. */
-export interface ClientStats {
-  sendCalls: number;
-  messagesSent: number;
-  receiveOverflows: number;
-  strayMessages: number;
-  lostAcks: number;
-}
+export type { ClientParams, ClientStats, Encode, Op, Parse, Transport } from './ops.js';
 
 const SEQ_LIMIT = 0xffff_ffff;
 /** Probes sent after a receive overflow before giving up (the watchdog then times out). */
@@ -477,28 +439,4 @@ export class Client implements NetlinkReceiver, BulkHost {
   #checkOpen(): void {
     if (this.#closed) throw new ClosedError('netlink handle closed');
   }
-}
-
-type SingleHandler = (
-  type: number,
-  buf: Buffer,
-  off: number,
-  len: number,
-  flags: number,
-) => boolean;
-
-function singleOp(
-  seq: number,
-  handler: SingleHandler,
-  fail: (err: Error) => void,
-  survivesOverflow = false,
-): Op {
-  return {
-    survivesOverflow,
-    firstSeq: seq,
-    lastSeq: seq,
-    lastActivity: Date.now(),
-    handle: (buf, off, len, type, flags) => handler(type, buf, off, len, flags),
-    fail,
-  };
 }
