@@ -37,3 +37,4 @@ export {
   type IpPrefix,
   type ParsePrefixOptions,
 } from './prefix.js';
+export { IpRangeIndex } from './range-index.js';
