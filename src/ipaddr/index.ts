@@ -38,3 +38,4 @@ export {
   type ParsePrefixOptions,
 } from './prefix.js';
 export { IpRangeIndex } from './range-index.js';
+export { formatMac, isMulticastMac, isZeroMac, parseMac, parseUnicastMac } from './mac.js';
