@@ -68,7 +68,7 @@ const describe = (verb: string, s: AddressSpec): string =>
   `${verb} ${s.address}/${s.prefixlen ?? (ipFamily(s.address) === AF_INET ? 32 : 128)} dev ${s.ifindex}`;
 
 /** addrList — like `ip addr show [dev DEV]`, optionally one family (AF_INET/AF_INET6). */
-export function addrList(
+export async function addrList(
   c: Client,
   filter: { family?: number; ifindex?: number } = {},
 ): Promise<Address[]> {
@@ -79,7 +79,17 @@ export function addrList(
     scope: 0,
     index: filter.ifindex ?? 0,
   };
-  return c.dump((w) => formatAddress(w, RTM_GETADDR, NLM_F_REQUEST, req), parseAddress, 'addrList');
+  const all = await c.dump(
+    (w) => formatAddress(w, RTM_GETADDR, NLM_F_REQUEST, req),
+    parseAddress,
+    'addrList',
+  );
+  // The kernel filters too, but only with strict checking: filter here as well.
+  return all.filter(
+    (a) =>
+      (filter.family === undefined || a.family === filter.family) &&
+      (filter.ifindex === undefined || a.index === filter.ifindex),
+  );
 }
 
 /** addrAdd — like `ip addr add ADDR/PLEN dev DEV [nodad] [noprefixroute]`. EEXIST if present. */

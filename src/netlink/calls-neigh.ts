@@ -84,7 +84,7 @@ const describe = (verb: string, s: NeighSpec): string => `${verb} ${s.dst} dev $
  * neighList — like `ip neigh show nud all [dev DEV]`: every entry, with state, flags,
  * the managed flag (flagsExt) and protocol. `proxy: true` lists proxy entries instead.
  */
-export function neighList(
+export async function neighList(
   c: Client,
   filter: { family?: number; ifindex?: number; proxy?: boolean } = {},
 ): Promise<Neigh[]> {
@@ -97,7 +97,17 @@ export function neighList(
     flagsExt: 0,
   };
   if (filter.ifindex !== undefined) req.filterIfindex = filter.ifindex;
-  return c.dump((w) => formatNeigh(w, RTM_GETNEIGH, NLM_F_REQUEST, req), parseNeigh, 'neighList');
+  const all = await c.dump(
+    (w) => formatNeigh(w, RTM_GETNEIGH, NLM_F_REQUEST, req),
+    parseNeigh,
+    'neighList',
+  );
+  // The kernel filters too, but only with strict checking: filter here as well.
+  return all.filter(
+    (n) =>
+      (filter.family === undefined || n.family === filter.family) &&
+      (filter.ifindex === undefined || n.ifindex === filter.ifindex),
+  );
 }
 
 /** neighGet — like `ip neigh get DST dev DEV`. ENOENT when absent. */

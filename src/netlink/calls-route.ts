@@ -106,7 +106,7 @@ function toRoute(s: RouteSpec, del: boolean): Route {
 }
 
 /** routeList — like `ip route show table all` (or `table N`), optionally one family. */
-export function routeList(
+export async function routeList(
   c: Client,
   filter: { family?: number; table?: number } = {},
 ): Promise<Route[]> {
@@ -121,7 +121,17 @@ export function routeList(
     type: 0,
     flags: 0,
   };
-  return c.dump((w) => formatRoute(w, RTM_GETROUTE, NLM_F_REQUEST, req), parseRoute, 'routeList');
+  const all = await c.dump(
+    (w) => formatRoute(w, RTM_GETROUTE, NLM_F_REQUEST, req),
+    parseRoute,
+    'routeList',
+  );
+  // The kernel filters too, but only with strict checking: filter here as well.
+  return all.filter(
+    (r) =>
+      (filter.family === undefined || r.family === filter.family) &&
+      (filter.table === undefined || r.table === filter.table),
+  );
 }
 
 /** routeAdd — like `ip route add DST [via GW] [dev OIF] [metric M] [table T] [nexthop ...]`. */

@@ -242,6 +242,18 @@ describe('dumps', () => {
     expect(k.requests[0]!.header.flags & C.NLM_F_DUMP).toBe(C.NLM_F_DUMP);
   });
 
+  it('filters by ifindex and family even when the kernel does not', async () => {
+    const other = { ...neigh('10.0.0.2'), ifindex: 8 };
+    const v6 = { ...neigh('fe80::1'), family: C.AF_INET6 };
+    const k = new FakeKernel(dumpScript([[neigh('10.0.0.1'), other, v6]], () => false));
+    const h = open(k);
+    expect((await h.neighList({ ifindex: 7, family: C.AF_INET })).map((n) => n.dst)).toEqual([
+      '10.0.0.1',
+    ]);
+    const req = k.requests[0]!.msg;
+    expect(req.readUInt32LE(16 + 12 + 4)).toBe(7); // NDA_IFINDEX asks the kernel to filter too
+  });
+
   it('retries an interrupted dump and returns the clean one', async () => {
     const k = new FakeKernel(dumpScript([[neigh('10.0.0.1')]], (a) => a < 2));
     const h = open(k);
@@ -433,6 +445,20 @@ describe('lifetime', () => {
     await expect(p).rejects.toBeInstanceOf(ClosedError);
     await expect(h.neighSet({ ifindex: 7, dst: '10.0.0.1' })).rejects.toBeInstanceOf(ClosedError);
     expect(k.closed).toBe(true);
+  });
+
+  it('opens without strict checking on kernels that lack it', () => {
+    const k = new FakeKernel();
+    const seen: (boolean | undefined)[] = [];
+    const h = NetlinkHandle.open({
+      openSocket: (o) => {
+        seen.push(o.strictCheck);
+        if (o.strictCheck) throw Object.assign(new Error('setsockopt'), { code: 'ENOPROTOOPT' });
+        return k;
+      },
+    });
+    expect(seen).toEqual([true, undefined]);
+    h.close();
   });
 
   it('validates options, naming the option', () => {

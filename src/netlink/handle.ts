@@ -73,6 +73,23 @@ function nativeOpen(opts: NetlinkSocketOptions): NetlinkSocket {
   return NetlinkSocket.open(opts);
 }
 
+type Opener = NonNullable<NetlinkHandleOptions['openSocket']>;
+
+/**
+ * The request socket: strict checking on (the kernel then filters dumps by ifindex and
+ * table); kernels before 4.20 lack it (ENOPROTOOPT), and the calls filter in TypeScript
+ * as well, so it is only an optimization.
+ */
+function openRequestSocket(open: Opener, opts: NetlinkSocketOptions): ReturnType<Opener> {
+  const base = { ...opts, extAck: true, capAck: true };
+  try {
+    return open({ ...base, strictCheck: true });
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'ENOPROTOOPT') throw err;
+    return open(base);
+  }
+}
+
 export class NetlinkHandle {
   readonly #client: Client;
   readonly #opts: NetlinkHandleOptions;
@@ -95,13 +112,7 @@ export class NetlinkHandle {
     checkPositive('timeoutMs', opts.timeoutMs, 0);
     const o = { ...defaultOptions(), ...stripUndefined(opts) };
     const open = opts.openSocket ?? nativeOpen;
-    const sock = open({
-      netns: opts.netns,
-      sndbuf: o.sndbuf,
-      strictCheck: true,
-      extAck: true,
-      capAck: true,
-    });
+    const sock = openRequestSocket(open, { netns: opts.netns, sndbuf: o.sndbuf });
     let window = o.window;
     try {
       if (sock.setReceiveBuffer) {

@@ -9,6 +9,19 @@ import { ParseError } from './errors.js';
 
 export const align4 = (n: number): number => (n + 3) & ~3;
 
+// Little-endian stores without Buffer's per-call range checks: the Writer has already
+// made room (ensure), and these are the bulk path's hottest lines.
+function put16(b: Buffer, o: number, v: number): void {
+  b[o] = v;
+  b[o + 1] = v >>> 8;
+}
+function put32(b: Buffer, o: number, v: number): void {
+  b[o] = v;
+  b[o + 1] = v >>> 8;
+  b[o + 2] = v >>> 16;
+  b[o + 3] = v >>> 24;
+}
+
 /** A netlink message header. */
 export interface NlMsgHeader {
   len: number;
@@ -61,25 +74,26 @@ export class Writer {
     this.ensure(SIZEOF_NLMSGHDR + fixedLen + 256);
     const start = this.off;
     const b = this.buf;
-    b.writeUInt16LE(type, start + 4);
-    b.writeUInt16LE(flags, start + 6);
-    b.writeUInt32LE(seq >>> 0, start + 8);
-    b.writeUInt32LE(pid >>> 0, start + 12);
-    b.fill(0, start + SIZEOF_NLMSGHDR, start + SIZEOF_NLMSGHDR + align4(fixedLen));
-    this.off = start + SIZEOF_NLMSGHDR + align4(fixedLen);
+    put16(b, start + 4, type);
+    put16(b, start + 6, flags);
+    put32(b, start + 8, seq);
+    put32(b, start + 12, pid);
+    const end = start + SIZEOF_NLMSGHDR + align4(fixedLen);
+    for (let i = start + SIZEOF_NLMSGHDR; i < end; i++) b[i] = 0;
+    this.off = end;
     return start;
   }
 
   /** Finishes the message begun at `start` by writing its length. */
   end(start: number): void {
-    this.buf.writeUInt32LE(this.off - start, start);
+    put32(this.buf, start, this.off - start);
   }
 
   private attrHeader(type: number, valueLen: number): number {
     this.ensure(SIZEOF_NLATTR + valueLen + 3);
     const o = this.off;
-    this.buf.writeUInt16LE(SIZEOF_NLATTR + valueLen, o);
-    this.buf.writeUInt16LE(type, o + 2);
+    put16(this.buf, o, SIZEOF_NLATTR + valueLen);
+    put16(this.buf, o + 2, type);
     return o + SIZEOF_NLATTR;
   }
 
@@ -145,8 +159,8 @@ export class Writer {
     const o = this.off + SIZEOF_NLATTR;
     const family = writeIp(this.buf, o, ip);
     const len = family === AF_INET6 ? 16 : 4;
-    this.buf.writeUInt16LE(SIZEOF_NLATTR + len, this.off);
-    this.buf.writeUInt16LE(type, this.off + 2);
+    put16(this.buf, this.off, SIZEOF_NLATTR + len);
+    put16(this.buf, this.off + 2, type);
     this.off = o + len;
     return family;
   }
@@ -156,8 +170,8 @@ export class Writer {
     this.ensure(SIZEOF_NLATTR + MAX_ADDR_LEN + 3);
     const o = this.off + SIZEOF_NLATTR;
     const len = writeMac(this.buf, o, mac);
-    this.buf.writeUInt16LE(SIZEOF_NLATTR + len, this.off);
-    this.buf.writeUInt16LE(type, this.off + 2);
+    put16(this.buf, this.off, SIZEOF_NLATTR + len);
+    put16(this.buf, this.off + 2, type);
     this.pad(o + len);
   }
 
@@ -170,7 +184,7 @@ export class Writer {
   }
 
   nestEnd(start: number): void {
-    this.buf.writeUInt16LE(this.off - start, start);
+    put16(this.buf, start, this.off - start);
   }
 
   raw(attrs: readonly RawAttr[] | undefined): void {
