@@ -1,0 +1,237 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseIp } from '../ipaddr/index.js';
+import { silentLogger } from '../log/index.js';
+import { IFA_F_DADFAILED, IFA_F_TENTATIVE } from '../netlink/index.js';
+import { Assigner } from './assigner.js';
+import { FakeClock, FakeHolder, RecordingSink, recordingMetrics, turns } from './testing.js';
+import type { ObservedAddress } from './types.js';
+
+function setup(opts: { holder?: FakeHolder; waitDad?: boolean } = {}) {
+  const clock = new FakeClock();
+  const holder = opts.holder ?? new FakeHolder();
+  const sink = new RecordingSink(clock);
+  const { metrics, counts } = recordingMetrics();
+  const announced = new Set<string>();
+  const a = new Assigner({
+    ops: holder,
+    announcer: {
+      add: (ip) => {
+        announced.add(ip.address);
+        try {
+          sink.announce(ip);
+          return undefined;
+        } catch (err) {
+          return err as Error;
+        }
+      },
+      remove: (ip) => void announced.delete(ip),
+      announcedAt: (ip) => (announced.has(ip) ? sink.times(ip).at(-1) : undefined),
+    },
+    clock,
+    log: silentLogger(),
+    metrics,
+    waitDad: opts.waitDad ?? false,
+    dadTimeoutMs: 5000,
+  });
+  holder.listener = (kind, addr) => a.onAddress(kind, addr);
+  return { clock, holder, sink, counts, a, announced };
+}
+
+const ips = (...t: string[]) => t.map((x) => parseIp(x));
+const onHolder = (h: FakeHolder) => [...h.addrs.keys()].sort();
+const obs = (t: string, flags = 0): ObservedAddress => {
+  const ip = parseIp(t);
+  return { ip, prefixlen: ip.family === 4 ? 32 : 128, flags };
+};
+
+describe('Assigner', () => {
+  it('assigns, announces once on the way, and lists the state', async () => {
+    const { a, holder, sink, counts } = setup();
+    await a.request(ips('192.0.2.1', '2001:db8::1'), true);
+    expect(onHolder(holder)).toEqual(['192.0.2.1', '2001:db8::1']);
+    expect(sink.sent.map((s) => s.ip).sort()).toEqual(['192.0.2.1', '2001:db8::1']);
+    expect(a.list().map((s) => [s.ip, s.state, s.lastError])).toEqual([
+      ['192.0.2.1', 'assigned', undefined],
+      ['2001:db8::1', 'assigned', undefined],
+    ]);
+    expect(counts.get('assigned ipv4')).toBe(1);
+    expect(counts.get('assigned ipv6')).toBe(1);
+  });
+
+  it('is idempotent: assigning again or an address already there (EEXIST) succeeds', async () => {
+    const { a, holder, sink } = setup();
+    holder.addrs.set('192.0.2.1', obs('192.0.2.1')); // there already, unknown to the assigner
+    await a.request(ips('192.0.2.1'), true);
+    await a.request(ips('192.0.2.1'), true);
+    expect(holder.history).toEqual(['add 192.0.2.1 exists']);
+    expect(sink.sent).toHaveLength(1);
+    await a.request(ips('192.0.2.1'), false);
+    await a.request(ips('192.0.2.1'), false);
+    await a.request(ips('198.51.100.7'), false); // never assigned: success
+    expect(holder.history).toEqual(['add 192.0.2.1 exists', 'del 192.0.2.1/32']);
+    expect(a.list()).toEqual([]);
+  });
+
+  it('reports a kernel error per IP, names it in a batch error, and keeps the others', async () => {
+    const { a, holder, counts } = setup();
+    holder.faults.set('192.0.2.2', 'EACCES');
+    const err = await a.request(ips('192.0.2.1', '192.0.2.2', '192.0.2.3'), true).catch((e) => e);
+    expect(err.message).toMatch(/assign: 1 of 3 IPs failed: 192\.0\.2\.2: .*EACCES/);
+    expect(err.failures.map((f: { ip: string }) => f.ip)).toEqual(['192.0.2.2']);
+    expect(onHolder(holder)).toEqual(['192.0.2.1', '192.0.2.3']);
+    const failed = a.list().find((s) => s.ip === '192.0.2.2');
+    expect(failed?.state).toBe('failed');
+    expect(failed?.lastError).toMatch(/EACCES/);
+    expect(counts.get('error assign')).toBe(1);
+    expect(counts.get('assigned ipv4')).toBe(2);
+    // the periodic check retries it
+    a.reconcile(holder.list(), a.epoch());
+    await turns(5);
+    expect(onHolder(holder)).toEqual(['192.0.2.1', '192.0.2.2', '192.0.2.3']);
+    expect(a.list().every((s) => s.state === 'assigned')).toBe(true);
+  });
+
+  it('re-adds an address someone deleted, counts the repair, and announces it again', async () => {
+    const { a, holder, sink, counts } = setup();
+    await a.request(ips('192.0.2.1'), true);
+    holder.externalDel('192.0.2.1');
+    await turns(5);
+    expect(onHolder(holder)).toEqual(['192.0.2.1']);
+    expect(counts.get('repaired address')).toBe(1);
+    expect(sink.sent).toHaveLength(2);
+  });
+
+  it('refills after the holder was lost, without counting each address', async () => {
+    const { a, holder, counts } = setup();
+    await a.request(ips('192.0.2.1', '192.0.2.2'), true);
+    holder.addrs.clear(); // the device went away with its addresses
+    a.holderLost();
+    await turns(5);
+    expect(onHolder(holder)).toEqual(['192.0.2.1', '192.0.2.2']);
+    expect(counts.get('repaired address')).toBeUndefined();
+  });
+
+  it('adopts what is on the holder at start-up and removes it only after setDesired', async () => {
+    const { a, holder, sink, counts } = setup();
+    for (const t of ['192.0.2.1', '192.0.2.2']) holder.addrs.set(t, obs(t));
+    a.adopt(holder.list());
+    expect(a.list().map((s) => [s.ip, s.state, s.adopted])).toEqual([
+      ['192.0.2.1', 'assigned', true],
+      ['192.0.2.2', 'assigned', true],
+    ]);
+    expect(sink.sent).toHaveLength(2); // announced again at start-up
+    // an address someone adds before the desired set is loaded is left alone
+    holder.externalAdd(obs('192.0.2.9'));
+    await turns(3);
+    expect(onHolder(holder)).toEqual(['192.0.2.1', '192.0.2.2', '192.0.2.9']);
+    await a.setDesired(ips('192.0.2.2', '192.0.2.3'));
+    expect(onHolder(holder)).toEqual(['192.0.2.2', '192.0.2.3']);
+    expect(holder.history.filter((h) => h.startsWith('del')).sort()).toEqual([
+      'del 192.0.2.1/32',
+      'del 192.0.2.9/32',
+    ]);
+    expect(counts.get('repaired foreign')).toBe(1);
+    // after loading, a foreign address is removed as soon as it is seen
+    holder.externalAdd(obs('192.0.2.50'));
+    await turns(5);
+    expect(onHolder(holder)).toEqual(['192.0.2.2', '192.0.2.3']);
+    expect(counts.get('repaired foreign')).toBe(2);
+  });
+
+  it('IPv6 with DAD: announces only after the address leaves tentative', async () => {
+    const holder = new FakeHolder({ newFlags: () => IFA_F_TENTATIVE });
+    const { a, sink, clock, counts } = setup({ holder, waitDad: true });
+    const p = a.request(ips('2001:db8::5'), true);
+    await turns(3);
+    expect(a.list()[0]?.state).toBe('tentative');
+    expect(sink.sent).toHaveLength(0);
+    clock.advance(1000);
+    holder.setFlags('2001:db8::5', 0);
+    await p;
+    expect(a.list()[0]?.state).toBe('assigned');
+    expect(sink.sent).toHaveLength(1);
+    expect(counts.get('assigned ipv6')).toBe(1);
+  });
+
+  it('IPv6 with DAD: dadfailed is reported and not counted as assigned', async () => {
+    const holder = new FakeHolder({ newFlags: () => IFA_F_TENTATIVE });
+    const { a, sink, counts } = setup({ holder, waitDad: true });
+    const p = a.request(ips('2001:db8::6'), true).catch((e) => e);
+    await turns(3);
+    holder.setFlags('2001:db8::6', IFA_F_TENTATIVE | IFA_F_DADFAILED);
+    const err = await p;
+    expect(err.message).toMatch(/duplicate address detection failed/);
+    expect(err.code).toBe('FIBKEEPER_ERR_CONFLICT');
+    expect(a.list()[0]).toMatchObject({ state: 'failed', announcedAt: undefined });
+    expect(sink.sent).toHaveLength(0);
+    expect(counts.get('assigned ipv6') ?? 0).toBe(0);
+  });
+
+  it('IPv6 with DAD: an address that stays tentative fails after dadTimeoutMs', async () => {
+    const holder = new FakeHolder({ newFlags: () => IFA_F_TENTATIVE });
+    const { a, clock } = setup({ holder, waitDad: true });
+    const p = a.request(ips('2001:db8::7'), true).catch((e) => e);
+    await turns(3);
+    clock.advance(5000);
+    expect((await p).message).toMatch(/stayed tentative/);
+  });
+
+  it('stop() rejects what is pending and refuses new requests', async () => {
+    const holder = new FakeHolder({ latency: () => 3 });
+    const { a } = setup({ holder });
+    const p = a.request(ips('192.0.2.1'), true).catch((e) => e);
+    a.stop();
+    expect((await p).code).toBe('FIBKEEPER_ERR_CLOSED');
+    await expect(a.request(ips('192.0.2.2'), true)).rejects.toThrow(/stopped/);
+  });
+
+  it('concurrent requests end in the state of their serial order by call time', async () => {
+    const pool = ['192.0.2.1', '192.0.2.2', '2001:db8::1', '2001:db8::2'];
+    const call = fc.record({
+      want: fc.boolean(),
+      ips: fc.subarray(pool, { minLength: 1 }),
+      gap: fc.nat(3),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(call, { minLength: 1, maxLength: 12 }),
+        fc.array(fc.nat(4), { minLength: 8, maxLength: 8 }),
+        fc.array(fc.constantFrom('add', 'del'), { maxLength: 3 }),
+        async (calls, delays, external) => {
+          let i = 0;
+          const next = () => delays[i++ % delays.length]!;
+          const holder = new FakeHolder({ latency: next, eventDelay: next });
+          const { a } = setup({ holder });
+          await a.setDesired([]); // loaded: addresses nobody asked for are removed
+          const serial = new Set<string>();
+          const pending: Promise<void>[] = [];
+          for (const [k, c] of calls.entries()) {
+            pending.push(a.request(ips(...c.ips), c.want));
+            for (const ip of c.ips) c.want ? serial.add(ip) : serial.delete(ip);
+            // someone else meddles with the holder meanwhile
+            const ext = external[k];
+            if (ext === 'del') holder.externalDel(pool[k % pool.length]!);
+            if (ext === 'add') holder.externalAdd(obs(pool[k % pool.length]!));
+            await turns(c.gap);
+          }
+          await Promise.all(pending); // every request succeeds
+          a.reconcile(holder.list(), a.epoch()); // the periodic check settles the meddling
+          const settled = () =>
+            onHolder(holder).join() === [...serial].sort().join() &&
+            a.list().every((s) => s.state === 'assigned');
+          for (let t = 0; t < 100 && !settled(); t++) await turns(1);
+          expect(onHolder(holder)).toEqual([...serial].sort());
+          expect(
+            a
+              .desired()
+              .map((ip) => ip.address)
+              .sort(),
+          ).toEqual([...serial].sort());
+          expect(a.list().every((s) => s.state === 'assigned')).toBe(true);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+});

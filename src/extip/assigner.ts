@@ -1,0 +1,505 @@
+// The assigner: drives the addresses on the holder device towards the desired set, one
+// worker per IP, level-triggered. A request only flips the IP's desired flag (synchronously,
+// in call order) and waits; the worker then adds or deletes until the kernel matches, so any
+// mix of concurrent requests ends in the state of their serial order by call time, and a
+// request that a later one overrides still succeeds (it did hold, then was undone). Address
+// events and the periodic check mark IPs as present or missing and wake their workers:
+// that is how an address someone else deleted comes back. Kernel calls go through the
+// injected HolderOps; everything else here is pure.
+import { describeError, FibkeeperError, TimeoutError } from '../errors/index.js';
+import type { ParsedIp } from '../ipaddr/index.js';
+import type { Logger } from '../log/index.js';
+import type { ExtipMetrics } from '../metrics/extip.js';
+import { IFA_F_DADFAILED, IFA_F_TENTATIVE } from '../netlink/index.js';
+import type { Clock, TimerHandle } from '../statedb/index.js';
+import {
+  dadFailed,
+  settleAll,
+  stoppedError,
+  type AnnouncerLike,
+  type ExternalIpState,
+  type ExternalIpStatus,
+  type HolderOps,
+  type ObservedAddress,
+} from './types.js';
+
+export interface AssignerParams {
+  ops: HolderOps;
+  announcer: AnnouncerLike;
+  clock: Clock;
+  log: Logger;
+  metrics: ExtipMetrics;
+  /** IPv6 addresses are added with DAD: wait until they leave the tentative state. */
+  waitDad: boolean;
+  dadTimeoutMs: number;
+}
+
+interface Waiter {
+  gen: number;
+  want: boolean;
+  resolve(): void;
+  reject(err: Error): void;
+}
+
+interface DadWait {
+  resolve(): void;
+  reject(err: Error): void;
+  timer: TimerHandle;
+}
+
+interface Entry {
+  readonly ip: ParsedIp;
+  desired: boolean;
+  adopted: boolean;
+  /** On the holder, as last seen or applied. */
+  present: boolean;
+  prefixlen: number;
+  /** IFA_F_* as last seen in an event or dump; undefined = not seen since our last add. */
+  flags: number | undefined;
+  state: ExternalIpState;
+  lastError: string | undefined;
+  /** Bumped by every request; waiters settle once the worker has applied their gen. */
+  gen: number;
+  waiters: Waiter[];
+  running: boolean;
+  /** Woken while running: run once more. */
+  dirty: boolean;
+  /** Why the address is missing, when someone else removed it (counted on re-add). */
+  repairCause: 'address' | 'holder' | undefined;
+  dad: DadWait | undefined;
+  /** Seen on the holder without being desired (removed once the desired set is loaded). */
+  foreign: boolean;
+  /** #epoch of our last kernel call for it: dumps started before it are stale for it. */
+  epoch: number;
+}
+
+const familyLabel = (ip: ParsedIp) => (ip.family === 4 ? 'ipv4' : 'ipv6');
+const hostLen = (ip: ParsedIp) => (ip.family === 4 ? 32 : 128);
+
+export class Assigner {
+  readonly #p: AssignerParams;
+  readonly #entries = new Map<string, Entry>();
+  readonly #assignedCount = { ipv4: 0, ipv6: 0 };
+  #loaded = false;
+  #stopped = false;
+  /** Counts our kernel calls, to tell which dump results are older than them. */
+  #epoch = 0;
+  /** Epoch at which we deleted an address (so an older dump does not bring it back). */
+  readonly #removedAt = new Map<string, number>();
+
+  constructor(p: AssignerParams) {
+    this.#p = p;
+  }
+
+  /** True once setDesired() has run: from then on, undesired addresses are removed. */
+  get loaded(): boolean {
+    return this.#loaded;
+  }
+
+  // --- requests ---------------------------------------------------------------------------
+
+  /**
+   * Makes every IP desired (want) or undesired (!want) and resolves when the worker has
+   * applied it; rejects with the per-IP error (one IP) or ExternalIpBatchError (several).
+   * The desired flags change before this returns, so the final state follows call order.
+   */
+  request(ips: readonly ParsedIp[], want: boolean): Promise<void> {
+    const unique = new Map<string, ParsedIp>();
+    for (const ip of ips) unique.set(ip.address, ip);
+    const waits: Promise<void>[] = [];
+    for (const ip of unique.values()) waits.push(this.#want(ip, want));
+    return settleAll(want ? 'assign' : 'unassign', [...unique.keys()], waits);
+  }
+
+  /**
+   * The full desired set: every IP in `ips` is assigned, every other one removed (also
+   * those adopted at start-up). Marks the desired set as loaded.
+   */
+  setDesired(ips: readonly ParsedIp[]): Promise<void> {
+    this.#loaded = true;
+    const unique = new Map<string, ParsedIp>();
+    for (const ip of ips) unique.set(ip.address, ip);
+    const keys: string[] = [];
+    const waits: Promise<void>[] = [];
+    for (const ip of unique.values()) {
+      keys.push(ip.address);
+      waits.push(this.#want(ip, true));
+    }
+    for (const e of [...this.#entries.values()]) {
+      if (unique.has(e.ip.address) || (!e.desired && !e.present)) continue;
+      keys.push(e.ip.address);
+      waits.push(this.#want(e.ip, false));
+    }
+    return settleAll('setDesired', keys, waits);
+  }
+
+  #want(ip: ParsedIp, want: boolean): Promise<void> {
+    if (this.#stopped) return Promise.reject(stoppedError());
+    const e = this.#entry(ip);
+    e.desired = want;
+    e.adopted = false;
+    if (want) e.foreign = false;
+    e.gen++;
+    const p = new Promise<void>((resolve, reject) => {
+      e.waiters.push({ gen: e.gen, want, resolve, reject });
+    });
+    void this.#drive(e);
+    return p;
+  }
+
+  #entry(ip: ParsedIp): Entry {
+    let e = this.#entries.get(ip.address);
+    if (e === undefined) {
+      e = {
+        ip,
+        desired: false,
+        adopted: false,
+        present: false,
+        prefixlen: hostLen(ip),
+        flags: undefined,
+        state: 'pending',
+        lastError: undefined,
+        gen: 0,
+        waiters: [],
+        running: false,
+        dirty: false,
+        repairCause: undefined,
+        dad: undefined,
+        foreign: false,
+        epoch: 0,
+      };
+      this.#entries.set(ip.address, e);
+    }
+    return e;
+  }
+
+  // --- the worker -------------------------------------------------------------------------
+
+  /** Runs the IP's worker, or asks the running one for another round. */
+  async #drive(e: Entry): Promise<void> {
+    if (e.running) {
+      e.dirty = true;
+      return;
+    }
+    e.running = true;
+    try {
+      for (;;) {
+        e.dirty = false;
+        const gen = e.gen;
+        const want = e.desired;
+        let err: Error | undefined;
+        try {
+          await this.#step(e, want);
+        } catch (x) {
+          err = x instanceof Error ? x : new Error(String(x));
+        }
+        this.#settle(e, gen, want, err);
+        if (this.#stopped || (!e.dirty && e.gen === gen)) break;
+      }
+    } finally {
+      e.running = false;
+    }
+    this.#forgetIfIdle(e);
+  }
+
+  #forgetIfIdle(e: Entry): void {
+    if (!e.desired && !e.present && !e.running && e.waiters.length === 0) {
+      this.#entries.delete(e.ip.address);
+    }
+  }
+
+  /** One round: make the kernel hold (or not hold) the address, announce a new one. */
+  async #step(e: Entry, want: boolean): Promise<void> {
+    if (this.#stopped) return;
+    if (!want) return this.#stepRemove(e);
+    if (e.present && e.flags !== undefined && (e.flags & IFA_F_DADFAILED) !== 0) {
+      // Retrying an address whose DAD failed: it must go and come back to run DAD again.
+      await this.#p.ops.del(e.ip, e.prefixlen);
+      this.#touch(e, false);
+    }
+    if (e.state === 'removing' || (e.state === 'assigned' && !e.present)) {
+      this.#setState(e, 'pending');
+    }
+    if (!e.present) {
+      e.flags = undefined; // from here on, set only by events about this add
+      const r = await this.#p.ops.add(e.ip);
+      this.#touch(e, true);
+      e.prefixlen = hostLen(e.ip);
+      // A recreated holder is counted once, by its owner; a lost address here.
+      if (r === 'added' && e.repairCause === 'address') this.#p.metrics.repaired('address');
+      e.repairCause = undefined;
+    }
+    if (e.state === 'assigned') return;
+    const tentative = e.flags !== undefined && (e.flags & IFA_F_TENTATIVE) !== 0;
+    if (e.ip.family === 6 && (this.#p.waitDad || tentative)) await this.#waitDad(e);
+    if (!e.desired) return; // overridden meanwhile: the next round removes it
+    this.#setState(e, 'assigned');
+    e.lastError = undefined;
+    const err = this.#p.announcer.add(e.ip, 'assign');
+    if (err !== undefined) e.lastError = `announce: ${describeError(err)}`;
+  }
+
+  async #stepRemove(e: Entry): Promise<void> {
+    this.#p.announcer.remove(e.ip.address);
+    if (e.present) {
+      this.#setState(e, 'removing');
+      const r = await this.#p.ops.del(e.ip, e.prefixlen);
+      this.#touch(e, false);
+      if (r === 'deleted' && e.foreign) this.#p.metrics.repaired('foreign');
+    }
+    e.foreign = false;
+    this.#setState(e, 'pending');
+  }
+
+  /** Records what a kernel call of ours made true. */
+  #touch(e: Entry, present: boolean): void {
+    e.present = present;
+    e.epoch = ++this.#epoch;
+    if (!present) {
+      e.flags = undefined;
+      this.#removedAt.set(e.ip.address, e.epoch);
+    }
+  }
+
+  #settle(e: Entry, gen: number, want: boolean, err: Error | undefined): void {
+    if (err !== undefined) {
+      e.lastError = describeError(err);
+      this.#p.metrics.error(want ? 'assign' : 'unassign');
+      if (want) this.#setState(e, 'failed');
+      this.#p.log.warn(
+        { ip: e.ip.address, err: e.lastError },
+        `extip: ${want ? 'assign' : 'unassign'} failed`,
+      );
+    }
+    const keep: Waiter[] = [];
+    for (const w of e.waiters) {
+      if (w.gen > gen) keep.push(w);
+      else if (err !== undefined && w.want === want) w.reject(err);
+      else w.resolve();
+    }
+    e.waiters = keep;
+  }
+
+  #waitDad(e: Entry): Promise<void> {
+    const flags = e.flags;
+    if (flags !== undefined && (flags & IFA_F_DADFAILED) !== 0) {
+      return Promise.reject(dadFailed(e.ip));
+    }
+    if (flags !== undefined && (flags & IFA_F_TENTATIVE) === 0) return Promise.resolve();
+    this.#setState(e, 'tentative');
+    return new Promise<void>((resolve, reject) => {
+      const timer = this.#p.clock.setTimeout(() => {
+        e.dad = undefined;
+        reject(
+          new TimeoutError(
+            `${e.ip.address} stayed tentative (duplicate address detection) for ${this.#p.dadTimeoutMs} ms; does the holder have a carrier?`,
+          ),
+        );
+      }, this.#p.dadTimeoutMs);
+      e.dad = { resolve, reject, timer };
+    });
+  }
+
+  #finishDad(e: Entry, err: Error | undefined): void {
+    const d = e.dad;
+    if (d === undefined) return;
+    e.dad = undefined;
+    this.#p.clock.clearTimeout(d.timer);
+    if (err === undefined) d.resolve();
+    else d.reject(err);
+  }
+
+  #setState(e: Entry, s: ExternalIpState): void {
+    if (e.state === s) return;
+    const fam = familyLabel(e.ip);
+    if (e.state === 'assigned') this.#assignedCount[fam]--;
+    if (s === 'assigned') this.#assignedCount[fam]++;
+    e.state = s;
+    this.#p.metrics.setAssigned(fam, this.#assignedCount[fam]);
+  }
+
+  // --- what the kernel says ---------------------------------------------------------------
+
+  /**
+   * Start-up, from the first dump of the holder: the addresses already there become ours
+   * (adopted, kept, announced), until setDesired() says otherwise.
+   */
+  adopt(addrs: readonly ObservedAddress[]): void {
+    for (const a of addrs) {
+      const e = this.#entry(a.ip);
+      if (e.desired || e.present) continue;
+      e.desired = true;
+      e.adopted = true;
+      e.present = true;
+      e.prefixlen = a.prefixlen;
+      e.flags = a.flags;
+      this.#adoptState(e);
+    }
+  }
+
+  #adoptState(e: Entry): void {
+    const f = e.flags ?? 0;
+    if ((f & IFA_F_DADFAILED) !== 0) {
+      this.#setState(e, 'failed');
+      e.lastError = dadFailed(e.ip).message;
+    } else if ((f & IFA_F_TENTATIVE) !== 0) {
+      void this.#drive(e); // waits for DAD (or its timeout), then announces
+    } else {
+      this.#setState(e, 'assigned');
+      const err = this.#p.announcer.add(e.ip, 'start');
+      if (err !== undefined) e.lastError = `announce: ${describeError(err)}`;
+    }
+  }
+
+  /** An address event on the holder (RTM_NEWADDR / RTM_DELADDR). */
+  onAddress(kind: 'new' | 'del', a: ObservedAddress): void {
+    if (this.#stopped) return;
+    if (kind === 'del') return this.#onGone(a.ip);
+    let e = this.#entries.get(a.ip.address);
+    if (e === undefined) {
+      e = this.#entry(a.ip);
+      e.foreign = true;
+    }
+    e.present = true;
+    e.prefixlen = a.prefixlen;
+    e.flags = a.flags;
+    const dadFailedNow = (a.flags & IFA_F_DADFAILED) !== 0;
+    if (dadFailedNow) this.#finishDad(e, dadFailed(a.ip));
+    else if ((a.flags & IFA_F_TENTATIVE) === 0) this.#finishDad(e, undefined);
+    if (!e.desired) {
+      if (this.#loaded) this.#removeForeign(e);
+    } else if (e.state === 'failed' && !dadFailedNow && !e.running) {
+      void this.#drive(e); // someone added it back: finish the assignment
+    }
+  }
+
+  #onGone(ip: ParsedIp): void {
+    const e = this.#entries.get(ip.address);
+    if (e === undefined || !e.present) return;
+    e.present = false;
+    e.flags = undefined;
+    this.#finishDad(e, new FibkeeperError(`${ip.address} was removed during DAD`));
+    if (e.desired) {
+      e.repairCause ??= 'address';
+      this.#p.log.info({ ip: ip.address }, 'extip: address removed from the holder; re-adding');
+      void this.#drive(e);
+    } else {
+      this.#forgetIfIdle(e);
+    }
+  }
+
+  /** An address nobody asked for, on the holder after the desired set is loaded: removed. */
+  #removeForeign(e: Entry): void {
+    if (!e.running) {
+      this.#p.log.info(
+        { ip: e.ip.address },
+        'extip: removing an undesired address from the holder',
+      );
+    }
+    void this.#drive(e);
+  }
+
+  /** The current epoch: pass it to reconcile() with a dump requested after reading it. */
+  epoch(): number {
+    return this.#epoch;
+  }
+
+  /**
+   * A full view of the holder's addresses (periodic check, or after lost notifications),
+   * from a dump requested at `since` = epoch(): whatever differs from what the assigner
+   * believes is fixed; failed IPs are retried. IPs we changed after `since` are skipped.
+   */
+  reconcile(addrs: readonly ObservedAddress[], since: number): void {
+    if (this.#stopped) return;
+    const seen = new Map<string, ObservedAddress>();
+    for (const a of addrs) seen.set(a.ip.address, a);
+    for (const e of [...this.#entries.values()]) {
+      if (e.running || e.epoch > since) continue; // newer than the dump
+      const a = seen.get(e.ip.address);
+      if (a === undefined) {
+        if (e.present) this.#onGone(e.ip);
+        else if (e.desired) void this.#drive(e); // failed earlier: retry
+      } else if (e.desired && e.state === 'failed') {
+        e.present = true;
+        e.flags = a.flags;
+        void this.#drive(e);
+      }
+    }
+    for (const a of seen.values()) {
+      const e = this.#entries.get(a.ip.address);
+      const removed = this.#removedAt.get(a.ip.address);
+      if (removed !== undefined && removed > since) continue;
+      if (e === undefined || (!e.present && !e.running && e.epoch <= since)) {
+        this.onAddress('new', a);
+      }
+    }
+    for (const [ip, ep] of this.#removedAt) if (ep <= since) this.#removedAt.delete(ip);
+  }
+
+  /** The holder device is gone: every address with it. They come back when it is recreated. */
+  holderLost(): void {
+    for (const e of [...this.#entries.values()]) {
+      if (!e.present) continue;
+      e.present = false;
+      e.flags = undefined;
+      if (e.desired) {
+        e.repairCause = 'holder';
+        void this.#drive(e);
+      } else {
+        this.#forgetIfIdle(e);
+      }
+    }
+  }
+
+  // --- reading ------------------------------------------------------------------------------
+
+  list(): ExternalIpStatus[] {
+    const out: ExternalIpStatus[] = [];
+    for (const e of this.#entries.values()) {
+      if (!e.desired && e.state !== 'removing') continue;
+      out.push({
+        ip: e.ip.address,
+        family: e.ip.family,
+        state: e.state,
+        adopted: e.adopted,
+        announcedAt: this.#p.announcer.announcedAt(e.ip.address),
+        lastError: e.lastError,
+      });
+    }
+    return out;
+  }
+
+  /** Desired IPs (canonical text). */
+  desired(): ParsedIp[] {
+    const out: ParsedIp[] = [];
+    for (const e of this.#entries.values()) if (e.desired) out.push(e.ip);
+    return out;
+  }
+
+  isDesired(ip: string): boolean {
+    return this.#entries.get(ip)?.desired === true;
+  }
+
+  counts(): { assigned: number; failed: number; pending: number } {
+    let failed = 0;
+    let pending = 0;
+    for (const e of this.#entries.values()) {
+      if (!e.desired) continue;
+      if (e.state === 'failed') failed++;
+      else if (e.state !== 'assigned') pending++;
+    }
+    return { assigned: this.#assignedCount.ipv4 + this.#assignedCount.ipv6, failed, pending };
+  }
+
+  /** Settles nothing further; pending requests are rejected with ClosedError. Idempotent. */
+  stop(): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    const err = stoppedError();
+    for (const e of this.#entries.values()) {
+      this.#finishDad(e, err);
+      for (const w of e.waiters) w.reject(err);
+      e.waiters = [];
+    }
+  }
+}

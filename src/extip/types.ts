@@ -1,0 +1,91 @@
+// Types shared inside src/extip: what the assigner sees of the kernel and of the
+// announcer, the per-IP status, and the error of a request for several IPs.
+import { ClosedError, describeError, FibkeeperError } from '../errors/index.js';
+import type { ParsedIp } from '../ipaddr/index.js';
+
+/** An address as seen on the holder (dump or event). */
+export interface ObservedAddress {
+  readonly ip: ParsedIp;
+  readonly prefixlen: number;
+  /** IFA_F_* */
+  readonly flags: number;
+}
+
+/** The kernel side of the assigner; each call is idempotent. */
+export interface HolderOps {
+  /**
+   * Like `ip addr add IP/32|/128 dev HOLDER`: 'exists' when the kernel says EEXIST (not an
+   * error). Waits while the holder device is being recreated.
+   */
+  add(ip: ParsedIp): Promise<'added' | 'exists'>;
+  /** Like `ip addr del IP/PLEN dev HOLDER`: 'absent' when it was not there (not an error). */
+  del(ip: ParsedIp, prefixlen: number): Promise<'deleted' | 'absent'>;
+}
+
+/** What the assigner needs from the announcer. */
+export interface AnnouncerLike {
+  add(ip: ParsedIp, reason?: 'assign' | 'start'): Error | undefined;
+  remove(ip: string): void;
+  announcedAt(ip: string): number | undefined;
+}
+
+/**
+ * pending: desired, not (yet) on the holder · tentative: on the holder, IPv6 DAD running ·
+ * assigned: on the holder, usable, announced · failed: could not be assigned (lastError says
+ * why; retried by the periodic check) · removing: being deleted.
+ */
+export type ExternalIpState = 'pending' | 'tentative' | 'assigned' | 'failed' | 'removing';
+
+export interface ExternalIpStatus {
+  ip: string;
+  family: 4 | 6;
+  state: ExternalIpState;
+  /** Found on the holder at start-up and not (yet) confirmed by a request or setDesired. */
+  adopted: boolean;
+  /** Clock time (ms) of the last announcement sent, if any. */
+  announcedAt: number | undefined;
+  lastError: string | undefined;
+}
+
+/** A request for several IPs failed for some of them. */
+export class ExternalIpBatchError extends FibkeeperError {
+  readonly failures: readonly { ip: string; error: Error }[];
+  constructor(verb: string, total: number, failures: { ip: string; error: Error }[]) {
+    const shown = failures.slice(0, 5).map((f) => `${f.ip}: ${describeError(f.error)}`);
+    const more = failures.length > 5 ? `; and ${failures.length - 5} more` : '';
+    const first = failures[0]?.error as { code?: unknown } | undefined;
+    const code = first instanceof FibkeeperError ? first.code : 'FIBKEEPER_ERR_SYSTEM';
+    super(`${verb}: ${failures.length} of ${total} IPs failed: ${shown.join('; ')}${more}`, {
+      cause: failures[0]?.error,
+      code,
+    });
+    this.failures = failures;
+  }
+}
+
+/** Waits for every per-IP promise; one IP: its own error; several: ExternalIpBatchError. */
+export async function settleAll(
+  verb: string,
+  keys: string[],
+  waits: Promise<void>[],
+): Promise<void> {
+  const results = await Promise.allSettled(waits);
+  const failures: { ip: string; error: Error }[] = [];
+  results.forEach((r, i) => {
+    if (r.status === 'rejected') failures.push({ ip: keys[i]!, error: r.reason as Error });
+  });
+  if (failures.length === 0) return;
+  if (keys.length === 1) throw failures[0]!.error;
+  throw new ExternalIpBatchError(verb, keys.length, failures);
+}
+
+export function stoppedError(): ClosedError {
+  return new ClosedError('extip: the external-IP subsystem is stopped');
+}
+
+export function dadFailed(ip: ParsedIp): FibkeeperError {
+  return new FibkeeperError(
+    `${ip.address}: duplicate address detection failed (dadfailed): another host on the link uses it`,
+    { code: 'FIBKEEPER_ERR_CONFLICT' },
+  );
+}

@@ -1,0 +1,125 @@
+// Metric group of the external-IP subsystem (src/extip): what is assigned, what was sent,
+// what had to be repaired, which conflicts were seen. Label values come from small fixed
+// sets; IPs never become labels.
+import { Counter, Gauge, type Registry } from 'prom-client';
+
+export type ExtipFamilyLabel = 'ipv4' | 'ipv6';
+
+/** Why an announcement went out. */
+export type ExtipAnnounceReason =
+  | 'assign' // first announcement of a newly assigned (or re-added) IP
+  | 'burst' // the rest of a burst
+  | 'link' // the external interface came up or changed its MAC
+  | 'refresh' // the periodic refresh
+  | 'defend'; // a conflicting claim was seen
+
+/** What a repair fixed. */
+export type ExtipRepairKind =
+  | 'address' // an external IP removed from the holder by someone else, re-added
+  | 'holder' // the holder device deleted, recreated and refilled
+  | 'holder-up' // the holder device set down, set up again
+  | 'foreign'; // an address nobody asked for removed from the holder (after start-up)
+
+/** Which step failed. */
+export type ExtipErrorOp =
+  'assign' | 'unassign' | 'announce' | 'respond' | 'repair' | 'holder' | 'listen' | 'resync';
+
+/** The counters and gauges the subsystem updates. */
+export interface ExtipMetrics {
+  /** Sets the number of IPs of a family that are on the holder and usable. */
+  setAssigned(family: ExtipFamilyLabel, n: number): void;
+  /** One announcement: IPv4 = the gratuitous ARP request and reply; IPv6 = one unsolicited NA. */
+  announced(family: ExtipFamilyLabel, reason: ExtipAnnounceReason, n?: number): void;
+  /** Frames put on the wire (2 per IPv4 announcement, 1 per IPv6 one, 1 per response). */
+  framesSent(family: ExtipFamilyLabel, n?: number): void;
+  /** A reply to an ARP request / neighbor solicitation for an external IP. */
+  responded(family: ExtipFamilyLabel): void;
+  repaired(kind: ExtipRepairKind, n?: number): void;
+  conflict(family: ExtipFamilyLabel): void;
+  error(op: ExtipErrorOp): void;
+  /** A full resync after lost notifications (subscription overflow) or the periodic check. */
+  resync(reason: 'overflow' | 'periodic'): void;
+}
+
+/** Registers the `fibkeeper_extip_*` metrics on `registry` and returns their updater. */
+export function registerExtipMetrics(registry: Registry): ExtipMetrics {
+  const registers = [registry];
+  const assigned = new Gauge({
+    name: 'fibkeeper_extip_assigned',
+    help: 'External IPs on the holder device and usable (not tentative, not failed), by family.',
+    labelNames: ['family'],
+    registers,
+  });
+  const announcements = new Counter({
+    name: 'fibkeeper_extip_announcements_sent_total',
+    help: 'Announcements sent from the external interface (IPv4: gratuitous ARP request + reply; IPv6: unsolicited NA), by family and reason.',
+    labelNames: ['family', 'reason'],
+    registers,
+  });
+  const frames = new Counter({
+    name: 'fibkeeper_extip_frames_sent_total',
+    help: 'Frames sent from the external interface (announcements and responses), by family.',
+    labelNames: ['family'],
+    registers,
+  });
+  const responses = new Counter({
+    name: 'fibkeeper_extip_responses_sent_total',
+    help: 'Replies to ARP requests (only when arp_ignore keeps the kernel from answering) and neighbor solicitations for external IPs, by family.',
+    labelNames: ['family'],
+    registers,
+  });
+  const repairs = new Counter({
+    name: 'fibkeeper_extip_repairs_total',
+    help: 'Repairs of the holder device and its addresses after someone else changed them, by kind.',
+    labelNames: ['kind'],
+    registers,
+  });
+  const conflicts = new Counter({
+    name: 'fibkeeper_extip_conflicts_total',
+    help: 'ARP replies / neighbor advertisements claiming an external IP from another MAC, by family.',
+    labelNames: ['family'],
+    registers,
+  });
+  const errors = new Counter({
+    name: 'fibkeeper_extip_errors_total',
+    help: 'Failed operations of the external-IP subsystem, by operation.',
+    labelNames: ['op'],
+    registers,
+  });
+  const resyncs = new Counter({
+    name: 'fibkeeper_extip_resyncs_total',
+    help: 'Full comparisons of the holder addresses with the desired set, by reason (overflow: notifications were lost).',
+    labelNames: ['reason'],
+    registers,
+  });
+  for (const family of ['ipv4', 'ipv6'] as const) {
+    assigned.set({ family }, 0);
+    conflicts.inc({ family }, 0);
+    frames.inc({ family }, 0);
+  }
+  return {
+    setAssigned: (family, n) => assigned.set({ family }, n),
+    announced: (family, reason, n = 1) => announcements.inc({ family, reason }, n),
+    framesSent: (family, n = 1) => frames.inc({ family }, n),
+    responded: (family) => responses.inc({ family }),
+    repaired: (kind, n = 1) => repairs.inc({ kind }, n),
+    conflict: (family) => conflicts.inc({ family }),
+    error: (op) => errors.inc({ op }),
+    resync: (reason) => resyncs.inc({ reason }),
+  };
+}
+
+/** An updater that records nothing (no registry given). */
+export function noopExtipMetrics(): ExtipMetrics {
+  const nop = (): void => undefined;
+  return {
+    setAssigned: nop,
+    announced: nop,
+    framesSent: nop,
+    responded: nop,
+    repaired: nop,
+    conflict: nop,
+    error: nop,
+    resync: nop,
+  };
+}
