@@ -9,9 +9,13 @@ import type { Writer } from './wire.js';
 export interface BulkHost {
   readonly params: { window: number; maxSendBytes: number };
   readonly sendCounter: number;
+  /** Requests of all bulk operations sent and not yet answered (the window is shared). */
+  inFlight: number;
   allocSeq(n: number): number;
   writer(): Writer;
   sendRaw(buf: Buffer, messages: number, what: string): void;
+  /** Lets every bulk operation send into the room that answers freed. */
+  pumpAll(): void;
   finished(op: BulkOp<unknown>): void;
 }
 
@@ -51,6 +55,8 @@ interface Batch {
   end: number;
   /** Index of the last item actually sent, -1 when none was (all failed to encode). */
   lastSent: number;
+  /** Messages actually sent (counted in the host's inFlight until the batch retires). */
+  sentCount: number;
   sendIndex: number;
 }
 
@@ -90,13 +96,22 @@ export class BulkOp<T> {
     return this.#spec.describe ? this.#spec.describe(i) : `${this.#spec.what}[${i}]`;
   }
 
-  /** Sends batches until the window is full or every item is out. */
+  /** Sends batches until the shared window is full or every item is out. */
   pump(): void {
-    const { window } = this.#host.params;
-    while (!this.#over && this.#sent < this.#spec.count && this.#sent - this.#done < window) {
-      this.#sendBatch(window - (this.#sent - this.#done));
+    const host = this.#host;
+    while (!this.#over && this.#sent < this.#spec.count) {
+      const room = host.params.window - host.inFlight;
+      if (room <= 0) break;
+      this.#sendBatch(room);
     }
     this.#completeBatches();
+  }
+
+  /** Retires the batch at the head of the queue: its outcome is fully known. */
+  #retire(): void {
+    const b = this.#batches.shift()!;
+    this.#done = b.end;
+    this.#host.inFlight -= b.sentCount;
   }
 
   #sendBatch(room: number): void {
@@ -104,7 +119,13 @@ export class BulkOp<T> {
     const w = this.#host.writer();
     const limit = Math.min(spec.count, this.#sent + room);
     const maxBytes = this.#host.params.maxSendBytes;
-    const batch: Batch = { first: this.#sent, end: this.#sent, lastSent: -1, sendIndex: 0 };
+    const batch: Batch = {
+      first: this.#sent,
+      end: this.#sent,
+      lastSent: -1,
+      sentCount: 0,
+      sendIndex: 0,
+    };
     let lastStart = -1;
     let n = 0;
     for (let i = this.#sent; i < limit && (n === 0 || w.off < maxBytes); i++) {
@@ -133,15 +154,17 @@ export class BulkOp<T> {
         this.#host.sendRaw(w.bytes(), n, spec.what);
       } catch (err) {
         // Nothing of this batch reached the kernel; stop here and fail the rest as well.
+        const failed = new Set(this.#failures.map((f) => f.index));
         for (let i = batch.first; i < spec.count; i++) {
-          if (i > batch.lastSent && i < batch.end) continue; // already failed to encode
-          this.#failures.push({ index: i, error: err as Error });
+          if (!failed.has(i)) this.#failures.push({ index: i, error: err as Error });
         }
         this.#sent = spec.count;
-        this.#batches.push({ first: batch.first, end: spec.count, lastSent: -1, sendIndex: 0 });
+        this.#batches.push({ ...batch, end: spec.count, lastSent: -1 });
         return;
       }
+      batch.sentCount = n;
       batch.sendIndex = this.#host.sendCounter;
+      this.#host.inFlight += n;
       this.lastActivity = Date.now();
     }
     this.#batches.push(batch);
@@ -149,9 +172,7 @@ export class BulkOp<T> {
 
   /** Retires leading batches whose outcome is fully known; finishes when all are. */
   #completeBatches(): void {
-    while (this.#batches.length > 0 && this.#batches[0]!.lastSent < 0) {
-      this.#done = this.#batches.shift()!.end;
-    }
+    while (this.#batches.length > 0 && this.#batches[0]!.lastSent < 0) this.#retire();
     if (!this.#over && this.#done === this.#spec.count) {
       this.#over = true;
       this.#failures.sort((a, b) => a.index - b.index);
@@ -185,9 +206,8 @@ export class BulkOp<T> {
     }
     const head = this.#batches[0];
     if (head && i === head.lastSent) {
-      this.#batches.shift();
-      this.#done = head.end;
-      this.pump();
+      this.#retire();
+      this.#host.pumpAll();
     }
     return this.#over;
   }
@@ -201,7 +221,7 @@ export class BulkOp<T> {
   loseInFlight(probeSendIndex: number): number {
     let lost = 0;
     while (this.#batches.length > 0 && this.#batches[0]!.sendIndex < probeSendIndex) {
-      const b = this.#batches.shift()!;
+      const b = this.#batches[0]!;
       const failed = new Set(this.#failures.map((f) => f.index));
       for (let i = b.first; i < b.end; i++) {
         if (failed.has(i) || (this.#spec.mode === 'reply' && this.#results[i] !== undefined))
@@ -215,15 +235,16 @@ export class BulkOp<T> {
           }),
         });
       }
-      this.#done = b.end;
+      this.#retire();
     }
-    this.pump();
+    this.#host.pumpAll();
     return lost;
   }
 
   fail(err: Error): void {
     if (this.#over) return;
     this.#over = true;
+    while (this.#batches.length > 0) this.#retire();
     this.#reject(err);
   }
 }

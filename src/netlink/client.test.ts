@@ -334,6 +334,29 @@ describe('bulk', () => {
     expect(f.error.message).toContain(`neighSet ${list[f.index]!.dst} dev 7`);
   });
 
+  it('shares one window between concurrent bulk calls', async () => {
+    const k = new FakeKernel();
+    k.hold = true; // answers wait until released, so both calls compete for room
+    const h = open(k, { window: 10 });
+    const a = h.neighSetMany(entries(25));
+    const b = h.neighSetMany(entries(1));
+    const c = h.routeGetMany([]);
+    expect(k.requests).toHaveLength(10); // b waits: a holds the whole window
+    for (let round = 0; round < 6; round++) {
+      const before = k.requests.length;
+      k.hold = false;
+      for (const ch of k.held.splice(0)) k.deliver(ch); // answer everything sent so far
+      k.hold = true;
+      await new Promise((r) => setTimeout(r, 5));
+      expect(k.requests.length - before).toBeLessThanOrEqual(10); // never more than the window
+    }
+    k.hold = false;
+    await expect(a).resolves.toMatchObject({ ok: 25 });
+    await expect(b).resolves.toMatchObject({ ok: 1 });
+    await expect(c).resolves.toEqual([]);
+    expect(k.requests).toHaveLength(26);
+  });
+
   it('splits batches at maxSendBytes', async () => {
     const k = new FakeKernel();
     const h = open(k, { window: 1000, maxSendBytes: 480 });

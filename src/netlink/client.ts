@@ -74,6 +74,9 @@ export class Client implements NetlinkReceiver, BulkHost {
     return this.#closed;
   }
 
+  /** Bulk requests sent and unanswered, across all bulk operations (bounded by window). */
+  inFlight = 0;
+
   /** How many sendmsg calls have succeeded: orders sends for overflow recovery. */
   get sendCounter(): number {
     return this.stats.sendCalls;
@@ -108,7 +111,7 @@ export class Client implements NetlinkReceiver, BulkHost {
 
   register(op: Op): void {
     this.#checkOpen();
-    if (op.firstSeq === op.lastSeq) this.#single.set(op.firstSeq, op);
+    if (isSingle(op)) this.#single.set(op.firstSeq, op);
     else this.#ranges.push(op);
     if (this.#pending++ === 0) {
       this.#t.ref();
@@ -117,7 +120,7 @@ export class Client implements NetlinkReceiver, BulkHost {
   }
 
   #unregister(op: Op): void {
-    if (op.firstSeq === op.lastSeq) {
+    if (isSingle(op)) {
       if (this.#single.get(op.firstSeq) !== op) return;
       this.#single.delete(op.firstSeq);
     } else {
@@ -257,6 +260,11 @@ export class Client implements NetlinkReceiver, BulkHost {
       this.register(op as BulkOp<unknown>);
       op.pump();
     });
+  }
+
+  /** Lets every running bulk operation use the room in the window. */
+  pumpAll(): void {
+    for (const op of [...this.#ranges]) if (op instanceof BulkOp) op.pump();
   }
 
   /** Called by BulkOp when it has completed. */
@@ -420,6 +428,7 @@ export class Client implements NetlinkReceiver, BulkHost {
         op.fail(new TimeoutError(`netlink: no reply for ${this.params.timeoutMs} ms`));
       }
     }
+    this.pumpAll(); // failed bulk operations gave their room back
   }
 
   /** Fails every pending request with ClosedError and closes the socket. Idempotent. */
@@ -439,4 +448,9 @@ export class Client implements NetlinkReceiver, BulkHost {
   #checkOpen(): void {
     if (this.#closed) throw new ClosedError('netlink handle closed');
   }
+}
+
+/** Ops answered under one sequence number live in a map; bulk operations in a list. */
+function isSingle(op: Op): boolean {
+  return op.firstSeq === op.lastSeq && !(op instanceof BulkOp);
 }
