@@ -128,6 +128,13 @@ async function main() {
   const ns = `fkt-bench-${randomBytes(4).toString('hex')}`;
   const dir = mkdtempSync(join(tmpdir(), 'fk-bench-'));
   execFileSync('ip', ['netns', 'add', ns]);
+  const onSignal = (sig) => {
+    spawnSync('ip', ['netns', 'del', ns]);
+    rmSync(dir, { recursive: true, force: true });
+    process.kill(process.pid, sig);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   const results = [];
   let nl;
   try {

@@ -40,9 +40,10 @@ export interface NetlinkHandleOptions {
 }
 
 /**
- * Receive-buffer bytes budgeted per unanswered request. A reply's skb truesize is below
- * 1 KiB for acks, errors with an ext-ack message and route-get answers (measured on 6.18:
- * see test/netlink); twice that leaves room for the unexpected.
+ * Receive-buffer bytes budgeted per unanswered request. Each reply is one skb; its
+ * truesize was 832 bytes for acks, errors with an ext-ack text and route-get answers on
+ * 6.18 (test/netlink/errors.netns.test.ts checks the budget holds). An ack that does not
+ * fit is dropped (ENOBUFS), so the window is rcvbuf / REPLY_BUDGET at most.
  */
 export const REPLY_BUDGET = 2048;
 
