@@ -200,7 +200,11 @@ export class BulkOp<T> {
         });
       }
     } else if (this.#spec.mode === 'reply' && this.#spec.parse) {
-      this.#results[i] = this.#spec.parse(buf, off, len);
+      try {
+        this.#results[i] = this.#spec.parse(buf, off, len);
+      } catch (err) {
+        this.#failures.push({ index: i, error: err as Error }); // a ParseError, for this item only
+      }
     } else {
       return false;
     }

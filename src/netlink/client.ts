@@ -287,6 +287,7 @@ export class Client implements NetlinkReceiver, BulkHost {
   onData(chunk: Buffer): void {
     const end = chunk.length;
     const port = this.#t.portId;
+    const now = Date.now();
     let off = 0;
     while (end - off >= SIZEOF_NLMSGHDR) {
       const len = chunk.readUInt32LE(off);
@@ -296,14 +297,15 @@ export class Client implements NetlinkReceiver, BulkHost {
       const seq = chunk.readUInt32LE(off + 8);
       const pid = chunk.readUInt32LE(off + 12);
       const op = pid === port ? this.#find(seq) : undefined;
-      if (op) this.#deliver(op, chunk, off, len, type, flags, seq);
-      else this.stats.strayMessages++;
+      if (op) {
+        op.lastActivity = now;
+        this.#deliver(op, chunk, off, len, type, flags, seq);
+      } else this.stats.strayMessages++;
       off += (len + 3) & ~3;
     }
   }
 
   #deliver(op: Op, b: Buffer, off: number, len: number, type: number, flags: number, seq: number) {
-    op.lastActivity = Date.now();
     let done: boolean;
     try {
       done = op.handle(b, off, len, type, flags, seq);
