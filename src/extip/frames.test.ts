@@ -1,0 +1,522 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { InvalidArgumentError } from '../errors/index.js';
+import { formatMac, ipFromBytes } from '../ipaddr/index.js';
+import {
+  ARP_FRAME_LEN,
+  NA_FRAME_LEN,
+  buildArp,
+  buildArpReply,
+  buildGratuitousArp,
+  buildNeighborAdvert,
+  buildUnsolicitedNa,
+  decodeFrame,
+  type DecodedFrame,
+} from './frames.js';
+
+const MAC = '02:00:5e:00:53:01';
+const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex');
+
+/** Independent ICMPv6 checksum: the ones-complement sum is the plain sum modulo 0xffff. */
+function referenceChecksum(ipv6Packet: Buffer): number {
+  const payload = Buffer.from(ipv6Packet.subarray(40));
+  payload.writeUInt16BE(0, 2); // the checksum field counts as zero
+  const pseudo = Buffer.concat([
+    ipv6Packet.subarray(8, 40), // source and destination
+    Buffer.from([0, 0, payload.length >> 8, payload.length & 0xff, 0, 0, 0, 58]),
+    payload,
+  ]);
+  let sum = 0;
+  for (let i = 0; i < pseudo.length; i += 2) sum += pseudo.readUInt16BE(i); // even length here
+  const folded = sum % 0xffff === 0 && sum !== 0 ? 0xffff : sum % 0xffff;
+  return 0xffff - folded;
+}
+
+function messageOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(InvalidArgumentError);
+    return (err as InvalidArgumentError).message;
+  }
+  throw new Error('expected an InvalidArgumentError, got none');
+}
+
+function expectKind<K extends DecodedFrame['kind']>(
+  d: DecodedFrame,
+  kind: K,
+): Extract<DecodedFrame, { kind: K }> {
+  expect(d.kind, JSON.stringify(d)).toBe(kind);
+  return d as Extract<DecodedFrame, { kind: K }>;
+}
+
+describe('gratuitous ARP', () => {
+  it('request form: hand-computed bytes', () => {
+    const f = buildGratuitousArp({ ip: '192.0.2.10', mac: MAC, form: 'request' });
+    expect(f).toHaveLength(ARP_FRAME_LEN);
+    expect(f).toEqual(
+      hex(`ffffffffffff 02005e005301 0806
+           0001 0800 06 04 0001
+           02005e005301 c000020a
+           000000000000 c000020a`),
+    );
+  });
+
+  it('reply form: op 2, target hardware address = the announced MAC', () => {
+    const f = buildGratuitousArp({ ip: '192.0.2.10', mac: MAC.toUpperCase(), form: 'reply' });
+    expect(f).toEqual(
+      hex(`ffffffffffff 02005e005301 0806
+           0001 0800 06 04 0002
+           02005e005301 c000020a
+           02005e005301 c000020a`),
+    );
+  });
+
+  it.each([
+    [{ ip: '2001:db8::1', mac: MAC }, /2001:db8::1 is IPv6; this option takes IPv4/],
+    [{ ip: '224.0.0.1', mac: MAC }, /multicast address/],
+    [{ ip: '10.0.0.1/32', mac: MAC }, /is a prefix/],
+    [{ ip: '10.0.0.1', mac: 'ff:ff:ff:ff:ff:ff' }, /broadcast MAC address/],
+    [{ ip: '10.0.0.1', mac: '00:00:00:00:00:00' }, /all-zero MAC/],
+    [{ ip: '10.0.0.1', mac: Buffer.alloc(5) }, /6 bytes; got 5/],
+  ])('rejects %j', (p, message) => {
+    expect(messageOf(() => buildGratuitousArp({ ...p, form: 'request' }))).toMatch(message);
+  });
+});
+
+describe('unsolicited neighbor advertisement', () => {
+  const p = { ip: '2001:db8::10', mac: MAC, sourceIp: 'fe80::1' };
+
+  it('hand-computed bytes, checksum from an independent computation', () => {
+    const f = buildUnsolicitedNa(p);
+    expect(f).toHaveLength(NA_FRAME_LEN);
+    // The checksum 0x7753 was computed separately (Python, struct over the pseudo-header).
+    expect(f).toEqual(
+      hex(`333300000001 02005e005301 86dd
+           60000000 0020 3a ff
+           fe800000000000000000000000000001
+           ff020000000000000000000000000001
+           88 00 7753 20000000
+           20010db8000000000000000000000010
+           02 01 02005e005301`),
+    );
+    expect(referenceChecksum(f.subarray(14))).toBe(0x7753);
+  });
+
+  it('sets the router flag on request', () => {
+    const f = buildUnsolicitedNa({ ...p, router: true });
+    expect(f[14 + 40 + 4]).toBe(0xa0); // R and O
+    expect(f.readUInt16BE(14 + 40 + 2)).toBe(referenceChecksum(f.subarray(14)));
+  });
+
+  it.each([
+    [{ ip: '192.0.2.1' }, /192\.0\.2\.1 is IPv4; this option takes IPv6/],
+    [{ ip: 'fe80::5' }, /link-local address/],
+    [{ ip: 'ff02::1' }, /multicast address/],
+    [{ ip: '::ffff:10.0.0.1' }, /use the IPv4 address 10\.0\.0\.1 instead/],
+    [{ sourceIp: '2001:db8::1' }, /NA source 2001:db8::1 is not an IPv6 link-local address/],
+    [{ sourceIp: '169.254.0.1' }, /not an IPv6 link-local address/],
+    [{ mac: '33:33:00:00:00:01' }, /multicast MAC address/],
+  ])('rejects %j', (override, message) => {
+    expect(messageOf(() => buildUnsolicitedNa({ ...p, ...override }))).toMatch(message);
+  });
+});
+
+const unicastMac = fc
+  .uint8Array({ minLength: 6, maxLength: 6 })
+  .filter((b) => (b[0]! & 1) === 0 && b.some((x) => x !== 0))
+  .map((b) => formatMac(b));
+const ipv4 = fc.uint8Array({ minLength: 4, maxLength: 4 }).map((b) => ipFromBytes(b));
+const ipv6 = fc.uint8Array({ minLength: 16, maxLength: 16 }).map((b) => ipFromBytes(b));
+const unicastV4 = fc
+  .tuple(fc.integer({ min: 1, max: 223 }), fc.uint8Array({ minLength: 3, maxLength: 3 }))
+  .filter(([a, r]) => a !== 127 && !(a === 169 && r[0] === 254))
+  .map(([a, r]) => `${a}.${r[0]}.${r[1]}.${r[2]}`);
+const unicastV6 = fc
+  .uint8Array({ minLength: 14, maxLength: 14 })
+  .map((r) => ipFromBytes(Buffer.concat([Buffer.from([0x20, 0x01]), r])));
+const linkLocal = fc
+  .uint8Array({ minLength: 8, maxLength: 8 })
+  .map((r) => ipFromBytes(Buffer.concat([Buffer.from([0xfe, 0x80, 0, 0, 0, 0, 0, 0]), r])));
+
+describe('build → decode round trip', () => {
+  it('gratuitous ARP, both forms', () => {
+    fc.assert(
+      fc.property(
+        unicastV4,
+        unicastMac,
+        fc.constantFrom('request' as const, 'reply' as const),
+        (ip, mac, form) => {
+          const d = expectKind(decodeFrame(buildGratuitousArp({ ip, mac, form })), 'arp');
+          expect(d).toEqual({
+            kind: 'arp',
+            eth: { dst: 'ff:ff:ff:ff:ff:ff', src: mac, etherType: 0x0806, vlans: [] },
+            op: form === 'request' ? 1 : 2,
+            senderMac: mac,
+            senderIp: ip,
+            targetMac: form === 'request' ? '00:00:00:00:00:00' : mac,
+            targetIp: ip,
+            gratuitous: true,
+          });
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('ARP reply from another host', () => {
+    fc.assert(
+      fc.property(
+        unicastMac,
+        ipv4,
+        unicastMac,
+        ipv4,
+        (senderMac, senderIp, targetMac, targetIp) => {
+          const d = expectKind(
+            decodeFrame(buildArpReply({ senderMac, senderIp, targetMac, targetIp })),
+            'arp',
+          );
+          expect(d.eth).toEqual({ dst: targetMac, src: senderMac, etherType: 0x0806, vlans: [] });
+          expect(d).toMatchObject({
+            op: 2,
+            senderMac,
+            senderIp,
+            targetMac,
+            targetIp,
+            gratuitous: senderIp === targetIp,
+          });
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('neighbor advertisements with any flags, addresses and options', () => {
+    const params = fc.record({
+      ethSrc: unicastMac,
+      srcIp: ipv6,
+      dstIp: fc.oneof(fc.constant('ff02::1'), ipv6),
+      target: ipv6,
+      router: fc.boolean(),
+      solicited: fc.boolean(),
+      override: fc.boolean(),
+      targetMac: fc.option(unicastMac, { nil: null }),
+      hopLimit: fc.integer({ min: 0, max: 255 }),
+    });
+    fc.assert(
+      fc.property(params, unicastMac, (p, unicastDst) => {
+        const frame = buildNeighborAdvert({
+          ...p,
+          ethDst: p.dstIp.startsWith('ff') ? undefined : unicastDst,
+        });
+        expect(frame.readUInt16BE(54 + 2)).toBe(referenceChecksum(frame.subarray(14)));
+        const d = expectKind(decodeFrame(frame), 'na');
+        expect(d).toMatchObject({
+          srcIp: p.srcIp,
+          dstIp: p.dstIp,
+          hopLimit: p.hopLimit,
+          code: 0,
+          router: p.router,
+          solicited: p.solicited,
+          override: p.override,
+          target: p.target,
+          targetMac: p.targetMac ?? undefined,
+          optionTypes: p.targetMac === null ? [] : [2],
+          checksumValid: true,
+        });
+        expect(d.eth.src).toBe(p.ethSrc);
+        expect(d.eth.dst).toBe(p.dstIp === 'ff02::1' ? '33:33:00:00:00:01' : d.eth.dst);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('unsolicited NA', () => {
+    fc.assert(
+      fc.property(unicastV6, unicastMac, linkLocal, fc.boolean(), (ip, mac, sourceIp, router) => {
+        const d = expectKind(decodeFrame(buildUnsolicitedNa({ ip, mac, sourceIp, router })), 'na');
+        expect(d).toEqual({
+          kind: 'na',
+          eth: { dst: '33:33:00:00:00:01', src: mac, etherType: 0x86dd, vlans: [] },
+          srcIp: sourceIp,
+          dstIp: 'ff02::1',
+          hopLimit: 255,
+          code: 0,
+          router,
+          solicited: false,
+          override: true,
+          target: ip,
+          targetMac: mac,
+          optionTypes: [2],
+          checksum: d.checksum,
+          checksumValid: true,
+        });
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('decodeFrame on bad input', () => {
+  const good = [
+    buildGratuitousArp({ ip: '192.0.2.10', mac: MAC, form: 'request' }),
+    buildUnsolicitedNa({ ip: '2001:db8::10', mac: MAC, sourceIp: 'fe80::1' }),
+  ];
+
+  it('never throws on random bytes', () => {
+    const typed = fc.tuple(
+      fc.constantFrom(0x0806, 0x86dd, 0x8100, 0x0800),
+      fc.uint8Array({ maxLength: 120 }),
+    );
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.uint8Array({ maxLength: 120 }),
+          typed.map(([t, rest]) => {
+            const f = Buffer.alloc(14 + rest.length);
+            f.writeUInt16BE(t, 12);
+            f.set(rest, 14);
+            return f;
+          }),
+        ),
+        (bytes) => {
+          const d = decodeFrame(bytes);
+          expect(['arp', 'na', 'other', 'invalid']).toContain(d.kind);
+        },
+      ),
+      { numRuns: 5000 },
+    );
+  });
+
+  it('reports every truncation as invalid', () => {
+    for (const frame of good) {
+      for (let n = 0; n < frame.length; n++) {
+        const d = decodeFrame(frame.subarray(0, n));
+        expect(d.kind, `${n} bytes`).toBe('invalid');
+        expect((d as { reason: string }).reason.length).toBeGreaterThan(5);
+      }
+    }
+  });
+
+  it('ignores Ethernet padding and skips VLAN tags', () => {
+    const padded = Buffer.concat([good[0]!, Buffer.alloc(18)]);
+    expect(expectKind(decodeFrame(padded), 'arp').senderIp).toBe('192.0.2.10');
+    const tagged = Buffer.concat([
+      good[1]!.subarray(0, 12),
+      hex('8100 0064'),
+      good[1]!.subarray(12),
+    ]);
+    const d = expectKind(decodeFrame(tagged), 'na');
+    expect(d.eth.vlans).toEqual([100]);
+    expect(d.checksumValid).toBe(true);
+  });
+
+  it('detects a corrupted NA checksum and malformed options', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 54 + 8, max: NA_FRAME_LEN - 1 }),
+        fc.integer({ min: 1, max: 255 }),
+        (at, x) => {
+          const f = Buffer.from(good[1]!);
+          f[at]! ^= x;
+          const d = decodeFrame(f);
+          // Flipping bits in the target or the option: either the checksum catches it, or the
+          // option became malformed.
+          if (d.kind === 'na') expect(d.checksumValid).toBe(false);
+          else expect(d.kind).toBe('invalid');
+        },
+      ),
+      { numRuns: 1000 },
+    );
+    const zeroLen = Buffer.from(good[1]!);
+    zeroLen[54 + 25] = 0;
+    expect(expectKind(decodeFrame(zeroLen), 'invalid').reason).toMatch(/length 0/);
+  });
+
+  it('classifies what it does not decode', () => {
+    const ipv4 = Buffer.concat([good[0]!.subarray(0, 12), hex('0800'), Buffer.alloc(20)]);
+    expect(expectKind(decodeFrame(ipv4), 'other').what).toBe('EtherType 0x0800');
+    const ns = Buffer.from(good[1]!);
+    ns[54] = 135;
+    expect(expectKind(decodeFrame(ns), 'other').what).toBe('ICMPv6 type 135');
+    const udp = Buffer.from(good[1]!);
+    udp[20] = 17;
+    expect(expectKind(decodeFrame(udp), 'other').what).toBe('IPv6 next header 17');
+    const arpOther = Buffer.from(good[0]!);
+    arpOther.writeUInt16BE(6, 14);
+    expect(expectKind(decodeFrame(arpOther), 'other').what).toBe(
+      'ARP for hardware type 6, protocol 0x0800',
+    );
+  });
+});
+
+describe('builders reject bad input', () => {
+  it('names the field', () => {
+    const arp = {
+      op: 1,
+      ethDst: MAC,
+      senderMac: MAC,
+      senderIp: '10.0.0.1',
+      targetMac: MAC,
+      targetIp: '10.0.0.2',
+    };
+    expect(messageOf(() => buildArp({ ...arp, targetIp: '2001:db8::1' }))).toBe(
+      'ARP target IP: ARP carries IPv4; 2001:db8::1 is IPv6',
+    );
+    expect(messageOf(() => buildArp({ ...arp, op: 70000 }))).toMatch(/not a 16-bit number/);
+    expect(messageOf(() => buildArp({ ...arp, senderMac: 'nope' }))).toMatch(/not a MAC address/);
+    const na = { ethSrc: MAC, srcIp: 'fe80::1', target: '2001:db8::1' };
+    expect(messageOf(() => buildNeighborAdvert({ ...na, dstIp: '2001:db8::2' }))).toMatch(
+      /ethDst is required/,
+    );
+    expect(messageOf(() => buildNeighborAdvert({ ...na, hopLimit: 256 }))).toMatch(/hop limit 256/);
+    expect(messageOf(() => buildNeighborAdvert({ ...na, target: '10.0.0.1' }))).toMatch(
+      /NA target: 10\.0\.0\.1 is IPv4/,
+    );
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+// Cross-check with Wireshark's dissectors.
+
+const tshark = (() => {
+  try {
+    execFileSync('tshark', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** A classic pcap file (microsecond timestamps, LINKTYPE_ETHERNET) holding `frames`. */
+function pcap(frames: Uint8Array[]): Buffer {
+  const header = Buffer.alloc(24);
+  header.writeUInt32LE(0xa1b2c3d4, 0); // magic
+  header.writeUInt16LE(2, 4); // version 2.4
+  header.writeUInt16LE(4, 6);
+  header.writeUInt32LE(65535, 16); // snaplen
+  header.writeUInt32LE(1, 20); // LINKTYPE_ETHERNET
+  const parts: Uint8Array[] = [header];
+  frames.forEach((f, i) => {
+    const rec = Buffer.alloc(16);
+    rec.writeUInt32LE(1_700_000_000 + i, 0);
+    rec.writeUInt32LE(f.length, 8); // captured length
+    rec.writeUInt32LE(f.length, 12); // original length
+    parts.push(rec, f);
+  });
+  return Buffer.concat(parts);
+}
+
+type Layers = Record<string, Record<string, unknown>>;
+
+describe.skipIf(!tshark)('tshark decodes the frames as intended', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fibkeeper-frames-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const frames = [
+    buildGratuitousArp({ ip: '192.0.2.10', mac: MAC, form: 'request' }),
+    buildGratuitousArp({ ip: '192.0.2.10', mac: MAC, form: 'reply' }),
+    buildArpReply({
+      senderMac: '02:00:5e:00:53:99',
+      senderIp: '192.0.2.10',
+      targetMac: MAC,
+      targetIp: '192.0.2.1',
+    }),
+    buildUnsolicitedNa({ ip: '2001:db8::10', mac: MAC, sourceIp: 'fe80::200:5eff:fe00:5301' }),
+    buildUnsolicitedNa({ ip: '2001:db8:ffff::abcd', mac: MAC, sourceIp: 'fe80::1', router: true }),
+    buildNeighborAdvert({
+      ethSrc: '02:00:5e:00:53:99',
+      srcIp: 'fe80::99',
+      target: '2001:db8::10',
+      override: true,
+    }),
+  ];
+
+  function decodeWithTshark(input: Uint8Array[]): Layers[] {
+    const file = join(dir, 'frames.pcap');
+    writeFileSync(file, pcap(input));
+    const out = execFileSync('tshark', ['-r', file, '-T', 'json'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    return (JSON.parse(out) as Array<{ _source: { layers: Layers } }>).map((p) => p._source.layers);
+  }
+
+  it('reads gratuitous ARPs, an ARP reply and NAs with good checksums', () => {
+    const [req, rep, other, na, naRouter, foreign] = decodeWithTshark(frames);
+    expect(req!.arp).toMatchObject({
+      'arp.opcode': '1',
+      'arp.isgratuitous': '1',
+      'arp.src.hw_mac': MAC,
+      'arp.src.proto_ipv4': '192.0.2.10',
+      'arp.dst.hw_mac': '00:00:00:00:00:00',
+      'arp.dst.proto_ipv4': '192.0.2.10',
+    });
+    expect(req!.eth).toMatchObject({
+      'eth.dst': 'ff:ff:ff:ff:ff:ff',
+      'eth.src': MAC,
+      'eth.type': '0x0806',
+    });
+    expect(rep!.arp).toMatchObject({
+      'arp.opcode': '2',
+      'arp.isgratuitous': '1',
+      'arp.dst.hw_mac': MAC,
+    });
+    expect(other!.arp).toMatchObject({
+      'arp.opcode': '2',
+      'arp.src.hw_mac': '02:00:5e:00:53:99',
+      'arp.dst.proto_ipv4': '192.0.2.1',
+    });
+    expect(other!.arp!['arp.isgratuitous']).not.toBe('1');
+
+    expect(na!.eth).toMatchObject({
+      'eth.dst': '33:33:00:00:00:01',
+      'eth.src': MAC,
+      'eth.type': '0x86dd',
+    });
+    expect(na!.ipv6).toMatchObject({
+      'ipv6.plen': '32',
+      'ipv6.nxt': '58',
+      'ipv6.hlim': '255',
+      'ipv6.src': 'fe80::200:5eff:fe00:5301',
+      'ipv6.dst': 'ff02::1',
+    });
+    expect(na!.icmpv6).toMatchObject({
+      'icmpv6.type': '136',
+      'icmpv6.code': '0',
+      'icmpv6.checksum.status': '1', // "Good"
+      'icmpv6.nd.na.flag_tree': {
+        'icmpv6.nd.na.flag.r': '0',
+        'icmpv6.nd.na.flag.s': '0',
+        'icmpv6.nd.na.flag.o': '1',
+      },
+      'icmpv6.nd.na.target_address': '2001:db8::10',
+      'icmpv6.opt': {
+        'icmpv6.opt.type': '2',
+        'icmpv6.opt.length': '1',
+        'icmpv6.opt.target_linkaddr': MAC,
+      },
+    });
+    expect(naRouter!.icmpv6).toMatchObject({
+      'icmpv6.checksum.status': '1',
+      'icmpv6.nd.na.flag_tree': { 'icmpv6.nd.na.flag.r': '1', 'icmpv6.nd.na.flag.o': '1' },
+      'icmpv6.nd.na.target_address': '2001:db8:ffff::abcd',
+    });
+    expect(foreign!.icmpv6).toMatchObject({
+      'icmpv6.checksum.status': '1',
+      'icmpv6.opt': { 'icmpv6.opt.target_linkaddr': '02:00:5e:00:53:99' },
+    });
+  });
+
+  it('agrees that a corrupted checksum is bad', () => {
+    const bad = Buffer.from(frames[3]!);
+    bad[54 + 2]! ^= 0xff;
+    const [na] = decodeWithTshark([bad]);
+    expect(na!.icmpv6!['icmpv6.checksum.status']).toBe('0');
+    expect(expectKind(decodeFrame(bad), 'na').checksumValid).toBe(false);
+  });
+});
