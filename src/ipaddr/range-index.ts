@@ -75,7 +75,7 @@ export class IpRangeIndex {
     return this.v6.add(v6Key(scratch, 0), text === ip ? ip : text);
   }
 
-  /** Removes an address; false when it was absent (not an error). */
+  /** Removes an address; false when it was absent (not an error). Throws for invalid text. */
   delete(ip: string): boolean {
     const family = parse(ip);
     return family === 4 ? this.v4.delete(v4Key(scratch, 0)) : this.v6.delete(v6Key(scratch, 0));
