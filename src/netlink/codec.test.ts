@@ -61,6 +61,15 @@ const linkBase = fc.record({
   group: opt(u32),
   carrier: opt(u8),
   alias: opt(name),
+  xdp: opt(
+    fc.record({
+      attached: u8,
+      progId: opt(u32),
+      drvProgId: opt(u32),
+      skbProgId: opt(u32),
+      hwProgId: opt(u32),
+    }),
+  ),
 });
 const linkArb: fc.Arbitrary<Link> = fc
   .tuple(

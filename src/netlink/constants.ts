@@ -126,6 +126,21 @@ export const IFLA_INFO_SLAVE_DATA = 5;
 
 export const VETH_INFO_PEER = 1;
 
+/** Inside IFLA_XDP. */
+export const IFLA_XDP_FD = 1;
+export const IFLA_XDP_ATTACHED = 2;
+export const IFLA_XDP_FLAGS = 3;
+export const IFLA_XDP_PROG_ID = 4;
+export const IFLA_XDP_DRV_PROG_ID = 5;
+export const IFLA_XDP_SKB_PROG_ID = 6;
+export const IFLA_XDP_HW_PROG_ID = 7;
+/** IFLA_XDP_ATTACHED values. */
+export const XDP_ATTACHED_NONE = 0;
+export const XDP_ATTACHED_DRV = 1;
+export const XDP_ATTACHED_SKB = 2;
+export const XDP_ATTACHED_HW = 3;
+export const XDP_ATTACHED_MULTI = 4;
+
 /** IFLA_EXT_MASK bits (RTEXT_FILTER_*). */
 export const RTEXT_FILTER_VF = 1 << 0;
 export const RTEXT_FILTER_SKIP_STATS = 1 << 3;

@@ -38,7 +38,7 @@ export {
   formatDoneMessage,
   type ErrorMessage,
 } from './control.js';
-export { parseLink, formatLink, type Link, type LinkInfo } from './link.js';
+export { parseLink, formatLink, type Link, type LinkInfo, type LinkXdp } from './link.js';
 export { parseAddress, formatAddress, type Address, type AddressCacheInfo } from './address.js';
 export { parseRoute, formatRoute, type Route, type Nexthop, type Via } from './route.js';
 export { parseNeigh, formatNeigh, isManaged, type Neigh, type NeighCacheInfo } from './neigh.js';

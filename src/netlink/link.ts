@@ -28,6 +28,12 @@ import {
   IFLA_PROMISCUITY,
   IFLA_QDISC,
   IFLA_TXQLEN,
+  IFLA_XDP,
+  IFLA_XDP_ATTACHED,
+  IFLA_XDP_DRV_PROG_ID,
+  IFLA_XDP_HW_PROG_ID,
+  IFLA_XDP_PROG_ID,
+  IFLA_XDP_SKB_PROG_ID,
   NLA_F_NESTED,
   SIZEOF_IFINFOMSG,
   SIZEOF_NLMSGHDR,
@@ -56,6 +62,17 @@ export interface LinkInfo {
   peer?: Link;
   slaveKind?: string;
   slaveData?: RawAttr[];
+}
+
+/** IFLA_XDP as the kernel reports it: how and which XDP program is attached. */
+export interface LinkXdp {
+  /** XDP_ATTACHED_* (none, drv, skb, hw, multi). */
+  attached: number;
+  /** IFLA_XDP_PROG_ID: the program (single attachment). */
+  progId?: number;
+  drvProgId?: number;
+  skbProgId?: number;
+  hwProgId?: number;
 }
 
 /** One link (RTM_NEWLINK / RTM_DELLINK), as `ip -d link show` reports it. */
@@ -96,6 +113,42 @@ export interface Link {
   /** Requests only: IFLA_EXT_MASK (RTEXT_FILTER_*). */
   extMask?: number;
   info?: LinkInfo;
+  /** Dumps only: the XDP attachment. */
+  xdp?: LinkXdp;
+}
+
+function parseXdp(buf: Buffer, start: number, end: number): LinkXdp {
+  const x: LinkXdp = { attached: 0 };
+  forEachAttr(buf, start, end, (type, off, len) => {
+    switch (type) {
+      case IFLA_XDP_ATTACHED:
+        x.attached = getU8(buf, off, len, 'IFLA_XDP_ATTACHED');
+        break;
+      case IFLA_XDP_PROG_ID:
+        x.progId = getU32(buf, off, len, 'IFLA_XDP_PROG_ID');
+        break;
+      case IFLA_XDP_DRV_PROG_ID:
+        x.drvProgId = getU32(buf, off, len, 'IFLA_XDP_DRV_PROG_ID');
+        break;
+      case IFLA_XDP_SKB_PROG_ID:
+        x.skbProgId = getU32(buf, off, len, 'IFLA_XDP_SKB_PROG_ID');
+        break;
+      case IFLA_XDP_HW_PROG_ID:
+        x.hwProgId = getU32(buf, off, len, 'IFLA_XDP_HW_PROG_ID');
+        break;
+    }
+  });
+  return x;
+}
+
+function writeXdp(w: Writer, x: LinkXdp): void {
+  const nest = w.nest(IFLA_XDP | NLA_F_NESTED);
+  w.u8(IFLA_XDP_ATTACHED, x.attached);
+  if (x.progId !== undefined) w.u32(IFLA_XDP_PROG_ID, x.progId);
+  if (x.drvProgId !== undefined) w.u32(IFLA_XDP_DRV_PROG_ID, x.drvProgId);
+  if (x.skbProgId !== undefined) w.u32(IFLA_XDP_SKB_PROG_ID, x.skbProgId);
+  if (x.hwProgId !== undefined) w.u32(IFLA_XDP_HW_PROG_ID, x.hwProgId);
+  w.nestEnd(nest);
 }
 
 function parseLinkInfo(buf: Buffer, start: number, end: number): LinkInfo {
@@ -212,6 +265,9 @@ function parseLinkBody(buf: Buffer, p: number, end: number, at: number): Link {
       case IFLA_LINKINFO:
         link.info = parseLinkInfo(buf, off, off + len);
         break;
+      case IFLA_XDP:
+        link.xdp = parseXdp(buf, off, off + len);
+        break;
     }
   });
   return link;
@@ -282,6 +338,7 @@ function writeLinkBody(w: Writer, link: Link): void {
   if (link.netnsFd !== undefined) w.u32(IFLA_NET_NS_FD, link.netnsFd);
   if (link.extMask !== undefined) w.u32(IFLA_EXT_MASK, link.extMask);
   if (link.info) writeLinkInfo(w, link.info);
+  if (link.xdp) writeXdp(w, link.xdp);
 }
 
 /** Encodes an RTM_*LINK message (header type/flags/seq given) for `link`. */

@@ -1,5 +1,9 @@
 // Links through NetlinkHandle, compared field by field with `ip -j -d link show` in a
 // fresh namespace.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import {
   ARPHRD_ETHER,
@@ -9,6 +13,8 @@ import {
   NetlinkError,
   NetlinkHandle,
   operstateName,
+  XDP_ATTACHED_NONE,
+  XDP_ATTACHED_SKB,
   type Link,
 } from '../../src/netlink/index.js';
 import { ip, ipJson, makeNetns, privileged } from '../helpers/netns.js';
@@ -139,6 +145,46 @@ describe.skipIf(skip)('links', () => {
     expect(err).toBeInstanceOf(NetlinkError);
     expect((err as NetlinkError).errnoName).toBe('ENODEV');
   });
+
+  it.skipIf(spawnSync('clang', ['--version']).status !== 0)(
+    'reports the XDP attachment as ip does',
+    async () => {
+      const ns = makeNetns('nl-xdp');
+      const dir = mkdtempSync(join(tmpdir(), 'fkt-xdp-'));
+      onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+      // A two-line XDP_PASS program, attached in generic mode inside the test namespace only.
+      writeFileSync(
+        join(dir, 'x.c'),
+        '__attribute__((section("xdp"), used)) int pass(void *ctx) { return 2; }\n' +
+          'char _license[] __attribute__((section("license"), used)) = "GPL";\n',
+      );
+      execFileSync('clang', [
+        '-O2',
+        '-target',
+        'bpf',
+        '-c',
+        join(dir, 'x.c'),
+        '-o',
+        join(dir, 'x.o'),
+      ]);
+      const h = open(ns);
+      await h.linkAdd({ name: 'v0', kind: 'veth', peer: { name: 'v1' } });
+      expect((await h.linkGet('v0')).xdp).toEqual({ attached: XDP_ATTACHED_NONE });
+      ip(ns, 'link', 'set', 'dev', 'v0', 'xdpgeneric', 'obj', join(dir, 'x.o'), 'sec', 'xdp');
+      const t = ipJson<{ xdp: { mode: number; prog: { id: number } } }[]>(
+        ns,
+        '-d',
+        'link',
+        'show',
+        'dev',
+        'v0',
+      )[0]!;
+      const x = (await h.linkGet('v0')).xdp;
+      expect(x).toMatchObject({ attached: XDP_ATTACHED_SKB, progId: t.xdp.prog.id });
+      expect(x?.attached).toBe(t.xdp.mode);
+      ip(ns, 'link', 'set', 'dev', 'v0', 'xdpgeneric', 'off');
+    },
+  );
 
   it('errors carry errno, its name and the operation', async () => {
     const ns = makeNetns('nl-lerr');
