@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../errors/index.js';
-import { formatMac, ipFromBytes } from '../ipaddr/index.js';
+import { formatMac, ipFromBytes, ipToBytes } from '../ipaddr/index.js';
 import {
   ARP_FRAME_LEN,
   NA_FRAME_LEN,
@@ -199,7 +199,13 @@ describe('build → decode round trip', () => {
     const params = fc.record({
       ethSrc: unicastMac,
       srcIp: ipv6,
-      dstIp: fc.oneof(fc.constant('ff02::1'), ipv6),
+      dstIp: fc.oneof(
+        fc.constant('ff02::1'),
+        ipv6,
+        ipv6.map((ip) =>
+          ipFromBytes(Buffer.concat([Buffer.from([0xff]), ipToBytes(ip).subarray(1)])),
+        ),
+      ),
       target: ipv6,
       router: fc.boolean(),
       solicited: fc.boolean(),
@@ -209,10 +215,10 @@ describe('build → decode round trip', () => {
     });
     fc.assert(
       fc.property(params, unicastMac, (p, unicastDst) => {
-        const frame = buildNeighborAdvert({
-          ...p,
-          ethDst: p.dstIp.startsWith('ff') ? undefined : unicastDst,
-        });
+        const dst = ipToBytes(p.dstIp);
+        const multicast = dst[0] === 0xff;
+        // A multicast destination derives its MAC (RFC 2464); a unicast one needs it given.
+        const frame = buildNeighborAdvert({ ...p, ethDst: multicast ? undefined : unicastDst });
         expect(frame.readUInt16BE(54 + 2)).toBe(referenceChecksum(frame.subarray(14)));
         const d = expectKind(decodeFrame(frame), 'na');
         expect(d).toMatchObject({
@@ -229,7 +235,9 @@ describe('build → decode round trip', () => {
           checksumValid: true,
         });
         expect(d.eth.src).toBe(p.ethSrc);
-        expect(d.eth.dst).toBe(p.dstIp === 'ff02::1' ? '33:33:00:00:00:01' : d.eth.dst);
+        expect(d.eth.dst).toBe(
+          multicast ? formatMac(Buffer.from([0x33, 0x33, ...dst.subarray(12)])) : unicastDst,
+        );
       }),
       { numRuns: 500 },
     );
