@@ -29,7 +29,7 @@ export const probeCommand: Command = {
       io.out(JSON.stringify(report, null, 2) + '\n');
     } else {
       io.out(formatFeatureTable(report.features, new Set(report.needed)));
-      if (report.missing.length > 0) io.out('\n' + formatMissing(report));
+      if (report.missing.length + report.assumed.length > 0) io.out('\n' + formatMissing(report));
     }
     return report.missing.length > 0 ? EXIT_FAILED : EXIT_OK;
   },

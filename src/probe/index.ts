@@ -4,7 +4,7 @@ import type { FibkeeperConfig } from '../config/index.js';
 import { describeError } from '../errors/index.js';
 import { FEATURES, type ProbeContext } from './features.js';
 import { withScratchNetns } from './scratch.js';
-import { runFeatureTable, type FeatureResult } from './table.js';
+import { compareKernel, runFeatureTable, type FeatureResult } from './table.js';
 
 export {
   ProbeCache,
@@ -24,8 +24,10 @@ export interface ProbeReport {
   features: FeatureResult[];
   /** Names of the features the configuration needs. */
   needed: string[];
-  /** Needed features that are not supported (not supported or inconclusive). */
+  /** Needed features that are not supported (or undecided on a kernel older than their minimum). */
   missing: FeatureResult[];
+  /** Needed features whose probe was inconclusive, assumed present from the kernel version. */
+  assumed: FeatureResult[];
 }
 
 /** Runs every probe; the scratch namespace is made once and always removed. */
@@ -67,15 +69,30 @@ export function neededFeatures(cfg: FibkeeperConfig): string[] {
 }
 
 /**
- * Which needed features are missing. CAP_BPF may be replaced by CAP_SYS_ADMIN (kernels
- * before 5.8 know only the latter), so it is checked as "either".
+ * Which needed features are missing. A probe that could not decide (no privilege for a
+ * scratch namespace, say) counts as present when the running kernel is at least the
+ * feature's minimum, and is listed in `assumed`. CAP_BPF may be replaced by CAP_SYS_ADMIN
+ * (kernels before 5.8 know only the latter), so it is checked as "either".
  */
 export function buildReport(features: FeatureResult[], cfg: FibkeeperConfig): ProbeReport {
   const needed = neededFeatures(cfg);
   const byName = new Map(features.map((f) => [f.name, f]));
-  const missing = needed
-    .map((n) => byName.get(n))
-    .filter((f): f is FeatureResult => f !== undefined && f.outcome !== 'supported');
+  const kernel = String(byName.get('kernel')?.value ?? 'unknown');
+  const assumed: FeatureResult[] = [];
+  const missing: FeatureResult[] = [];
+  for (const name of needed) {
+    const f = byName.get(name);
+    if (!f || f.outcome === 'supported') continue;
+    if (
+      f.outcome === 'inconclusive' &&
+      f.minKernel !== null &&
+      compareKernel(kernel, f.minKernel) >= 0
+    ) {
+      assumed.push(f);
+    } else {
+      missing.push(f);
+    }
+  }
   if (cfg.xdp.enabled) {
     const bpf = byName.get('cap_bpf');
     const admin = byName.get('cap_sys_admin');
@@ -84,8 +101,19 @@ export function buildReport(features: FeatureResult[], cfg: FibkeeperConfig): Pr
       needed.push('cap_bpf');
     }
   }
-  const kernel = String(byName.get('kernel')?.value ?? 'unknown');
-  return { kernel, features, needed, missing };
+  return { kernel, features, needed, missing, assumed };
+}
+
+/** Whether a feature can be relied on: supported, or undecided on a kernel new enough. */
+export function featureAvailable(report: ProbeReport, name: string): boolean {
+  const f = report.features.find((x) => x.name === name);
+  if (!f) return false;
+  if (f.outcome === 'supported') return true;
+  return (
+    f.outcome === 'inconclusive' &&
+    f.minKernel !== null &&
+    compareKernel(report.kernel, f.minKernel) >= 0
+  );
 }
 
 /** One line per missing feature: what it is and how to fix it. */
