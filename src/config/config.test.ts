@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   OPTIONS,
@@ -68,8 +69,17 @@ describe('config', () => {
     expect(buildConfig(text)).toEqual(defaultConfig());
   });
 
+  it('keeps deploy/fibkeeper.example.yaml up to date (fibkeeper config example > it)', () => {
+    const file = readFileSync(
+      new URL('../../deploy/fibkeeper.example.yaml', import.meta.url),
+      'utf8',
+    );
+    expect(file).toBe(exampleConfigYaml());
+  });
+
   it('derives kebab-case flag names from paths', () => {
     expect(flagName('xdp.missTracker.ttl')).toBe('xdp-miss-tracker-ttl');
-    expect(flagName('extip.nodeIP')).toBe('extip-node-i-p');
+    expect(flagName('extip.nodeIP')).toBe('extip-node-ip');
+    expect(flagName('api.socketMode')).toBe('api-socket-mode');
   });
 });

@@ -220,5 +220,7 @@ export const OPTIONS: readonly OptionSpec[] = [
 
 /** "xdp.missTracker.ttl" -> "xdp-miss-tracker-ttl" */
 export function flagName(path: string): string {
-  return path.replace(/\./g, '-').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+  return path
+    .replace(/\./g, '-')
+    .replace(/([a-z0-9])([A-Z]+)/g, (_m, a: string, caps: string) => `${a}-${caps.toLowerCase()}`);
 }
