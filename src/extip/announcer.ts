@@ -100,11 +100,15 @@ export class Announcer {
     return this.#ips.get(ip)?.announcedAt;
   }
 
-  /** A new burst for every IP (the external interface came up or changed its MAC). */
-  burstAll(reason: 'link'): void {
+  /**
+   * A new burst for every IP, or every IP of `family` (the external interface came up,
+   * changed its MAC, or got the link-local address NAs are sent from).
+   */
+  burstAll(reason: 'link', family?: 4 | 6): void {
     if (this.#stopped || this.#p.count === 0) return;
     const failures: Failure[] = [];
     for (const a of this.#ips.values()) {
+      if (family !== undefined && a.ip.family !== family) continue;
       a.remaining = this.#p.count;
       this.#send(a, reason, failures);
     }

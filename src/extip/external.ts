@@ -1,0 +1,150 @@
+// The external interface: the device the announcements go out of, configured by name or
+// found as the device that carries the node's transport IP; its MAC, its IPv6 link-local
+// address (the source of unsolicited NAs) and the sysctls that decide what the kernel
+// answers on it by itself.
+import { readFileSync } from 'node:fs';
+import {
+  ConfigError,
+  FibkeeperError,
+  NotFoundError,
+  NotSupportedError,
+  errnoCode,
+} from '../errors/index.js';
+import { classifyIp, parseIp, parseMac } from '../ipaddr/index.js';
+import { runInNetns } from '../native/index.js';
+import {
+  AF_INET6,
+  ARPHRD_ETHER,
+  IFA_F_DADFAILED,
+  IFA_F_TENTATIVE,
+  IFF_LOWER_UP,
+  IFF_UP,
+  type Address,
+  type Link,
+  type NetlinkHandle,
+} from '../netlink/index.js';
+
+export interface ExternalLink {
+  ifindex: number;
+  name: string;
+  /** "aa:bb:cc:dd:ee:ff" */
+  mac: string;
+  macBytes: Buffer;
+  /** Administratively up and with a carrier: frames can leave. */
+  up: boolean;
+}
+
+/** Up and with a carrier (IFF_UP and IFF_LOWER_UP). */
+export function linkIsUp(flags: number): boolean {
+  return (flags & IFF_UP) !== 0 && (flags & IFF_LOWER_UP) !== 0;
+}
+
+/** The ExternalLink of a link message; throws NotSupportedError for a non-Ethernet device. */
+export function externalFromLink(link: Link): ExternalLink {
+  const name = link.name ?? `ifindex ${link.index}`;
+  if (link.type !== ARPHRD_ETHER || link.address === undefined) {
+    throw new NotSupportedError(
+      'extip-external-ethernet',
+      `external interface ${name} is not an Ethernet device (link type ${link.type}); gratuitous ARP and neighbor advertisements need one: set extip.interface`,
+    );
+  }
+  return {
+    ifindex: link.index,
+    name,
+    mac: link.address,
+    macBytes: parseMac(link.address),
+    up: linkIsUp(link.flags),
+  };
+}
+
+/**
+ * Finds the external interface: `iface` by name, or else the device that carries `nodeIP`
+ * (IPv4 or IPv6). Errors name the option to fix.
+ */
+export async function findExternal(
+  nl: NetlinkHandle,
+  iface: string,
+  nodeIP: string,
+  holderName: string,
+): Promise<ExternalLink> {
+  let link: Link;
+  if (iface !== '') {
+    try {
+      link = await nl.linkGet(iface);
+    } catch (err) {
+      if (errnoCode(err) !== 'ENODEV') throw err;
+      throw new NotFoundError(`extip.interface: there is no device named ${iface}`, {
+        cause: err,
+      });
+    }
+  } else if (nodeIP !== '') {
+    link = await byAddress(nl, nodeIP);
+  } else {
+    throw new ConfigError(
+      'extip.interface',
+      'the external interface is unknown: set extip.interface, or extip.nodeIP to the node IP it carries',
+    );
+  }
+  if (link.name === holderName) {
+    throw new ConfigError(
+      iface !== '' ? 'extip.interface' : 'extip.nodeIP',
+      `the external interface cannot be the holder device ${holderName}`,
+    );
+  }
+  return externalFromLink(link);
+}
+
+async function byAddress(nl: NetlinkHandle, nodeIP: string): Promise<Link> {
+  let ip: string;
+  try {
+    ip = parseIp(nodeIP).address;
+  } catch (err) {
+    throw new ConfigError('extip.nodeIP', (err as Error).message, { cause: err });
+  }
+  const addr = (await nl.addrList()).find((a) => (a.local ?? a.address) === ip);
+  if (addr === undefined) {
+    throw new NotFoundError(
+      `extip.nodeIP: no device of this node carries ${ip}; set extip.nodeIP to an address of the node or set extip.interface`,
+    );
+  }
+  return nl.linkGet(addr.index);
+}
+
+/** A usable IPv6 link-local address (not tentative, not failed) among `addrs` of `ifindex`. */
+export function pickLinkLocal(addrs: readonly Address[], ifindex: number): string | undefined {
+  for (const a of addrs) {
+    const text = a.address ?? a.local;
+    if (a.index !== ifindex || a.family !== AF_INET6 || text === undefined) continue;
+    if ((a.flags & (IFA_F_TENTATIVE | IFA_F_DADFAILED)) !== 0) continue;
+    if (classifyIp(text) === 'link-local') return parseIp(text).address;
+  }
+  return undefined;
+}
+
+/** Reads /proc/sys/net/<path> in `netns` (or the caller's namespace); undefined if absent. */
+export function readNetSysctl(netns: string | undefined, path: string): string | undefined {
+  const read = (): string | undefined => {
+    try {
+      return readFileSync(`/proc/sys/net/${path}`, 'utf8').trim();
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return undefined;
+      throw new FibkeeperError(`read sysctl net.${path.replaceAll('/', '.')}`, { cause: err });
+    }
+  };
+  return netns === undefined ? read() : runInNetns(netns, read);
+}
+
+/** What the kernel does for us on the external interface. */
+export interface ExternalSysctls {
+  /** max(all, iface) arp_ignore: > 0 means no ARP replies for addresses on other devices. */
+  arpIgnore: number;
+  /** IPv6 is enabled on the interface (so it has a link-local address to send from). */
+  ipv6: boolean;
+}
+
+export function readExternalSysctls(netns: string | undefined, name: string): ExternalSysctls {
+  const num = (p: string): number => Number(readNetSysctl(netns, p) ?? '0') || 0;
+  const arpIgnore = Math.max(num('ipv4/conf/all/arp_ignore'), num(`ipv4/conf/${name}/arp_ignore`));
+  const dis = readNetSysctl(netns, `ipv6/conf/${name}/disable_ipv6`);
+  return { arpIgnore, ipv6: dis !== undefined && dis !== '1' };
+}

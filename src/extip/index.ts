@@ -1,0 +1,35 @@
+// External IPs: put them on a holder device that fibkeeper owns, keep them there (repair),
+// and announce them from the external interface (gratuitous ARP, unsolicited NA), answer
+// neighbor solicitations for them, and defend them against conflicting claims. This file
+// is the subsystem's whole public surface.
+//
+//   const extip = new ExternalIpSubsystem({ netns, config: cfg.extip, registry, log });
+//   await extip.start();                      // holder created/adopted, addresses adopted
+//   await extip.setDesired(cfg.extip.static); // the full set: now others are removed
+//   await extip.assign(['192.0.2.10']);       // on the holder + first announcement sent
+//   extip.list();                             // [{ ip, state, announcedAt, lastError, ... }]
+//   await extip.stop();                       // addresses stay
+export { ExternalIpSubsystem, type ExternalIpParams, type ExtipHealth } from './subsystem.js';
+export {
+  defaultOptions,
+  resolveOptions,
+  HOLDER_KINDS,
+  type ExternalIpConfig,
+  type HolderKind,
+} from './options.js';
+export { ExternalIpBatchError, type ExternalIpState, type ExternalIpStatus } from './types.js';
+export type { Conflict } from './linkio.js';
+// The wire format, for tests and tools (capture decoding, conflicting hosts).
+export {
+  buildArp,
+  buildArpReply,
+  buildGratuitousArp,
+  buildNeighborAdvert,
+  buildUnsolicitedNa,
+  decodeFrame,
+  icmpv6Checksum,
+  type ArpFrame,
+  type DecodedFrame,
+  type NeighborAdvertFrame,
+} from './frames.js';
+export { decodeNeighborSolicit, type NeighborSolicit } from './ndp.js';

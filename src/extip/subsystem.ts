@@ -1,0 +1,481 @@
+// ExternalIpSubsystem: the component the agent wires. It owns the holder device, the
+// assigner, the announcer and the external interface's sockets; it follows link and address
+// events (subscribed before the first dump), repairs what others change, and runs the
+// periodic check. start()/stop() are idempotent; stop() leaves the addresses in place.
+import type { Registry } from 'prom-client';
+import { ClosedError, InvalidArgumentError, describeError } from '../errors/index.js';
+import { validateUnicastIp, type ParsedIp } from '../ipaddr/index.js';
+import type { Logger } from '../log/index.js';
+import { noopExtipMetrics, registerExtipMetrics, type ExtipMetrics } from '../metrics/extip.js';
+import {
+  IFF_UP,
+  NetlinkHandle,
+  type Address,
+  type Link,
+  type Subscription,
+  type SubscriptionEvent,
+} from '../netlink/index.js';
+import { systemClock, type Clock, type TimerHandle } from '../statedb/index.js';
+import { Announcer } from './announcer.js';
+import { Assigner } from './assigner.js';
+import { ExternalWatch } from './external-watch.js';
+import { Holder, observe } from './holder.js';
+import type { FrameSocket } from './linkio.js';
+import { resolveOptions, type ExternalIpConfig } from './options.js';
+import type { ExternalIpStatus } from './types.js';
+import type { PacketSocketOptions } from '../native/index.js';
+
+export interface ExternalIpParams {
+  /** Network namespace to manage (name under /run/netns or a path); default the caller's. */
+  netns?: string;
+  /** A handle to share (not closed by stop()); default: one of its own in `netns`. */
+  netlink?: NetlinkHandle;
+  /** extip.* options; see defaultOptions() for what is not given. */
+  config: Partial<ExternalIpConfig>;
+  /** Where the fibkeeper_extip_* metrics go; none when absent. */
+  registry?: Registry;
+  log: Logger;
+  clock?: Clock;
+  /** Tests: opens the packet sockets. */
+  openSocket?: (o: PacketSocketOptions) => FrameSocket;
+}
+
+/** Same shape as the metrics server's HealthReport. */
+export interface ExtipHealth {
+  ok: boolean;
+  reasons: string[];
+}
+
+export class ExternalIpSubsystem {
+  readonly #p: ExternalIpParams;
+  readonly #cfg: ExternalIpConfig;
+  readonly #log: Logger;
+  readonly #clock: Clock;
+  readonly #metrics: ExtipMetrics;
+  #nl: NetlinkHandle | undefined;
+  #sub: Subscription | undefined;
+  #holder: Holder | undefined;
+  #announcer: Announcer | undefined;
+  #assigner: Assigner | undefined;
+  #ext: ExternalWatch | undefined;
+  /** Events that arrive before the first dump is applied, replayed after it. */
+  #queued: SubscriptionEvent[] | undefined;
+  /** The node's addresses on devices other than the holder: ip → ifindex and ip → name. */
+  readonly #nodeAddrIndex = new Map<string, number>();
+  readonly #nodeAddrs = new Map<string, string>();
+  readonly #linkNames = new Map<number, string>();
+  #starting: Promise<void> | undefined;
+  #started = false;
+  #stopped = false;
+  #checkTimer: TimerHandle | undefined;
+  #checking: Promise<void> | undefined;
+  #recreating: Promise<void> | undefined;
+  #holderError: string | undefined;
+
+  constructor(p: ExternalIpParams) {
+    this.#p = p;
+    this.#cfg = resolveOptions(p.config);
+    this.#log = p.log;
+    this.#clock = p.clock ?? systemClock;
+    this.#metrics = p.registry ? registerExtipMetrics(p.registry) : noopExtipMetrics();
+  }
+
+  /** The resolved options. */
+  get config(): Readonly<ExternalIpConfig> {
+    return this.#cfg;
+  }
+
+  /** The holder device (name always; ifindex 0 until started or while recreated). */
+  get holder(): { name: string; ifindex: number } {
+    return { name: this.#cfg.holderName, ifindex: this.#holder?.ifindex ?? 0 };
+  }
+
+  /** The external interface, once started. */
+  get externalInterface(): { name: string; ifindex: number; mac: string } | undefined {
+    const e = this.#ext?.link;
+    return e && { name: e.name, ifindex: e.ifindex, mac: e.mac };
+  }
+
+  // --- lifecycle --------------------------------------------------------------------------
+
+  /**
+   * Creates or adopts the holder, finds the external interface, loads the addresses already
+   * on the holder (adopted, announced, never flushed) and starts listening. Idempotent.
+   */
+  start(): Promise<void> {
+    if (this.#stopped) return Promise.reject(new ClosedError('extip: stopped'));
+    this.#starting ??= this.#start().catch(async (err: unknown) => {
+      await this.stop();
+      throw err;
+    });
+    return this.#starting;
+  }
+
+  async #start(): Promise<void> {
+    const cfg = this.#cfg;
+    const nl = (this.#nl = this.#p.netlink ?? NetlinkHandle.open({ netns: this.#p.netns }));
+    this.#queued = [];
+    this.#sub = nl.subscribe(['link', 'address'], {
+      onEvent: (ev) => this.#onEvent(ev),
+      onError: (err) => this.#log.warn({ err: describeError(err) }, 'extip: subscription error'),
+    });
+    this.#sub.unref();
+    const holder = (this.#holder = new Holder({
+      nl,
+      name: cfg.holderName,
+      kind: cfg.holderKind,
+      nodad: !cfg.ipv6Dad,
+      log: this.#log,
+      onMissing: () => void this.#recreateHolder(),
+    }));
+    await holder.ensure();
+    this.#ext = await ExternalWatch.open({
+      nl,
+      netns: this.#p.netns,
+      cfg,
+      log: this.#log,
+      metrics: this.#metrics,
+      owns: (ip) => this.#owns(ip),
+      onConflict: (c) => {
+        this.#metrics.conflict(c.family === 4 ? 'ipv4' : 'ipv6');
+        this.#log.warn(c, 'extip: another host claims an external IP');
+        this.#announcer?.defend(c.ip);
+      },
+      onLinkChange: (family) => this.#announcer?.burstAll('link', family),
+      openSocket: this.#p.openSocket,
+    });
+    this.#announcer = new Announcer({
+      count: cfg.announceCount,
+      intervalMs: cfg.announceIntervalMs,
+      refreshIntervalMs: cfg.refreshIntervalMs,
+      defendIntervalMs: cfg.defendIntervalMs,
+      defendRatePerSecond: cfg.defendRatePerSecond,
+      sink: this.#ext,
+      clock: this.#clock,
+      log: this.#log,
+      metrics: this.#metrics,
+    });
+    this.#assigner = new Assigner({
+      ops: holder,
+      announcer: this.#announcer,
+      clock: this.#clock,
+      log: this.#log,
+      metrics: this.#metrics,
+      waitDad: cfg.ipv6Dad,
+      dadTimeoutMs: cfg.dadTimeoutMs,
+    });
+    await this.#loadAll(nl);
+    const queued = this.#queued;
+    this.#queued = undefined;
+    for (const ev of queued) this.#onEvent(ev);
+    this.#scheduleCheck();
+    this.#started = true;
+    this.#log.info(
+      {
+        holder: cfg.holderName,
+        interface: this.#ext.link.name,
+        adopted: this.#assigner.list().length,
+      },
+      'extip: started',
+    );
+  }
+
+  /** The first dump: links, node addresses, the holder's addresses (adopted). */
+  async #loadAll(nl: NetlinkHandle): Promise<void> {
+    const [links, addrs] = await Promise.all([nl.linkList(), nl.addrList()]);
+    for (const l of links) if (l.name !== undefined) this.#linkNames.set(l.index, l.name);
+    const holderIndex = this.#holder!.ifindex;
+    const onHolder = [];
+    for (const a of addrs) {
+      if (a.index === holderIndex) {
+        const o = observe(a);
+        if (o !== undefined) onHolder.push(o);
+      } else {
+        this.#nodeAddress('new', a);
+      }
+    }
+    this.#ext!.onAddresses(addrs);
+    this.#assigner!.adopt(onHolder);
+  }
+
+  /** Stops timers, listeners and subscriptions, in reverse order. Addresses stay. Idempotent. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    if (this.#checkTimer !== undefined) this.#clock.clearTimeout(this.#checkTimer);
+    this.#checkTimer = undefined;
+    this.#assigner?.stop();
+    this.#announcer?.stop();
+    this.#ext?.close();
+    this.#sub?.close();
+    if (this.#p.netlink === undefined) this.#nl?.close();
+    await Promise.allSettled([this.#checking, this.#recreating]);
+    this.#log.info('extip: stopped');
+  }
+
+  // --- requests ---------------------------------------------------------------------------
+
+  /**
+   * Assigns external IPs: validates every one first (InvalidArgumentError naming the bad IP,
+   * nothing changed), then adds each to the holder and sends its first announcement; the
+   * rest of the burst is scheduled. Already assigned = success. Concurrent calls end as in
+   * their serial order by call time.
+   */
+  async assign(ips: readonly string[]): Promise<void> {
+    const a = await this.#ready();
+    return a.request(this.#validate(ips, 'assign'), true);
+  }
+
+  /** Unassigns external IPs (validated first, like assign). Not assigned = success. */
+  async unassign(ips: readonly string[]): Promise<void> {
+    const a = await this.#ready();
+    return a.request(this.#validate(ips, 'unassign'), false);
+  }
+
+  /**
+   * The full desired set (config load or reload): assigns these, removes every other address
+   * from the holder, adopted ones included. Removal happens only from this call on.
+   */
+  async setDesired(ips: readonly string[]): Promise<void> {
+    const a = await this.#ready();
+    return a.setDesired(this.#validate(ips, 'setDesired'));
+  }
+
+  /** A copy of the external IPs with their state, sorted by IP text. */
+  list(): ExternalIpStatus[] {
+    const out = this.#assigner?.list() ?? [];
+    return out.sort((x, y) => (x.ip < y.ip ? -1 : x.ip > y.ip ? 1 : 0));
+  }
+
+  async #ready(): Promise<Assigner> {
+    if (this.#stopped) throw new ClosedError('extip: the external-IP subsystem is stopped');
+    if (this.#starting === undefined) {
+      throw new ClosedError('extip: the external-IP subsystem is not started');
+    }
+    await this.#starting;
+    return this.#assigner!;
+  }
+
+  #validate(ips: readonly string[], verb: string): ParsedIp[] {
+    if (!Array.isArray(ips)) throw new InvalidArgumentError(`${verb}: expected a list of IPs`);
+    const out: ParsedIp[] = [];
+    for (const text of ips) {
+      if (typeof text !== 'string') {
+        throw new InvalidArgumentError(`${verb}: ${JSON.stringify(text)} is not an IP address`);
+      }
+      let ip: ParsedIp;
+      try {
+        ip = validateUnicastIp(text, { nodeAddresses: this.#nodeAddrs });
+      } catch (err) {
+        throw new InvalidArgumentError(
+          `${verb}: external IP ${JSON.stringify(text)}: ${(err as Error).message}`,
+          { cause: err },
+        );
+      }
+      if (ip.family === 6 && !this.#ext!.ipv6) {
+        throw new InvalidArgumentError(
+          `${verb}: external IP ${ip.address} is IPv6, but IPv6 is disabled on the external interface ${this.#ext!.link.name}, so it could not be announced or answered for`,
+        );
+      }
+      out.push(ip);
+    }
+    return out;
+  }
+
+  #owns(ip: string): boolean {
+    const s = this.#assigner?.isDesired(ip);
+    return s === true;
+  }
+
+  // --- events -----------------------------------------------------------------------------
+
+  #onEvent(ev: SubscriptionEvent): void {
+    if (this.#stopped) return;
+    if (this.#queued !== undefined) {
+      this.#queued.push(ev);
+      if (ev.kind === 'overflow') this.#queued.length = 0; // the first dump comes after it
+      return;
+    }
+    if (ev.kind === 'overflow') {
+      this.#log.warn('extip: netlink notifications lost; resynchronizing');
+      return void this.#check('overflow');
+    }
+    if (ev.object === 'link') this.#onLink(ev.kind, ev.msg);
+    else if (ev.object === 'address') this.#onAddress(ev.kind, ev.msg);
+  }
+
+  #onLink(kind: 'new' | 'del', l: Link): void {
+    if (kind === 'del') this.#linkNames.delete(l.index);
+    else if (l.name !== undefined) this.#linkNames.set(l.index, l.name);
+    const holder = this.#holder!;
+    if (l.index === holder.ifindex) {
+      if (kind === 'del') this.#holderDeleted();
+      else if ((l.flags & IFF_UP) === 0) {
+        this.#log.warn(
+          { holder: holder.name },
+          'extip: the holder device was set down; setting up',
+        );
+        this.#nl!.linkSetUp(l.index).then(
+          () => this.#metrics.repaired('holder-up'),
+          (err: unknown) => this.#repairFailed(err),
+        );
+      }
+    } else if (kind === 'new' && l.name === holder.name && holder.ifindex === 0) {
+      void this.#recreateHolder(); // someone else created it meanwhile: adopt it
+    }
+    this.#ext!.onLink(kind, l);
+  }
+
+  #onAddress(kind: 'new' | 'del', a: Address): void {
+    if (a.index === this.#holder!.ifindex && a.index !== 0) {
+      const o = observe(a);
+      if (o !== undefined) this.#assigner!.onAddress(kind, o);
+      return;
+    }
+    this.#nodeAddress(kind, a);
+    this.#ext!.onAddress(kind, a);
+  }
+
+  #nodeAddress(kind: 'new' | 'del', a: Address): void {
+    const ip = a.local ?? a.address;
+    if (ip === undefined) return;
+    if (kind === 'new') {
+      this.#nodeAddrIndex.set(ip, a.index);
+      this.#nodeAddrs.set(ip, this.#linkNames.get(a.index) ?? '');
+    } else if (this.#nodeAddrIndex.get(ip) === a.index) {
+      this.#nodeAddrIndex.delete(ip);
+      this.#nodeAddrs.delete(ip);
+    }
+  }
+
+  // --- repair -----------------------------------------------------------------------------
+
+  #holderDeleted(): void {
+    this.#log.warn(
+      { holder: this.#cfg.holderName },
+      'extip: the holder device was deleted; recreating',
+    );
+    this.#holder!.markGone();
+    this.#assigner!.holderLost();
+    void this.#recreateHolder();
+  }
+
+  /** Recreates (or re-adopts) the holder until it works; the assigner then refills it. */
+  #recreateHolder(): Promise<void> {
+    this.#recreating ??= (async () => {
+      for (let delay = 100; !this.#stopped; delay = Math.min(delay * 2, 10_000)) {
+        try {
+          this.#holder!.markGone();
+          const { created } = await this.#holder!.ensure();
+          this.#holderError = undefined;
+          this.#metrics.repaired('holder');
+          this.#log.info({ holder: this.#cfg.holderName, created }, 'extip: holder device back');
+          return;
+        } catch (err) {
+          this.#repairFailed(err);
+          this.#holderError = describeError(err);
+          await new Promise<void>((r) => this.#clock.setTimeout(r, delay));
+        }
+      }
+    })().finally(() => {
+      this.#recreating = undefined;
+    });
+    return this.#recreating;
+  }
+
+  #repairFailed(err: unknown): void {
+    this.#metrics.error('repair');
+    this.#log.warn({ err: describeError(err) }, 'extip: repair failed');
+  }
+
+  #scheduleCheck(): void {
+    if (this.#cfg.checkIntervalMs === 0 || this.#stopped) return;
+    this.#checkTimer = this.#clock.setTimeout(() => {
+      void this.#check('periodic').finally(() => this.#scheduleCheck());
+    }, this.#cfg.checkIntervalMs);
+    (this.#checkTimer as { unref?: () => void }).unref?.();
+  }
+
+  /**
+   * Compares the kernel with what the subsystem believes (periodic, or after lost events):
+   * holder present and up, its addresses, the node's addresses, the external interface.
+   */
+  check(): Promise<void> {
+    return this.#check('periodic');
+  }
+
+  #check(reason: 'overflow' | 'periodic'): Promise<void> {
+    this.#checking ??= this.#checkOnce(reason).finally(() => {
+      this.#checking = undefined;
+    });
+    return this.#checking;
+  }
+
+  async #checkOnce(reason: 'overflow' | 'periodic'): Promise<void> {
+    const nl = this.#nl!;
+    const holder = this.#holder!;
+    this.#metrics.resync(reason);
+    try {
+      const since = this.#assigner!.epoch();
+      const [links, addrs] = await Promise.all([nl.linkList(), nl.addrList()]);
+      if (this.#stopped) return;
+      this.#linkNames.clear();
+      for (const l of links) if (l.name !== undefined) this.#linkNames.set(l.index, l.name);
+      const h = links.find((l) => l.name === holder.name);
+      if (h === undefined || h.index !== holder.ifindex) {
+        if (holder.ifindex !== 0) this.#holderDeleted();
+        else void this.#recreateHolder();
+        return;
+      }
+      if ((h.flags & IFF_UP) === 0) this.#onLink('new', h);
+      this.#nodeAddrIndex.clear();
+      this.#nodeAddrs.clear();
+      const onHolder = [];
+      for (const a of addrs) {
+        if (a.index !== holder.ifindex) this.#nodeAddress('new', a);
+        else {
+          const o = observe(a);
+          if (o !== undefined) onHolder.push(o);
+        }
+      }
+      this.#ext!.resync(links, addrs);
+      this.#assigner!.reconcile(onHolder, since);
+    } catch (err) {
+      if (this.#stopped) return;
+      this.#metrics.error('resync');
+      this.#log.warn({ err: describeError(err), reason }, 'extip: check failed');
+    }
+  }
+
+  // --- status -----------------------------------------------------------------------------
+
+  /** Ready: started, the holder exists, the external interface is known. */
+  ready(): ExtipHealth {
+    const reasons: string[] = [];
+    if (!this.#started) reasons.push('extip: not started');
+    else {
+      if ((this.#holder?.ifindex ?? 0) === 0)
+        reasons.push(`extip: holder ${this.#cfg.holderName} missing`);
+      if (this.#ext?.present !== true) reasons.push('extip: external interface missing');
+    }
+    return { ok: reasons.length === 0, reasons };
+  }
+
+  /** Healthy: ready, the external interface is up, no IP failed, listeners work. */
+  health(): ExtipHealth {
+    const r = this.ready();
+    if (!this.#started) return r;
+    const reasons = [...r.reasons];
+    if (this.#holderError !== undefined) reasons.push(`extip: holder: ${this.#holderError}`);
+    const ext = this.#ext!;
+    if (ext.present && !ext.link.up) {
+      reasons.push(
+        `extip: external interface ${ext.link.name} is down; announcements cannot go out`,
+      );
+    }
+    if (ext.lastError !== undefined) reasons.push(`extip: ${ext.lastError}`);
+    const { failed } = this.#assigner!.counts();
+    if (failed > 0) reasons.push(`extip: ${failed} external IP(s) failed (see list)`);
+    return { ok: reasons.length === 0, reasons };
+  }
+}
