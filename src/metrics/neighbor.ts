@@ -1,0 +1,247 @@
+// Metric group of the neighbor subsystem (fibkeeper_neighbor_*). Counters are incremented
+// as things happen and also kept as plain numbers for `fibkeeper status`; the gauges (table
+// sizes, kernel entries by state) are read lazily in collect() from a source the subsystem
+// sets. Label values are bounded: states, reasons and operations, never IPs or devices.
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ReconcileOp, ReconcilerMetrics } from '../statedb/index.js';
+
+/** Read at scrape time. */
+export interface NeighborGaugeSource {
+  forwardableIps(): number;
+  selectedDevices(): number;
+  desiredByStatus(): { pending: number; done: number; error: number };
+  /** fibkeeper-owned kernel entries by NUD state name ("reachable", "stale", ...). */
+  kernelEntriesByState(): ReadonlyMap<string, number>;
+}
+
+export type ReinsertCause = 'deleted' | 'failed';
+export type DeleteSource = 'reconcile' | 'prune';
+export type LookupResult = 'nexthop' | 'unreachable' | 'error';
+export type ResyncTable = 'devices' | 'routes' | 'neighbors' | 'desired';
+export type ResyncReason = 'startup' | 'interval' | 'overflow' | 'dump-interrupted' | 'device';
+
+/** The counters as plain numbers (for the status view and tests). */
+export interface NeighborCounters {
+  inserts: number;
+  reinserts: Record<ReinsertCause, number>;
+  refreshes: number;
+  deletes: Record<DeleteSource, number>;
+  lookups: Record<LookupResult, number>;
+  reconcileErrors: number;
+  rateLimited: number;
+  /** "table/reason" → count, e.g. "neighbors/overflow". */
+  resyncs: Record<string, number>;
+}
+
+const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+export class NeighborMetrics implements ReconcilerMetrics {
+  readonly registry: Registry;
+  private source: NeighborGaugeSource | undefined = undefined;
+  private readonly c: NeighborCounters = {
+    inserts: 0,
+    reinserts: { deleted: 0, failed: 0 },
+    refreshes: 0,
+    deletes: { reconcile: 0, prune: 0 },
+    lookups: { nexthop: 0, unreachable: 0, error: 0 },
+    reconcileErrors: 0,
+    rateLimited: 0,
+    resyncs: {},
+  };
+  private readonly insertsTotal: Counter;
+  private readonly reinsertsTotal: Counter<'cause'>;
+  private readonly refreshesTotal: Counter;
+  private readonly deletesTotal: Counter<'source'>;
+  private readonly lookupsTotal: Counter<'result'>;
+  private readonly errorsTotal: Counter<'op'>;
+  private readonly resyncsTotal: Counter<'table' | 'reason'>;
+  private readonly rateLimitedTotal: Counter;
+  private readonly duration: Histogram<'op'>;
+  private readonly roundSeconds: Histogram;
+  private readonly failing: Gauge;
+
+  /** Registers the group in `registry` (a private one when omitted, for tests). */
+  constructor(opts: { registry?: Registry } = {}) {
+    const registry = opts.registry ?? new Registry();
+    this.registry = registry;
+    const registers = [registry];
+    const self = (): NeighborGaugeSource | undefined => this.source;
+    new Gauge({
+      name: 'fibkeeper_neighbor_forwardable_ips',
+      help: 'Forwardable IPs (IPs some owner wants XDP to be able to forward to).',
+      registers,
+      collect() {
+        this.set(self()?.forwardableIps() ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'fibkeeper_neighbor_selected_devices',
+      help: 'Devices on which fibkeeper keeps neighbor entries.',
+      registers,
+      collect() {
+        this.set(self()?.selectedDevices() ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'fibkeeper_neighbor_desired_entries',
+      help: 'Neighbor entries fibkeeper wants in the kernel, by reconciliation status.',
+      labelNames: ['status'],
+      registers,
+      collect() {
+        const s = self()?.desiredByStatus() ?? { pending: 0, done: 0, error: 0 };
+        for (const [k, v] of Object.entries(s)) this.set({ status: k }, v);
+      },
+    });
+    new Gauge({
+      name: 'fibkeeper_neighbor_kernel_entries',
+      help: "Neighbor entries in the kernel that carry fibkeeper's protocol mark, by NUD state.",
+      labelNames: ['state'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [k, v] of self()?.kernelEntriesByState() ?? []) this.set({ state: k }, v);
+      },
+    });
+    this.insertsTotal = new Counter({
+      name: 'fibkeeper_neighbor_inserts_total',
+      help: 'Neighbor entries written for new desired next hops (adoption and resyncs included).',
+      registers,
+    });
+    this.reinsertsTotal = new Counter({
+      name: 'fibkeeper_neighbor_reinserts_total',
+      help: 'Entries written again after the kernel lost them (deleted or flushed) or reported them FAILED (legacy mode).',
+      labelNames: ['cause'],
+      registers,
+    });
+    this.refreshesTotal = new Counter({
+      name: 'fibkeeper_neighbor_refreshes_total',
+      help: 'STALE entries fibkeeper made the kernel re-resolve (legacy mode; zero with managed entries).',
+      registers,
+    });
+    this.deletesTotal = new Counter({
+      name: 'fibkeeper_neighbor_deletes_total',
+      help: 'fibkeeper-owned entries deleted: no longer desired (reconcile) or found stale by a prune.',
+      labelNames: ['source'],
+      registers,
+    });
+    this.lookupsTotal = new Counter({
+      name: 'fibkeeper_neighbor_nexthop_lookups_total',
+      help: 'Next-hop lookups (ip route get IP oif DEV fibmatch) by result.',
+      labelNames: ['result'],
+      registers,
+    });
+    this.errorsTotal = new Counter({
+      name: 'fibkeeper_neighbor_reconcile_errors_total',
+      help: 'Failed reconcile operations (per entry; prune per call).',
+      labelNames: ['op'],
+      registers,
+    });
+    this.resyncsTotal = new Counter({
+      name: 'fibkeeper_neighbor_resyncs_total',
+      help: 'Full resyncs of a table: periodic, after an event overflow (ENOBUFS), an interrupted dump, or a device change.',
+      labelNames: ['table', 'reason'],
+      registers,
+    });
+    this.rateLimitedTotal = new Counter({
+      name: 'fibkeeper_neighbor_rate_limited_total',
+      help: 'Times re-inserts, refreshes or retries were held back by the rate limit.',
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'fibkeeper_neighbor_reconcile_duration_seconds',
+      help: 'Duration of one reconcile operation call (a batch counts once).',
+      labelNames: ['op'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.roundSeconds = new Histogram({
+      name: 'fibkeeper_neighbor_reconcile_round_seconds',
+      help: 'Duration of one reconciliation round.',
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.failing = new Gauge({
+      name: 'fibkeeper_neighbor_reconcile_failing_entries',
+      help: 'Desired entries (and prune) whose last operation failed.',
+      registers,
+    });
+  }
+
+  setSource(s: NeighborGaugeSource | undefined): void {
+    this.source = s;
+  }
+
+  inserted(n: number): void {
+    if (n <= 0) return;
+    this.c.inserts += n;
+    this.insertsTotal.inc(n);
+  }
+
+  reinserted(cause: ReinsertCause, n: number): void {
+    if (n <= 0) return;
+    this.c.reinserts[cause] += n;
+    this.reinsertsTotal.inc({ cause }, n);
+  }
+
+  refreshed(n: number): void {
+    if (n <= 0) return;
+    this.c.refreshes += n;
+    this.refreshesTotal.inc(n);
+  }
+
+  deleted(source: DeleteSource, n: number): void {
+    if (n <= 0) return;
+    this.c.deletes[source] += n;
+    this.deletesTotal.inc({ source }, n);
+  }
+
+  lookups(result: LookupResult, n: number): void {
+    if (n <= 0) return;
+    this.c.lookups[result] += n;
+    this.lookupsTotal.inc({ result }, n);
+  }
+
+  resync(table: ResyncTable, reason: ResyncReason): void {
+    const k = `${table}/${reason}`;
+    this.c.resyncs[k] = (this.c.resyncs[k] ?? 0) + 1;
+    this.resyncsTotal.inc({ table, reason });
+  }
+
+  /** A copy of the counters. */
+  counters(): NeighborCounters {
+    return structuredClone(this.c);
+  }
+
+  // ---- ReconcilerMetrics -------------------------------------------------------------
+
+  reconcileDuration(_reconciler: string, op: ReconcileOp, seconds: number): void {
+    this.duration.observe({ op }, seconds);
+  }
+
+  reconcileOps(): void {
+    // Counted by the ops themselves, split by cause (inserts, re-inserts, refreshes, deletes).
+  }
+
+  reconcileErrors(_reconciler: string, op: ReconcileOp, n: number): void {
+    if (n <= 0) return;
+    this.c.reconcileErrors += n;
+    this.errorsTotal.inc({ op }, n);
+  }
+
+  currentErrors(_reconciler: string, n: number): void {
+    this.failing.set(n);
+  }
+
+  rateLimited(_reconciler: string, n: number): void {
+    this.c.rateLimited += n;
+    this.rateLimitedTotal.inc(n);
+  }
+
+  fullResyncs(): void {
+    // Counted with their reason by the subsystem (resync()).
+  }
+
+  roundDuration(_reconciler: string, seconds: number): void {
+    this.roundSeconds.observe(seconds);
+  }
+}

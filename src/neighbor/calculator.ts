@@ -1,0 +1,434 @@
+// The desired-neighbor calculator: for each forwardable IP × selected device, the next hops
+// the kernel's FIB gives (one pipelined `ip route get IP oif DEV fibmatch` per pair), kept
+// in the DesiredNeighbor table with references back to the IPs that need each entry.
+//
+// Work is incremental. A forwardable IP that appears is looked up on every selected device;
+// one that goes (or becomes a node address) releases its references without any lookup; a
+// device that becomes selected is looked up for every IP, one that leaves releases its
+// entries; a route change looks up only the pairs it can affect (RouteTracker.affected). A
+// full pass runs on demand (periodic resync, route overflow). A lookup that fails keeps the
+// previous answer and is retried with backoff; "no route through this device" is an answer.
+import type { Logger } from '../log/index.js';
+import type { Route } from '../netlink/index.js';
+import type { Clock, Table, TableWriter, TimerHandle } from '../statedb/index.js';
+import { backoff } from './config.js';
+import type { NeighborMetrics } from '../metrics/neighbor.js';
+import type { DeviceTracker } from './devices.js';
+import type { ForwardableIPs } from './forwardable.js';
+import { familyOfText, nextHopsOf, type LookupOutcome } from './nexthop.js';
+import type { RouteTracker } from './routes.js';
+import { neighKey, type DesiredNeighbor, type RouteRow } from './types.js';
+
+/** One next-hop lookup; answers come back in order, a Route or the kernel's error each. */
+export type LookupFn = (
+  queries: readonly { dst: string; oif: number }[],
+) => Promise<readonly (Route | Error)[]>;
+
+export interface CalculatorParams {
+  forwardable: ForwardableIPs;
+  devices: DeviceTracker;
+  routes: RouteTracker;
+  desired: Table<DesiredNeighbor>;
+  lookup: LookupFn;
+  clock: Clock;
+  log: Logger;
+  metrics: NeighborMetrics;
+  /** Lookups per call of `lookup`. */
+  chunk: number;
+  retryMinMs: number;
+  retryMaxMs: number;
+}
+
+interface LookupFailure {
+  error: string;
+  failures: number;
+  due: number;
+}
+
+/** Failed lookups of a pair that hold back the first calculation; later ones do not. */
+const INIT_RETRIES = 3;
+
+export class Calculator {
+  private readonly p: CalculatorParams;
+  /** ifindex → forwardable IP → its next hops on that device (absent: none). */
+  private readonly byDevice = new Map<number, Map<string, readonly string[]>>();
+  /** Desired-neighbor key → the forwardable IPs that need it (the rows' live `refs`). */
+  private readonly refs = new Map<string, Set<string>>();
+  /** ifindex → IPs to look up soon (changes). */
+  private readonly urgent = new Map<number, Set<string>>();
+  /** Whole devices to look up (selection, full resync), in chunks. */
+  private bulk: { ifindex: number; ips: string[]; pos: number }[] = [];
+  /** "ifindex|ip" → the failed lookup waiting for its retry. */
+  private readonly failed = new Map<string, LookupFailure>();
+  private retryTimer: TimerHandle | undefined = undefined;
+  private retryAt = Infinity;
+  private running = false;
+  private pumping = false;
+  private scheduled = false;
+  private inFlight = 0;
+  private initDone: (() => void) | undefined;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(p: CalculatorParams) {
+    this.p = p;
+    this.initDone = p.desired.registerInitializer('first-calculation');
+  }
+
+  // ---- lifecycle ---------------------------------------------------------------------
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    for (const d of this.p.devices.selected()) this.queueDevice(d.ifindex);
+    this.kick();
+  }
+
+  stop(): void {
+    this.running = false;
+    if (this.retryTimer !== undefined) this.p.clock.clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    this.flushIdle();
+  }
+
+  /** Resolves when no lookup is queued or in flight (retries scheduled later do not count). */
+  waitIdle(): Promise<void> {
+    if (!this.running || this.idle()) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Pairs queued or in flight (for status). */
+  get pending(): number {
+    let n = this.inFlight;
+    for (const s of this.urgent.values()) n += s.size;
+    for (const b of this.bulk) n += b.ips.length - b.pos;
+    return n;
+  }
+
+  // ---- inputs ------------------------------------------------------------------------
+
+  forwardableChanged(added: readonly string[], removed: readonly string[]): void {
+    if (removed.length > 0) this.release(removed);
+    if (added.length === 0) return;
+    const devices = this.p.devices.selected();
+    for (const ip of added) {
+      if (this.p.devices.isNodeAddress(ip)) continue;
+      for (const d of devices) this.queue(d.ifindex, ip);
+    }
+    this.kick();
+  }
+
+  selectionChanged(added: readonly number[], removed: readonly number[]): void {
+    for (const d of removed) this.dropDevice(d);
+    for (const d of added) this.queueDevice(d);
+    this.kick();
+  }
+
+  nodeAddressChanged(ip: string, present: boolean): void {
+    if (!this.p.forwardable.table.has(ip)) return;
+    if (present) {
+      this.release([ip]);
+      return;
+    }
+    for (const d of this.p.devices.selected()) this.queue(d.ifindex, ip);
+    this.kick();
+  }
+
+  routeChanged(before: RouteRow | undefined, after: RouteRow | undefined): void {
+    const selected = this.p.devices.selected().map((d) => d.ifindex);
+    const pairs = this.p.routes.affected(before, after, this.p.forwardable.index, selected);
+    if (pairs.size === 0) return;
+    for (const [d, ips] of pairs) {
+      for (const ip of ips) if (!this.p.devices.isNodeAddress(ip)) this.queue(d, ip);
+    }
+    this.kick();
+  }
+
+  /** Looks every pair up again (periodic resync, lost route events). */
+  fullResync(): void {
+    this.bulk = [];
+    for (const d of this.p.devices.selected()) this.queueDevice(d.ifindex);
+    this.kick();
+  }
+
+  // ---- status ------------------------------------------------------------------------
+
+  /** The next hops of one forwardable IP, by device. */
+  nexthopsOf(ip: string): Map<number, readonly string[]> {
+    const out = new Map<number, readonly string[]>();
+    for (const [d, m] of this.byDevice) {
+      const nh = m.get(ip);
+      if (nh !== undefined) out.set(d, nh);
+    }
+    return out;
+  }
+
+  /** The last lookup error of a pair, while it is being retried. */
+  lookupError(ifindex: number, ip: string): string | undefined {
+    return this.failed.get(neighKey(ifindex, ip))?.error;
+  }
+
+  get failingLookups(): number {
+    return this.failed.size;
+  }
+
+  // ---- queueing ----------------------------------------------------------------------
+
+  private queue(ifindex: number, ip: string): void {
+    let s = this.urgent.get(ifindex);
+    if (s === undefined) this.urgent.set(ifindex, (s = new Set()));
+    s.add(ip);
+  }
+
+  private queueDevice(ifindex: number): void {
+    this.bulk = this.bulk.filter((b) => b.ifindex !== ifindex);
+    const ips: string[] = [];
+    for (const row of this.p.forwardable.table.rows()) {
+      if (!this.p.devices.isNodeAddress(row.key)) ips.push(row.key);
+    }
+    if (ips.length > 0) this.bulk.push({ ifindex, ips, pos: 0 });
+  }
+
+  private kick(): void {
+    if (!this.running || this.pumping || this.scheduled) return;
+    this.scheduled = true;
+    // Coalesce a burst of synchronous events into one pass.
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.pump();
+    });
+  }
+
+  private idle(): boolean {
+    return this.inFlight === 0 && this.urgent.size === 0 && this.bulk.length === 0;
+  }
+
+  private flushIdle(): void {
+    const w = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const f of w) f();
+  }
+
+  /** Up to `n` pairs: changes first, then due retries, then whole devices. */
+  private take(n: number): { ifindex: number; ip: string }[] {
+    const out: { ifindex: number; ip: string }[] = [];
+    for (const [d, ips] of this.urgent) {
+      for (const ip of ips) {
+        if (out.length >= n) return out;
+        ips.delete(ip);
+        out.push({ ifindex: d, ip });
+      }
+      this.urgent.delete(d);
+    }
+    const now = this.p.clock.now();
+    for (const [key, f] of this.failed) {
+      if (out.length >= n) return out;
+      if (f.due > now || f.due === Infinity) continue;
+      f.due = Infinity; // in flight; the outcome reschedules or clears it
+      const bar = key.indexOf('|');
+      out.push({ ifindex: Number(key.slice(0, bar)), ip: key.slice(bar + 1) });
+    }
+    while (out.length < n && this.bulk.length > 0) {
+      const b = this.bulk[0]!;
+      const end = Math.min(b.ips.length, b.pos + (n - out.length));
+      for (let i = b.pos; i < end; i++) out.push({ ifindex: b.ifindex, ip: b.ips[i]! });
+      b.pos = end;
+      if (b.pos >= b.ips.length) this.bulk.shift();
+    }
+    return out;
+  }
+
+  private valid(ifindex: number, ip: string): boolean {
+    return (
+      this.p.forwardable.table.has(ip) &&
+      this.p.devices.isSelected(ifindex) &&
+      !this.p.devices.isNodeAddress(ip)
+    );
+  }
+
+  // ---- the pass ----------------------------------------------------------------------
+
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.running) {
+        const batch = this.take(this.p.chunk).filter((x) => this.valid(x.ifindex, x.ip));
+        if (batch.length === 0) {
+          if (this.idle()) break;
+          continue;
+        }
+        this.inFlight = batch.length;
+        let answers: readonly (Route | Error)[];
+        try {
+          answers = await this.p.lookup(batch.map((x) => ({ dst: x.ip, oif: x.ifindex })));
+        } catch (err) {
+          answers = batch.map(() => err as Error);
+        }
+        this.inFlight = 0;
+        if (!this.running) break;
+        this.apply(batch, answers);
+      }
+    } catch (err) {
+      this.p.log.error({ err }, 'next-hop calculation failed');
+    } finally {
+      this.pumping = false;
+      this.inFlight = 0;
+    }
+    this.armRetry();
+    this.maybeInitialized();
+    if (this.idle()) this.flushIdle();
+  }
+
+  private apply(
+    batch: readonly { ifindex: number; ip: string }[],
+    answers: readonly (Route | Error)[],
+  ): void {
+    let ok = 0;
+    let unreachable = 0;
+    let errors = 0;
+    this.p.desired.write((w) => {
+      for (let i = 0; i < batch.length; i++) {
+        const { ifindex, ip } = batch[i]!;
+        const answer = answers[i] ?? new Error('no answer');
+        const outcome: LookupOutcome = nextHopsOf(answer, ip, ifindex);
+        if (outcome.kind === 'nexthops') ok++;
+        else if (outcome.kind === 'unreachable') unreachable++;
+        else errors++;
+        // Removed or queued again while in flight: the newer lookup decides.
+        if (!this.valid(ifindex, ip) || this.urgent.get(ifindex)?.has(ip)) continue;
+        if (outcome.kind === 'error') {
+          this.lookupFailed(ifindex, ip, outcome.error);
+          continue;
+        }
+        this.failed.delete(neighKey(ifindex, ip));
+        this.assign(w, ifindex, ip, outcome.kind === 'nexthops' ? outcome.nexthops : []);
+      }
+    });
+    this.p.metrics.lookups('nexthop', ok);
+    this.p.metrics.lookups('unreachable', unreachable);
+    this.p.metrics.lookups('error', errors);
+  }
+
+  private lookupFailed(ifindex: number, ip: string, error: string): void {
+    const key = neighKey(ifindex, ip);
+    const prev = this.failed.get(key);
+    const failures = (prev?.failures ?? 0) + 1;
+    const due = this.p.clock.now() + backoff(this.p.retryMinMs, this.p.retryMaxMs, failures);
+    this.failed.set(key, { error, failures, due });
+    if (failures === 1) this.p.log.warn({ ip, ifindex, error }, 'next-hop lookup failed');
+  }
+
+  /** Sets the next hops of (ifindex, ip), adjusting references and desired rows. */
+  private assign(
+    w: TableWriter<DesiredNeighbor>,
+    ifindex: number,
+    ip: string,
+    nexthops: readonly string[],
+  ): void {
+    let m = this.byDevice.get(ifindex);
+    const old = m?.get(ip) ?? NONE;
+    if (old.length === nexthops.length && old.every((x, i) => x === nexthops[i])) return;
+    for (const nh of old) if (!nexthops.includes(nh)) this.unref(w, ifindex, nh, ip);
+    for (const nh of nexthops) if (!old.includes(nh)) this.ref(w, ifindex, nh, ip);
+    if (nexthops.length === 0) {
+      m?.delete(ip);
+      if (m?.size === 0) this.byDevice.delete(ifindex);
+      return;
+    }
+    if (m === undefined) this.byDevice.set(ifindex, (m = new Map()));
+    m.set(ip, nexthops);
+  }
+
+  private ref(w: TableWriter<DesiredNeighbor>, ifindex: number, nexthop: string, ip: string): void {
+    const key = neighKey(ifindex, nexthop);
+    let s = this.refs.get(key);
+    if (s === undefined) {
+      s = new Set();
+      this.refs.set(key, s);
+      w.upsert({ ifindex, nexthop, family: familyOfText(nexthop), refs: s });
+    }
+    s.add(ip);
+  }
+
+  private unref(
+    w: TableWriter<DesiredNeighbor>,
+    ifindex: number,
+    nexthop: string,
+    ip: string,
+  ): void {
+    const key = neighKey(ifindex, nexthop);
+    const s = this.refs.get(key);
+    if (s === undefined) return;
+    s.delete(ip);
+    if (s.size > 0) return;
+    this.refs.delete(key);
+    w.delete(key);
+  }
+
+  /** Drops every assignment of these IPs (removed, or now the node's own). */
+  private release(ips: readonly string[]): void {
+    this.p.desired.write((w) => {
+      for (const ip of ips) {
+        for (const [d] of this.byDevice) this.assign(w, d, ip, NONE);
+        for (const d of this.urgent.values()) d.delete(ip);
+        for (const d of this.byDevice.keys()) this.failed.delete(neighKey(d, ip));
+      }
+    });
+    this.maybeInitialized();
+  }
+
+  private dropDevice(ifindex: number): void {
+    this.urgent.delete(ifindex);
+    this.bulk = this.bulk.filter((b) => b.ifindex !== ifindex);
+    const m = this.byDevice.get(ifindex);
+    for (const key of [...this.failed.keys()]) {
+      if (key.startsWith(`${ifindex}|`)) this.failed.delete(key);
+    }
+    if (m === undefined) return;
+    this.p.desired.write((w) => {
+      for (const ip of [...m.keys()]) this.assign(w, ifindex, ip, NONE);
+    });
+  }
+
+  // ---- retries and initialization ----------------------------------------------------
+
+  private armRetry(): void {
+    if (!this.running) return;
+    let next = Infinity;
+    for (const f of this.failed.values()) next = Math.min(next, f.due);
+    if (next === Infinity || next >= this.retryAt) return;
+    if (this.retryTimer !== undefined) this.p.clock.clearTimeout(this.retryTimer);
+    this.retryAt = next;
+    this.retryTimer = this.p.clock.setTimeout(
+      () => {
+        this.retryTimer = undefined;
+        this.retryAt = Infinity;
+        this.kick();
+      },
+      Math.max(0, next - this.p.clock.now()),
+    );
+  }
+
+  /**
+   * The desired table counts as initialized once every input is, and the work they caused
+   * is done: from then on, prune sees the complete desired state.
+   */
+  private maybeInitialized(): void {
+    if (this.initDone === undefined || !this.running || !this.idle()) return;
+    const inputs = [this.p.forwardable.table, this.p.devices.table, this.p.routes.table];
+    if (!inputs.every((t) => t.initialized)) return;
+    for (const f of this.failed.values()) if (f.failures < INIT_RETRIES) return;
+    const done = this.initDone;
+    this.initDone = undefined;
+    done();
+    this.p.log.info({ desired: this.p.desired.size }, 'first next-hop calculation done');
+  }
+
+  /** Called when an input table finished initializing. */
+  inputInitialized(): void {
+    this.maybeInitialized();
+    this.kick();
+  }
+}
+
+const NONE: readonly string[] = [];

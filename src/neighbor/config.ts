@@ -1,0 +1,155 @@
+// The neighbor subsystem's options: what the agent passes (from src/config), the tuning
+// knobs with their defaults and reasons, and validation with errors that name the option.
+import { ConfigError, NotSupportedError } from '../errors/index.js';
+import type { RefreshMode } from './types.js';
+
+/** The options the agent takes from its config (`neighbor.*`, `devices`, `extip.holderName`). */
+export interface NeighborConfig {
+  /** Device names or globs (`*`, `?`); a device must match one to be selected. */
+  devices: readonly string[];
+  /** fibkeeper's external-IP holder device: never selected. */
+  holderName: string;
+  /** auto: managed when the kernel has it; managed/legacy force one path. */
+  refresh: 'auto' | RefreshMode;
+  /** Full recomputation of every next hop (and a prune) this often, ms. */
+  resyncIntervalMs: number;
+  /** First retry after a failed write or a lost entry, ms (doubles per failure). */
+  retryMinMs: number;
+  /** Longest retry delay, ms. */
+  retryMaxMs: number;
+  /** Most re-inserts, refreshes and retries per second in total. */
+  rateLimit: number;
+}
+
+/** Knobs for tests and benchmarks; the defaults are what the agent runs with. */
+export interface NeighborTuning {
+  /** Receive buffer of the neighbor-event socket, bytes (the kernel doubles it). */
+  neighRcvbuf: number;
+  /** Receive buffer of the route-event socket, bytes. */
+  routeRcvbuf: number;
+  /** Receive buffer of the link/address-event socket, bytes. */
+  linkRcvbuf: number;
+  /** Next-hop lookups per pipelined routeGetMany call. */
+  lookupChunk: number;
+  /** Entries per neighSetMany/neighDelMany call of the reconciler. */
+  writeBatch: number;
+  /** Coalescing delay before re-dumping routes after a link or address went away, ms. */
+  routeRedumpDelayMs: number;
+  /**
+   * Write new legacy entries in two steps (create with extern_learn, then NTF_USE), for
+   * kernels before 5.16 that drop NTF_EXT_LEARNED when NTF_USE is set. Default: when the
+   * kernel has no managed neighbors.
+   */
+  legacyTwoStep: boolean | undefined;
+}
+
+export function defaultTuning(): NeighborTuning {
+  return {
+    // 32 MiB asked, 64 MiB granted: about 80,000 neighbor events queued (skb truesize is
+    // ~768 B) before an overflow, enough for the initial write of a large table. Memory is
+    // only used while events wait.
+    neighRcvbuf: 32 << 20,
+    // Route and link events come in small bursts (a routing daemon's update, a link flap).
+    routeRcvbuf: 8 << 20,
+    linkRcvbuf: 4 << 20,
+    // 4096 lookups in flight fit the netlink handle's window; the event loop gets control
+    // back between chunks, so events are not starved during a full recomputation.
+    lookupChunk: 4096,
+    // neighSetMany splits into sendmsg calls of its own; 2048 entries keep a round short
+    // enough that stop() and new changes are not held up.
+    writeBatch: 2048,
+    // A link going down removes its IPv4 routes without notifications: re-dump once the
+    // burst of link and address events has passed.
+    routeRedumpDelayMs: 50,
+    legacyTwoStep: undefined,
+  };
+}
+
+const GLOB = /^[A-Za-z0-9_.:@*?+-]{1,64}$/;
+
+function check(ok: boolean, option: string, message: string): void {
+  if (!ok) throw new ConfigError(option, message);
+}
+
+/** Throws ConfigError naming the option for anything out of range. */
+export function validateConfig(c: NeighborConfig): void {
+  check(Array.isArray(c.devices), 'devices', 'must be a list of device names or globs');
+  for (const d of c.devices) {
+    check(
+      typeof d === 'string' && GLOB.test(d),
+      'devices',
+      `${JSON.stringify(d)} is not a device name or glob (letters, digits, _.:@+-, * and ?)`,
+    );
+  }
+  check(
+    typeof c.holderName === 'string' && c.holderName.length <= 15,
+    'extip.holderName',
+    'must be a device name of at most 15 characters',
+  );
+  check(
+    c.refresh === 'auto' || c.refresh === 'managed' || c.refresh === 'legacy',
+    'neighbor.refresh',
+    `must be auto, managed or legacy, got ${String(c.refresh)}`,
+  );
+  const positive = (v: number, option: string, min: number): void =>
+    check(Number.isFinite(v) && v >= min, option, `must be a number >= ${min}, got ${v}`);
+  positive(c.resyncIntervalMs, 'neighbor.resyncInterval', 1000);
+  positive(c.retryMinMs, 'neighbor.retryMin', 1);
+  positive(c.retryMaxMs, 'neighbor.retryMax', 1);
+  check(
+    c.retryMaxMs >= c.retryMinMs,
+    'neighbor.retryMax',
+    `must be >= neighbor.retryMin (${c.retryMinMs} ms), got ${c.retryMaxMs} ms`,
+  );
+  check(
+    Number.isInteger(c.rateLimit) && c.rateLimit >= 1,
+    'neighbor.rateLimit',
+    `must be an integer >= 1, got ${c.rateLimit}`,
+  );
+}
+
+/**
+ * The refresh path to run: `auto` takes managed when the kernel supports it. Forcing
+ * `managed` on a kernel without it throws NotSupportedError (managed neighbors: 5.16).
+ */
+export function resolveMode(refresh: NeighborConfig['refresh'], managed: boolean): RefreshMode {
+  if (refresh === 'legacy') return 'legacy';
+  if (refresh === 'managed' && !managed) {
+    throw new NotSupportedError(
+      'managed-neighbors',
+      'neighbor.refresh=managed: this kernel has no managed neighbor entries (NTF_EXT_MANAGED); use auto or legacy',
+      { minKernel: '5.16' },
+    );
+  }
+  return managed ? 'managed' : 'legacy';
+}
+
+/** Shell-style glob match: `*` any run, `?` one character; everything else literal. */
+export function matchGlob(pattern: string, name: string): boolean {
+  let p = 0;
+  let n = 0;
+  let star = -1;
+  let mark = 0;
+  while (n < name.length) {
+    const c = pattern[p];
+    if (c === '?' || (c !== undefined && c !== '*' && c === name[n])) {
+      p++;
+      n++;
+    } else if (c === '*') {
+      star = p++;
+      mark = n;
+    } else if (star >= 0) {
+      p = star + 1;
+      n = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (pattern[p] === '*') p++;
+  return p === pattern.length;
+}
+
+/** Delay before attempt number `failures` + 1: min·2^(failures-1), capped at max. */
+export function backoff(minMs: number, maxMs: number, failures: number): number {
+  return Math.min(maxMs, minMs * 2 ** Math.min(Math.max(failures - 1, 0), 40));
+}

@@ -1,0 +1,155 @@
+// A feed keeps one table in step with the kernel: events from a subscription opened before
+// the dump, and a full dump at start and whenever the view may have gaps (the subscription
+// overflowed, a link went away). While a dump runs, events are held and replayed after it,
+// in order: the dump is at least as new as the subscription, and every change after the
+// subscription is among the replayed events, so the table ends up exact. A dump that stays
+// interrupted (NLM_F_DUMP_INTR after the client's retries) is tried again later; until a
+// dump succeeds, nothing is pruned on the partial view (the table is not initialized).
+import { describeError } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import type { ResyncReason } from '../metrics/neighbor.js';
+import { DumpInterruptedError, type RtEvent, type SubscriptionEvent } from '../netlink/index.js';
+import type { Clock, TimerHandle } from '../statedb/index.js';
+
+export interface FeedParams<D> {
+  name: string;
+  /** Reads the kernel's full state. */
+  dump(): Promise<D>;
+  /** Replaces the table with a dump (applying only the differences). */
+  load(data: D): void;
+  /** Applies one event. */
+  apply(ev: RtEvent): void;
+  /** Counted once per resync that starts. */
+  resynced(reason: ResyncReason): void;
+  clock: Clock;
+  log: Logger;
+  /** Delay before trying a failed dump again, ms. */
+  retryMs: number;
+}
+
+export class Feed<D> {
+  private readonly p: FeedParams<D>;
+  private held: RtEvent[] | undefined = [];
+  private running: Promise<void> | undefined = undefined;
+  private again: ResyncReason | undefined = undefined;
+  private retryTimer: TimerHandle | undefined = undefined;
+  private stopped = false;
+  private wakeSleep: (() => void) | undefined = undefined;
+  /** The last dump failure, cleared by a successful dump. */
+  lastError: string | undefined = undefined;
+  loaded = false;
+
+  constructor(p: FeedParams<D>) {
+    this.p = p;
+  }
+
+  /** The subscription's handler. Until the first dump is loaded, events are held. */
+  onEvent(ev: SubscriptionEvent): void {
+    if (this.stopped) return;
+    if (ev.kind === 'overflow') {
+      this.p.log.warn({ feed: this.p.name, overflows: ev.count }, 'event overflow; resyncing');
+      void this.resync('overflow');
+      return;
+    }
+    if (this.held !== undefined) {
+      this.held.push(ev);
+      return;
+    }
+    try {
+      this.p.apply(ev);
+    } catch (err) {
+      this.p.log.error({ err, feed: this.p.name }, 'applying an event failed');
+    }
+  }
+
+  /**
+   * Dumps and loads; resolves when the table is in step again (after retries of a failing
+   * dump). A resync asked for while one runs is done right after it.
+   */
+  resync(reason: ResyncReason): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (this.running !== undefined) {
+      this.again ??= reason;
+      return this.running;
+    }
+    this.running = this.loop(reason, false).finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  /**
+   * The first dump, at start: an interrupted dump is tried again; any other failure (no
+   * permission, a broken socket) rejects, so that the agent fails to start with the reason.
+   */
+  initial(): Promise<void> {
+    this.running = this.loop('startup', true).finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async loop(first: ResyncReason, strict: boolean): Promise<void> {
+    let reason: ResyncReason | undefined = first;
+    while (reason !== undefined && !this.stopped) {
+      this.again = undefined;
+      this.p.resynced(reason);
+      this.held ??= [];
+      const err = await this.once();
+      if (err !== undefined) {
+        if (strict && !(err instanceof DumpInterruptedError)) throw err;
+        await this.sleep(this.p.retryMs);
+        reason = this.again ?? 'dump-interrupted';
+        continue;
+      }
+      reason = this.again;
+    }
+  }
+
+  /** One dump and load; the error when the dump failed. */
+  private async once(): Promise<unknown> {
+    let data: D;
+    try {
+      data = await this.p.dump();
+    } catch (err) {
+      this.lastError = describeError(err);
+      const interrupted = err instanceof DumpInterruptedError;
+      this.p.log.warn({ feed: this.p.name, err: this.lastError, interrupted }, 'dump failed');
+      return err ?? new Error('dump failed');
+    }
+    if (this.stopped) return undefined;
+    this.p.load(data);
+    this.lastError = undefined;
+    this.loaded = true;
+    const held = this.held ?? [];
+    this.held = undefined;
+    for (const ev of held) {
+      try {
+        this.p.apply(ev);
+      } catch (err) {
+        this.p.log.error({ err, feed: this.p.name }, 'applying an event failed');
+      }
+    }
+    return undefined;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.wakeSleep = resolve;
+      this.retryTimer = this.p.clock.setTimeout(() => {
+        this.retryTimer = undefined;
+        this.wakeSleep = undefined;
+        resolve();
+      }, ms);
+    });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.held = undefined;
+    if (this.retryTimer !== undefined) this.p.clock.clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    this.wakeSleep?.();
+    this.wakeSleep = undefined;
+  }
+}

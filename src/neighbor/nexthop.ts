@@ -1,0 +1,74 @@
+// From the kernel's answer to `ip route get IP oif DEV fibmatch` to the next hops a
+// forwardable IP needs on DEV (pure).
+//
+//   on-link leg on DEV       → the IP itself
+//   leg via a gateway on DEV → the gateway (RTA_GATEWAY, or RTA_VIA for an IPv6 next hop
+//                              of an IPv4 route)
+//   multipath                → every leg on DEV (each its own entry)
+//   no route through DEV     → none: fibmatch makes the kernel answer ENETUNREACH instead of
+//                              its "assume the destination is on-link" fallback for oif
+import {
+  errnoName,
+  NetlinkError,
+  RTN_UNICAST,
+  routeTypeName,
+  RTNH_F_DEAD,
+  type Route,
+} from '../netlink/index.js';
+
+export type LookupOutcome =
+  /** The next hops on the device (possibly empty when every leg is elsewhere). */
+  | { readonly kind: 'nexthops'; readonly nexthops: readonly string[] }
+  /** Not routed through the device (or not forwardable at all): no entry. */
+  | { readonly kind: 'unreachable'; readonly reason: string }
+  /** The lookup itself failed: keep what was known and retry. */
+  | { readonly kind: 'error'; readonly error: string };
+
+/** Errnos that mean "no route for this IP through this device", not a failure. */
+const UNREACHABLE = new Set([
+  'ENETUNREACH', // no route (fibmatch with oif)
+  'EHOSTUNREACH', // unreachable route
+  'EACCES', // prohibit route
+  'EINVAL', // blackhole route
+  'ESRCH',
+  'ENETDOWN',
+  'ENODEV', // the device is gone
+]);
+
+function errnoOf(err: Error): string | undefined {
+  if (err instanceof NetlinkError) return err.errnoName;
+  const e = err as { errno?: unknown; code?: unknown };
+  if (typeof e.code === 'string' && e.code.startsWith('E')) return e.code;
+  if (typeof e.errno === 'number') return errnoName(Math.abs(e.errno));
+  return undefined;
+}
+
+export function nextHopsOf(answer: Route | Error, ip: string, ifindex: number): LookupOutcome {
+  if (answer instanceof Error) {
+    const name = errnoOf(answer);
+    if (name !== undefined && UNREACHABLE.has(name)) return { kind: 'unreachable', reason: name };
+    return { kind: 'error', error: answer.message };
+  }
+  if (answer.type !== RTN_UNICAST) {
+    return { kind: 'unreachable', reason: `${routeTypeName(answer.type)} route` };
+  }
+  const out: string[] = [];
+  const add = (gateway: string | undefined): void => {
+    const nh = gateway ?? ip;
+    if (!out.includes(nh)) out.push(nh);
+  };
+  if (answer.multipath !== undefined && answer.multipath.length > 0) {
+    for (const leg of answer.multipath) {
+      if (leg.ifindex !== ifindex || (leg.flags & RTNH_F_DEAD) !== 0) continue;
+      add(leg.gateway ?? leg.via?.address);
+    }
+  } else if (answer.oif === ifindex) {
+    add(answer.gateway ?? answer.via?.address);
+  }
+  return { kind: 'nexthops', nexthops: out };
+}
+
+/** The family of an address in canonical text. */
+export function familyOfText(ip: string): 4 | 6 {
+  return ip.includes(':') ? 6 : 4;
+}

@@ -1,0 +1,227 @@
+// The reconciler's operations on the kernel neighbor table: the only part of the subsystem
+// that writes neighbor entries. Every entry it writes carries NTF_EXT_LEARNED (exempt from
+// garbage collection and gc_thresh3), fibkeeper's NDA_PROTOCOL mark, and NTF_EXT_MANAGED on
+// the managed path or NTF_USE on the legacy path. Neither flag changes the state or the
+// link-layer address of an existing entry: the kernel only (re)starts resolution, so a
+// write of an entry that is already there is harmless (idempotent).
+import { describeError } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import type { NeighborMetrics } from '../metrics/neighbor.js';
+import {
+  NetlinkError,
+  NTF_USE,
+  NUD_NONE,
+  NUD_STALE,
+  type Neigh,
+  type NeighBulkResult,
+  type NeighSpec,
+} from '../netlink/index.js';
+import type { BatchResult, Operations } from '../statedb/index.js';
+import { isForeign, observedRow, type ObservedNeighbors } from './observed.js';
+import type { RequeueCause } from './reactor.js';
+import {
+  neighKey,
+  type DesiredNeighbor,
+  type ObservedNeighbor,
+  type RefreshMode,
+} from './types.js';
+
+/** The netlink calls the operations use (NetlinkHandle has them; tests pass a fake). */
+export interface NeighborKernel {
+  neighSetMany(entries: readonly NeighSpec[]): Promise<NeighBulkResult>;
+  neighDelMany(entries: readonly Pick<NeighSpec, 'ifindex' | 'dst'>[]): Promise<NeighBulkResult>;
+  neighGet(key: Pick<NeighSpec, 'ifindex' | 'dst'>): Promise<Neigh>;
+  neighList(filter?: { family?: number; ifindex?: number }): Promise<Neigh[]>;
+}
+
+export interface NeighborOpsParams {
+  kernel: NeighborKernel;
+  mode: RefreshMode;
+  protocol: number;
+  observed: ObservedNeighbors;
+  metrics: NeighborMetrics;
+  log: Logger;
+  /** Write new legacy entries in two steps (kernels before 5.16). */
+  twoStep: boolean;
+  /** Why a row is being written again (set by requeue, consumed here for the metrics). */
+  causes: Map<string, RequeueCause>;
+  /** Called by prune with desired keys whose entry the kernel does not have. */
+  missing?(keys: readonly string[]): void;
+}
+
+/** Above this many deletes, ownership is checked with one dump instead of one get each. */
+const DUMP_ABOVE = 256;
+
+const isErrno = (err: unknown, ...names: string[]): boolean =>
+  err instanceof NetlinkError && names.includes(err.errnoName);
+
+export class NeighborOps implements Operations<DesiredNeighbor> {
+  private readonly p: NeighborOpsParams;
+
+  constructor(p: NeighborOpsParams) {
+    this.p = p;
+  }
+
+  /** The entry as fibkeeper writes it. */
+  spec(d: DesiredNeighbor): NeighSpec {
+    const s: NeighSpec = {
+      ifindex: d.ifindex,
+      dst: d.nexthop,
+      state: NUD_NONE,
+      externLearned: true,
+      protocol: this.p.protocol,
+    };
+    if (this.p.mode === 'managed') s.managed = true;
+    else s.flags = NTF_USE;
+    return s;
+  }
+
+  /** Writes the entry (create or re-resolve). Idempotent. */
+  async update(d: DesiredNeighbor): Promise<void> {
+    const [err] = await this.updateBatch([d]);
+    if (err !== undefined) throw err;
+  }
+
+  /**
+   * Writes every entry that nobody else owns: an operator's or another agent's entry for the
+   * same next hop is left alone (it already gives XDP a neighbor) and counts as success.
+   */
+  async updateBatch(objs: readonly DesiredNeighbor[]): Promise<BatchResult> {
+    const results = new Array<Error | undefined>(objs.length);
+    const todo: number[] = [];
+    for (let i = 0; i < objs.length; i++) {
+      const d = objs[i]!;
+      const seen = this.p.observed.get(neighKey(d.ifindex, d.nexthop));
+      if (seen !== undefined && isForeign(seen, this.p.protocol)) continue;
+      todo.push(i);
+    }
+    if (todo.length === 0) return results;
+    if (this.p.mode === 'legacy' && this.p.twoStep) await this.createFirst(objs, todo);
+    const out = await this.p.kernel.neighSetMany(todo.map((i) => this.spec(objs[i]!)));
+    for (const f of out.failures) results[todo[f.index]!] = f.error;
+    let inserts = 0;
+    const by: Record<RequeueCause, number> = { deleted: 0, failed: 0, refresh: 0 };
+    for (const i of todo) {
+      const d = objs[i]!;
+      const key = neighKey(d.ifindex, d.nexthop);
+      const cause = this.p.causes.get(key);
+      if (cause !== undefined) this.p.causes.delete(key);
+      if (results[i] !== undefined) continue;
+      if (cause === undefined) inserts++;
+      else by[cause]++;
+    }
+    this.p.metrics.inserted(inserts);
+    this.p.metrics.reinserted('deleted', by.deleted);
+    this.p.metrics.reinserted('failed', by.failed);
+    this.p.metrics.refreshed(by.refresh);
+    return results;
+  }
+
+  /**
+   * Kernels before 5.16 ignore NTF_EXT_LEARNED when NTF_USE is set: create entries that do
+   * not exist yet with extern_learn and the mark first. Without a link-layer address the
+   * kernel answers EINVAL but keeps the new entry; the NTF_USE write then resolves it.
+   */
+  private async createFirst(
+    objs: readonly DesiredNeighbor[],
+    todo: readonly number[],
+  ): Promise<void> {
+    const fresh = todo
+      .map((i) => objs[i]!)
+      .filter((d) => this.p.observed.get(neighKey(d.ifindex, d.nexthop)) === undefined)
+      .map((d) => ({
+        ifindex: d.ifindex,
+        dst: d.nexthop,
+        state: NUD_STALE,
+        externLearned: true,
+        protocol: this.p.protocol,
+      }));
+    if (fresh.length > 0) await this.p.kernel.neighSetMany(fresh);
+  }
+
+  async delete(d: DesiredNeighbor): Promise<void> {
+    const [err] = await this.deleteBatch([d]);
+    if (err !== undefined) throw err;
+  }
+
+  /**
+   * Deletes the entries that carry fibkeeper's mark; an entry someone else owns (or one that
+   * is already gone) is left as it is and counts as success. Ownership is checked against
+   * the kernel right before deleting, not against possibly late events.
+   */
+  async deleteBatch(objs: readonly DesiredNeighbor[]): Promise<BatchResult> {
+    const results = new Array<Error | undefined>(objs.length);
+    const current = await this.currentEntries(objs);
+    const del: number[] = [];
+    for (let i = 0; i < objs.length; i++) {
+      const c = current[i];
+      if (c instanceof Error) results[i] = c;
+      else if (c !== undefined && c.protocol === this.p.protocol) del.push(i);
+    }
+    if (del.length === 0) return results;
+    const out = await this.p.kernel.neighDelMany(
+      del.map((i) => ({ ifindex: objs[i]!.ifindex, dst: objs[i]!.nexthop })),
+    );
+    for (const f of out.failures) {
+      if (!isErrno(f.error, 'ENOENT', 'ENODEV')) results[del[f.index]!] = f.error;
+    }
+    this.p.metrics.deleted('reconcile', del.length - out.failures.length);
+    return results;
+  }
+
+  /** The kernel's entry for each object: undefined when absent, an Error when unknown. */
+  private async currentEntries(
+    objs: readonly DesiredNeighbor[],
+  ): Promise<(ObservedNeighbor | Error | undefined)[]> {
+    if (objs.length > DUMP_ABOVE) {
+      const all = new Map<string, ObservedNeighbor>();
+      for (const n of await this.p.kernel.neighList()) {
+        const row = observedRow(n);
+        if (row !== undefined) all.set(neighKey(row.ifindex, row.ip), row);
+      }
+      return objs.map((d) => all.get(neighKey(d.ifindex, d.nexthop)));
+    }
+    return Promise.all(
+      objs.map(async (d) => {
+        try {
+          return observedRow(await this.p.kernel.neighGet({ ifindex: d.ifindex, dst: d.nexthop }));
+        } catch (err) {
+          if (isErrno(err, 'ENOENT', 'ENODEV')) return undefined;
+          return err instanceof Error ? err : new Error(describeError(err));
+        }
+      }),
+    );
+  }
+
+  /**
+   * Deletes every entry with fibkeeper's mark that is not desired, from a fresh dump (never
+   * from a possibly partial event view), and reports desired entries the kernel lacks.
+   * Entries without the mark are never touched. Idempotent.
+   */
+  async prune(desired: Iterable<DesiredNeighbor>): Promise<void> {
+    const want = new Set<string>();
+    for (const d of desired) want.add(neighKey(d.ifindex, d.nexthop));
+    const present = new Set<string>();
+    const stale: Pick<NeighSpec, 'ifindex' | 'dst'>[] = [];
+    for (const n of await this.p.kernel.neighList()) {
+      const row = observedRow(n);
+      if (row === undefined) continue;
+      const key = neighKey(row.ifindex, row.ip);
+      present.add(key);
+      if (row.protocol === this.p.protocol && !want.has(key)) {
+        stale.push({ ifindex: row.ifindex, dst: row.ip });
+      }
+    }
+    let failed: Error | undefined;
+    if (stale.length > 0) {
+      const out = await this.p.kernel.neighDelMany(stale);
+      const real = out.failures.filter((f) => !isErrno(f.error, 'ENOENT', 'ENODEV'));
+      this.p.metrics.deleted('prune', stale.length - out.failures.length);
+      this.p.log.info({ deleted: stale.length - out.failures.length }, 'pruned stale entries');
+      if (real.length > 0) failed = real[0]!.error;
+    }
+    const missing = [...want].filter((k) => !present.has(k));
+    if (missing.length > 0) this.p.missing?.(missing);
+    if (failed !== undefined) throw failed;
+  }
+}

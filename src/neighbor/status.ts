@@ -1,0 +1,245 @@
+// The rows `fibkeeper status` shows: per forwardable IP its owners and, per device, its next
+// hops with the kernel entry's state and flags and the reconcile status; per desired entry
+// its device, next hop, references and status; the selected devices; the counters.
+import { canonicalIp } from '../ipaddr/index.js';
+import type { NeighborCounters } from '../metrics/neighbor.js';
+import { neighFlagNames, nudStateNames } from '../netlink/index.js';
+import type { StatusKind, Table } from '../statedb/index.js';
+import type { Calculator } from './calculator.js';
+import type { DeviceTracker } from './devices.js';
+import type { ForwardableIPs } from './forwardable.js';
+import { isForeign, type ObservedNeighbors } from './observed.js';
+import type { Reactor } from './reactor.js';
+import { neighKey, type DesiredNeighbor, type ForwardableIP, type RefreshMode } from './types.js';
+
+export interface StatusQuery {
+  /** Only this forwardable IP (any spelling). */
+  ip?: string;
+  /** Only the IPs of this owner. */
+  owner?: string;
+  /** Only next hops on this device. */
+  ifindex?: number;
+  /** Most rows per list (default 1000). */
+  limit?: number;
+}
+
+/** The kernel's entry for a next hop, as `ip neigh` names states and flags. */
+export interface KernelEntryStatus {
+  state: string[];
+  flags: string[];
+  lladdr?: string;
+  protocol?: number;
+  /** fibkeeper wrote it (its protocol mark), someone else owns it, or the kernel learned it. */
+  owner: 'fibkeeper' | 'foreign' | 'kernel';
+}
+
+export interface NexthopStatus {
+  nexthop: string;
+  status: StatusKind | 'absent';
+  error?: string;
+  kernel: KernelEntryStatus | null;
+}
+
+export interface ForwardableStatus {
+  ip: string;
+  owners: readonly string[];
+  /** Set when the IP is now an address of this node (then it is not forwarded to). */
+  nodeAddress?: string;
+  devices: { ifindex: number; device: string; nexthops: NexthopStatus[]; lookupError?: string }[];
+}
+
+export interface DesiredStatus {
+  ifindex: number;
+  device: string;
+  nexthop: string;
+  family: 4 | 6;
+  refs: number;
+  /** A few of the forwardable IPs that need it. */
+  refsSample: string[];
+  status: StatusKind;
+  error?: string;
+  /** Consecutive times the kernel lost it (reset when it resolves). */
+  losses: number;
+  kernel: KernelEntryStatus | null;
+}
+
+export interface DeviceStatus {
+  ifindex: number;
+  name: string;
+  selected: boolean;
+  reason?: string;
+  mac?: string;
+}
+
+export interface NeighborStatus {
+  mode: RefreshMode;
+  protocol: number;
+  ready: boolean;
+  summary: {
+    forwardableIps: number;
+    desiredEntries: number;
+    desiredByStatus: { pending: number; done: number; error: number };
+    selectedDevices: number;
+    kernelEntriesByState: Record<string, number>;
+    pendingLookups: number;
+    failingLookups: number;
+    scheduledRetries: number;
+    backingOff: number;
+  };
+  counters: NeighborCounters;
+  devices: DeviceStatus[];
+  forwardable: ForwardableStatus[];
+  desired: DesiredStatus[];
+  /** A list was cut at the limit. */
+  truncated: boolean;
+}
+
+export interface StatusSources {
+  mode: RefreshMode;
+  protocol: number;
+  ready: boolean;
+  forwardable: ForwardableIPs;
+  devices: DeviceTracker;
+  desired: Table<DesiredNeighbor>;
+  observed: ObservedNeighbors;
+  calculator: Calculator;
+  reactor: Reactor;
+  counters: NeighborCounters;
+  pendingLookups: number;
+  scheduledRetries: number;
+}
+
+function kernelEntry(s: StatusSources, ifindex: number, ip: string): KernelEntryStatus | null {
+  const n = s.observed.get(neighKey(ifindex, ip));
+  if (n === undefined) return null;
+  const out: KernelEntryStatus = {
+    state: nudStateNames(n.state),
+    flags: neighFlagNames(n.flags, n.flagsExt),
+    owner:
+      n.protocol === s.protocol ? 'fibkeeper' : isForeign(n, s.protocol) ? 'foreign' : 'kernel',
+  };
+  if (n.lladdr !== undefined) out.lladdr = n.lladdr;
+  if (n.protocol !== undefined) out.protocol = n.protocol;
+  return out;
+}
+
+function nexthopStatus(s: StatusSources, ifindex: number, nexthop: string): NexthopStatus {
+  const key = neighKey(ifindex, nexthop);
+  const st = s.desired.status(key);
+  const out: NexthopStatus = {
+    nexthop,
+    status: st?.kind ?? 'absent',
+    kernel: kernelEntry(s, ifindex, nexthop),
+  };
+  if (st?.error !== undefined) out.error = st.error;
+  return out;
+}
+
+function forwardableRow(s: StatusSources, f: ForwardableIP, q: StatusQuery): ForwardableStatus {
+  const out: ForwardableStatus = { ip: f.ip, owners: f.owners, devices: [] };
+  const node = s.devices.nodeAddresses().get(f.ip);
+  if (node !== undefined) out.nodeAddress = node;
+  const hops = s.calculator.nexthopsOf(f.ip);
+  for (const d of s.devices.selected()) {
+    if (q.ifindex !== undefined && d.ifindex !== q.ifindex) continue;
+    const nh = hops.get(d.ifindex) ?? [];
+    const row: ForwardableStatus['devices'][number] = {
+      ifindex: d.ifindex,
+      device: d.name,
+      nexthops: nh.map((x) => nexthopStatus(s, d.ifindex, x)),
+    };
+    const err = s.calculator.lookupError(d.ifindex, f.ip);
+    if (err !== undefined) row.lookupError = err;
+    out.devices.push(row);
+  }
+  return out;
+}
+
+function desiredRow(s: StatusSources, d: DesiredNeighbor): DesiredStatus {
+  const key = neighKey(d.ifindex, d.nexthop);
+  const st = s.desired.status(key);
+  const sample: string[] = [];
+  for (const ip of d.refs) {
+    if (sample.length >= 5) break;
+    sample.push(ip);
+  }
+  const out: DesiredStatus = {
+    ifindex: d.ifindex,
+    device: s.devices.nameOf(d.ifindex) ?? `if${d.ifindex}`,
+    nexthop: d.nexthop,
+    family: d.family,
+    refs: d.refs.size,
+    refsSample: sample,
+    status: st?.kind ?? 'pending',
+    losses: s.reactor.lossesOf(key),
+    kernel: kernelEntry(s, d.ifindex, d.nexthop),
+  };
+  if (st?.error !== undefined) out.error = st.error;
+  return out;
+}
+
+export function buildStatus(s: StatusSources, q: StatusQuery): NeighborStatus {
+  const limit = q.limit ?? 1000;
+  let truncated = false;
+  let ips: ForwardableIP[];
+  if (q.ip !== undefined) {
+    const f = s.forwardable.get(canonicalIp(q.ip));
+    ips = f === undefined ? [] : [f];
+  } else if (q.owner !== undefined) {
+    ips = s.forwardable.table.getBy('owner', q.owner);
+  } else {
+    ips = [];
+    for (const r of s.forwardable.table.rows()) {
+      if (ips.length >= limit) break;
+      ips.push(r.object);
+    }
+  }
+  if (
+    ips.length > limit ||
+    (q.ip === undefined && q.owner === undefined && ips.length < s.forwardable.size)
+  ) {
+    truncated = true;
+  }
+  const forwardable = ips.slice(0, limit).map((f) => forwardableRow(s, f, q));
+  const desired: DesiredStatus[] = [];
+  const rows =
+    q.ifindex === undefined ? objects(s.desired) : s.desired.getBy('ifindex', String(q.ifindex));
+  for (const d of rows) {
+    if (desired.length >= limit) {
+      truncated = true;
+      break;
+    }
+    if (q.ip !== undefined && !d.refs.has(canonicalIp(q.ip))) continue;
+    desired.push(desiredRow(s, d));
+  }
+  return {
+    mode: s.mode,
+    protocol: s.protocol,
+    ready: s.ready,
+    summary: {
+      forwardableIps: s.forwardable.size,
+      desiredEntries: s.desired.size,
+      desiredByStatus: s.desired.statusCounts(),
+      selectedDevices: s.devices.selected().length,
+      kernelEntriesByState: Object.fromEntries(s.observed.ownedByState(s.protocol)),
+      pendingLookups: s.pendingLookups,
+      failingLookups: s.calculator.failingLookups,
+      scheduledRetries: s.scheduledRetries,
+      backingOff: s.reactor.backingOff,
+    },
+    counters: s.counters,
+    devices: s.devices.table.list().map((d) => {
+      const o: DeviceStatus = { ifindex: d.ifindex, name: d.name, selected: d.selected };
+      if (d.reason !== undefined) o.reason = d.reason;
+      if (d.mac !== undefined) o.mac = d.mac;
+      return o;
+    }),
+    forwardable,
+    desired,
+    truncated,
+  };
+}
+
+function* objects<T>(t: Table<T>): Iterable<T> {
+  for (const r of t.rows()) yield r.object;
+}

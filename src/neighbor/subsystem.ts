@@ -1,0 +1,500 @@
+// NeighborSubsystem: wires the tables, the calculator, the reactor and the reconciler to
+// the kernel, and is the component the agent starts and stops.
+//
+//   link+address events ─► Device table ──┐
+//   route events ────────► Route table ───┼─► calculator ─► DesiredNeighbor ─► reconciler ─► kernel
+//   API / config / XDP ──► ForwardableIP ─┘   (route get)        ▲                 (ops)      │
+//   neighbor events ─────► Neighbor table (observed) ─► reactor ─┘ requeue                   │
+//                                 ▲──────────────────────────────────────────────────────────┘
+import type { Registry } from 'prom-client';
+import { ClosedError } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import { NeighborMetrics, type ResyncTable } from '../metrics/neighbor.js';
+import {
+  NetlinkHandle,
+  type Address,
+  type Link,
+  type Neigh,
+  type Route,
+  type Subscription,
+} from '../netlink/index.js';
+import {
+  RateLimiter,
+  Reconciler,
+  systemClock,
+  Table,
+  type Clock,
+  type Health,
+  type TimerHandle,
+} from '../statedb/index.js';
+import { Calculator } from './calculator.js';
+import {
+  defaultTuning,
+  resolveMode,
+  validateConfig,
+  type NeighborConfig,
+  type NeighborTuning,
+} from './config.js';
+import { DeviceTracker } from './devices.js';
+import { Feed } from './feed.js';
+import { ForwardableIPs } from './forwardable.js';
+import { ObservedNeighbors } from './observed.js';
+import { NeighborOps } from './ops.js';
+import { Reactor, type RequeueCause } from './reactor.js';
+import { RouteTracker } from './routes.js';
+import { buildStatus, type NeighborStatus, type StatusQuery } from './status.js';
+import {
+  FIBKEEPER_NEIGH_PROTOCOL,
+  neighKey,
+  type DesiredNeighbor,
+  type RefreshMode,
+} from './types.js';
+
+export interface NeighborSubsystemParams {
+  /** Network namespace to manage (a name under /run/netns or a path); default: our own. */
+  netns?: string;
+  /** A request handle to share; by default the subsystem opens (and closes) its own. */
+  netlink?: NetlinkHandle;
+  config: NeighborConfig;
+  /** The kernel has managed neighbor entries (the probe's answer). */
+  managedSupported: boolean;
+  /** Where the metric group registers; a private registry when omitted. */
+  registry?: Registry;
+  log: Logger;
+  clock?: Clock;
+  tuning?: Partial<NeighborTuning>;
+}
+
+export interface NeighborHealth {
+  level: 'ok' | 'degraded';
+  /** The reconciler's view: entries whose last write or delete failed. */
+  reconciler: Health;
+  /** Next-hop lookups failing (retried with backoff). */
+  failingLookups: number;
+  /** Feeds whose last dump failed, with the reason. */
+  feeds: Record<string, string>;
+}
+
+type State = 'new' | 'starting' | 'running' | 'stopped';
+
+export class NeighborSubsystem {
+  readonly mode: RefreshMode;
+  readonly protocol = FIBKEEPER_NEIGH_PROTOCOL;
+  readonly metrics: NeighborMetrics;
+  readonly forwardable: ForwardableIPs;
+  readonly devices: DeviceTracker;
+  readonly routes: RouteTracker;
+  readonly observed: ObservedNeighbors;
+  readonly desired: Table<DesiredNeighbor>;
+  private readonly p: NeighborSubsystemParams;
+  private readonly tuning: NeighborTuning;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly calculator: Calculator;
+  private readonly reactor: Reactor;
+  private readonly reconciler: Reconciler<DesiredNeighbor>;
+  private readonly causes = new Map<string, RequeueCause>();
+  private state: State = 'new';
+  private nl: NetlinkHandle | undefined = undefined;
+  private subs: Subscription[] = [];
+  private feeds: Feed<unknown>[] = [];
+  private linkFeed: Feed<[Link[], Address[]]> | undefined = undefined;
+  private routeFeed: Feed<Route[]> | undefined = undefined;
+  private neighFeed: Feed<Neigh[]> | undefined = undefined;
+  private resyncTimer: TimerHandle | undefined = undefined;
+  private redumpTimer: TimerHandle | undefined = undefined;
+  private readonly initDone: Map<string, () => void>;
+  private stopDone: Promise<void> | undefined = undefined;
+
+  constructor(p: NeighborSubsystemParams) {
+    validateConfig(p.config);
+    this.p = p;
+    this.mode = resolveMode(p.config.refresh, p.managedSupported);
+    this.tuning = { ...defaultTuning(), ...stripUndefined(p.tuning ?? {}) };
+    this.clock = p.clock ?? systemClock;
+    this.log = p.log.child({ component: 'neighbor' });
+    this.metrics = new NeighborMetrics({ registry: p.registry });
+    const now = (): number => this.clock.now();
+    this.devices = new DeviceTracker(
+      { devices: p.config.devices, holderName: p.config.holderName },
+      now,
+    );
+    this.forwardable = new ForwardableIPs({
+      nodeAddresses: () => this.devices.nodeAddresses(),
+      now,
+    });
+    this.routes = new RouteTracker(now);
+    this.observed = new ObservedNeighbors(now);
+    this.desired = new Table<DesiredNeighbor>({
+      name: 'desired-neighbors',
+      primaryKey: (d) => neighKey(d.ifindex, d.nexthop),
+      indexes: { ifindex: (d) => String(d.ifindex) },
+      now,
+    });
+    this.initDone = new Map([
+      ['devices', this.devices.table.registerInitializer('dump')],
+      ['routes', this.routes.table.registerInitializer('dump')],
+      ['neighbors', this.observed.table.registerInitializer('dump')],
+    ]);
+    this.calculator = new Calculator({
+      forwardable: this.forwardable,
+      devices: this.devices,
+      routes: this.routes,
+      desired: this.desired,
+      lookup: (qs) => this.lookup(qs),
+      clock: this.clock,
+      log: this.log,
+      metrics: this.metrics,
+      chunk: this.tuning.lookupChunk,
+      retryMinMs: p.config.retryMinMs,
+      retryMaxMs: p.config.retryMaxMs,
+    });
+    this.reactor = new Reactor({
+      desired: this.desired,
+      devices: this.devices,
+      mode: this.mode,
+      protocol: this.protocol,
+      clock: this.clock,
+      retryMinMs: p.config.retryMinMs,
+      retryMaxMs: p.config.retryMaxMs,
+      requeue: (key, cause) => this.requeue(key, cause),
+    });
+    this.reconciler = this.makeReconciler();
+    this.wire();
+    this.metrics.setSource({
+      forwardableIps: () => this.forwardable.size,
+      selectedDevices: () => this.devices.selected().length,
+      desiredByStatus: () => this.desired.statusCounts(),
+      kernelEntriesByState: () => this.observed.ownedByState(this.protocol),
+    });
+  }
+
+  private makeReconciler(): Reconciler<DesiredNeighbor> {
+    const c = this.p.config;
+    const ops = new NeighborOps({
+      kernel: {
+        neighSetMany: (e) => this.handle().neighSetMany(e),
+        neighDelMany: (e) => this.handle().neighDelMany(e),
+        neighGet: (k) => this.handle().neighGet(k),
+        neighList: (f) => this.handle().neighList(f),
+      },
+      mode: this.mode,
+      protocol: this.protocol,
+      observed: this.observed,
+      metrics: this.metrics,
+      log: this.log,
+      twoStep: this.tuning.legacyTwoStep ?? !this.p.managedSupported,
+      causes: this.causes,
+      missing: (keys) => {
+        for (const k of keys) this.requeue(k, 'deleted');
+      },
+    });
+    return new Reconciler<DesiredNeighbor>({
+      table: this.desired,
+      ops,
+      name: 'neighbors',
+      inputs: [this.forwardable.table, this.devices.table, this.routes.table, this.observed.table],
+      config: {
+        retryBackoffMinMs: c.retryMinMs,
+        retryBackoffMaxMs: c.retryMaxMs,
+        pruneIntervalMs: c.resyncIntervalMs,
+        batchSize: this.tuning.writeBatch,
+        // A lost entry is written again at once, but never sooner than this after its last
+        // write: the per-entry bound (exponential backoff on repeated losses is the reactor's).
+        requeueMinIntervalMs: c.retryMinMs,
+      },
+      configPath: 'neighbor',
+      metrics: this.metrics,
+      clock: this.clock,
+      limiter: new RateLimiter({
+        rate: c.rateLimit,
+        burst: c.rateLimit,
+        now: () => this.clock.now(),
+      }),
+      log: this.log,
+    });
+  }
+
+  private wire(): void {
+    const calc = this.calculator;
+    this.forwardable.setListener({ changed: (a, r) => calc.forwardableChanged(a, r) });
+    this.devices.setListener({
+      selectionChanged: (a, r) => {
+        if (this.state === 'running') this.metrics.resync('desired', 'device');
+        calc.selectionChanged(a, r);
+      },
+      nodeAddressChanged: (ip, present) => calc.nodeAddressChanged(ip, present),
+      routesMayHaveChanged: () => this.scheduleRouteRedump(),
+    });
+    this.routes.setListener({ routeChanged: (b, a) => calc.routeChanged(b, a) });
+  }
+
+  private handle(): NetlinkHandle {
+    if (this.nl === undefined) throw new ClosedError('neighbor subsystem: not started');
+    return this.nl;
+  }
+
+  private lookup(qs: readonly { dst: string; oif: number }[]): Promise<readonly (Route | Error)[]> {
+    return this.handle().routeGetMany(qs.map((q) => ({ dst: q.dst, oif: q.oif, fibmatch: true })));
+  }
+
+  private requeue(key: string, cause: RequeueCause): void {
+    this.causes.set(key, cause);
+    if (!this.reconciler.requeue(key)) this.causes.delete(key);
+  }
+
+  // ---- lifecycle ---------------------------------------------------------------------
+
+  /**
+   * Registers a source of forwardable IPs that must have loaded before fibkeeper may delete
+   * entries it finds unused (the config, a persisted API state, the XDP miss tracker).
+   * Call before start(); call the returned function once the source has written its IPs.
+   */
+  registerInitializer(name: string): () => void {
+    if (this.state !== 'new') {
+      throw new ClosedError(`neighbor: initializer ${name} registered after start()`);
+    }
+    return this.forwardable.table.registerInitializer(name);
+  }
+
+  /**
+   * Subscribes to link, address, route and neighbor events, dumps each table, then starts the
+   * calculator and the reconciler. Resolves once the dumps are loaded (not when the kernel
+   * is converged: see waitReady). Rejects if a dump fails for another reason than a
+   * concurrent change (which is retried).
+   */
+  async start(): Promise<void> {
+    if (this.state !== 'new')
+      throw new ClosedError(`neighbor subsystem: start() when ${this.state}`);
+    this.state = 'starting';
+    try {
+      this.nl = this.p.netlink ?? NetlinkHandle.open({ netns: this.p.netns });
+      this.openFeeds();
+      await this.linkFeed!.initial();
+      await this.routeFeed!.initial();
+      await this.neighFeed!.initial();
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+    if (this.state !== 'starting') return;
+    this.state = 'running';
+    this.calculator.start();
+    this.reactor.start();
+    this.reconciler.start();
+    void this.forwardable.table.waitInitialized().then(() => this.calculator.inputInitialized());
+    this.armResync();
+    this.log.info(
+      { mode: this.mode, devices: this.devices.selected().map((d) => d.name) },
+      'neighbor subsystem started',
+    );
+  }
+
+  private openFeeds(): void {
+    const nl = this.handle();
+    const common = { clock: this.clock, log: this.log, retryMs: this.p.config.retryMinMs };
+    const counted = (table: ResyncTable) => (reason: Parameters<NeighborMetrics['resync']>[1]) =>
+      this.metrics.resync(table, reason);
+    this.linkFeed = new Feed<[Link[], Address[]]>({
+      ...common,
+      name: 'links',
+      dump: async () => [await nl.linkList(), await nl.addrList()],
+      load: ([links, addrs]) => {
+        this.devices.load(links, addrs);
+        this.markInitialized('devices');
+      },
+      apply: (ev) => {
+        if (ev.object === 'link') this.devices.applyLink(ev.kind, ev.msg);
+        else if (ev.object === 'address') this.devices.applyAddress(ev.kind, ev.msg);
+      },
+      resynced: counted('devices'),
+    });
+    this.routeFeed = new Feed<Route[]>({
+      ...common,
+      name: 'routes',
+      dump: () => nl.routeList(),
+      load: (routes) => {
+        this.routes.load(routes);
+        this.markInitialized('routes');
+      },
+      apply: (ev) => {
+        if (ev.object === 'route') this.routes.apply(ev.kind, ev.msg);
+      },
+      resynced: counted('routes'),
+    });
+    this.neighFeed = new Feed<Neigh[]>({
+      ...common,
+      name: 'neighbors',
+      dump: () => nl.neighList(),
+      load: (entries) => {
+        for (const c of this.observed.load(entries)) this.reactor.observed(c);
+        this.markInitialized('neighbors');
+      },
+      apply: (ev) => {
+        if (ev.object !== 'neigh') return;
+        const c = this.observed.apply(ev.kind, ev.msg);
+        if (c !== undefined) this.reactor.observed(c);
+      },
+      resynced: counted('neighbors'),
+    });
+    const t = this.tuning;
+    const sub = (
+      feed: Feed<unknown>,
+      groups: ('link' | 'address' | 'route' | 'neigh')[],
+      rcvbuf: number,
+    ): void => {
+      this.feeds.push(feed);
+      this.subs.push(
+        nl.subscribe(
+          groups,
+          {
+            onEvent: (ev) => feed.onEvent(ev),
+            onError: (err) => this.log.warn({ err: err.message, groups }, 'subscription error'),
+          },
+          { rcvbuf },
+        ),
+      );
+    };
+    sub(this.linkFeed as Feed<unknown>, ['link', 'address'], t.linkRcvbuf);
+    sub(this.routeFeed as Feed<unknown>, ['route'], t.routeRcvbuf);
+    sub(this.neighFeed as Feed<unknown>, ['neigh'], t.neighRcvbuf);
+  }
+
+  private markInitialized(table: string): void {
+    const done = this.initDone.get(table);
+    if (done === undefined) return;
+    this.initDone.delete(table);
+    done();
+    this.calculator.inputInitialized();
+  }
+
+  private armResync(): void {
+    if (this.state !== 'running') return;
+    this.resyncTimer = this.clock.setTimeout(() => {
+      this.resyncTimer = undefined;
+      this.fullResync();
+      this.armResync();
+    }, this.p.config.resyncIntervalMs);
+  }
+
+  /** The periodic full resync: routes dumped again, every next hop looked up again. */
+  private fullResync(): void {
+    this.metrics.resync('desired', 'interval');
+    void this.routeFeed?.resync('interval');
+    this.calculator.fullResync();
+  }
+
+  private scheduleRouteRedump(): void {
+    if (this.state !== 'running' || this.redumpTimer !== undefined) return;
+    this.redumpTimer = this.clock.setTimeout(() => {
+      this.redumpTimer = undefined;
+      void this.routeFeed?.resync('device');
+    }, this.tuning.routeRedumpDelayMs);
+  }
+
+  /**
+   * Stops everything in reverse order; the kernel entries stay where they are (a restarted
+   * agent adopts them). Idempotent.
+   */
+  stop(): Promise<void> {
+    if (this.stopDone !== undefined) return this.stopDone;
+    this.state = 'stopped';
+    this.stopDone = (async () => {
+      for (const t of [this.resyncTimer, this.redumpTimer]) {
+        if (t !== undefined) this.clock.clearTimeout(t);
+      }
+      await this.reconciler.stop();
+      this.reactor.stop();
+      this.calculator.stop();
+      for (const f of this.feeds) f.stop();
+      for (const s of this.subs) s.close();
+      this.subs = [];
+      if (this.p.netlink === undefined) this.nl?.close();
+      this.log.info('neighbor subsystem stopped');
+    })();
+    return this.stopDone;
+  }
+
+  // ---- forwardable IPs ---------------------------------------------------------------
+
+  /** Adds `owner` to each IP. All or nothing: throws InvalidArgumentError naming bad IPs. */
+  upsert(owner: string, ips: readonly string[]): void {
+    this.forwardable.upsert(owner, ips);
+  }
+
+  /** Removes `owner` from each IP; an IP goes when its last owner does. All or nothing. */
+  delete(owner: string, ips: readonly string[]): void {
+    this.forwardable.delete(owner, ips);
+  }
+
+  /** Makes `ips` exactly what `owner` holds. All or nothing. */
+  setOwner(owner: string, ips: readonly string[]): void {
+    this.forwardable.setOwner(owner, ips);
+  }
+
+  /** Every forwardable IP with its owners. */
+  list(): { ip: string; owners: readonly string[] }[] {
+    return this.forwardable.list().map((f) => ({ ip: f.ip, owners: f.owners }));
+  }
+
+  // ---- readiness, health, status -----------------------------------------------------
+
+  /** Initial dumps loaded, first calculation and first reconciliation round (with prune) done. */
+  ready(): boolean {
+    return this.reconciler.firstRoundDone;
+  }
+
+  waitReady(signal?: AbortSignal): Promise<void> {
+    return this.reconciler.waitFirstRound(signal);
+  }
+
+  /** Resolves when the calculator has nothing queued and the reconciler nothing due. */
+  async settled(): Promise<void> {
+    for (let i = 0; i < 3; i++) {
+      await this.calculator.waitIdle();
+      await this.reconciler.waitIdle();
+    }
+  }
+
+  health(): NeighborHealth {
+    const reconciler = this.reconciler.health();
+    const feeds: Record<string, string> = {};
+    for (const [name, f] of [
+      ['links', this.linkFeed],
+      ['routes', this.routeFeed],
+      ['neighbors', this.neighFeed],
+    ] as const) {
+      if (f?.lastError !== undefined) feeds[name] = f.lastError;
+    }
+    const failingLookups = this.calculator.failingLookups;
+    const ok = reconciler.level === 'ok' && failingLookups === 0 && Object.keys(feeds).length === 0;
+    return { level: ok ? 'ok' : 'degraded', reconciler, failingLookups, feeds };
+  }
+
+  /** Rows for `fibkeeper status` (filtered and capped by `q`). */
+  status(q: StatusQuery = {}): NeighborStatus {
+    return buildStatus(
+      {
+        mode: this.mode,
+        protocol: this.protocol,
+        ready: this.ready(),
+        forwardable: this.forwardable,
+        devices: this.devices,
+        desired: this.desired,
+        observed: this.observed,
+        calculator: this.calculator,
+        reactor: this.reactor,
+        counters: this.metrics.counters(),
+        pendingLookups: this.calculator.pending,
+        scheduledRetries: this.reconciler.scheduledRetries,
+      },
+      q,
+    );
+  }
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  const out: Partial<T> = {};
+  for (const k of Object.keys(o) as (keyof T)[]) if (o[k] !== undefined) out[k] = o[k];
+  return out;
+}
