@@ -436,10 +436,12 @@ export class Assigner {
     for (const [ip, ep] of this.#removedAt) if (ep <= since) this.#removedAt.delete(ip);
   }
 
-  /** The holder device is gone: every address with it. They come back when it is recreated. */
+  /**
+   * The holder device is gone, and every address with it; each desired one is re-added as
+   * soon as the holder is back (HolderOps.add waits for it). Call holderBack() once it is.
+   */
   holderLost(): void {
     for (const e of [...this.#entries.values()]) {
-      if (!e.present) continue;
       e.present = false;
       e.flags = undefined;
       if (e.desired) {
@@ -449,6 +451,11 @@ export class Assigner {
         this.#forgetIfIdle(e);
       }
     }
+  }
+
+  /** The holder is back: retries whatever failed meanwhile. */
+  holderBack(): void {
+    for (const e of this.#entries.values()) if (e.desired && !e.present) void this.#drive(e);
   }
 
   // --- reading ------------------------------------------------------------------------------

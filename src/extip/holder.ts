@@ -146,7 +146,7 @@ export class Holder implements HolderOps {
 
   /** The external IPs on the holder, like `ip addr show dev HOLDER`. */
   async addresses(): Promise<ObservedAddress[]> {
-    await this.#ready;
+    while (this.#ifindex === 0) await this.#ready;
     const out: ObservedAddress[] = [];
     for (const a of await this.#p.nl.addrList({ ifindex: this.#ifindex })) {
       if (a.index !== this.#ifindex) continue;
@@ -159,7 +159,7 @@ export class Holder implements HolderOps {
   /** addrAdd — like `ip addr add IP/32|128 dev HOLDER [nodad] noprefixroute`. */
   async add(ip: ParsedIp): Promise<'added' | 'exists'> {
     for (let attempt = 1; ; attempt++) {
-      await this.#ready;
+      while (this.#ifindex === 0) await this.#ready;
       try {
         await this.#p.nl.addrAdd({
           ifindex: this.#ifindex,

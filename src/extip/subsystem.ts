@@ -3,7 +3,7 @@
 // events (subscribed before the first dump), repairs what others change, and runs the
 // periodic check. start()/stop() are idempotent; stop() leaves the addresses in place.
 import type { Registry } from 'prom-client';
-import { ClosedError, InvalidArgumentError, describeError } from '../errors/index.js';
+import { ClosedError, InvalidArgumentError, describeError, errnoCode } from '../errors/index.js';
 import { validateUnicastIp, type ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 import { noopExtipMetrics, registerExtipMetrics, type ExtipMetrics } from '../metrics/extip.js';
@@ -317,7 +317,8 @@ export class ExternalIpSubsystem {
         );
         this.#nl!.linkSetUp(l.index).then(
           () => this.#metrics.repaired('holder-up'),
-          (err: unknown) => this.#repairFailed(err),
+          // ENODEV: it is being deleted; the link event that follows recreates it
+          (err: unknown) => errnoCode(err) !== 'ENODEV' && this.#repairFailed(err),
         );
       }
     } else if (kind === 'new' && l.name === holder.name && holder.ifindex === 0) {
@@ -369,6 +370,7 @@ export class ExternalIpSubsystem {
           const { created } = await this.#holder!.ensure();
           this.#holderError = undefined;
           this.#metrics.repaired('holder');
+          this.#assigner!.holderBack();
           this.#log.info({ holder: this.#cfg.holderName, created }, 'extip: holder device back');
           return;
         } catch (err) {
