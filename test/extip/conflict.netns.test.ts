@@ -1,0 +1,183 @@
+// Conflicts (another host claiming an external IP), the ARP responder under arp_ignore,
+// and the bursts that link changes and the periodic refresh cause — all seen on the wire.
+import { describe, expect, it } from 'vitest';
+import {
+  buildArpReply,
+  buildNeighborAdvert,
+  decodeFrame,
+  type ArpFrame,
+} from '../../src/extip/index.js';
+import { ip, privileged, sysctl, waitFor } from '../helpers/netns.js';
+import {
+  NODE_MAC,
+  PEER_MAC,
+  PEER_V4,
+  PEER_V6,
+  capture,
+  framesMatching,
+  makeLab,
+  metric,
+  nsExecAsync,
+  sendFrom,
+  startExtip,
+  testConfig,
+} from './lab.js';
+
+const { skip } = privileged();
+
+const EXT4 = '10.20.0.170';
+const EXT6 = '2001:db8:20::170';
+
+/** Our announcements of `ip` (GARP request/reply, or unsolicited NA from our MAC). */
+const ours =
+  (ipText: string, mac = NODE_MAC) =>
+  (f: Buffer) => {
+    const d = decodeFrame(f);
+    if (d.kind === 'arp') return d.gratuitous && d.senderIp === ipText && d.senderMac === mac;
+    return d.kind === 'na' && d.target === ipText && d.targetMac === mac && !d.solicited;
+  };
+
+describe.skipIf(skip)('conflicts', () => {
+  it('an ARP reply for our IP from another MAC is counted and answered with a re-announcement', async () => {
+    const lab = await makeLab('xcf');
+    const { extip, registry } = await startExtip(lab.node, testConfig({ announceCount: 1 }));
+    await extip.assign([EXT4]);
+    const cap = capture(lab.peer, 'peer0');
+    sendFrom(
+      lab.peer,
+      'peer0',
+      buildArpReply({
+        senderMac: PEER_MAC,
+        senderIp: EXT4,
+        targetMac: NODE_MAC,
+        targetIp: '10.20.0.1',
+      }),
+    );
+    const seen = await framesMatching(cap, ours(EXT4), 2); // request + reply forms
+    expect(seen.map((f) => (decodeFrame(f) as ArpFrame).op)).toEqual([1, 2]);
+    expect(await metric(registry, 'fibkeeper_extip_conflicts_total', { family: 'ipv4' })).toBe(1);
+    expect(
+      await metric(registry, 'fibkeeper_extip_announcements_sent_total', {
+        family: 'ipv4',
+        reason: 'defend',
+      }),
+    ).toBe(1);
+    // a second claim within the defend interval: counted, not answered (rate limit)
+    sendFrom(
+      lab.peer,
+      'peer0',
+      buildArpReply({
+        senderMac: PEER_MAC,
+        senderIp: EXT4,
+        targetMac: NODE_MAC,
+        targetIp: '10.20.0.1',
+      }),
+    );
+    await waitFor(
+      async () =>
+        (await metric(registry, 'fibkeeper_extip_conflicts_total', { family: 'ipv4' })) === 2,
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    expect(cap.frames.filter(ours(EXT4))).toHaveLength(2);
+    // a claim for an IP that is not ours is nobody's business
+    sendFrom(
+      lab.peer,
+      'peer0',
+      buildArpReply({
+        senderMac: PEER_MAC,
+        senderIp: PEER_V4,
+        targetMac: NODE_MAC,
+        targetIp: '10.20.0.1',
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await metric(registry, 'fibkeeper_extip_conflicts_total', { family: 'ipv4' })).toBe(2);
+  });
+
+  it('a neighbor advertisement for our IPv6 from another MAC is counted and defended', async () => {
+    const lab = await makeLab('xc6');
+    const { extip, registry } = await startExtip(lab.node, testConfig({ announceCount: 1 }));
+    await extip.assign([EXT6]);
+    const cap = capture(lab.peer, 'peer0');
+    sendFrom(
+      lab.peer,
+      'peer0',
+      buildNeighborAdvert({
+        ethSrc: PEER_MAC,
+        srcIp: PEER_V6,
+        target: EXT6,
+        override: true,
+        targetMac: PEER_MAC,
+      }),
+    );
+    await framesMatching(cap, ours(EXT6), 1);
+    expect(await metric(registry, 'fibkeeper_extip_conflicts_total', { family: 'ipv6' })).toBe(1);
+  });
+});
+
+describe.skipIf(skip)('ARP responder', () => {
+  it('answers ARP for external IPs when arp_ignore keeps the kernel quiet', async () => {
+    const lab = await makeLab('xcr');
+    sysctl(lab.node, 'net.ipv4.conf.all.arp_ignore', 1);
+    const { extip, registry } = await startExtip(lab.node);
+    await extip.assign([EXT4]);
+    ip(lab.peer, 'neigh', 'flush', 'dev', 'peer0');
+    await nsExecAsync(lab.peer, 'ping', '-c', '1', '-W', '2', EXT4);
+    expect(
+      await metric(registry, 'fibkeeper_extip_responses_sent_total', { family: 'ipv4' }),
+    ).toBeGreaterThanOrEqual(1);
+    // and without the responder (arpResponder: never) the same ping fails: the kernel is quiet
+    await extip.stop();
+    // (one announcement at start-up, over before the ping: a later one would answer it)
+    const quiet = await startExtip(
+      lab.node,
+      testConfig({ arpResponder: 'never', announceCount: 1 }),
+    );
+    expect(quiet.extip.list().map((s) => s.ip)).toEqual([EXT4]);
+    await new Promise((r) => setTimeout(r, 100));
+    ip(lab.peer, 'neigh', 'flush', 'dev', 'peer0');
+    await expect(nsExecAsync(lab.peer, 'ping', '-c', '1', '-W', '1', EXT4)).rejects.toThrow();
+  });
+});
+
+describe.skipIf(skip)('bursts on link changes and refresh', () => {
+  it('the external interface coming up, or changing its MAC, triggers a new burst', async () => {
+    const lab = await makeLab('xcl');
+    const { extip, registry } = await startExtip(lab.node, testConfig({ announceCount: 2 }));
+    await extip.assign([EXT4, EXT6]);
+    const cap = capture(lab.peer, 'peer0');
+    await new Promise((r) => setTimeout(r, 300)); // the assign bursts are over
+    cap.frames.length = 0;
+    ip(lab.node, 'link', 'set', 'ext0', 'down');
+    ip(lab.node, 'link', 'set', 'ext0', 'up');
+    await framesMatching(cap, ours(EXT4), 4); // 2 announcements × (request + reply)
+    await framesMatching(cap, ours(EXT6), 2);
+    const NEW_MAC = '02:00:00:0e:00:77';
+    ip(lab.node, 'link', 'set', 'ext0', 'address', NEW_MAC);
+    await framesMatching(cap, ours(EXT4, NEW_MAC), 4);
+    await framesMatching(cap, ours(EXT6, NEW_MAC), 2);
+    expect(extip.externalInterface?.mac).toBe(NEW_MAC);
+    expect(
+      await metric(registry, 'fibkeeper_extip_announcements_sent_total', {
+        family: 'ipv4',
+        reason: 'link',
+      }),
+    ).toBe(2);
+  });
+
+  it('the periodic refresh re-announces every IP', async () => {
+    const lab = await makeLab('xcp');
+    const { extip } = await startExtip(
+      lab.node,
+      testConfig({ announceCount: 1, refreshIntervalMs: 1000 }),
+    );
+    const cap = capture(lab.peer, 'peer0');
+    await extip.assign([EXT4]);
+    const frames = await framesMatching(cap, ours(EXT4), 6, 4000); // assign + 2 refreshes
+    expect(frames).toHaveLength(6);
+    await extip.unassign([EXT4]);
+    const n = cap.frames.filter(ours(EXT4)).length;
+    await new Promise((r) => setTimeout(r, 1300));
+    expect(cap.frames.filter(ours(EXT4))).toHaveLength(n); // no refresh after unassign
+  });
+});
