@@ -13,6 +13,8 @@ import { KeyScheduler } from './scheduler.js';
 /** Puts one announcement of `ip` on the wire; throws when it could not. */
 export interface AnnounceSink {
   announce(ip: ParsedIp): void;
+  /** The IP is no longer announced: drop whatever was kept for it. */
+  forget?(ip: string): void;
 }
 
 export interface AnnouncerParams {
@@ -83,7 +85,7 @@ export class Announcer {
 
   /** Stops announcing `ip` (pending burst and refresh cancelled). Idempotent. */
   remove(ip: string): void {
-    this.#ips.delete(ip);
+    if (this.#ips.delete(ip)) this.#p.sink.forget?.(ip);
     this.#timers.cancel(ip);
   }
 

@@ -14,7 +14,7 @@ import { IFA_F_DADFAILED, IFA_F_TENTATIVE } from '../netlink/index.js';
 import type { Clock, TimerHandle } from '../statedb/index.js';
 import {
   dadFailed,
-  settleAll,
+  Batch,
   stoppedError,
   type AnnouncerLike,
   type ExternalIpState,
@@ -37,8 +37,7 @@ export interface AssignerParams {
 interface Waiter {
   gen: number;
   want: boolean;
-  resolve(): void;
-  reject(err: Error): void;
+  batch: Batch;
 }
 
 interface DadWait {
@@ -104,11 +103,14 @@ export class Assigner {
    * The desired flags change before this returns, so the final state follows call order.
    */
   request(ips: readonly ParsedIp[], want: boolean): Promise<void> {
-    const unique = new Map<string, ParsedIp>();
-    for (const ip of ips) unique.set(ip.address, ip);
-    const waits: Promise<void>[] = [];
-    for (const ip of unique.values()) waits.push(this.#want(ip, want));
-    return settleAll(want ? 'assign' : 'unassign', [...unique.keys()], waits);
+    const batch = new Batch(want ? 'assign' : 'unassign');
+    const seen = new Set<string>();
+    for (const ip of ips) {
+      if (seen.has(ip.address)) continue;
+      seen.add(ip.address);
+      this.#want(ip, want, batch);
+    }
+    return batch.seal();
   }
 
   /**
@@ -117,34 +119,30 @@ export class Assigner {
    */
   setDesired(ips: readonly ParsedIp[]): Promise<void> {
     this.#loaded = true;
-    const unique = new Map<string, ParsedIp>();
-    for (const ip of ips) unique.set(ip.address, ip);
-    const keys: string[] = [];
-    const waits: Promise<void>[] = [];
-    for (const ip of unique.values()) {
-      keys.push(ip.address);
-      waits.push(this.#want(ip, true));
+    const batch = new Batch('setDesired');
+    const wanted = new Set<string>();
+    for (const ip of ips) {
+      if (wanted.has(ip.address)) continue;
+      wanted.add(ip.address);
+      this.#want(ip, true, batch);
     }
     for (const e of [...this.#entries.values()]) {
-      if (unique.has(e.ip.address) || (!e.desired && !e.present)) continue;
-      keys.push(e.ip.address);
-      waits.push(this.#want(e.ip, false));
+      if (wanted.has(e.ip.address) || (!e.desired && !e.present)) continue;
+      this.#want(e.ip, false, batch);
     }
-    return settleAll('setDesired', keys, waits);
+    return batch.seal();
   }
 
-  #want(ip: ParsedIp, want: boolean): Promise<void> {
-    if (this.#stopped) return Promise.reject(stoppedError());
+  #want(ip: ParsedIp, want: boolean, batch: Batch): void {
+    batch.add();
+    if (this.#stopped) return batch.settle(ip.address, stoppedError());
     const e = this.#entry(ip);
     e.desired = want;
     e.adopted = false;
     if (want) e.foreign = false;
     e.gen++;
-    const p = new Promise<void>((resolve, reject) => {
-      e.waiters.push({ gen: e.gen, want, resolve, reject });
-    });
+    e.waiters.push({ gen: e.gen, want, batch });
     void this.#drive(e);
-    return p;
   }
 
   #entry(ip: ParsedIp): Entry {
@@ -271,11 +269,11 @@ export class Assigner {
         `extip: ${want ? 'assign' : 'unassign'} failed`,
       );
     }
+    if (e.waiters.length === 0) return;
     const keep: Waiter[] = [];
     for (const w of e.waiters) {
       if (w.gen > gen) keep.push(w);
-      else if (err !== undefined && w.want === want) w.reject(err);
-      else w.resolve();
+      else w.batch.settle(e.ip.address, err !== undefined && w.want === want ? err : undefined);
     }
     e.waiters = keep;
   }
@@ -300,13 +298,14 @@ export class Assigner {
     });
   }
 
-  #finishDad(e: Entry, err: Error | undefined): void {
+  /** Ends a DAD wait: done (no failure), or failed with failure() (built only if waited). */
+  #finishDad(e: Entry, failure?: () => Error): void {
     const d = e.dad;
     if (d === undefined) return;
     e.dad = undefined;
     this.#p.clock.clearTimeout(d.timer);
-    if (err === undefined) d.resolve();
-    else d.reject(err);
+    if (failure === undefined) d.resolve();
+    else d.reject(failure());
   }
 
   #setState(e: Entry, s: ExternalIpState): void {
@@ -364,8 +363,8 @@ export class Assigner {
     e.prefixlen = a.prefixlen;
     e.flags = a.flags;
     const dadFailedNow = (a.flags & IFA_F_DADFAILED) !== 0;
-    if (dadFailedNow) this.#finishDad(e, dadFailed(a.ip));
-    else if ((a.flags & IFA_F_TENTATIVE) === 0) this.#finishDad(e, undefined);
+    if (dadFailedNow) this.#finishDad(e, () => dadFailed(a.ip));
+    else if ((a.flags & IFA_F_TENTATIVE) === 0) this.#finishDad(e);
     if (!e.desired) {
       if (this.#loaded) this.#removeForeign(e);
     } else if (e.state === 'failed' && !dadFailedNow && !e.running) {
@@ -378,7 +377,7 @@ export class Assigner {
     if (e === undefined || !e.present) return;
     e.present = false;
     e.flags = undefined;
-    this.#finishDad(e, new FibkeeperError(`${ip.address} was removed during DAD`));
+    this.#finishDad(e, () => new FibkeeperError(`${ip.address} was removed during DAD`));
     if (e.desired) {
       e.repairCause ??= 'address';
       this.#p.log.info({ ip: ip.address }, 'extip: address removed from the holder; re-adding');
@@ -504,8 +503,8 @@ export class Assigner {
     this.#stopped = true;
     const err = stoppedError();
     for (const e of this.#entries.values()) {
-      this.#finishDad(e, err);
-      for (const w of e.waiters) w.reject(err);
+      this.#finishDad(e, () => err);
+      for (const w of e.waiters) w.batch.settle(e.ip.address, err);
       e.waiters = [];
     }
   }

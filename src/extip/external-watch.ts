@@ -106,6 +106,10 @@ export class ExternalWatch implements AnnounceSink {
     this.#io.announce(ip);
   }
 
+  forget(ip: string): void {
+    this.#io.forget(ip);
+  }
+
   // --- events -----------------------------------------------------------------------------
 
   onLink(kind: 'new' | 'del', l: Link): void {

@@ -3,7 +3,7 @@
 // every address on it is an external IP; a device of the same name that fibkeeper could not
 // own (a veth, a bridge with ports) is refused.
 import { ConflictError, FibkeeperError, NotSupportedError, errnoCode } from '../errors/index.js';
-import { isUnicastIp, parseIp, type ParsedIp } from '../ipaddr/index.js';
+import { classifyIp, parseIp, type ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 import { IFF_UP, type Address, type Link, type NetlinkHandle } from '../netlink/index.js';
 import { HOLDER_KINDS, type HolderKind } from './options.js';
@@ -23,8 +23,10 @@ export interface HolderParams {
 /** The address as the assigner sees it, or undefined for what is not an external IP (fe80::). */
 export function observe(a: Address): ObservedAddress | undefined {
   const text = a.local ?? a.address;
-  if (text === undefined || !isUnicastIp(text)) return undefined;
-  return { ip: parseIp(text), prefixlen: a.prefixlen, flags: a.flags };
+  if (text === undefined) return undefined;
+  const ip = parseIp(text, { allowMapped: true });
+  if (classifyIp(ip.bytes) !== 'unicast') return undefined;
+  return { ip, prefixlen: a.prefixlen, flags: a.flags };
 }
 
 function otherKinds(kind: HolderKind): string {

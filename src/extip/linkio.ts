@@ -68,6 +68,17 @@ export interface LinkIoParams {
   openSocket?: (o: PacketSocketOptions) => FrameSocket;
 }
 
+/** Any unicast IPv4 address: the templates are built for it, then every IP is stamped in. */
+const TEMPLATE_IP = '192.0.2.1';
+/** Where the sender and target IPs sit in an Ethernet + ARP (IPv4 over Ethernet) frame. */
+const ARP_SPA = 28;
+const ARP_TPA = 38;
+
+function stampArp(frame: Buffer, ip: Buffer): void {
+  ip.copy(frame, ARP_SPA, 0, 4);
+  ip.copy(frame, ARP_TPA, 0, 4);
+}
+
 export class LinkIo implements AnnounceSink {
   readonly #p: LinkIoParams;
   #ext: ExternalLink;
@@ -75,8 +86,11 @@ export class LinkIo implements AnnounceSink {
   #respondArp: boolean;
   #tx: FrameSocket | undefined;
   #rx: FrameSocket[] = [];
-  /** Announcement frames per IP, built once per MAC / link-local address. */
-  readonly #frames = new Map<string, Buffer[]>();
+  /** Gratuitous ARP request and reply for the current MAC; the IP is stamped in per send. */
+  #arp: [Buffer, Buffer] | undefined;
+  #arpMac = '';
+  /** Unsolicited NA per IPv6 external IP, for the current MAC and link-local source. */
+  readonly #naFrames = new Map<string, Buffer>();
   #closed = false;
   /** The last receive error, for health(). */
   lastError: string | undefined;
@@ -125,14 +139,14 @@ export class LinkIo implements AnnounceSink {
 
   /** The interface changed its MAC: frames are rebuilt. */
   setExternal(ext: ExternalLink): void {
-    if (ext.mac !== this.#ext.mac) this.#frames.clear();
+    if (ext.mac !== this.#ext.mac) this.#naFrames.clear();
     this.#ext = ext;
   }
 
   setLinkLocal(ip: string | undefined): void {
     if (ip === this.#linkLocal) return;
     this.#linkLocal = ip;
-    for (const key of this.#frames.keys()) if (key.includes(':')) this.#frames.delete(key);
+    this.#naFrames.clear();
   }
 
   get linkLocal(): string | undefined {
@@ -143,40 +157,60 @@ export class LinkIo implements AnnounceSink {
     this.#respondArp = on;
   }
 
-  /** One announcement: gratuitous ARP request and reply (IPv4), or an unsolicited NA (IPv6). */
+  /**
+   * One announcement: gratuitous ARP request and reply (IPv4), or an unsolicited NA (IPv6).
+   * IPv4 frames are two templates (built by frames.ts for the current MAC) with the IP
+   * stamped in; NA frames (their checksum covers the target) are built once per IP.
+   */
   announce(ip: ParsedIp): void {
     const tx = this.#tx;
     if (tx === undefined || this.#closed) {
       throw new FibkeeperError(`external interface ${this.#ext.name} is not available`);
     }
-    let frames = this.#frames.get(ip.address);
-    if (frames === undefined) {
-      frames = this.#build(ip);
-      this.#frames.set(ip.address, frames);
-    }
-    for (const f of frames) tx.send(f);
-    this.#p.metrics.framesSent(ip.family === 4 ? 'ipv4' : 'ipv6', frames.length);
-  }
-
-  /** Forgets the cached frames of an IP that is no longer ours. */
-  forget(ip: string): void {
-    this.#frames.delete(ip);
-  }
-
-  #build(ip: ParsedIp): Buffer[] {
-    const mac = this.#ext.macBytes;
     if (ip.family === 4) {
-      return [
-        buildGratuitousArp({ ip: ip.address, mac, form: 'request' }),
-        buildGratuitousArp({ ip: ip.address, mac, form: 'reply' }),
-      ];
+      const [req, rep] = this.#arpTemplates();
+      stampArp(req, ip.bytes);
+      tx.send(req);
+      stampArp(rep, ip.bytes);
+      tx.send(rep);
+      this.#p.metrics.framesSent('ipv4', 2);
+      return;
     }
+    let na = this.#naFrames.get(ip.address);
+    if (na === undefined) {
+      na = this.#buildNa(ip);
+      this.#naFrames.set(ip.address, na);
+    }
+    tx.send(na);
+    this.#p.metrics.framesSent('ipv6', 1);
+  }
+
+  /** Forgets what was built for an IP that is no longer ours. */
+  forget(ip: string): void {
+    this.#naFrames.delete(ip);
+  }
+
+  #arpTemplates(): [Buffer, Buffer] {
+    if (this.#arp === undefined || this.#arpMac !== this.#ext.mac) {
+      const mac = this.#ext.macBytes;
+      const ip = TEMPLATE_IP;
+      this.#arp = [
+        buildGratuitousArp({ ip, mac, form: 'request' }),
+        buildGratuitousArp({ ip, mac, form: 'reply' }),
+      ];
+      this.#arpMac = this.#ext.mac;
+    }
+    return this.#arp;
+  }
+
+  #buildNa(ip: ParsedIp): Buffer {
     if (this.#linkLocal === undefined) {
       throw new FibkeeperError(
         `external interface ${this.#ext.name} has no usable IPv6 link-local address to send the neighbor advertisement from (IPv6 disabled, link down, or DAD still running)`,
       );
     }
-    return [buildUnsolicitedNa({ ip: ip.address, mac, sourceIp: this.#linkLocal })];
+    const mac = this.#ext.macBytes;
+    return buildUnsolicitedNa({ ip: ip.address, mac, sourceIp: this.#linkLocal });
   }
 
   #onArp(frame: Buffer): void {
@@ -249,6 +283,6 @@ export class LinkIo implements AnnounceSink {
     this.#tx = undefined;
     for (const s of this.#rx) s.close();
     this.#rx = [];
-    this.#frames.clear();
+    this.#naFrames.clear();
   }
 }

@@ -63,20 +63,55 @@ export class ExternalIpBatchError extends FibkeeperError {
   }
 }
 
-/** Waits for every per-IP promise; one IP: its own error; several: ExternalIpBatchError. */
-export async function settleAll(
-  verb: string,
-  keys: string[],
-  waits: Promise<void>[],
-): Promise<void> {
-  const results = await Promise.allSettled(waits);
-  const failures: { ip: string; error: Error }[] = [];
-  results.forEach((r, i) => {
-    if (r.status === 'rejected') failures.push({ ip: keys[i]!, error: r.reason as Error });
-  });
-  if (failures.length === 0) return;
-  if (keys.length === 1) throw failures[0]!.error;
-  throw new ExternalIpBatchError(verb, keys.length, failures);
+/**
+ * One request for several IPs: settles once every IP has settled, without a promise per
+ * IP. Resolves when all succeeded; rejects with the IP's own error when the request named
+ * one IP, with ExternalIpBatchError when it named several.
+ */
+export class Batch {
+  readonly promise: Promise<void>;
+  readonly #verb: string;
+  #total = 0;
+  #pending = 0;
+  #sealed = false;
+  readonly #failures: { ip: string; error: Error }[] = [];
+  #resolve!: () => void;
+  #reject!: (err: Error) => void;
+
+  constructor(verb: string) {
+    this.#verb = verb;
+    this.promise = new Promise<void>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+  }
+
+  /** One more IP to wait for. */
+  add(): void {
+    this.#total++;
+    this.#pending++;
+  }
+
+  /** No more IPs: settles now if all have already settled. */
+  seal(): Promise<void> {
+    this.#sealed = true;
+    this.#finish();
+    return this.promise;
+  }
+
+  settle(ip: string, error?: Error): void {
+    if (error !== undefined) this.#failures.push({ ip, error });
+    this.#pending--;
+    this.#finish();
+  }
+
+  #finish(): void {
+    if (!this.#sealed || this.#pending > 0) return;
+    const failures = this.#failures;
+    if (failures.length === 0) this.#resolve();
+    else if (this.#total === 1) this.#reject(failures[0]!.error);
+    else this.#reject(new ExternalIpBatchError(this.#verb, this.#total, failures));
+  }
 }
 
 export function stoppedError(): ClosedError {

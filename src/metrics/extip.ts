@@ -41,33 +41,68 @@ export interface ExtipMetrics {
   resync(reason: 'overflow' | 'periodic'): void;
 }
 
+/**
+ * Counts kept as plain numbers and added to a prom-client counter at scrape time (its
+ * collect()): an announcement of 1,000 IPs costs 1,000 additions, not 1,000 label look-ups.
+ */
+class LazyCounter<L extends string> {
+  readonly #pending = new Map<string, { labels: Record<L, string>; n: number }>();
+  readonly counter: Counter<L>;
+
+  constructor(name: string, help: string, labelNames: L[], registry: Registry) {
+    const pending = this.#pending;
+    this.counter = new Counter<L>({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        for (const p of pending.values()) {
+          if (p.n > 0) this.inc(p.labels, p.n);
+          p.n = 0;
+        }
+      },
+    });
+  }
+
+  add(key: string, labels: Record<L, string>, n: number): void {
+    const p = this.#pending.get(key);
+    if (p !== undefined) p.n += n;
+    else this.#pending.set(key, { labels, n });
+  }
+}
+
 /** Registers the `fibkeeper_extip_*` metrics on `registry` and returns their updater. */
 export function registerExtipMetrics(registry: Registry): ExtipMetrics {
   const registers = [registry];
-  const assigned = new Gauge({
+  const assignedNow = { ipv4: 0, ipv6: 0 };
+  new Gauge({
     name: 'fibkeeper_extip_assigned',
     help: 'External IPs on the holder device and usable (not tentative, not failed), by family.',
     labelNames: ['family'],
     registers,
+    collect() {
+      for (const family of ['ipv4', 'ipv6'] as const) this.set({ family }, assignedNow[family]);
+    },
   });
-  const announcements = new Counter({
-    name: 'fibkeeper_extip_announcements_sent_total',
-    help: 'Announcements sent from the external interface (IPv4: gratuitous ARP request + reply; IPv6: unsolicited NA), by family and reason.',
-    labelNames: ['family', 'reason'],
-    registers,
-  });
-  const frames = new Counter({
-    name: 'fibkeeper_extip_frames_sent_total',
-    help: 'Frames sent from the external interface (announcements and responses), by family.',
-    labelNames: ['family'],
-    registers,
-  });
-  const responses = new Counter({
-    name: 'fibkeeper_extip_responses_sent_total',
-    help: 'Replies to ARP requests (only when arp_ignore keeps the kernel from answering) and neighbor solicitations for external IPs, by family.',
-    labelNames: ['family'],
-    registers,
-  });
+  const announcements = new LazyCounter(
+    'fibkeeper_extip_announcements_sent_total',
+    'Announcements sent from the external interface (IPv4: gratuitous ARP request + reply; IPv6: unsolicited NA), by family and reason.',
+    ['family', 'reason'],
+    registry,
+  );
+  const frames = new LazyCounter(
+    'fibkeeper_extip_frames_sent_total',
+    'Frames sent from the external interface (announcements and responses), by family.',
+    ['family'],
+    registry,
+  );
+  const responses = new LazyCounter(
+    'fibkeeper_extip_responses_sent_total',
+    'Replies to ARP requests (only when arp_ignore keeps the kernel from answering) and neighbor solicitations for external IPs, by family.',
+    ['family'],
+    registry,
+  );
   const repairs = new Counter({
     name: 'fibkeeper_extip_repairs_total',
     help: 'Repairs of the holder device and its addresses after someone else changed them, by kind.',
@@ -76,7 +111,7 @@ export function registerExtipMetrics(registry: Registry): ExtipMetrics {
   });
   const conflicts = new Counter({
     name: 'fibkeeper_extip_conflicts_total',
-    help: 'ARP replies / neighbor advertisements claiming an external IP from another MAC, by family.',
+    help: 'ARP packets / neighbor advertisements claiming an external IP from another MAC, by family.',
     labelNames: ['family'],
     registers,
   });
@@ -93,15 +128,16 @@ export function registerExtipMetrics(registry: Registry): ExtipMetrics {
     registers,
   });
   for (const family of ['ipv4', 'ipv6'] as const) {
-    assigned.set({ family }, 0);
     conflicts.inc({ family }, 0);
-    frames.inc({ family }, 0);
+    frames.counter.inc({ family }, 0);
+    responses.counter.inc({ family }, 0);
   }
   return {
-    setAssigned: (family, n) => assigned.set({ family }, n),
-    announced: (family, reason, n = 1) => announcements.inc({ family, reason }, n),
-    framesSent: (family, n = 1) => frames.inc({ family }, n),
-    responded: (family) => responses.inc({ family }),
+    setAssigned: (family, n) => void (assignedNow[family] = n),
+    announced: (family, reason, n = 1) =>
+      announcements.add(`${family} ${reason}`, { family, reason }, n),
+    framesSent: (family, n = 1) => frames.add(family, { family }, n),
+    responded: (family) => responses.add(family, { family }, 1),
     repaired: (kind, n = 1) => repairs.inc({ kind }, n),
     conflict: (family) => conflicts.inc({ family }),
     error: (op) => errors.inc({ op }),

@@ -1,0 +1,266 @@
+#!/usr/bin/env node
+// Benchmark of the external-IP subsystem (src/extip), two figures, each against a
+// reference measured in the same run:
+//
+//  1. assign-ipv4: ExternalIpSubsystem.assign() of N IPv4 external IPs — validated, added to
+//     the holder (a bridge: this kernel has no dummy) and the first announcement of each
+//     (gratuitous ARP request + reply) sent; it returns then, the rest of each burst is
+//     scheduled. Reference: `ip -n NS -batch FILE` adding the same N addresses
+//     (`addr add IP/32 dev HOLDER noprefixroute`) to another bridge, no announcements.
+//     Target: at most 1.2x the reference.
+//  2. announce-send: the raw send time of N prebuilt announcement frames (gratuitous ARP,
+//     42 bytes) through PacketSocket.send on the external interface. Reference: the same
+//     frames sent by a C loop of send(2) on an AF_PACKET socket (bench/extip/ref). Target:
+//     at most 10 ms for 1,000.
+//
+// Everything happens in two namespaces of its own (node and peer joined by a veth), always
+// deleted. Sides alternate per round; medians are reported. Needs root, `make build` (or
+// `npx tsc -p tsconfig.build.json` plus the native addon) and a C compiler.
+//
+// Usage: node bench/extip/run.mjs [--rounds R] [--n N]
+import { execFileSync, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Registry } from 'prom-client';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..', '..');
+const ASSIGN_TARGET_RATIO = 1.2;
+const SEND_TARGET_MS_PER_1000 = 10;
+
+function args() {
+  const a = process.argv.slice(2);
+  const get = (name, def) => {
+    const i = a.indexOf(name);
+    return i >= 0 && a[i + 1] !== undefined ? a[i + 1] : def;
+  };
+  return { rounds: Number(get('--rounds', '11')), n: Number(get('--n', '1000')) };
+}
+
+function ip(ns, ...argv) {
+  const r = spawnSync('ip', ['-n', ns, ...argv], { encoding: 'utf8', maxBuffer: 1 << 28 });
+  if (r.status !== 0) throw new Error(`ip -n ${ns} ${argv.join(' ')}: ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
+const extIp = (i) => {
+  const v = 0x0ac90001 + i; // 10.201.0.1 onwards
+  return `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
+};
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const ms = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
+const round2 = (x) => Math.round(x * 100) / 100;
+const sleep = (t) => new Promise((r) => setTimeout(r, t));
+
+function countAddrs(ns, dev) {
+  const links = JSON.parse(ip(ns, '-j', 'addr', 'show', 'dev', dev));
+  return (links[0]?.addr_info ?? []).filter((a) => a.family === 'inet').length;
+}
+
+async function load() {
+  const load1 = (m) =>
+    import(join(root, 'dist', m, 'index.js')).catch((err) => {
+      throw new Error(`cannot load dist/${m} (run make build): ${err.message}`);
+    });
+  const [extip, native, log] = await Promise.all([load1('extip'), load1('native'), load1('log')]);
+  return { extip, native, log };
+}
+
+function setUp(node, peer) {
+  for (const ns of [node, peer]) {
+    execFileSync('ip', ['netns', 'add', ns]);
+    ip(ns, 'link', 'set', 'lo', 'up');
+  }
+  ip(node, 'link', 'add', 'ext0', 'type', 'veth', 'peer', 'name', 'peer0', 'netns', peer);
+  ip(node, 'link', 'set', 'ext0', 'up');
+  ip(peer, 'link', 'set', 'peer0', 'up');
+  ip(node, 'addr', 'add', '10.200.0.1/16', 'dev', 'ext0');
+  ip(peer, 'addr', 'add', '10.200.0.2/16', 'dev', 'peer0');
+  ip(node, 'link', 'add', 'fkr0', 'type', 'bridge');
+  ip(node, 'link', 'set', 'fkr0', 'up');
+}
+
+/** One round of the subsystem: assign N (timed), check, unassign (not timed). */
+async function roundOurs(extip, node, ips) {
+  const t0 = process.hrtime.bigint();
+  await extip.assign(ips);
+  const took = ms(t0);
+  const assigned = extip.list().filter((s) => s.state === 'assigned').length;
+  if (assigned !== ips.length || countAddrs(node, 'fkb0') !== ips.length) {
+    throw new Error(`assign: ${assigned} assigned, expected ${ips.length}`);
+  }
+  await extip.unassign(ips);
+  if (countAddrs(node, 'fkb0') !== 0) throw new Error('unassign left addresses behind');
+  return took;
+}
+
+/** One round of ip -batch: add N (timed), check, flush (not timed). */
+async function roundIp(node, ips, dir) {
+  const file = join(dir, 'add.batch');
+  writeFileSync(file, ips.map((a) => `addr add ${a}/32 dev fkr0 noprefixroute`).join('\n') + '\n');
+  const t0 = process.hrtime.bigint();
+  ip(node, '-batch', file);
+  const took = ms(t0);
+  if (countAddrs(node, 'fkr0') !== ips.length) throw new Error('ip -batch: addresses missing');
+  ip(node, 'addr', 'flush', 'dev', 'fkr0');
+  await sleep(100); // the subsystem hears the deletions before the next validation
+  return took;
+}
+
+function sendRaw(native, node, ifindex, frames) {
+  const sock = native.PacketSocket.open({ ifindex, netns: node, protocol: 0 });
+  try {
+    const t0 = process.hrtime.bigint();
+    for (const f of frames) sock.send(f);
+    return ms(t0);
+  } finally {
+    sock.close();
+  }
+}
+
+function sendC(bin, node, ifindex, file) {
+  const out = execFileSync(bin, [node, String(ifindex), '42', file], { encoding: 'utf8' });
+  return Number(out.trim()) / 1e6;
+}
+
+async function measure(mods, node, dir, rounds, n) {
+  const { ExternalIpSubsystem, buildGratuitousArp } = mods.extip;
+  const extip = new ExternalIpSubsystem({
+    netns: node,
+    config: { holderName: 'fkb0', holderKind: 'bridge', interface: 'ext0', checkIntervalMs: 0 },
+    registry: new Registry(), // metrics on, as in the agent
+    log: mods.log.silentLogger(),
+  });
+  const ips = Array.from({ length: n }, (_, i) => extIp(i));
+  const bin = join(dir, 'send_frames');
+  execFileSync('cc', ['-O2', '-Wall', '-o', bin, join(here, 'ref', 'send_frames.c')]);
+  const ifindex = JSON.parse(ip(node, '-j', 'link', 'show', 'dev', 'ext0'))[0].ifindex;
+  const mac = JSON.parse(ip(node, '-j', 'link', 'show', 'dev', 'ext0'))[0].address;
+  const frames = ips.map((a) => buildGratuitousArp({ ip: a, mac, form: 'request' }));
+  const framesFile = join(dir, 'frames.bin');
+  writeFileSync(framesFile, Buffer.concat(frames));
+  const r = { ours: [], ip: [], raw: [], c: [] };
+  try {
+    await extip.start();
+    await extip.setDesired([]);
+    for (let k = 0; k < 3; k++) {
+      // warm-up (JIT, first socket use, kernel allocations), not counted
+      await roundOurs(extip, node, ips);
+      await roundIp(node, ips, dir);
+      sendRaw(mods.native, node, ifindex, frames);
+    }
+    for (let k = 0; k < rounds; k++) {
+      if (k % 2 === 0) {
+        r.ours.push(await roundOurs(extip, node, ips));
+        r.ip.push(await roundIp(node, ips, dir));
+        r.raw.push(sendRaw(mods.native, node, ifindex, frames));
+        r.c.push(sendC(bin, node, ifindex, framesFile));
+      } else {
+        r.ip.push(await roundIp(node, ips, dir));
+        r.ours.push(await roundOurs(extip, node, ips));
+        r.c.push(sendC(bin, node, ifindex, framesFile));
+        r.raw.push(sendRaw(mods.native, node, ifindex, frames));
+      }
+      await sleep(50);
+    }
+  } finally {
+    await extip.stop();
+  }
+  return r;
+}
+
+async function main() {
+  const { rounds, n } = args();
+  if (process.getuid?.() !== 0) throw new Error('needs root (network namespaces)');
+  const mods = await load();
+  const tag = randomBytes(4).toString('hex');
+  const node = `fkt-bx-${tag}`;
+  const peer = `fkt-bxp-${tag}`;
+  const dir = mkdtempSync(join(tmpdir(), 'fk-bench-extip-'));
+  const cleanUp = () => {
+    spawnSync('ip', ['netns', 'del', node]);
+    spawnSync('ip', ['netns', 'del', peer]);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const onSignal = (sig) => {
+    cleanUp();
+    process.kill(process.pid, sig);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  let r;
+  try {
+    setUp(node, peer);
+    r = await measure(mods, node, dir, rounds, n);
+  } finally {
+    cleanUp();
+  }
+  report(r, rounds, n);
+}
+
+function report(r, rounds, n) {
+  const ours = median(r.ours);
+  const ref = median(r.ip);
+  const raw = median(r.raw);
+  const c = median(r.c);
+  const sendTarget = (SEND_TARGET_MS_PER_1000 * n) / 1000;
+  const figures = [
+    {
+      name: 'assign-ipv4',
+      description: `assign ${n} IPv4 external IPs: on the holder and first announcement (GARP request + reply) sent`,
+      value: round2(ours),
+      unit: 'ms',
+      reference: round2(ref),
+      referenceName: `ip -batch: ${n} x addr add IP/32 dev BRIDGE noprefixroute (no announcements)`,
+      ratio: round2(ours / ref),
+      target: ASSIGN_TARGET_RATIO,
+      targetMeaning: 'ratio at most',
+      pass: ours / ref <= ASSIGN_TARGET_RATIO,
+      rounds: r.ours.map(round2),
+      referenceRounds: r.ip.map(round2),
+    },
+    {
+      name: 'announce-send',
+      description: `raw send of ${n} announcement frames (42-byte GARP) with PacketSocket.send`,
+      value: round2(raw),
+      unit: 'ms',
+      reference: round2(c),
+      referenceName: 'the same frames by a C send(2) loop on AF_PACKET (bench/extip/ref)',
+      ratio: round2(raw / c),
+      target: sendTarget,
+      targetMeaning: 'value at most (ms)',
+      pass: raw <= sendTarget,
+      rounds: r.raw.map(round2),
+      referenceRounds: r.c.map(round2),
+    },
+  ];
+  for (const f of figures) {
+    console.log(
+      `${f.name}: ${f.value} ${f.unit} (median of ${rounds}); reference ${f.reference} ${f.unit} ` +
+        `[${f.referenceName}]; ratio ${f.ratio}; target ${f.targetMeaning} ${f.target} -> ${f.pass ? 'PASS' : 'MISS'}`,
+    );
+  }
+  const out = {
+    benchmark: 'extip',
+    n,
+    rounds,
+    figures,
+    kernel: execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim(),
+    node: process.version,
+    date: new Date().toISOString(),
+  };
+  mkdirSync(join(root, 'bench', 'results'), { recursive: true });
+  writeFileSync(join(root, 'bench', 'results', 'extip.json'), JSON.stringify(out, null, 2) + '\n');
+}
+
+main().catch((err) => {
+  console.error(`extip bench: ${err.stack ?? err}`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,274 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseIp, parseMac } from '../ipaddr/index.js';
+import { silentLogger } from '../log/index.js';
+import type { PacketReceiver, PacketSocketOptions } from '../native/index.js';
+import {
+  buildArp,
+  buildArpReply,
+  buildGratuitousArp,
+  buildNeighborAdvert,
+  buildUnsolicitedNa,
+  decodeFrame,
+  icmpv6Checksum,
+  type ArpFrame,
+  type NeighborAdvertFrame,
+} from './frames.js';
+import { LinkIo, type Conflict, type FrameSocket } from './linkio.js';
+import { decodeNeighborSolicit } from './ndp.js';
+import { recordingMetrics } from './testing.js';
+
+const MAC = '02:00:00:0e:00:01';
+const OTHER = '02:00:00:0e:00:02';
+const LL = 'fe80::ff:fe0e:1';
+
+class FakeSocket implements FrameSocket {
+  readonly sent: Buffer[] = [];
+  receiver: PacketReceiver | undefined;
+  closed = false;
+  constructor(readonly opts: PacketSocketOptions) {}
+  send(frame: Buffer): number {
+    this.sent.push(Buffer.from(frame)); // the caller may reuse its buffer
+    return frame.length;
+  }
+  receive(r: PacketReceiver): void {
+    this.receiver = r;
+  }
+  unref(): void {}
+  close(): void {
+    this.closed = true;
+  }
+  deliver(frame: Buffer): void {
+    this.receiver?.onFrame(frame, { ifindex: 2, protocol: 0, pktType: 'broadcast' });
+  }
+}
+
+function setup(owned: string[], opts: { respondArp?: boolean } = {}) {
+  const sockets: FakeSocket[] = [];
+  const conflicts: Conflict[] = [];
+  const { metrics, counts } = recordingMetrics();
+  const io = new LinkIo({
+    netns: undefined,
+    ext: { ifindex: 2, name: 'ext0', mac: MAC, macBytes: parseMac(MAC), up: true },
+    linkLocal: LL,
+    respondArp: opts.respondArp ?? false,
+    ipv6: true,
+    log: silentLogger(),
+    metrics,
+    owns: (ip) => owned.includes(ip),
+    onConflict: (c) => conflicts.push(c),
+    openSocket: (o) => {
+      const s = new FakeSocket(o);
+      sockets.push(s);
+      return s;
+    },
+  });
+  io.open();
+  const [tx, arp, v6] = sockets as [FakeSocket, FakeSocket, FakeSocket];
+  return { io, tx, arp, v6, conflicts, counts };
+}
+
+/** A neighbor solicitation, built from an NA by changing its type (and checksum). */
+function solicit(target: string, src: string, opts: { sourceMac?: string | null } = {}): Buffer {
+  const f = buildNeighborAdvert({
+    ethSrc: OTHER,
+    ethDst: '33:33:ff:00:00:01',
+    srcIp: src,
+    dstIp: 'ff02::1:ff00:1',
+    target,
+    targetMac: opts.sourceMac === null ? null : OTHER,
+  });
+  const icmp = f.subarray(54);
+  icmp[0] = 135;
+  if (icmp.length > 24) icmp[24] = 1; // source link-layer address option
+  icmp.writeUInt16BE(0, 2);
+  icmp.writeUInt16BE(icmpv6Checksum(f.subarray(22, 38), f.subarray(38, 54), icmp), 2);
+  return f;
+}
+
+describe('LinkIo', () => {
+  it('opens a send-only socket and two listeners that ignore outgoing frames', () => {
+    const { tx, arp, v6 } = setup([]);
+    expect(tx.opts).toMatchObject({ ifindex: 2, protocol: 0 });
+    expect(arp.opts).toMatchObject({ protocol: 0x0806, ignoreOutgoing: true });
+    expect(v6.opts).toMatchObject({ protocol: 0x86dd, ignoreOutgoing: true });
+  });
+
+  it('stamps each IPv4 into the templates: exactly what buildGratuitousArp builds', () => {
+    const { io, tx } = setup([]);
+    const unicastV4 = fc
+      .tuple(fc.integer({ min: 1, max: 223 }), fc.nat(255), fc.nat(255), fc.nat(255))
+      .filter(([a, b]) => a !== 127 && !(a === 169 && b === 254))
+      .map((o) => o.join('.'));
+    fc.assert(
+      fc.property(unicastV4, (text) => {
+        const ip = parseIp(text);
+        tx.sent.length = 0;
+        io.announce(ip);
+        expect(tx.sent).toEqual([
+          buildGratuitousArp({ ip: ip.address, mac: MAC, form: 'request' }),
+          buildGratuitousArp({ ip: ip.address, mac: MAC, form: 'reply' }),
+        ]);
+      }),
+    );
+  });
+
+  it('sends an unsolicited NA from the link-local address, rebuilt after a MAC change', () => {
+    const { io, tx, counts } = setup([]);
+    io.announce(parseIp('2001:db8::5'));
+    expect(tx.sent).toEqual([buildUnsolicitedNa({ ip: '2001:db8::5', mac: MAC, sourceIp: LL })]);
+    const mac2 = '02:00:00:0e:00:77';
+    io.setExternal({ ifindex: 2, name: 'ext0', mac: mac2, macBytes: parseMac(mac2), up: true });
+    io.announce(parseIp('2001:db8::5'));
+    io.announce(parseIp('192.0.2.9'));
+    const na = decodeFrame(tx.sent[1]!) as NeighborAdvertFrame;
+    expect([na.eth.src, na.targetMac, na.checksumValid]).toEqual([mac2, mac2, true]);
+    expect((decodeFrame(tx.sent[2]!) as ArpFrame).senderMac).toBe(mac2);
+    expect(counts.get('frames ipv6')).toBe(2);
+    expect(counts.get('frames ipv4')).toBe(2);
+  });
+
+  it('without a link-local address, IPv6 announcements fail with a clear error', () => {
+    const { io } = setup([]);
+    io.setLinkLocal(undefined);
+    expect(() => io.announce(parseIp('2001:db8::5'))).toThrow(/no usable IPv6 link-local address/);
+  });
+
+  it('reports ARP packets that claim our IPs from another MAC, and ignores the rest', () => {
+    const { arp, conflicts } = setup(['192.0.2.10']);
+    const claim = buildArpReply({
+      senderMac: OTHER,
+      senderIp: '192.0.2.10',
+      targetMac: MAC,
+      targetIp: '192.0.2.1',
+    });
+    arp.deliver(claim);
+    arp.deliver(buildGratuitousArp({ ip: '192.0.2.10', mac: OTHER, form: 'request' }));
+    arp.deliver(buildGratuitousArp({ ip: '192.0.2.10', mac: MAC, form: 'request' })); // ours
+    arp.deliver(
+      buildArpReply({
+        senderMac: OTHER,
+        senderIp: '192.0.2.11',
+        targetMac: MAC,
+        targetIp: '192.0.2.1',
+      }),
+    );
+    expect(conflicts).toEqual([
+      { ip: '192.0.2.10', family: 4, mac: OTHER, what: 'ARP reply' },
+      { ip: '192.0.2.10', family: 4, mac: OTHER, what: 'ARP request' },
+    ]);
+  });
+
+  it('answers ARP requests for our IPs only when told to (arp_ignore)', () => {
+    const ask = (tip: string, sip = '192.0.2.1') =>
+      buildArp({
+        op: 1,
+        ethDst: 'ff:ff:ff:ff:ff:ff',
+        senderMac: OTHER,
+        senderIp: sip,
+        targetMac: '00:00:00:00:00:00',
+        targetIp: tip,
+      });
+    const quiet = setup(['192.0.2.10']);
+    quiet.arp.deliver(ask('192.0.2.10'));
+    expect(quiet.tx.sent).toEqual([]);
+    const { arp, tx, counts } = setup(['192.0.2.10'], { respondArp: true });
+    arp.deliver(ask('192.0.2.10'));
+    arp.deliver(ask('192.0.2.99')); // not ours
+    arp.deliver(ask('192.0.2.10', '0.0.0.0')); // a probe (RFC 5227): answered too
+    expect(tx.sent).toEqual([
+      buildArpReply({
+        senderMac: MAC,
+        senderIp: '192.0.2.10',
+        targetMac: OTHER,
+        targetIp: '192.0.2.1',
+      }),
+      buildArpReply({
+        senderMac: MAC,
+        senderIp: '192.0.2.10',
+        targetMac: OTHER,
+        targetIp: '0.0.0.0',
+      }),
+    ]);
+    expect(counts.get('responded ipv4')).toBe(2);
+  });
+
+  it('answers neighbor solicitations for our IPv6 (solicited NA; to all nodes for DAD)', () => {
+    const { v6, tx, counts } = setup(['2001:db8::10']);
+    v6.deliver(solicit('2001:db8::10', '2001:db8::2'));
+    v6.deliver(solicit('2001:db8::11', '2001:db8::2')); // not ours
+    v6.deliver(solicit('2001:db8::10', '::', { sourceMac: null })); // DAD probe
+    expect(tx.sent).toHaveLength(2);
+    const [reply, dad] = tx.sent.map((f) => decodeFrame(f) as NeighborAdvertFrame);
+    expect(reply).toMatchObject({
+      eth: { dst: OTHER, src: MAC },
+      srcIp: '2001:db8::10',
+      dstIp: '2001:db8::2',
+      hopLimit: 255,
+      solicited: true,
+      override: true,
+      target: '2001:db8::10',
+      targetMac: MAC,
+      checksumValid: true,
+    });
+    expect(dad).toMatchObject({
+      eth: { dst: '33:33:00:00:00:01' },
+      dstIp: 'ff02::1',
+      solicited: false,
+    });
+    expect(counts.get('responded ipv6')).toBe(2);
+  });
+
+  it('reports neighbor advertisements for our IPv6 from another MAC', () => {
+    const { v6, conflicts } = setup(['2001:db8::10']);
+    v6.deliver(
+      buildNeighborAdvert({
+        ethSrc: OTHER,
+        srcIp: 'fe80::2',
+        target: '2001:db8::10',
+        override: true,
+      }),
+    );
+    v6.deliver(
+      buildNeighborAdvert({
+        ethSrc: OTHER,
+        srcIp: 'fe80::2',
+        target: '2001:db8::10',
+        hopLimit: 64,
+      }),
+    ); // invalid
+    expect(conflicts).toEqual([
+      { ip: '2001:db8::10', family: 6, mac: OTHER, what: 'neighbor advertisement' },
+    ]);
+  });
+
+  it('close() closes every socket; announcing afterwards fails', () => {
+    const { io, tx, arp, v6 } = setup([]);
+    io.close();
+    expect([tx.closed, arp.closed, v6.closed]).toEqual([true, true, true]);
+    expect(() => io.announce(parseIp('192.0.2.1'))).toThrow(/not available/);
+  });
+});
+
+describe('decodeNeighborSolicit', () => {
+  it('decodes a valid NS and rejects bad hop limit, bad checksum, multicast target', () => {
+    const ns = solicit('2001:db8::10', '2001:db8::2');
+    expect(decodeNeighborSolicit(ns)).toEqual({
+      ethSrc: OTHER,
+      srcIp: '2001:db8::2',
+      dstIp: 'ff02::1:ff00:1',
+      target: '2001:db8::10',
+      sourceMac: OTHER,
+    });
+    const hop = Buffer.from(ns);
+    hop[21] = 64;
+    expect(decodeNeighborSolicit(hop)).toBeUndefined();
+    const sum = Buffer.from(ns);
+    sum[56] = sum[56]! ^ 0xff;
+    expect(decodeNeighborSolicit(sum)).toBeUndefined();
+    expect(decodeNeighborSolicit(solicit('ff02::1', '2001:db8::2'))).toBeUndefined();
+    expect(decodeNeighborSolicit(ns.subarray(0, 60))).toBeUndefined();
+    // from "::" a source link-layer option is not allowed (RFC 4861 §7.1.1)
+    expect(decodeNeighborSolicit(solicit('2001:db8::10', '::'))).toBeUndefined();
+  });
+});
