@@ -2,17 +2,33 @@
 // the dump, and a full dump at start and whenever the view may have gaps (the subscription
 // overflowed, a link went away). While a dump runs, events are held and replayed after it,
 // in order: the dump is at least as new as the subscription, and every change after the
-// subscription is among the replayed events, so the table ends up exact. A dump that stays
-// interrupted (NLM_F_DUMP_INTR after the client's retries) is tried again later; until a
-// dump succeeds, nothing is pruned on the partial view (the table is not initialized).
+// subscription is among the replayed events, so the table ends up exact.
+//
+// Overflow: the kernel reports ENOBUFS once per congestion episode. Until the socket has
+// been drained, every further event is dropped without another report, so a dump taken
+// right after the report could miss changes made during the episode. The feed therefore
+// closes the overflowed socket and subscribes afresh before dumping: the new socket starts
+// clean, and any later overflow on it is reported again.
+//
+// A dump that stays interrupted (NLM_F_DUMP_INTR after the client's retries) is tried
+// again later; until a dump succeeds the table is not (re)initialized, so nothing is pruned
+// on a partial view.
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { ResyncReason } from '../metrics/neighbor.js';
-import { DumpInterruptedError, type RtEvent, type SubscriptionEvent } from '../netlink/index.js';
+import {
+  DumpInterruptedError,
+  type RtEvent,
+  type Subscription,
+  type SubscriptionEvent,
+  type SubscriptionHandlers,
+} from '../netlink/index.js';
 import type { Clock, TimerHandle } from '../statedb/index.js';
 
 export interface FeedParams<D> {
   name: string;
+  /** Opens a subscription to the feed's groups with these handlers. */
+  subscribe(handlers: SubscriptionHandlers): Subscription;
   /** Reads the kernel's full state. */
   dump(): Promise<D>;
   /** Replaces the table with a dump (applying only the differences). */
@@ -29,6 +45,7 @@ export interface FeedParams<D> {
 
 export class Feed<D> {
   private readonly p: FeedParams<D>;
+  private sub: Subscription | undefined = undefined;
   private held: RtEvent[] | undefined = [];
   private running: Promise<void> | undefined = undefined;
   private again: ResyncReason | undefined = undefined;
@@ -37,17 +54,38 @@ export class Feed<D> {
   private wakeSleep: (() => void) | undefined = undefined;
   /** The last dump failure, cleared by a successful dump. */
   lastError: string | undefined = undefined;
-  loaded = false;
+  /** Overflows seen (each answered by a fresh subscription and a dump). */
+  overflows = 0;
 
   constructor(p: FeedParams<D>) {
     this.p = p;
   }
 
-  /** The subscription's handler. Until the first dump is loaded, events are held. */
-  onEvent(ev: SubscriptionEvent): void {
+  /** Subscribes; events are held until the first dump is loaded (see initial()). */
+  open(): void {
+    this.sub = this.subscribe();
+  }
+
+  private subscribe(): Subscription {
+    let sub: Subscription | undefined = undefined;
+    sub = this.p.subscribe({
+      onEvent: (ev) => {
+        if (sub === this.sub) this.onEvent(ev); // a replaced socket's leftovers are stale
+      },
+      onError: (err) =>
+        this.p.log.warn({ feed: this.p.name, err: err.message }, 'subscription error'),
+    });
+    return sub;
+  }
+
+  private onEvent(ev: SubscriptionEvent): void {
     if (this.stopped) return;
     if (ev.kind === 'overflow') {
-      this.p.log.warn({ feed: this.p.name, overflows: ev.count }, 'event overflow; resyncing');
+      this.overflows++;
+      this.p.log.warn(
+        { feed: this.p.name, overflows: this.overflows },
+        'event overflow; resyncing',
+      );
       void this.resync('overflow');
       return;
     }
@@ -69,7 +107,7 @@ export class Feed<D> {
   resync(reason: ResyncReason): Promise<void> {
     if (this.stopped) return Promise.resolve();
     if (this.running !== undefined) {
-      this.again ??= reason;
+      if (this.again !== 'overflow') this.again = reason;
       return this.running;
     }
     this.running = this.loop(reason, false).finally(() => {
@@ -95,6 +133,7 @@ export class Feed<D> {
       this.again = undefined;
       this.p.resynced(reason);
       this.held ??= [];
+      if (reason === 'overflow') this.reopen();
       const err = await this.once();
       if (err !== undefined) {
         if (strict && !(err instanceof DumpInterruptedError)) throw err;
@@ -104,6 +143,14 @@ export class Feed<D> {
       }
       reason = this.again;
     }
+  }
+
+  /** Replaces the overflowed socket with a fresh one (events held from now on). */
+  private reopen(): void {
+    const old = this.sub;
+    this.held = [];
+    this.sub = this.subscribe();
+    old?.close();
   }
 
   /** One dump and load; the error when the dump failed. */
@@ -120,9 +167,9 @@ export class Feed<D> {
     if (this.stopped) return undefined;
     this.p.load(data);
     this.lastError = undefined;
-    this.loaded = true;
     const held = this.held ?? [];
     this.held = undefined;
+    this.p.log.debug({ feed: this.p.name, held: held.length }, 'dump loaded');
     for (const ev of held) {
       try {
         this.p.apply(ev);
@@ -144,6 +191,7 @@ export class Feed<D> {
     });
   }
 
+  /** Closes the subscription; a running resync ends without loading. Idempotent. */
   stop(): void {
     this.stopped = true;
     this.held = undefined;
@@ -151,5 +199,7 @@ export class Feed<D> {
     this.retryTimer = undefined;
     this.wakeSleep?.();
     this.wakeSleep = undefined;
+    this.sub?.close();
+    this.sub = undefined;
   }
 }

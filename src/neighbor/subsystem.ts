@@ -9,14 +9,16 @@
 import type { Registry } from 'prom-client';
 import { ClosedError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { NeighborMetrics, type ResyncTable } from '../metrics/neighbor.js';
+import { NeighborMetrics, type ResyncReason, type ResyncTable } from '../metrics/neighbor.js';
 import {
   NetlinkHandle,
   type Address,
   type Link,
   type Neigh,
   type Route,
+  type GroupName,
   type Subscription,
+  type SubscriptionHandlers,
 } from '../netlink/index.js';
 import {
   RateLimiter,
@@ -96,8 +98,6 @@ export class NeighborSubsystem {
   private readonly causes = new Map<string, RequeueCause>();
   private state: State = 'new';
   private nl: NetlinkHandle | undefined = undefined;
-  private subs: Subscription[] = [];
-  private feeds: Feed<unknown>[] = [];
   private linkFeed: Feed<[Link[], Address[]]> | undefined = undefined;
   private routeFeed: Feed<Route[]> | undefined = undefined;
   private neighFeed: Feed<Neigh[]> | undefined = undefined;
@@ -241,6 +241,7 @@ export class NeighborSubsystem {
   private requeue(key: string, cause: RequeueCause): void {
     this.causes.set(key, cause);
     if (!this.reconciler.requeue(key)) this.causes.delete(key);
+    this.log.debug({ key, cause }, 'requeued');
   }
 
   // ---- lifecycle ---------------------------------------------------------------------
@@ -292,16 +293,23 @@ export class NeighborSubsystem {
 
   private openFeeds(): void {
     const nl = this.handle();
+    const t = this.tuning;
     const common = { clock: this.clock, log: this.log, retryMs: this.p.config.retryMinMs };
-    const counted = (table: ResyncTable) => (reason: Parameters<NeighborMetrics['resync']>[1]) =>
+    const counted = (table: ResyncTable) => (reason: ResyncReason) =>
       this.metrics.resync(table, reason);
+    const subscriber =
+      (groups: GroupName[], rcvbuf: number) =>
+      (h: SubscriptionHandlers): Subscription =>
+        nl.subscribe(groups, h, { rcvbuf });
     this.linkFeed = new Feed<[Link[], Address[]]>({
       ...common,
       name: 'links',
+      subscribe: subscriber(['link', 'address'], t.linkRcvbuf),
       dump: async () => [await nl.linkList(), await nl.addrList()],
       load: ([links, addrs]) => {
         this.devices.load(links, addrs);
         this.markInitialized('devices');
+        this.scheduleRouteRedump();
       },
       apply: (ev) => {
         if (ev.object === 'link') this.devices.applyLink(ev.kind, ev.msg);
@@ -312,6 +320,7 @@ export class NeighborSubsystem {
     this.routeFeed = new Feed<Route[]>({
       ...common,
       name: 'routes',
+      subscribe: subscriber(['route'], t.routeRcvbuf),
       dump: () => nl.routeList(),
       load: (routes) => {
         this.routes.load(routes);
@@ -325,9 +334,11 @@ export class NeighborSubsystem {
     this.neighFeed = new Feed<Neigh[]>({
       ...common,
       name: 'neighbors',
+      subscribe: subscriber(['neigh'], t.neighRcvbuf),
       dump: () => nl.neighList(),
       load: (entries) => {
         for (const c of this.observed.load(entries)) this.reactor.observed(c);
+        this.repairMissing();
         this.markInitialized('neighbors');
       },
       apply: (ev) => {
@@ -337,27 +348,20 @@ export class NeighborSubsystem {
       },
       resynced: counted('neighbors'),
     });
-    const t = this.tuning;
-    const sub = (
-      feed: Feed<unknown>,
-      groups: ('link' | 'address' | 'route' | 'neigh')[],
-      rcvbuf: number,
-    ): void => {
-      this.feeds.push(feed);
-      this.subs.push(
-        nl.subscribe(
-          groups,
-          {
-            onEvent: (ev) => feed.onEvent(ev),
-            onError: (err) => this.log.warn({ err: err.message, groups }, 'subscription error'),
-          },
-          { rcvbuf },
-        ),
-      );
-    };
-    sub(this.linkFeed as Feed<unknown>, ['link', 'address'], t.linkRcvbuf);
-    sub(this.routeFeed as Feed<unknown>, ['route'], t.routeRcvbuf);
-    sub(this.neighFeed as Feed<unknown>, ['neigh'], t.neighRcvbuf);
+    // Subscribe to everything before the first dump of anything.
+    for (const f of [this.linkFeed, this.routeFeed, this.neighFeed]) f.open();
+  }
+
+  /**
+   * After a neighbor dump: entries written earlier that the kernel no longer has, whether
+   * or not their deletion was seen (its event may have been lost in the overflow).
+   */
+  private repairMissing(): void {
+    for (const r of this.desired.rows()) {
+      if (this.observed.get(r.key) !== undefined) continue;
+      if (this.desired.status(r.key)?.kind !== 'done') continue;
+      this.reactor.observed({ key: r.key, before: undefined, after: undefined });
+    }
   }
 
   private markInitialized(table: string): void {
@@ -406,9 +410,7 @@ export class NeighborSubsystem {
       await this.reconciler.stop();
       this.reactor.stop();
       this.calculator.stop();
-      for (const f of this.feeds) f.stop();
-      for (const s of this.subs) s.close();
-      this.subs = [];
+      for (const f of [this.linkFeed, this.routeFeed, this.neighFeed]) f?.stop();
       if (this.p.netlink === undefined) this.nl?.close();
       this.log.info('neighbor subsystem stopped');
     })();

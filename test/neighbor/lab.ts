@@ -8,7 +8,7 @@
 // Routes in R: 10.9.0.0/24 via 10.1.0.2; fd00:99::/64 via fd00:a::2. Every peer address
 // answers ARP/NDP, so the entries for them become REACHABLE.
 import { onTestFinished } from 'vitest';
-import { silentLogger } from '../../src/log/index.js';
+import { createLogger, silentLogger, type LogLevel } from '../../src/log/index.js';
 import {
   FIBKEEPER_NEIGH_PROTOCOL,
   NeighborSubsystem,
@@ -76,7 +76,10 @@ export async function startAgent(
     netns: ns,
     config: config(opts.config),
     managedSupported: opts.managed ?? true,
-    log: silentLogger(),
+    // FKT_NEIGH_LOG=debug shows the subsystem's log while debugging a test.
+    log: process.env.FKT_NEIGH_LOG
+      ? createLogger(process.env.FKT_NEIGH_LOG as LogLevel)
+      : silentLogger(),
     tuning: opts.tuning,
   });
   onTestFinished(() => n.stop());
@@ -140,7 +143,7 @@ export function waitEntry(
   );
 }
 
-export function waitGone(ns: string, dst: string, dev: string, timeoutMs = 5000): Promise<true> {
+export function waitGone(ns: string, dst: string, dev: string, timeoutMs = 5000): Promise<boolean> {
   return waitFor(() => entry(ns, dst, dev) === undefined, {
     timeoutMs,
     what: `neighbor ${dst} dev ${dev} to go`,
