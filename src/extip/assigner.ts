@@ -11,11 +11,14 @@ import type { ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 import type { ExtipMetrics } from '../metrics/extip.js';
 import { IFA_F_DADFAILED, IFA_F_TENTATIVE } from '../netlink/index.js';
-import type { Clock, TimerHandle } from '../statedb/index.js';
+import type { Clock } from '../statedb/index.js';
 import {
-  dadFailed,
   Batch,
+  dadFailed,
+  newEntry,
   stoppedError,
+  type Entry,
+  type Waiter,
   type AnnouncerLike,
   type ExternalIpState,
   type ExternalIpStatus,
@@ -32,44 +35,6 @@ export interface AssignerParams {
   /** IPv6 addresses are added with DAD: wait until they leave the tentative state. */
   waitDad: boolean;
   dadTimeoutMs: number;
-}
-
-interface Waiter {
-  gen: number;
-  want: boolean;
-  batch: Batch;
-}
-
-interface DadWait {
-  resolve(): void;
-  reject(err: Error): void;
-  timer: TimerHandle;
-}
-
-interface Entry {
-  readonly ip: ParsedIp;
-  desired: boolean;
-  adopted: boolean;
-  /** On the holder, as last seen or applied. */
-  present: boolean;
-  prefixlen: number;
-  /** IFA_F_* as last seen in an event or dump; undefined = not seen since our last add. */
-  flags: number | undefined;
-  state: ExternalIpState;
-  lastError: string | undefined;
-  /** Bumped by every request; waiters settle once the worker has applied their gen. */
-  gen: number;
-  waiters: Waiter[];
-  running: boolean;
-  /** Woken while running: run once more. */
-  dirty: boolean;
-  /** Why the address is missing, when someone else removed it (counted on re-add). */
-  repairCause: 'address' | 'holder' | undefined;
-  dad: DadWait | undefined;
-  /** Seen on the holder without being desired (removed once the desired set is loaded). */
-  foreign: boolean;
-  /** #epoch of our last kernel call for it: dumps started before it are stale for it. */
-  epoch: number;
 }
 
 const familyLabel = (ip: ParsedIp) => (ip.family === 4 ? 'ipv4' : 'ipv6');
@@ -148,24 +113,7 @@ export class Assigner {
   #entry(ip: ParsedIp): Entry {
     let e = this.#entries.get(ip.address);
     if (e === undefined) {
-      e = {
-        ip,
-        desired: false,
-        adopted: false,
-        present: false,
-        prefixlen: hostLen(ip),
-        flags: undefined,
-        state: 'pending',
-        lastError: undefined,
-        gen: 0,
-        waiters: [],
-        running: false,
-        dirty: false,
-        repairCause: undefined,
-        dad: undefined,
-        foreign: false,
-        epoch: 0,
-      };
+      e = newEntry(ip);
       this.#entries.set(ip.address, e);
     }
     return e;
@@ -380,7 +328,7 @@ export class Assigner {
     this.#finishDad(e, () => new FibkeeperError(`${ip.address} was removed during DAD`));
     if (e.desired) {
       e.repairCause ??= 'address';
-      this.#p.log.info({ ip: ip.address }, 'extip: address removed from the holder; re-adding');
+      this.#p.log.debug({ ip: ip.address }, 'extip: address removed from the holder; re-adding');
       void this.#drive(e);
     } else {
       this.#forgetIfIdle(e);
@@ -482,8 +430,10 @@ export class Assigner {
     return out;
   }
 
-  isDesired(ip: string): boolean {
-    return this.#entries.get(ip)?.desired === true;
+  /** Desired and assigned (on the holder, usable): we answer for it and defend it. */
+  isAssigned(ip: string): boolean {
+    const e = this.#entries.get(ip);
+    return e !== undefined && e.desired && e.state === 'assigned';
   }
 
   counts(): { assigned: number; failed: number; pending: number } {

@@ -3,8 +3,8 @@
 // events (subscribed before the first dump), repairs what others change, and runs the
 // periodic check. start()/stop() are idempotent; stop() leaves the addresses in place.
 import type { Registry } from 'prom-client';
-import { ClosedError, InvalidArgumentError, describeError, errnoCode } from '../errors/index.js';
-import { validateUnicastIp, type ParsedIp } from '../ipaddr/index.js';
+import { ClosedError, describeError, errnoCode } from '../errors/index.js';
+import type { ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 import { noopExtipMetrics, registerExtipMetrics, type ExtipMetrics } from '../metrics/extip.js';
 import {
@@ -23,6 +23,7 @@ import { Holder, observe } from './holder.js';
 import type { FrameSocket } from './linkio.js';
 import { resolveOptions, type ExternalIpConfig } from './options.js';
 import type { ExternalIpStatus } from './types.js';
+import { validateExternalIps } from './validate.js';
 import type { PacketSocketOptions } from '../native/index.js';
 
 export interface ExternalIpParams {
@@ -71,6 +72,9 @@ export class ExternalIpSubsystem {
   #checking: Promise<void> | undefined;
   #recreating: Promise<void> | undefined;
   #holderError: string | undefined;
+  readonly #sleepers = new Set<() => void>();
+  /** Notifications were lost before the first dump was applied: check once started. */
+  #overflowAtStart = false;
 
   constructor(p: ExternalIpParams) {
     this.#p = p;
@@ -170,6 +174,8 @@ export class ExternalIpSubsystem {
     for (const ev of queued) this.#onEvent(ev);
     this.#scheduleCheck();
     this.#started = true;
+    // lost notifications may be newer than the first dump: compare once more
+    if (this.#overflowAtStart) void this.#check('overflow');
     this.#log.info(
       {
         holder: cfg.holderName,
@@ -204,6 +210,7 @@ export class ExternalIpSubsystem {
     this.#stopped = true;
     if (this.#checkTimer !== undefined) this.#clock.clearTimeout(this.#checkTimer);
     this.#checkTimer = undefined;
+    for (const wake of [...this.#sleepers]) wake();
     this.#assigner?.stop();
     this.#announcer?.stop();
     this.#ext?.close();
@@ -257,34 +264,16 @@ export class ExternalIpSubsystem {
   }
 
   #validate(ips: readonly string[], verb: string): ParsedIp[] {
-    if (!Array.isArray(ips)) throw new InvalidArgumentError(`${verb}: expected a list of IPs`);
-    const out: ParsedIp[] = [];
-    for (const text of ips) {
-      if (typeof text !== 'string') {
-        throw new InvalidArgumentError(`${verb}: ${JSON.stringify(text)} is not an IP address`);
-      }
-      let ip: ParsedIp;
-      try {
-        ip = validateUnicastIp(text, { nodeAddresses: this.#nodeAddrs });
-      } catch (err) {
-        throw new InvalidArgumentError(
-          `${verb}: external IP ${JSON.stringify(text)}: ${(err as Error).message}`,
-          { cause: err },
-        );
-      }
-      if (ip.family === 6 && !this.#ext!.ipv6) {
-        throw new InvalidArgumentError(
-          `${verb}: external IP ${ip.address} is IPv6, but IPv6 is disabled on the external interface ${this.#ext!.link.name}, so it could not be announced or answered for`,
-        );
-      }
-      out.push(ip);
-    }
-    return out;
+    const ext = this.#ext!;
+    return validateExternalIps(ips, verb, {
+      nodeAddresses: this.#nodeAddrs,
+      ipv6: ext.ipv6,
+      interfaceName: ext.link.name,
+    });
   }
 
   #owns(ip: string): boolean {
-    const s = this.#assigner?.isDesired(ip);
-    return s === true;
+    return this.#assigner?.isAssigned(ip) === true;
   }
 
   // --- events -----------------------------------------------------------------------------
@@ -292,8 +281,8 @@ export class ExternalIpSubsystem {
   #onEvent(ev: SubscriptionEvent): void {
     if (this.#stopped) return;
     if (this.#queued !== undefined) {
-      this.#queued.push(ev);
-      if (ev.kind === 'overflow') this.#queued.length = 0; // the first dump comes after it
+      if (ev.kind === 'overflow') this.#overflowAtStart = true;
+      else this.#queued.push(ev);
       return;
     }
     if (ev.kind === 'overflow') {
@@ -376,13 +365,26 @@ export class ExternalIpSubsystem {
         } catch (err) {
           this.#repairFailed(err);
           this.#holderError = describeError(err);
-          await new Promise<void>((r) => this.#clock.setTimeout(r, delay));
+          await this.#sleep(delay);
         }
       }
     })().finally(() => {
       this.#recreating = undefined;
     });
     return this.#recreating;
+  }
+
+  /** A pause that stop() cuts short. */
+  #sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const wake = (): void => {
+        this.#sleepers.delete(wake);
+        this.#clock.clearTimeout(timer);
+        resolve();
+      };
+      const timer = this.#clock.setTimeout(wake, ms);
+      this.#sleepers.add(wake);
+    });
   }
 
   #repairFailed(err: unknown): void {

@@ -2,6 +2,7 @@
 // announcer, the per-IP status, and the error of a request for several IPs.
 import { ClosedError, describeError, FibkeeperError } from '../errors/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
+import type { TimerHandle } from '../statedb/index.js';
 
 /** An address as seen on the holder (dump or event). */
 export interface ObservedAddress {
@@ -123,4 +124,67 @@ export function dadFailed(ip: ParsedIp): FibkeeperError {
     `${ip.address}: duplicate address detection failed (dadfailed): another host on the link uses it`,
     { code: 'FIBKEEPER_ERR_CONFLICT' },
   );
+}
+
+// --- the assigner's per-IP record --------------------------------------------------------
+
+export interface Waiter {
+  gen: number;
+  want: boolean;
+  batch: Batch;
+}
+
+export interface DadWait {
+  resolve(): void;
+  reject(err: Error): void;
+  timer: TimerHandle;
+}
+
+export interface Entry {
+  readonly ip: ParsedIp;
+  desired: boolean;
+  adopted: boolean;
+  /** On the holder, as last seen or applied. */
+  present: boolean;
+  prefixlen: number;
+  /** IFA_F_* as last seen in an event or dump; undefined = not seen since our last add. */
+  flags: number | undefined;
+  state: ExternalIpState;
+  lastError: string | undefined;
+  /** Bumped by every request; waiters settle once the worker has applied their gen. */
+  gen: number;
+  waiters: Waiter[];
+  running: boolean;
+  /** Woken while running: run once more. */
+  dirty: boolean;
+  /** Why the address is missing, when someone else removed it (counted on re-add). */
+  repairCause: 'address' | 'holder' | undefined;
+  dad: DadWait | undefined;
+  /** Seen on the holder without being desired (removed once the desired set is loaded). */
+  foreign: boolean;
+  /** #epoch of our last kernel call for it: dumps started before it are stale for it. */
+  epoch: number;
+}
+
+const hostLen = (ip: ParsedIp): number => (ip.family === 4 ? 32 : 128);
+
+export function newEntry(ip: ParsedIp): Entry {
+  return {
+    ip,
+    desired: false,
+    adopted: false,
+    present: false,
+    prefixlen: hostLen(ip),
+    flags: undefined,
+    state: 'pending',
+    lastError: undefined,
+    gen: 0,
+    waiters: [],
+    running: false,
+    dirty: false,
+    repairCause: undefined,
+    dad: undefined,
+    foreign: false,
+    epoch: 0,
+  };
 }
