@@ -1,13 +1,29 @@
 // Assign/unassign idempotence, repair after others change the holder, restart with
-// adoption, bad input, and the holder kinds, against the real kernel as `ip -j` shows it.
+// adoption, IPv6 DAD on the holder, bad input, and the holder kinds, against the real
+// kernel as `ip -j` shows it.
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { ExternalIpSubsystem } from '../../src/extip/index.js';
+import { ExternalIpSubsystem, decodeFrame } from '../../src/extip/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { NetlinkHandle, type SubscriptionEvent } from '../../src/netlink/index.js';
-import { ip, ipJson, privileged, waitFor } from '../helpers/netns.js';
-import { NODE_V4, NODE_V6, holderAddrs, makeLab, metric, startExtip, testConfig } from './lab.js';
+import { ip, ipJson, privileged, sysctl, waitFor } from '../helpers/netns.js';
+import {
+  NODE_V4,
+  NODE_V6,
+  capture,
+  framesMatching,
+  holderAddrs,
+  makeLab,
+  metric,
+  startExtip,
+  testConfig,
+} from './lab.js';
 
 const { skip } = privileged();
+
+const isNa = (target: string) => (f: Buffer) => {
+  const d = decodeFrame(f);
+  return d.kind === 'na' && d.target === target;
+};
 
 describe.skipIf(skip)('assign and unassign', () => {
   it('unassign removes; repeated assign/unassign are idempotent', async () => {
@@ -112,6 +128,32 @@ describe.skipIf(skip)('repair', () => {
         (await metric(registry, 'fibkeeper_extip_resyncs_total', { reason: 'periodic' })) >= 1,
     );
     expect(holderAddrs(lab.node)).toEqual(['10.20.0.123/32']);
+  });
+});
+
+describe.skipIf(skip)('IPv6 duplicate address detection on the holder (ipv6Dad)', () => {
+  it('waits until the address leaves tentative, then announces', async () => {
+    const lab = await makeLab('xdd');
+    sysctl(lab.node, 'net.ipv6.conf.default.accept_dad', 1); // for the holder created next
+    const cap = capture(lab.peer, 'peer0');
+    const { extip } = await startExtip(lab.node, testConfig({ ipv6Dad: true }));
+    const done = extip.assign(['2001:db8:20::180']);
+    await waitFor(() => extip.list()[0]?.state === 'tentative', { what: 'the tentative state' });
+    const flags = () =>
+      ipJson<{ addr_info: { local: string; tentative?: boolean; nodad?: boolean }[] }[]>(
+        lab.node,
+        'addr',
+        'show',
+        'dev',
+        'fkx0',
+      )[0]!.addr_info.find((a) => a.local === '2001:db8:20::180');
+    expect(flags()).toMatchObject({ tentative: true });
+    expect(flags()?.nodad).toBeUndefined();
+    expect(cap.frames.filter(isNa('2001:db8:20::180'))).toEqual([]); // nothing announced yet
+    await done;
+    expect(flags()?.tentative).toBeUndefined();
+    expect(extip.list()[0]?.state).toBe('assigned');
+    await framesMatching(cap, isNa('2001:db8:20::180'), 1);
   });
 });
 
