@@ -14,7 +14,8 @@
 //     at most 10 ms for 1,000.
 //
 // Everything happens in two namespaces of its own (node and peer joined by a veth), always
-// deleted. Sides alternate per round; medians are reported. Needs root, `make build` (or
+// deleted. Sides alternate per round; medians are reported, and for assign-ipv4 the ratio
+// is the median of the per-round ratios. Needs root, `make build` (or
 // `npx tsc -p tsconfig.build.json` plus the native addon) and a C compiler.
 //
 // Usage: node bench/extip/run.mjs [--rounds R] [--n N]
@@ -37,7 +38,7 @@ function args() {
     const i = a.indexOf(name);
     return i >= 0 && a[i + 1] !== undefined ? a[i + 1] : def;
   };
-  return { rounds: Number(get('--rounds', '11')), n: Number(get('--n', '1000')) };
+  return { rounds: Number(get('--rounds', '15')), n: Number(get('--n', '1000')) };
 }
 
 function ip(ns, ...argv) {
@@ -150,7 +151,7 @@ async function measure(mods, node, dir, rounds, n) {
   try {
     await extip.start();
     await extip.setDesired([]);
-    for (let k = 0; k < 3; k++) {
+    for (let k = 0; k < 6; k++) {
       // warm-up (JIT, first socket use, kernel allocations), not counted
       await roundOurs(extip, node, ips);
       await roundIp(node, ips, dir);
@@ -208,6 +209,9 @@ async function main() {
 function report(r, rounds, n) {
   const ours = median(r.ours);
   const ref = median(r.ip);
+  // Each round measures both sides back to back: the median of the per-round ratios is
+  // robust to load that drifts between rounds (other work on the machine).
+  const paired = median(r.ours.map((x, i) => x / r.ip[i]));
   const raw = median(r.raw);
   const c = median(r.c);
   const sendTarget = (SEND_TARGET_MS_PER_1000 * n) / 1000;
@@ -219,10 +223,12 @@ function report(r, rounds, n) {
       unit: 'ms',
       reference: round2(ref),
       referenceName: `ip -batch: ${n} x addr add IP/32 dev BRIDGE noprefixroute (no announcements)`,
-      ratio: round2(ours / ref),
+      ratio: round2(paired),
+      ratioMeaning: 'median of the per-round ratios (each round: both sides back to back)',
+      ratioOfMedians: round2(ours / ref),
       target: ASSIGN_TARGET_RATIO,
       targetMeaning: 'ratio at most',
-      pass: ours / ref <= ASSIGN_TARGET_RATIO,
+      pass: paired <= ASSIGN_TARGET_RATIO,
       rounds: r.ours.map(round2),
       referenceRounds: r.ip.map(round2),
     },
@@ -234,6 +240,7 @@ function report(r, rounds, n) {
       reference: round2(c),
       referenceName: 'the same frames by a C send(2) loop on AF_PACKET (bench/extip/ref)',
       ratio: round2(raw / c),
+      ratioMeaning: 'value / reference',
       target: sendTarget,
       targetMeaning: 'value at most (ms)',
       pass: raw <= sendTarget,
