@@ -130,6 +130,8 @@ export class LinkIo implements AnnounceSink {
     sock.receive({
       onFrame: (frame) => (what === 'arp' ? this.#onArp(frame) : this.#onIpv6(frame)),
       onError: (err: SystemError) => {
+        // The interface went down (the socket reports it once): the link watcher sees that.
+        if (err.code === 'ENETDOWN') return;
         this.lastError = `${what} listener: ${describeError(err)}`;
         this.#p.metrics.error('listen');
         this.#p.log.warn({ err: this.lastError }, 'extip: listener error');

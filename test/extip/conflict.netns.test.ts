@@ -157,12 +157,42 @@ describe.skipIf(skip)('bursts on link changes and refresh', () => {
     await framesMatching(cap, ours(EXT4, NEW_MAC), 4);
     await framesMatching(cap, ours(EXT6, NEW_MAC), 2);
     expect(extip.externalInterface?.mac).toBe(NEW_MAC);
+    expect(extip.health()).toEqual({ ok: true, reasons: [] }); // down and up again: healthy
     expect(
       await metric(registry, 'fibkeeper_extip_announcements_sent_total', {
         family: 'ipv4',
         reason: 'link',
       }),
     ).toBe(2);
+  });
+
+  it('an external interface deleted and created again is used again, with a burst', async () => {
+    const lab = await makeLab('xcd');
+    const { extip } = await startExtip(lab.node, testConfig({ announceCount: 1 }));
+    await extip.assign([EXT4]);
+    ip(lab.node, 'link', 'del', 'ext0');
+    await waitFor(() => extip.health().reasons.some((r) => /external interface missing/.test(r)));
+    ip(
+      lab.node,
+      'link',
+      'add',
+      'ext0',
+      'address',
+      NODE_MAC,
+      'type',
+      'veth',
+      'peer',
+      'name',
+      'peer0',
+      'netns',
+      lab.peer,
+    );
+    const cap = capture(lab.peer, 'peer0');
+    ip(lab.peer, 'link', 'set', 'peer0', 'up');
+    ip(lab.node, 'link', 'set', 'ext0', 'up');
+    await framesMatching(cap, ours(EXT4), 2);
+    expect(extip.ready()).toEqual({ ok: true, reasons: [] });
+    expect(extip.health()).toEqual({ ok: true, reasons: [] });
   });
 
   it('the periodic refresh re-announces every IP', async () => {
