@@ -6,6 +6,7 @@ import {
   defaultConfig,
   exampleConfigYaml,
   flagName,
+  optionsMarkdown,
   parseDuration,
 } from './index.js';
 
@@ -75,6 +76,12 @@ describe('config', () => {
       'utf8',
     );
     expect(file).toBe(exampleConfigYaml());
+  });
+
+  it('keeps the README option table up to date', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const m = /<!-- options:begin -->\n([\s\S]*?)\n?<!-- options:end -->/.exec(readme);
+    expect(m?.[1]).toBe(optionsMarkdown());
   });
 
   it('derives kebab-case flag names from paths', () => {

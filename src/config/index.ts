@@ -289,3 +289,12 @@ function yamlValue(spec: OptionSpec): string {
   if (typeof v === 'string') return v === '' ? '""' : `"${v}"`;
   return String(v);
 }
+
+/** The README's option table rows (between `<!-- options:begin -->` and `<!-- options:end -->`). */
+export function optionsMarkdown(): string {
+  return OPTIONS.map((spec) => {
+    const allowed = spec.values ? ` One of: ${spec.values.join(', ')}.` : '';
+    const dflt = yamlValue(spec).replace(/\|/g, '\\|');
+    return `| \`${spec.path}\` | \`${dflt}\` | ${spec.doc.replace(/\|/g, '\\|')}${allowed} |`;
+  }).join('\n');
+}
