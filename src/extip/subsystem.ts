@@ -133,6 +133,7 @@ export class ExternalIpSubsystem {
       onMissing: () => void this.#recreateHolder(),
     }));
     await holder.ensure();
+    this.#throwIfStopped();
     this.#ext = await ExternalWatch.open({
       nl,
       netns: this.#p.netns,
@@ -148,6 +149,7 @@ export class ExternalIpSubsystem {
       onLinkChange: (family) => this.#announcer?.burstAll('link', family),
       openSocket: this.#p.openSocket,
     });
+    this.#throwIfStopped();
     this.#announcer = new Announcer({
       count: cfg.announceCount,
       intervalMs: cfg.announceIntervalMs,
@@ -169,6 +171,7 @@ export class ExternalIpSubsystem {
       dadTimeoutMs: cfg.dadTimeoutMs,
     });
     await this.#loadAll(nl);
+    this.#throwIfStopped();
     const queued = this.#queued;
     this.#queued = undefined;
     for (const ev of queued) this.#onEvent(ev);
@@ -206,8 +209,9 @@ export class ExternalIpSubsystem {
 
   /** Stops timers, listeners and subscriptions, in reverse order. Addresses stay. Idempotent. */
   async stop(): Promise<void> {
-    if (this.#stopped) return;
+    const first = !this.#stopped;
     this.#stopped = true;
+    // Runs again when a start() that was under way fails: it closes what start() opened late.
     if (this.#checkTimer !== undefined) this.#clock.clearTimeout(this.#checkTimer);
     this.#checkTimer = undefined;
     for (const wake of [...this.#sleepers]) wake();
@@ -217,7 +221,11 @@ export class ExternalIpSubsystem {
     this.#sub?.close();
     if (this.#p.netlink === undefined) this.#nl?.close();
     await Promise.allSettled([this.#checking, this.#recreating]);
-    this.#log.info('extip: stopped');
+    if (first) this.#log.info('extip: stopped');
+  }
+
+  #throwIfStopped(): void {
+    if (this.#stopped) throw new ClosedError('extip: stopped during start-up');
   }
 
   // --- requests ---------------------------------------------------------------------------
