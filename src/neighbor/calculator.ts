@@ -17,11 +17,16 @@ import type { DeviceTracker } from './devices.js';
 import type { ForwardableIPs } from './forwardable.js';
 import { familyOfText, nextHopsOf, type LookupOutcome } from './nexthop.js';
 import type { RouteTracker } from './routes.js';
-import { neighKey, type DesiredNeighbor, type RouteRow } from './types.js';
+import { RefSet } from './refset.js';
+import { neighKey, splitNeighKey, type DesiredNeighbor, type RouteRow } from './types.js';
 
-/** One next-hop lookup; answers come back in order, a Route or the kernel's error each. */
+/**
+ * Next-hop lookups of `ips` with output device `ifindex`; the answers come back in order, a
+ * Route or the kernel's error each.
+ */
 export type LookupFn = (
-  queries: readonly { dst: string; oif: number }[],
+  ifindex: number,
+  ips: readonly string[],
 ) => Promise<readonly (Route | Error)[]>;
 
 export interface CalculatorParams {
@@ -50,10 +55,11 @@ const INIT_RETRIES = 3;
 
 export class Calculator {
   private readonly p: CalculatorParams;
-  /** ifindex → forwardable IP → its next hops on that device (absent: none). */
-  private readonly byDevice = new Map<number, Map<string, readonly string[]>>();
-  /** Desired-neighbor key → the forwardable IPs that need it (the rows' live `refs`). */
-  private readonly refs = new Map<string, Set<string>>();
+  /**
+   * ifindex → forwardable IP → its next hops on that device (absent: none). One next hop
+   * (the common case) is kept as the string itself, several as an array.
+   */
+  private readonly byDevice = new Map<number, Map<string, Hops>>();
   /** ifindex → IPs to look up soon (changes). */
   private readonly urgent = new Map<number, Set<string>>();
   /** Whole devices to look up (selection, full resync), in chunks. */
@@ -157,7 +163,7 @@ export class Calculator {
     const out = new Map<number, readonly string[]>();
     for (const [d, m] of this.byDevice) {
       const nh = m.get(ip);
-      if (nh !== undefined) out.set(d, nh);
+      if (nh !== undefined) out.set(d, hopList(nh));
     }
     return out;
   }
@@ -208,41 +214,40 @@ export class Calculator {
     for (const f of w) f();
   }
 
-  /** Up to `n` pairs: changes first, then due retries, then whole devices. */
-  private take(n: number): { ifindex: number; ip: string }[] {
-    const out: { ifindex: number; ip: string }[] = [];
-    for (const [d, ips] of this.urgent) {
-      for (const ip of ips) {
-        if (out.length >= n) return out;
-        ips.delete(ip);
-        out.push({ ifindex: d, ip });
+  /**
+   * Up to `n` IPs of one device: changes first, then due retries, then whole devices.
+   * Undefined when nothing is due.
+   */
+  private take(n: number): { ifindex: number; ips: string[] } | undefined {
+    for (const [d, set] of this.urgent) {
+      const ips: string[] = [];
+      for (const ip of set) {
+        if (ips.length >= n) break;
+        set.delete(ip);
+        ips.push(ip);
       }
-      this.urgent.delete(d);
+      if (set.size === 0) this.urgent.delete(d);
+      if (ips.length > 0) return { ifindex: d, ips };
     }
     const now = this.p.clock.now();
+    let retry: { ifindex: number; ips: string[] } | undefined;
     for (const [key, f] of this.failed) {
-      if (out.length >= n) return out;
-      if (f.due > now || f.due === Infinity) continue;
-      f.due = Infinity; // in flight; the outcome reschedules or clears it
-      const bar = key.indexOf('|');
-      out.push({ ifindex: Number(key.slice(0, bar)), ip: key.slice(bar + 1) });
+      if (f.due > now) continue; // in flight: Infinity
+      const { ifindex, ip } = splitNeighKey(key);
+      if (retry === undefined) retry = { ifindex, ips: [] };
+      else if (retry.ifindex !== ifindex) continue;
+      if (retry.ips.length >= n) break;
+      f.due = Infinity; // the outcome reschedules or clears it
+      retry.ips.push(ip);
     }
-    while (out.length < n && this.bulk.length > 0) {
-      const b = this.bulk[0]!;
-      const end = Math.min(b.ips.length, b.pos + (n - out.length));
-      for (let i = b.pos; i < end; i++) out.push({ ifindex: b.ifindex, ip: b.ips[i]! });
-      b.pos = end;
-      if (b.pos >= b.ips.length) this.bulk.shift();
-    }
-    return out;
-  }
-
-  private valid(ifindex: number, ip: string): boolean {
-    return (
-      this.p.forwardable.table.has(ip) &&
-      this.p.devices.isSelected(ifindex) &&
-      !this.p.devices.isNodeAddress(ip)
-    );
+    if (retry !== undefined) return retry;
+    const b = this.bulk[0];
+    if (b === undefined) return undefined;
+    const end = Math.min(b.ips.length, b.pos + n);
+    const ips = b.ips.slice(b.pos, end);
+    b.pos = end;
+    if (b.pos >= b.ips.length) this.bulk.shift();
+    return { ifindex: b.ifindex, ips };
   }
 
   // ---- the pass ----------------------------------------------------------------------
@@ -251,22 +256,21 @@ export class Calculator {
     if (this.pumping) return;
     this.pumping = true;
     try {
-      while (this.running) {
-        const batch = this.take(this.p.chunk).filter((x) => this.valid(x.ifindex, x.ip));
-        if (batch.length === 0) {
-          if (this.idle()) break;
-          continue;
-        }
-        this.inFlight = batch.length;
+      for (let g = this.take(this.p.chunk); g !== undefined; g = this.take(this.p.chunk)) {
+        if (!this.running) break;
+        if (!this.p.devices.isSelected(g.ifindex)) continue;
+        const ips = g.ips.filter((ip) => this.wanted(ip));
+        if (ips.length === 0) continue;
+        this.inFlight = ips.length;
         let answers: readonly (Route | Error)[];
         try {
-          answers = await this.p.lookup(batch.map((x) => ({ dst: x.ip, oif: x.ifindex })));
+          answers = await this.p.lookup(g.ifindex, ips);
         } catch (err) {
-          answers = batch.map(() => err as Error);
+          answers = ips.map(() => err as Error);
         }
         this.inFlight = 0;
         if (!this.running) break;
-        this.apply(batch, answers);
+        this.apply(g.ifindex, ips, answers);
       }
     } catch (err) {
       this.p.log.error({ err }, 'next-hop calculation failed');
@@ -279,29 +283,37 @@ export class Calculator {
     if (this.idle()) this.flushIdle();
   }
 
+  /** The IP is forwardable and not the node's own. */
+  private wanted(ip: string): boolean {
+    return this.p.forwardable.table.has(ip) && !this.p.devices.isNodeAddress(ip);
+  }
+
   private apply(
-    batch: readonly { ifindex: number; ip: string }[],
+    ifindex: number,
+    ips: readonly string[],
     answers: readonly (Route | Error)[],
   ): void {
+    // The device left while the lookups were in flight: its entries are already released.
+    if (!this.p.devices.isSelected(ifindex)) return;
+    const again = this.urgent.get(ifindex);
     let ok = 0;
     let unreachable = 0;
     let errors = 0;
     this.p.desired.write((w) => {
-      for (let i = 0; i < batch.length; i++) {
-        const { ifindex, ip } = batch[i]!;
-        const answer = answers[i] ?? new Error('no answer');
-        const outcome: LookupOutcome = nextHopsOf(answer, ip, ifindex);
+      for (let i = 0; i < ips.length; i++) {
+        const ip = ips[i]!;
+        const outcome: LookupOutcome = nextHopsOf(answers[i] ?? NO_ANSWER, ip, ifindex);
         if (outcome.kind === 'nexthops') ok++;
         else if (outcome.kind === 'unreachable') unreachable++;
         else errors++;
-        // Removed or queued again while in flight: the newer lookup decides.
-        if (!this.valid(ifindex, ip) || this.urgent.get(ifindex)?.has(ip)) continue;
+        // Removed, or queued again while in flight: the newer lookup decides.
+        if (again?.has(ip) || !this.wanted(ip)) continue;
         if (outcome.kind === 'error') {
           this.lookupFailed(ifindex, ip, outcome.error);
           continue;
         }
-        this.failed.delete(neighKey(ifindex, ip));
-        this.assign(w, ifindex, ip, outcome.kind === 'nexthops' ? outcome.nexthops : []);
+        if (this.failed.size > 0) this.failed.delete(neighKey(ifindex, ip));
+        this.assign(w, ifindex, ip, outcome.kind === 'nexthops' ? outcome.nexthops : NONE);
       }
     });
     this.p.metrics.lookups('nexthop', ok);
@@ -326,8 +338,9 @@ export class Calculator {
     nexthops: readonly string[],
   ): void {
     let m = this.byDevice.get(ifindex);
-    const old = m?.get(ip) ?? NONE;
-    if (old.length === nexthops.length && old.every((x, i) => x === nexthops[i])) return;
+    const cur = m?.get(ip);
+    if (sameHops(cur, nexthops)) return;
+    const old = cur === undefined ? NONE : hopList(cur);
     for (const nh of old) if (!nexthops.includes(nh)) this.unref(w, ifindex, nh, ip);
     for (const nh of nexthops) if (!old.includes(nh)) this.ref(w, ifindex, nh, ip);
     if (nexthops.length === 0) {
@@ -336,16 +349,20 @@ export class Calculator {
       return;
     }
     if (m === undefined) this.byDevice.set(ifindex, (m = new Map()));
-    m.set(ip, nexthops);
+    m.set(ip, nexthops.length === 1 ? nexthops[0]! : nexthops);
+  }
+
+  /** The forwardable IPs that need desired row `key` (its live `refs`, created with it). */
+  private refsOf(key: string): RefSet | undefined {
+    return this.p.desired.get(key)?.refs as RefSet | undefined;
   }
 
   private ref(w: TableWriter<DesiredNeighbor>, ifindex: number, nexthop: string, ip: string): void {
     const key = neighKey(ifindex, nexthop);
-    let s = this.refs.get(key);
+    let s = this.refsOf(key);
     if (s === undefined) {
-      s = new Set();
-      this.refs.set(key, s);
-      w.upsert({ ifindex, nexthop, family: familyOfText(nexthop), refs: s });
+      s = new RefSet();
+      w.upsert({ key, ifindex, nexthop, family: familyOfText(nexthop), refs: s });
     }
     s.add(ip);
   }
@@ -357,12 +374,10 @@ export class Calculator {
     ip: string,
   ): void {
     const key = neighKey(ifindex, nexthop);
-    const s = this.refs.get(key);
+    const s = this.refsOf(key);
     if (s === undefined) return;
     s.delete(ip);
-    if (s.size > 0) return;
-    this.refs.delete(key);
-    w.delete(key);
+    if (s.size === 0) w.delete(key);
   }
 
   /** Drops every assignment of these IPs (removed, or now the node's own). */
@@ -432,3 +447,17 @@ export class Calculator {
 }
 
 const NONE: readonly string[] = [];
+const NO_ANSWER = new Error('no answer to the lookup');
+
+/** Next hops of one IP on one device: the one next hop itself, or several. */
+type Hops = string | readonly string[];
+
+function hopList(h: Hops): readonly string[] {
+  return typeof h === 'string' ? [h] : h;
+}
+
+function sameHops(cur: Hops | undefined, next: readonly string[]): boolean {
+  if (cur === undefined) return next.length === 0;
+  if (typeof cur === 'string') return next.length === 1 && next[0] === cur;
+  return cur.length === next.length && cur.every((x, i) => x === next[i]);
+}

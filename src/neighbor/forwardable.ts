@@ -3,7 +3,7 @@
 // lives while it has an owner. Besides the table, an IpRangeIndex of the same IPs answers
 // "which forwardable IPs does this prefix cover" for incremental recomputation.
 import { InvalidArgumentError } from '../errors/index.js';
-import { canonicalIp, IpRangeIndex, validateUnicastIp } from '../ipaddr/index.js';
+import { canonicalIp, classifyIp, IpRangeIndex, validateUnicastIp } from '../ipaddr/index.js';
 import { Table, type TableWriter } from '../statedb/index.js';
 import type { ForwardableIP } from './types.js';
 
@@ -49,6 +49,8 @@ export class ForwardableIPs {
   /** The IPs of the table, by address range. */
   readonly index = new IpRangeIndex();
   private readonly nodeAddresses: () => ReadonlyMap<string, string>;
+  /** One shared `[owner]` list per owner: most IPs have a single owner. */
+  private readonly singles = new Map<string, readonly string[]>();
   private listener: ForwardableListener | undefined = undefined;
 
   constructor(params: ForwardableParams) {
@@ -77,6 +79,13 @@ export class ForwardableIPs {
     for (const text of ips) {
       try {
         if (typeof text !== 'string') throw new InvalidArgumentError('not a string');
+        // Fast path without allocating the address bytes; anything unusual goes through
+        // validateUnicastIp for its explained error.
+        const ip = classifyIp(text) === 'unicast' ? canonicalIp(text) : undefined;
+        if (ip !== undefined && !nodeAddresses.has(ip)) {
+          out.set(ip, ip.includes(':') ? 6 : 4);
+          continue;
+        }
         const p = validateUnicastIp(text, { nodeAddresses });
         out.set(p.address, p.family);
       } catch (err) {
@@ -168,13 +177,22 @@ export class ForwardableIPs {
   ): void {
     const cur = this.table.get(ip);
     if (cur === undefined) {
-      w.insert({ ip, family, owners: [owner] });
+      w.insert({ ip, family, owners: this.alone(owner) });
       this.index.add(ip);
       added.push(ip);
       return;
     }
     const owners = ownersWith(cur.owners, owner);
     if (owners !== cur.owners) w.upsert({ ...cur, owners });
+  }
+
+  private alone(owner: string): readonly string[] {
+    let a = this.singles.get(owner);
+    if (a === undefined) {
+      a = Object.freeze([owner]);
+      this.singles.set(owner, a);
+    }
+    return a;
   }
 
   private removeOwner(
@@ -191,7 +209,8 @@ export class ForwardableIPs {
       removed.push(ip);
       return;
     }
-    w.upsert({ ...cur, owners: cur.owners.filter((o) => o !== owner) });
+    const rest = cur.owners.filter((o) => o !== owner);
+    w.upsert({ ...cur, owners: rest.length === 1 ? this.alone(rest[0]!) : rest });
   }
 
   private notify(added: readonly string[], removed: readonly string[]): void {

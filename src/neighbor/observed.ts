@@ -17,7 +17,7 @@ import {
   nudStateNames,
   type Neigh,
 } from '../netlink/index.js';
-import { Table } from '../statedb/index.js';
+import type { Initializable } from '../statedb/index.js';
 import { neighKey, type ObservedNeighbor, type RefreshMode } from './types.js';
 
 /** The entry carries fibkeeper's protocol mark. */
@@ -106,20 +106,49 @@ export interface ObservedChange {
   after: ObservedNeighbor | undefined;
 }
 
-export class ObservedNeighbors {
-  readonly table: Table<ObservedNeighbor>;
+/**
+ * The observed table. It has no watchers (events are handled as they arrive), so it is a
+ * plain map rather than a statedb Table: no revision log, no per-row node, which matters
+ * with 100,000 entries changing state a few times each. It initializes with the first dump.
+ */
+export class ObservedNeighbors implements Initializable {
+  readonly name = 'neighbors';
+  private readonly rows = new Map<string, ObservedNeighbor>();
+  private readonly init = deferred();
 
-  constructor(now?: () => number) {
-    this.table = new Table<ObservedNeighbor>({
-      name: 'neighbors',
-      primaryKey: (n) => neighKey(n.ifindex, n.ip),
-      equals: sameObserved,
-      now,
+  get initialized(): boolean {
+    return this.init.done;
+  }
+
+  waitInitialized(signal?: AbortSignal): Promise<void> {
+    if (this.init.done) return Promise.resolve();
+    if (signal === undefined) return this.init.promise;
+    return new Promise((resolve, reject) => {
+      const abort = (): void => reject(signal.reason);
+      if (signal.aborted) return abort();
+      signal.addEventListener('abort', abort, { once: true });
+      this.init.promise.then(() => {
+        signal.removeEventListener('abort', abort);
+        resolve();
+      }, reject);
     });
   }
 
+  /** Called once the first dump is loaded. */
+  markInitialized(): void {
+    this.init.resolve();
+  }
+
+  get size(): number {
+    return this.rows.size;
+  }
+
   get(key: string): ObservedNeighbor | undefined {
-    return this.table.get(key);
+    return this.rows.get(key);
+  }
+
+  values(): IterableIterator<ObservedNeighbor> {
+    return this.rows.values();
   }
 
   /** A neighbor event; returns the change, or undefined when nothing changed. */
@@ -127,13 +156,14 @@ export class ObservedNeighbors {
     const row = observedRow(n);
     if (row === undefined) return undefined;
     const key = neighKey(row.ifindex, row.ip);
-    const before = this.table.get(key);
+    const before = this.rows.get(key);
     if (kind === 'del') {
       if (before === undefined) return undefined;
-      this.table.delete(key);
+      this.rows.delete(key);
       return { key, before, after: undefined };
     }
-    if (!this.table.upsert(row)) return undefined;
+    if (before !== undefined && sameObserved(before, row)) return undefined;
+    this.rows.set(key, row);
     return { key, before, after: row };
   }
 
@@ -141,33 +171,41 @@ export class ObservedNeighbors {
   load(entries: readonly Neigh[]): ObservedChange[] {
     const changes: ObservedChange[] = [];
     const seen = new Set<string>();
-    this.table.write(() => {
-      for (const n of entries) {
-        const row = observedRow(n);
-        if (row === undefined) continue;
-        const key = neighKey(row.ifindex, row.ip);
-        seen.add(key);
-        const before = this.table.get(key);
-        if (this.table.upsert(row)) changes.push({ key, before, after: row });
-      }
-      for (const row of this.table.list()) {
-        const key = neighKey(row.ifindex, row.ip);
-        if (seen.has(key)) continue;
-        this.table.delete(key);
-        changes.push({ key, before: row, after: undefined });
-      }
-    });
+    for (const n of entries) {
+      const c = this.apply('new', n);
+      const row = observedRow(n);
+      if (row !== undefined) seen.add(neighKey(row.ifindex, row.ip));
+      if (c !== undefined) changes.push(c);
+    }
+    for (const [key, row] of [...this.rows]) {
+      if (seen.has(key)) continue;
+      this.rows.delete(key);
+      changes.push({ key, before: row, after: undefined });
+    }
     return changes;
   }
 
   /** Entries with fibkeeper's mark, by NUD state name (lower case, as metrics label them). */
   ownedByState(protocol: number): Map<string, number> {
     const out = new Map<string, number>();
-    for (const r of this.table.rows()) {
-      if (r.object.protocol !== protocol) continue;
-      const name = (nudStateNames(r.object.state)[0] ?? 'none').toLowerCase();
+    for (const r of this.rows.values()) {
+      if (r.protocol !== protocol) continue;
+      const name = (nudStateNames(r.state)[0] ?? 'none').toLowerCase();
       out.set(name, (out.get(name) ?? 0) + 1);
     }
     return out;
   }
+}
+
+function deferred(): { promise: Promise<void>; resolve(): void; done: boolean } {
+  let resolve: () => void = () => undefined;
+  const d = {
+    promise: new Promise<void>((r) => (resolve = r)),
+    done: false,
+    resolve: () => {
+      d.done = true;
+      resolve();
+    },
+  };
+  return d;
 }

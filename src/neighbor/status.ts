@@ -202,9 +202,8 @@ export function buildStatus(s: StatusSources, q: StatusQuery): NeighborStatus {
   }
   const forwardable = ips.slice(0, limit).map((f) => forwardableRow(s, f, q));
   const desired: DesiredStatus[] = [];
-  const rows =
-    q.ifindex === undefined ? objects(s.desired) : s.desired.getBy('ifindex', String(q.ifindex));
-  for (const d of rows) {
+  for (const d of objects(s.desired)) {
+    if (q.ifindex !== undefined && d.ifindex !== q.ifindex) continue;
     if (desired.length >= limit) {
       truncated = true;
       break;

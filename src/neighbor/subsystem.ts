@@ -16,6 +16,7 @@ import {
   type Link,
   type Neigh,
   type Route,
+  type RouteQuery,
   type GroupName,
   type Subscription,
   type SubscriptionHandlers,
@@ -124,24 +125,23 @@ export class NeighborSubsystem {
       now,
     });
     this.routes = new RouteTracker(now);
-    this.observed = new ObservedNeighbors(now);
+    this.observed = new ObservedNeighbors();
     this.desired = new Table<DesiredNeighbor>({
       name: 'desired-neighbors',
-      primaryKey: (d) => neighKey(d.ifindex, d.nexthop),
-      indexes: { ifindex: (d) => String(d.ifindex) },
+      primaryKey: (d) => d.key,
       now,
     });
     this.initDone = new Map([
       ['devices', this.devices.table.registerInitializer('dump')],
       ['routes', this.routes.table.registerInitializer('dump')],
-      ['neighbors', this.observed.table.registerInitializer('dump')],
+      ['neighbors', () => this.observed.markInitialized()],
     ]);
     this.calculator = new Calculator({
       forwardable: this.forwardable,
       devices: this.devices,
       routes: this.routes,
       desired: this.desired,
-      lookup: (qs) => this.lookup(qs),
+      lookup: (oif, ips) => this.lookup(oif, ips),
       clock: this.clock,
       log: this.log,
       metrics: this.metrics,
@@ -193,7 +193,7 @@ export class NeighborSubsystem {
       table: this.desired,
       ops,
       name: 'neighbors',
-      inputs: [this.forwardable.table, this.devices.table, this.routes.table, this.observed.table],
+      inputs: [this.forwardable.table, this.devices.table, this.routes.table, this.observed],
       config: {
         retryBackoffMinMs: c.retryMinMs,
         retryBackoffMaxMs: c.retryMaxMs,
@@ -234,8 +234,10 @@ export class NeighborSubsystem {
     return this.nl;
   }
 
-  private lookup(qs: readonly { dst: string; oif: number }[]): Promise<readonly (Route | Error)[]> {
-    return this.handle().routeGetMany(qs.map((q) => ({ dst: q.dst, oif: q.oif, fibmatch: true })));
+  private lookup(oif: number, ips: readonly string[]): Promise<readonly (Route | Error)[]> {
+    const queries = new Array<RouteQuery>(ips.length);
+    for (let i = 0; i < ips.length; i++) queries[i] = { dst: ips[i]!, oif, fibmatch: true };
+    return this.handle().routeGetMany(queries);
   }
 
   private requeue(key: string, cause: RequeueCause): void {

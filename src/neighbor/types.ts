@@ -67,6 +67,8 @@ export interface RouteRow {
  * entry does not depend on it; the row is deleted when the set becomes empty.
  */
 export interface DesiredNeighbor {
+  /** "ifindex|nexthop" (neighKey): the primary key. */
+  readonly key: string;
   readonly ifindex: number;
   readonly nexthop: string;
   readonly family: 4 | 6;

@@ -1,0 +1,90 @@
+// The agent side of bench/neighbor/run.mjs: a child process that runs fibkeeper's
+// NeighborSubsystem (from dist/) against the bench namespace and answers the driver's
+// requests over the IPC channel. Run separately so that its RSS is the agent's alone.
+import { join } from 'node:path';
+
+const [root, netns, device] = process.argv.slice(2);
+const { NeighborSubsystem } = await import(join(root, 'dist', 'neighbor', 'index.js'));
+const { silentLogger } = await import(join(root, 'dist', 'log', 'index.js'));
+
+/** N consecutive IPv4 addresses from `base` (a 32-bit number). */
+function ips(base, count) {
+  const out = new Array(count);
+  for (let i = 0; i < count; i++) {
+    const v = base + i;
+    out[i] = `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
+  }
+  return out;
+}
+
+let n;
+
+const handlers = {
+  async start() {
+    n = new NeighborSubsystem({
+      netns,
+      config: {
+        devices: [device],
+        holderName: 'fibkeeper0',
+        refresh: 'auto',
+        resyncIntervalMs: 300_000,
+        retryMinMs: 100,
+        retryMaxMs: 60_000,
+        rateLimit: 1000,
+      },
+      managedSupported: true,
+      log: silentLogger(),
+    });
+    await n.start();
+    await n.waitReady();
+    return { mode: n.mode, rss: process.memoryUsage().rss };
+  },
+  /** Makes `owner` hold `count` IPs from `base`; the time until the kernel has them all. */
+  async load({ owner, base, count }) {
+    const list = ips(base, count);
+    const t0 = performance.now();
+    n.setOwner(owner, list);
+    await n.settled();
+    const ms = performance.now() - t0;
+    return { ms, summary: n.status({ limit: 0 }).summary };
+  },
+  /** Releases everything `owner` holds and waits until the entries are gone. */
+  async clear({ owner }) {
+    n.setOwner(owner, []);
+    await n.settled();
+    return {};
+  },
+  /** Waits until the agent has nothing queued (after a pause, say). */
+  async settle() {
+    await n.settled();
+    return {};
+  },
+  async upsert({ owner, list }) {
+    n.upsert(owner, list);
+    await n.settled();
+    return {};
+  },
+  async status() {
+    const s = n.status({ limit: 0 });
+    return { summary: s.summary, counters: s.counters, health: n.health().level };
+  },
+  async rss() {
+    global.gc?.();
+    return process.memoryUsage();
+  },
+  async stop() {
+    await n?.stop();
+    setImmediate(() => process.exit(0));
+    return {};
+  },
+};
+
+process.on('message', async (m) => {
+  try {
+    const result = await handlers[m.cmd](m.args ?? {});
+    process.send({ id: m.id, result });
+  } catch (err) {
+    process.send({ id: m.id, error: String(err?.stack ?? err) });
+  }
+});
+process.send({ ready: true });

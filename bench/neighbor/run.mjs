@@ -1,0 +1,462 @@
+#!/usr/bin/env node
+// Benchmark of the neighbor subsystem (dist/neighbor, run in a child process: agent.mjs).
+//
+// 1. Converge: N on-link forwardable IPs (each its own next hop) from empty until every
+//    entry is in the kernel, against, in the same run and on the same device,
+//      - `ip -batch` writing the same entries (neigh replace IP dev D extern_learn managed
+//        proto 241), the reference of the target (>= 4x), and
+//      - fibkeeper's netlink client writing them directly (neighSetMany), the raw-netlink
+//        ceiling: the writes alone, without the next-hop lookups and the tables.
+//    fibkeeper's time runs from setOwner() to the reconciler having written the last entry
+//    (NeighborSubsystem.settled()), and every entry is then checked in a kernel dump.
+// 2. With 100,000 forwardable IPs loaded: latency from a route change (`ip route replace`
+//    to a new gateway) to the new gateway's entry appearing, and from `ip neigh del` of an
+//    entry to its re-insertion, both seen as neighbor events by this driver; the reference
+//    is the same path for a plain neighSet by this driver (the kernel's own floor).
+// 3. The agent process's RSS with 100,000 loaded (reference: the idle agent).
+//
+// ARP: the peer namespace answers every ARP request by proxy ARP (proxy_delay 0), so the
+// entries resolve as on a real network; base_reachable_time on the bench device is one hour
+// so that no re-probing runs during the measurements. Every side pays for the same ARP.
+// Sides alternate order per round. Needs root and `npx tsc -p tsconfig.build.json`.
+//
+// Usage: node bench/neighbor/run.mjs [--sizes 1000,10000,100000] [--rounds 3] [--iterations 300]
+import { execFileSync, fork, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..', '..');
+const DEV = 'fkb0';
+const PROTO = 241;
+const BASE = 0x0a010001; // 10.1.0.1: forwardable IPs
+const GW_BASE = 0x0a080001; // 10.8.0.1: gateways for the route-change runs
+const FLOOR_BASE = 0x0a090001; // 10.9.0.1: the driver's own writes (reference latency)
+
+function args() {
+  const a = process.argv.slice(2);
+  const get = (name, def) => {
+    const i = a.indexOf(name);
+    return i >= 0 && a[i + 1] !== undefined ? a[i + 1] : def;
+  };
+  return {
+    sizes: get('--sizes', '1000,10000,100000').split(',').map(Number),
+    rounds: Number(get('--rounds', '3')),
+    iterations: Number(get('--iterations', '300')),
+  };
+}
+
+const ipOf = (v) => `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
+const ipsFrom = (base, n) => Array.from({ length: n }, (_, i) => ipOf(base + i));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const median = (xs) => {
+  const s = [...xs].sort((x, y) => x - y);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const pct = (xs, p) => {
+  const s = [...xs].sort((x, y) => x - y);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+};
+const r2 = (x) => Math.round(x * 100) / 100;
+
+function ip(ns, ...argv) {
+  const r = spawnSync('ip', ['-n', ns, ...argv], { encoding: 'utf8', maxBuffer: 1 << 30 });
+  if (r.status !== 0) throw new Error(`ip -n ${ns} ${argv.join(' ')}: ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
+function sysctl(ns, ...kv) {
+  execFileSync('ip', ['netns', 'exec', ns, 'sysctl', '-qw', ...kv]);
+}
+
+/** Router R with DEV towards peer P; P answers ARP for all of 10.0.0.0/12 (proxy ARP). */
+function setup(r, p) {
+  for (const ns of [r, p]) execFileSync('ip', ['netns', 'add', ns]);
+  ip(r, 'link', 'set', 'lo', 'up');
+  ip(r, 'link', 'add', DEV, 'type', 'veth', 'peer', 'name', 'fkp0', 'netns', p);
+  ip(p, 'link', 'add', 'fkq0', 'type', 'veth', 'peer', 'name', 'fkq1');
+  for (const d of ['fkp0', 'fkq0', 'fkq1']) ip(p, 'link', 'set', d, 'up');
+  ip(r, 'link', 'set', DEV, 'up');
+  ip(r, 'addr', 'add', '10.0.0.1/12', 'dev', DEV);
+  sysctl(r, `net.ipv4.neigh.${DEV}.base_reachable_time_ms=3600000`);
+  sysctl(
+    p,
+    'net.ipv4.ip_forward=1',
+    'net.ipv4.conf.all.rp_filter=0',
+    'net.ipv4.conf.fkp0.rp_filter=0',
+    'net.ipv4.conf.fkp0.proxy_arp=1',
+    'net.ipv4.neigh.fkp0.proxy_delay=0',
+  );
+  ip(p, 'route', 'add', '10.0.0.0/12', 'dev', 'fkq0');
+  ip(p, 'route', 'add', '10.0.0.1/32', 'dev', 'fkp0');
+}
+
+/** The agent child: call(cmd, args) → its answer. */
+async function spawnAgent(r) {
+  const child = fork(join(here, 'agent.mjs'), [root, r, DEV], { stdio: 'inherit' });
+  let seq = 0;
+  const pending = new Map();
+  await new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.on('message', (m) => {
+      if (m.ready) return resolve();
+      const w = pending.get(m.id);
+      pending.delete(m.id);
+      if (m.error) w?.reject(new Error(m.error));
+      else w?.resolve(m.result);
+    });
+  });
+  const call = (cmd, a) =>
+    new Promise((resolve, reject) => {
+      const id = ++seq;
+      pending.set(id, { resolve, reject });
+      child.send({ id, cmd, args: a });
+    });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  return {
+    call,
+    pause: () => child.kill('SIGSTOP'),
+    resume: () => child.kill('SIGCONT'),
+    stop: async () => (await call('stop'), await exited),
+  };
+}
+
+async function owned(nl, ifindex) {
+  return (await nl.neighList({ ifindex })).filter((x) => x.protocol === PROTO);
+}
+
+/** Deletes every entry with the mark; waits until resolution traffic has died down. */
+async function clear(nl, ifindex) {
+  const all = await owned(nl, ifindex);
+  if (all.length > 0) await nl.neighDelMany(all.map((x) => ({ ifindex, dst: x.dst })));
+  await sleep(300);
+}
+
+/** Waits until no entry is still resolving (the ARP of the last write has been answered). */
+async function quiet(nl, ifindex, INCOMPLETE) {
+  for (let i = 0; i < 200; i++) {
+    const busy = (await owned(nl, ifindex)).filter((x) => x.state & INCOMPLETE).length;
+    if (busy === 0) return;
+    await sleep(100);
+  }
+}
+
+async function check(nl, ifindex, n) {
+  const have = (await owned(nl, ifindex)).length;
+  if (have !== n) throw new Error(`kernel has ${have} marked entries, expected ${n}`);
+}
+
+/**
+ * One size: the agent runs warm (a process that has converged once before, as a long-running
+ * agent is), and is paused (SIGSTOP) while the references run, so that it neither competes
+ * for the CPU nor is measured processing their events; after SIGCONT it catches up (its
+ * event socket overflowed: a resync) before its own turn.
+ */
+async function converge(ctx, n, rounds) {
+  const { nl, ifindex, dir, r, mod } = ctx;
+  const list = ipsFrom(BASE, n);
+  const file = join(dir, `set-${n}.batch`);
+  writeFileSync(
+    file,
+    list
+      .map((d) => `neigh replace ${d} dev ${DEV} extern_learn managed proto ${PROTO}`)
+      .join('\n') + '\n',
+  );
+  const agent = await spawnAgent(r);
+  await agent.call('start');
+  await agent.call('load', { owner: 'warmup', base: BASE + 0x40000, count: n });
+  await agent.call('clear', { owner: 'warmup' });
+  await quiet(nl, ifindex, mod.NUD_INCOMPLETE);
+  const paused = async (fn) => {
+    agent.pause();
+    try {
+      return await fn();
+    } finally {
+      agent.resume();
+      await agent.call('settle');
+    }
+  };
+  const sides = {
+    ipBatch: () =>
+      paused(async () => {
+        const t0 = performance.now();
+        ip(r, '-batch', file);
+        const ms = performance.now() - t0;
+        await check(nl, ifindex, n);
+        await quiet(nl, ifindex, mod.NUD_INCOMPLETE);
+        await clear(nl, ifindex);
+        return ms;
+      }),
+    raw: () =>
+      paused(async () => {
+        const specs = list.map((dst) => ({
+          ifindex,
+          dst,
+          state: 0,
+          externLearned: true,
+          managed: true,
+          protocol: PROTO,
+        }));
+        const t0 = performance.now();
+        const out = await nl.neighSetMany(specs);
+        const ms = performance.now() - t0;
+        if (out.failures.length > 0) throw new Error(`raw: ${out.failures[0].error.message}`);
+        await check(nl, ifindex, n);
+        await quiet(nl, ifindex, mod.NUD_INCOMPLETE);
+        await clear(nl, ifindex);
+        return ms;
+      }),
+    fibkeeper: async () => {
+      const res = await agent.call('load', { owner: 'bench', base: BASE, count: n });
+      await check(nl, ifindex, n);
+      await quiet(nl, ifindex, mod.NUD_INCOMPLETE);
+      await agent.call('clear', { owner: 'bench' });
+      await check(nl, ifindex, 0);
+      return res.ms;
+    },
+  };
+  const got = { ipBatch: [], raw: [], fibkeeper: [] };
+  const orders = [
+    ['fibkeeper', 'ipBatch', 'raw'],
+    ['ipBatch', 'raw', 'fibkeeper'],
+    ['raw', 'fibkeeper', 'ipBatch'],
+  ];
+  try {
+    for (let k = 0; k < rounds; k++) {
+      for (const name of orders[k % 3]) got[name].push(await sides[name]());
+    }
+  } finally {
+    await agent.stop();
+  }
+  return got;
+}
+
+/** Times `act()` until a new marked extern_learn entry for `dst` is seen. */
+function latencyProbe(ctx) {
+  const waiters = new Map();
+  const sub = ctx.nl.subscribe(
+    ['neigh'],
+    {
+      onEvent: (ev) => {
+        if (ev.kind !== 'new' || ev.object !== 'neigh') return;
+        const m = ev.msg;
+        if (m.protocol !== PROTO || !(m.flags & ctx.mod.NTF_EXT_LEARNED)) return;
+        const w = waiters.get(m.dst);
+        if (w) {
+          waiters.delete(m.dst);
+          w(performance.now());
+        }
+      },
+    },
+    { rcvbuf: 64 << 20 },
+  );
+  const measure = async (dst, act) => {
+    const seen = new Promise((resolve) => waiters.set(dst, resolve));
+    const t0 = performance.now();
+    await act();
+    const t1 = await Promise.race([seen, sleep(2000).then(() => NaN)]);
+    waiters.delete(dst);
+    return t1 - t0;
+  };
+  return { measure, close: () => sub.close() };
+}
+
+async function latencies(ctx, agent, iterations) {
+  const { nl, ifindex, mod } = ctx;
+  await nl.routeReplace({ dst: '10.200.0.0/24', gateway: ipOf(GW_BASE) });
+  await agent.call('upsert', { owner: 'bench-route', list: ['10.200.0.5'] });
+  await quiet(nl, ifindex, mod.NUD_INCOMPLETE);
+  const probe = latencyProbe(ctx);
+  const floor = [];
+  const route = [];
+  const reinsert = [];
+  const loaded = ipsFrom(BASE, 100_000);
+  try {
+    for (let k = 0; k < iterations; k++) {
+      const dst = ipOf(FLOOR_BASE + k);
+      floor.push(
+        await probe.measure(dst, () =>
+          nl.neighSet({
+            ifindex,
+            dst,
+            state: 0,
+            externLearned: true,
+            managed: true,
+            protocol: PROTO,
+          }),
+        ),
+      );
+      await nl.neighDel({ ifindex, dst });
+      const gw = ipOf(GW_BASE + 1 + k);
+      route.push(
+        await probe.measure(gw, () => nl.routeReplace({ dst: '10.200.0.0/24', gateway: gw })),
+      );
+      const victim = loaded[(k * 7919) % loaded.length];
+      reinsert.push(await probe.measure(victim, () => nl.neighDel({ ifindex, dst: victim })));
+      await sleep(5);
+    }
+  } finally {
+    probe.close();
+  }
+  const lost = (xs) => xs.filter((x) => Number.isNaN(x)).length;
+  const ok = (xs) => xs.filter((x) => !Number.isNaN(x));
+  return {
+    floor: ok(floor),
+    route: ok(route),
+    reinsert: ok(reinsert),
+    timeouts: { floor: lost(floor), route: lost(route), reinsert: lost(reinsert) },
+  };
+}
+
+function figure(name, value, unit, reference, ratio, target, pass, note) {
+  return {
+    name,
+    value: r2(value),
+    unit,
+    reference: r2(reference),
+    ratio: r2(ratio),
+    target,
+    pass,
+    note,
+  };
+}
+
+async function main() {
+  const { sizes, rounds, iterations } = args();
+  if (process.getuid?.() !== 0) throw new Error('needs root (network namespaces)');
+  const mod = await import(join(root, 'dist', 'netlink', 'index.js')).catch((err) => {
+    throw new Error(`cannot load dist/netlink (npx tsc -p tsconfig.build.json): ${err.message}`);
+  });
+  const tag = randomBytes(3).toString('hex');
+  const r = `fkt-nbb-r-${tag}`;
+  const p = `fkt-nbb-p-${tag}`;
+  const dir = mkdtempSync(join(tmpdir(), 'fk-nbb-'));
+  const figures = [];
+  const runs = [];
+  let nl;
+  try {
+    setup(r, p);
+    nl = mod.NetlinkHandle.open({ netns: r });
+    const ctx = { nl, ifindex: await nl.ifindex(DEV), dir, r, mod };
+    for (const n of sizes) {
+      const got = await converge(ctx, n, rounds);
+      const f = median(got.fibkeeper);
+      const b = median(got.ipBatch);
+      const w = median(got.raw);
+      runs.push({ n, rounds, ms: got });
+      console.log(
+        `converge N=${n}: fibkeeper ${r2(f)} ms, ip -batch ${r2(b)} ms (${r2(b / f)}x), ` +
+          `raw neighSetMany ${r2(w)} ms (fibkeeper at ${r2(w / f)} of the raw ceiling)`,
+      );
+      figures.push(
+        figure(
+          `converge_${n}`,
+          f,
+          'ms',
+          b,
+          b / f,
+          4,
+          b / f >= 4,
+          'ratio = ip -batch time / fibkeeper time (median of rounds); target >= 4',
+        ),
+        figure(
+          `converge_${n}_vs_raw`,
+          f,
+          'ms',
+          w,
+          w / f,
+          0.5,
+          w / f >= 0.5,
+          'ratio = raw neighSetMany time / fibkeeper time: share of the raw-netlink ceiling; target >= 0.5',
+        ),
+      );
+    }
+    // Latencies and RSS with 100,000 loaded.
+    const agent = await spawnAgent(r);
+    const idle = (await agent.call('start')).rss;
+    const load = await agent.call('load', { owner: 'bench', base: BASE, count: 100_000 });
+    await check(nl, ctx.ifindex, 100_000);
+    await quiet(nl, ctx.ifindex, mod.NUD_INCOMPLETE);
+    const lat = await latencies(ctx, agent, iterations);
+    const mem = await agent.call('rss');
+    const status = await agent.call('status');
+    await agent.stop();
+    const rss = mem.rss / 2 ** 20;
+    const idleMb = idle / 2 ** 20;
+    for (const [name, xs] of [
+      ['route_change_to_entry', lat.route],
+      ['neigh_del_to_reinsert', lat.reinsert],
+    ]) {
+      for (const q of [50, 99]) {
+        const v = pct(xs, q);
+        const ref = pct(lat.floor, q);
+        figures.push(
+          figure(
+            `${name}_p${q}`,
+            v,
+            'ms',
+            ref,
+            v / ref,
+            q === 99 ? 5 : null,
+            q === 99 ? v <= 5 : null,
+            `reference: the same path for a neighSet by the driver itself (p${q}); target p99 <= 5 ms`,
+          ),
+        );
+      }
+      console.log(
+        `${name}: p50 ${r2(pct(xs, 50))} ms, p99 ${r2(pct(xs, 99))} ms (n=${xs.length}; driver's own neighSet p50 ${r2(pct(lat.floor, 50))} ms, p99 ${r2(pct(lat.floor, 99))} ms)`,
+      );
+    }
+    figures.push(
+      figure(
+        'agent_rss_100000',
+        rss,
+        'MiB',
+        idleMb,
+        rss / idleMb,
+        250,
+        rss <= 250,
+        'reference: the idle agent (started, nothing loaded); target <= 250 MiB',
+      ),
+    );
+    console.log(
+      `agent RSS with 100,000 loaded: ${r2(rss)} MiB (idle ${r2(idleMb)} MiB); load took ${r2(load.ms)} ms`,
+    );
+    console.log(
+      `timeouts: ${JSON.stringify(lat.timeouts)}; agent: ${JSON.stringify(status.counters)}`,
+    );
+    const out = {
+      benchmark: 'neighbor',
+      kernel: execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim(),
+      date: new Date().toISOString(),
+      arp: 'peer answers every ARP request (proxy ARP, proxy_delay 0); base_reachable_time 1 h on the bench device',
+      figures,
+      runs,
+      latencyTimeouts: lat.timeouts,
+    };
+    mkdirSync(join(root, 'bench', 'results'), { recursive: true });
+    writeFileSync(
+      join(root, 'bench', 'results', 'neighbor.json'),
+      JSON.stringify(out, null, 2) + '\n',
+    );
+    for (const f of figures) {
+      const verdict = f.pass === null ? '' : f.pass ? ' PASS' : ' MISS';
+      console.log(
+        `${f.name}: ${f.value} ${f.unit} (reference ${f.reference}, ratio ${f.ratio}, target ${f.target ?? '-'})${verdict}`,
+      );
+    }
+  } finally {
+    nl?.close();
+    for (const ns of [r, p]) spawnSync('ip', ['netns', 'del', ns]);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(`neighbor bench: ${err.stack ?? err}`);
+  process.exitCode = 1;
+});
