@@ -1,0 +1,144 @@
+// Metric group of the XDP forwarder (src/fib): the per-device counters of fk_xdp_fwd, read
+// from its per-CPU map at scrape time, and which devices have the program attached. Labels:
+// device (a device name, or ":other" for the shared slot of devices beyond the 63rd — a name
+// no Linux device can have), result, action, reason, mode. IPs never become labels.
+import { Counter, Gauge, type Registry } from 'prom-client';
+
+export interface PacketBytesLike {
+  packets: number;
+  bytes: number;
+}
+
+/** One device's counters (SlotCounters of src/fib with the device's name). */
+export interface XdpDeviceCountersLike {
+  device: string;
+  actions: Readonly<Record<string, PacketBytesLike>>;
+  results: Readonly<Record<string, PacketBytesLike>>;
+  reasons: Readonly<Record<string, PacketBytesLike>>;
+}
+
+/** What the metrics read at scrape time. */
+export interface XdpMetricsSource {
+  counters(): readonly XdpDeviceCountersLike[];
+  /** Devices with fibkeeper's program attached, and how (native, generic). */
+  attachments(): readonly { device: string; mode: string }[];
+  /** Selected devices on which another XDP program keeps fibkeeper's out. */
+  foreignDevices(): readonly string[];
+  /** Entries in the NO_NEIGH miss map. */
+  missEntries(): number;
+}
+
+type Field = 'actions' | 'results' | 'reasons';
+
+function counter(
+  registry: Registry,
+  name: string,
+  help: string,
+  label: string,
+  field: Field,
+  value: 'packets' | 'bytes',
+  source: () => XdpMetricsSource | undefined,
+): void {
+  new Counter({
+    name,
+    help,
+    labelNames: ['device', label],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const c of source()?.counters() ?? []) {
+        for (const [k, v] of Object.entries(c[field])) {
+          this.inc({ device: c.device, [label]: k }, v[value]);
+        }
+      }
+    },
+  });
+}
+
+/**
+ * Registers the fibkeeper_xdp_* metrics on `registry`; they read `source` lazily (nothing
+ * is read between scrapes). Returns a setter for the source (undefined: report nothing).
+ */
+export function registerXdpMetrics(
+  registry: Registry,
+  initial?: XdpMetricsSource,
+): (source: XdpMetricsSource | undefined) => void {
+  let src = initial;
+  const get = () => src;
+  counter(
+    registry,
+    'fibkeeper_xdp_fib_lookup_packets_total',
+    'Packets that reached bpf_fib_lookup in the XDP program, by device (ingress) and lookup result (success, no_neigh, frag_needed, ...; error = helper error).',
+    'result',
+    'results',
+    'packets',
+    get,
+  );
+  counter(
+    registry,
+    'fibkeeper_xdp_fib_lookup_bytes_total',
+    'Bytes (Ethernet frames without FCS) that reached bpf_fib_lookup, by device and lookup result.',
+    'result',
+    'results',
+    'bytes',
+    get,
+  );
+  counter(
+    registry,
+    'fibkeeper_xdp_actions_total',
+    'Packets seen by the XDP program, by device and verdict (redirect = forwarded in XDP, pass = handed to the kernel stack).',
+    'action',
+    'actions',
+    'packets',
+    get,
+  );
+  counter(
+    registry,
+    'fibkeeper_xdp_action_bytes_total',
+    'Bytes seen by the XDP program, by device and verdict.',
+    'action',
+    'actions',
+    'bytes',
+    get,
+  );
+  counter(
+    registry,
+    'fibkeeper_xdp_not_handled_total',
+    'Packets the XDP program passed to the kernel stack without a lookup (or, no_txport, after a successful one), by device and reason.',
+    'reason',
+    'reasons',
+    'packets',
+    get,
+  );
+  new Gauge({
+    name: 'fibkeeper_xdp_attached',
+    help: "1 for each device with fibkeeper's XDP program attached, labelled with the attach mode (native or generic).",
+    labelNames: ['device', 'mode'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const a of src?.attachments() ?? []) this.set({ device: a.device, mode: a.mode }, 1);
+    },
+  });
+  new Gauge({
+    name: 'fibkeeper_xdp_foreign_program',
+    help: '1 for each selected device on which an XDP program fibkeeper did not attach keeps its program out (see fibkeeper status; xdp.force replaces it).',
+    labelNames: ['device'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const d of src?.foreignDevices() ?? []) this.set({ device: d }, 1);
+    },
+  });
+  new Gauge({
+    name: 'fibkeeper_xdp_miss_entries',
+    help: 'Destinations in the XDP miss map (lookups that answered NO_NEIGH, not yet consumed by the miss tracker).',
+    registers: [registry],
+    collect() {
+      this.set(src?.missEntries() ?? 0);
+    },
+  });
+  return (s) => {
+    src = s;
+  };
+}
