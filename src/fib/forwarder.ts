@@ -1,0 +1,293 @@
+// XdpForwarder: keeps fk_xdp_fwd attached to every selected device of one network namespace.
+// Level-triggered: every link event (and a periodic timer) dumps the links and reconciles
+// the devices with the pinned records; the kernel work goes through DatapathOps.
+import type { Registry } from 'prom-client';
+import { InvalidArgumentError, describeError } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import { registerXdpMetrics } from '../metrics/xdp.js';
+import type { NetlinkHandle, Subscription } from '../netlink/index.js';
+import { NetlinkHandle as Handle } from '../netlink/index.js';
+import { Datapath } from './datapath.js';
+import { defaultObjectPath } from './instance.js';
+import { FK_SLOT_OTHER, type MissEntry, type MissKey } from './layout.js';
+import type { DatapathOps } from './ops.js';
+import { Reconciler } from './reconcile.js';
+import {
+  OTHER_DEVICE,
+  type XdpConfigMode,
+  type XdpDeviceCounters,
+  type XdpDeviceStatus,
+  type XdpForwarderConfig,
+  type XdpHealth,
+} from './types.js';
+
+export interface XdpForwarderParams {
+  /** Network namespace (name under /run/netns or a path); default the agent's own. */
+  netns?: string;
+  /** Used for link dumps and events; opened (and closed) by the forwarder when absent. */
+  netlink?: NetlinkHandle;
+  /** Default: build/bpf/xdp_fwd.o of this package. */
+  objectPath?: string;
+  config: XdpForwarderConfig;
+  registry?: Registry;
+  log: Logger;
+  /** Full resync period in ms (others' XDP changes raise no event); default 30000, 0 = off. */
+  resyncIntervalMs?: number;
+  /** Tests: the kernel side. Default: Datapath over libbpf. */
+  ops?: DatapathOps;
+}
+
+const MODES: readonly XdpConfigMode[] = ['auto', 'native', 'generic'];
+
+function validate(c: XdpForwarderConfig): void {
+  if (!MODES.includes(c.mode)) {
+    throw new InvalidArgumentError(
+      `xdp.mode must be auto, native or generic, got ${String(c.mode)}`,
+    );
+  }
+  if (typeof c.pinDir !== 'string' || c.pinDir === '') {
+    throw new InvalidArgumentError('xdp.pinDir must be a directory path');
+  }
+  if (!Array.isArray(c.devices)) throw new InvalidArgumentError('devices must be a list');
+}
+
+type State = 'new' | 'starting' | 'running' | 'stopped';
+
+export class XdpForwarder {
+  readonly #p: XdpForwarderParams;
+  readonly #cfg: XdpForwarderConfig;
+  readonly #ops: DatapathOps;
+  #nl: NetlinkHandle | undefined;
+  #ownNl = false;
+  #sub: Subscription | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #state: State = 'new';
+  #queue: Promise<void> = Promise.resolve();
+  #pending = false;
+  #synced = false;
+  #syncError: string | undefined;
+  #devices = new Map<string, XdpDeviceStatus>();
+  readonly #reconciler: Reconciler;
+  readonly #setMetricsSource: ((s: XdpForwarder | undefined) => void) | undefined;
+
+  constructor(p: XdpForwarderParams) {
+    validate(p.config);
+    this.#p = p;
+    this.#cfg = { ...p.config };
+    this.#ops =
+      p.ops ??
+      new Datapath({
+        objectPath: p.objectPath ?? defaultObjectPath(),
+        netns: p.netns,
+        pinDir: p.config.pinDir,
+        log: p.log,
+      });
+    this.#reconciler = new Reconciler(this.#ops, this.#cfg, p.log);
+    if (p.registry !== undefined) {
+      const set = registerXdpMetrics(p.registry);
+      this.#setMetricsSource = (s) =>
+        set(
+          s && {
+            counters: () => s.counters(),
+            attachments: () =>
+              s
+                .status()
+                .filter((d) => d.attached === 'ours')
+                .map((d) => ({ device: d.name, mode: d.mode ?? 'unknown' })),
+            foreignDevices: () =>
+              s
+                .status()
+                .filter((d) => d.attached === 'foreign')
+                .map((d) => d.name),
+            missEntries: () => s.#ops.readMisses().length,
+          },
+        );
+    }
+  }
+
+  get netns(): string | undefined {
+    return this.#p.netns;
+  }
+
+  /**
+   * Mounts the bpffs if needed, opens or creates the pinned maps, adopts pinned programs,
+   * subscribes to link events, then attaches to every selected device (first sync). A
+   * device whose attach fails (a foreign program, say) is reported, not fatal.
+   */
+  async start(): Promise<void> {
+    if (this.#state !== 'new')
+      throw new InvalidArgumentError(`XdpForwarder already ${this.#state}`);
+    this.#state = 'starting';
+    try {
+      this.#nl = this.#p.netlink;
+      if (this.#nl === undefined) {
+        this.#nl = Handle.open(this.#p.netns === undefined ? {} : { netns: this.#p.netns });
+        this.#ownNl = true;
+      }
+      const { records, mapsReplaced } = this.#ops.open();
+      this.#p.log.info(
+        { records: records.map((r) => r.name), mapsReplaced },
+        records.length > 0 ? 'xdp: adopting pinned programs' : 'xdp: no pinned programs',
+      );
+      // Subscribe first, then dump: no change falls in between.
+      this.#sub = this.#nl.subscribe(['link'], {
+        onEvent: (ev) => {
+          if (ev.kind === 'overflow') this.#p.log.warn('xdp: link events lost; resyncing');
+          this.#schedule();
+        },
+        onError: (err) => this.#p.log.warn({ err: describeError(err) }, 'xdp: link events'),
+      });
+      this.#sub.unref();
+      this.#state = 'running';
+      await this.#enqueue();
+      const every = this.#p.resyncIntervalMs ?? 30_000;
+      if (every > 0) {
+        this.#timer = setInterval(() => this.#schedule(), every);
+        this.#timer.unref();
+      }
+      this.#setMetricsSource?.(this);
+    } catch (err) {
+      await this.#shutdown(true);
+      throw err;
+    }
+  }
+
+  /**
+   * Stops watching. With keepOnStop the programs stay attached and pinned (forwarding goes
+   * on; the next start adopts them); without, fibkeeper's programs are detached and
+   * unpinned. Idempotent.
+   */
+  async stop(): Promise<void> {
+    await this.#shutdown(this.#cfg.keepOnStop);
+  }
+
+  /**
+   * Detaches and unpins everything fibkeeper attached in this namespace and stops watching
+   * (the running agent's `fibkeeper xdp detach`). Returns the devices detached.
+   */
+  async detach(): Promise<string[]> {
+    const attached = this.status()
+      .filter((d) => d.attached === 'ours')
+      .map((d) => d.name);
+    await this.#shutdown(false);
+    return attached;
+  }
+
+  async #shutdown(keep: boolean): Promise<void> {
+    if (this.#state === 'stopped') return;
+    const wasRunning = this.#state !== 'new';
+    this.#state = 'stopped';
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#sub?.close();
+    this.#sub = undefined;
+    await this.#queue.catch(() => undefined);
+    this.#setMetricsSource?.(undefined);
+    if (wasRunning) {
+      if (keep) {
+        this.#ops.close();
+        this.#p.log.info('xdp: stopped; programs stay attached and pinned');
+      } else {
+        const names = this.#ops.destroy();
+        this.#p.log.info({ devices: names }, 'xdp: detached and unpinned');
+      }
+    }
+    this.#devices = new Map();
+    if (this.#ownNl) this.#nl?.close();
+    this.#nl = undefined;
+  }
+
+  /** Resync now (also what link events do); resolves when done. */
+  resync(): Promise<void> {
+    return this.#enqueue();
+  }
+
+  #schedule(): void {
+    if (this.#pending || this.#state !== 'running') return;
+    void this.#enqueue();
+  }
+
+  #enqueue(): Promise<void> {
+    this.#pending = true;
+    const run = this.#queue.then(async () => {
+      this.#pending = false;
+      if (this.#state !== 'running' || this.#nl === undefined) return;
+      try {
+        const links = await this.#nl.linkList();
+        if (this.#state !== 'running') return;
+        this.#devices = this.#reconciler.run(links);
+        this.#syncError = undefined;
+      } catch (err) {
+        this.#syncError = describeError(err);
+        this.#p.log.error({ err: this.#syncError }, 'xdp: sync failed');
+      }
+      this.#synced = true;
+    });
+    this.#queue = run;
+    return run;
+  }
+
+  // --- reading ----------------------------------------------------------------------------
+
+  /** Per device: attachment, program, link, slot; gone devices with a kept record too. */
+  status(): XdpDeviceStatus[] {
+    return [...this.#devices.values()].map((d) => ({ ...d }));
+  }
+
+  /** Counters per device slot (and ":other"), summed over CPUs, read now. */
+  counters(): XdpDeviceCounters[] {
+    if (this.#state !== 'running') return [];
+    const out: XdpDeviceCounters[] = [];
+    for (const r of this.#ops.records()) {
+      if (r.slot === FK_SLOT_OTHER) continue;
+      const ifindex = this.#devices.get(r.name)?.ifindex ?? 0;
+      out.push({ device: r.name, ifindex, slot: r.slot, ...this.#ops.readSlot(r.slot) });
+    }
+    out.push({
+      device: OTHER_DEVICE,
+      ifindex: 0,
+      slot: FK_SLOT_OTHER,
+      ...this.#ops.readSlot(FK_SLOT_OTHER),
+    });
+    return out;
+  }
+
+  /** The NO_NEIGH miss map as it is now. */
+  readMisses(): MissEntry[] {
+    return this.#state === 'running' ? this.#ops.readMisses() : [];
+  }
+
+  /** Deletes consumed miss entries; returns how many were there. */
+  deleteMisses(keys: readonly MissKey[]): number {
+    if (this.#state !== 'running') return 0;
+    let n = 0;
+    for (const k of keys) if (this.#ops.deleteMiss(k)) n++;
+    return n;
+  }
+
+  /** Reads and deletes every miss entry (what the miss tracker consumes). */
+  takeMisses(): MissEntry[] {
+    const misses = this.readMisses();
+    this.deleteMisses(misses);
+    return misses;
+  }
+
+  /** Ready: started and the first sync done. */
+  ready(): XdpHealth {
+    const reasons: string[] = [];
+    if (this.#state !== 'running') reasons.push(`forwarder ${this.#state}`);
+    else if (!this.#synced) reasons.push('first sync not done');
+    return { ok: reasons.length === 0, reasons };
+  }
+
+  /** Healthy: ready, the last sync worked and every selected device has the program. */
+  health(): XdpHealth {
+    const r = this.ready();
+    const reasons = [...r.reasons];
+    if (this.#syncError !== undefined) reasons.push(`sync: ${this.#syncError}`);
+    for (const d of this.#devices.values()) {
+      if (d.error !== undefined) reasons.push(`${d.name}: ${d.error}`);
+    }
+    return { ok: reasons.length === 0, reasons };
+  }
+}

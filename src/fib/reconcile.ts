@@ -1,0 +1,207 @@
+// One reconciliation pass: the namespace's links against the pinned records. Selected
+// devices get their record (slot, current program) and a link; records of devices that
+// are no longer selected go; links of vanished devices are dropped (their records and
+// slots stay for the device's return); the devmap follows the selection. Idempotent and
+// level-triggered: running it twice in a row changes nothing the second time.
+import { ConflictError, describeError } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import type { Link } from '../netlink/index.js';
+import type { XdpMode } from '../native/index.js';
+import { FK_SLOT_OTHER, defaultConfig, type FkConfig } from './layout.js';
+import type { DatapathOps, RecordInfo } from './ops.js';
+import { decideAttach, pickSlot, selectDevice, type DeviceVerdict } from './select.js';
+import type { XdpDeviceStatus, XdpForwarderConfig } from './types.js';
+
+export class Reconciler {
+  readonly #ops: DatapathOps;
+  readonly #cfg: XdpForwarderConfig;
+  readonly #log: Logger;
+  readonly #logged = new Map<string, string>();
+
+  constructor(ops: DatapathOps, cfg: XdpForwarderConfig, log: Logger) {
+    this.#ops = ops;
+    this.#cfg = cfg;
+    this.#log = log;
+  }
+
+  /** One pass over the links; returns the status of every device it knows. */
+  run(links: readonly Link[]): Map<string, XdpDeviceStatus> {
+    const sel = { devices: this.#cfg.devices, holderName: this.#cfg.holderName };
+    const verdicts = links.map((l) => selectDevice(l, sel));
+    const byIfindex = new Map(verdicts.map((v) => [v.ifindex, v]));
+    const byName = new Map(verdicts.map((v) => [v.name, v]));
+    // Links that no longer hold a selected device: defunct (device gone) or deselected.
+    for (const r of this.#ops.records()) {
+      if (r.linkId === undefined) continue;
+      const v = byIfindex.get(r.linkIfindex);
+      if (r.linkIfindex === 0 || v === undefined || !v.selected) this.#ops.unlink(r.name);
+    }
+    // Records of devices that exist but are no longer selected.
+    for (const r of this.#ops.records()) {
+      const v = byName.get(r.name);
+      if (v !== undefined && !v.selected) {
+        this.#ops.remove(r.name);
+        this.#log.info({ device: r.name, reason: v.reason }, 'xdp: device no longer selected');
+      }
+    }
+    const next = new Map<string, XdpDeviceStatus>();
+    const selected = verdicts.filter((v) => v.selected).sort((a, b) => (a.name < b.name ? -1 : 1));
+    for (const v of selected) next.set(v.name, this.#ensureDevice(v, byName));
+    for (const r of this.#ops.records()) {
+      if (!next.has(r.name)) next.set(r.name, this.#goneStatus(r));
+    }
+    for (const f of this.#ops.setTxPorts(selected.map((v) => v.ifindex))) {
+      this.#log.warn(f, 'xdp: devmap update failed');
+    }
+    return next;
+  }
+
+  #goneStatus(r: RecordInfo): XdpDeviceStatus {
+    return {
+      name: r.name,
+      ifindex: 0,
+      attached: 'none',
+      mode: undefined,
+      progId: r.progId,
+      linkId: undefined,
+      slot: r.slot,
+      foreign: undefined,
+      error: undefined,
+    };
+  }
+
+  #configFor(slot: number): FkConfig {
+    return {
+      ...defaultConfig(),
+      slot,
+      ipv6: this.#cfg.ipv6,
+      missTrack: this.#cfg.missTrack ?? true,
+    };
+  }
+
+  /** The record of `v`, created (with a slot) or upgraded so that it is current. */
+  #ensureRecord(v: DeviceVerdict, byName: ReadonlyMap<string, DeviceVerdict>): RecordInfo {
+    const recs = this.#ops.records();
+    const have = recs.find((r) => r.name === v.name);
+    if (have !== undefined) {
+      const cfg = this.#configFor(have.slot);
+      if (this.#ops.isCurrent(v.name, cfg)) return have;
+      const r = this.#ops.upgrade(v.name, cfg);
+      this.#log.info(
+        { device: v.name, progId: r.progId, linkId: r.linkId },
+        r.linkId === undefined ? 'xdp: program reloaded' : 'xdp: program replaced atomically',
+      );
+      return r;
+    }
+    const used = recs.map((r) => ({
+      name: r.name,
+      slot: r.slot,
+      present: byName.get(r.name)?.selected === true,
+    }));
+    const { slot, evict } = pickSlot(used);
+    if (evict !== undefined) {
+      this.#ops.remove(evict);
+      this.#log.info({ device: evict, slot }, 'xdp: slot of a vanished device reused');
+    }
+    if (slot !== FK_SLOT_OTHER) this.#ops.zeroSlot(slot);
+    else this.#log.warn({ device: v.name }, 'xdp: no counter slot left; counting under :other');
+    return this.#ops.create(v.name, this.#configFor(slot));
+  }
+
+  #ensureDevice(v: DeviceVerdict, byName: ReadonlyMap<string, DeviceVerdict>): XdpDeviceStatus {
+    const st: XdpDeviceStatus = {
+      name: v.name,
+      ifindex: v.ifindex,
+      attached: 'none',
+      mode: undefined,
+      progId: undefined,
+      linkId: undefined,
+      slot: undefined,
+      foreign: undefined,
+      error: undefined,
+    };
+    try {
+      this.#attachDevice(v, byName, st);
+      this.#logOnce(v.name, '');
+    } catch (err) {
+      st.error = describeError(err);
+      if (this.#logOnce(v.name, st.error)) {
+        this.#log.error({ device: v.name, err: st.error }, 'xdp: device not attached');
+      }
+    }
+    return st;
+  }
+
+  /** Remembers the last message per device; true when it changed (log it). */
+  #logOnce(name: string, msg: string): boolean {
+    if (this.#logged.get(name) === msg) return false;
+    this.#logged.set(name, msg);
+    return msg !== '';
+  }
+
+  #attachDevice(
+    v: DeviceVerdict,
+    byName: ReadonlyMap<string, DeviceVerdict>,
+    st: XdpDeviceStatus,
+  ): void {
+    const hook = this.#ops.query(v.ifindex);
+    const owner = this.#ops
+      .records()
+      .find(
+        (r) =>
+          r.linkId !== undefined && r.linkIfindex === v.ifindex && hook.progIds.includes(r.progId),
+      );
+    const d = decideAttach(
+      v.name,
+      { progIds: hook.progIds, ownerRecord: owner?.name },
+      this.#cfg.force,
+    );
+    const mode: XdpMode = this.#cfg.mode;
+    if (d.kind === 'foreign') {
+      const foreign = this.#ops.describeForeign(d.progIds[0] ?? 0, v.ifindex);
+      if (!d.force) {
+        st.attached = 'foreign';
+        st.mode = hook.mode;
+        st.progId = foreign.progId;
+        st.linkId = foreign.linkId;
+        st.foreign = foreign;
+        throw new ConflictError(
+          `${v.name} has an XDP program fibkeeper did not attach: ${foreign.owner}; left alone (xdp.force replaces it)`,
+        );
+      }
+      this.#log.warn(
+        { device: v.name, foreign: foreign.owner },
+        'xdp: force: removing a foreign XDP program',
+      );
+      this.#ops.removeForeign(v.ifindex);
+    }
+    let rec = this.#ensureRecord(v, byName);
+    if (d.kind === 'move') {
+      this.#ops.moveLink(d.from, v.name);
+      this.#log.info({ device: v.name, from: d.from }, 'xdp: renamed device keeps its attachment');
+    } else if (d.kind === 'keep' && mode !== 'auto' && hook.mode !== mode) {
+      this.#log.warn(
+        { device: v.name, was: hook.mode, mode },
+        'xdp: re-attaching in the configured mode',
+      );
+      this.#ops.unlink(v.name);
+      this.#attachLogged(v, mode);
+    } else if (d.kind !== 'keep') {
+      this.#attachLogged(v, mode);
+    }
+    rec = this.#ops.records().find((r) => r.name === v.name) ?? rec;
+    st.attached = 'ours';
+    st.mode = this.#ops.query(v.ifindex).mode;
+    st.progId = rec.progId;
+    st.linkId = rec.linkId;
+    st.slot = rec.slot;
+  }
+
+  #attachLogged(v: DeviceVerdict, mode: XdpMode): void {
+    const r = this.#ops.attach(v.name, v.ifindex, mode);
+    this.#log.info(
+      { device: v.name, ifindex: v.ifindex, mode: r.mode, requested: mode, linkId: r.linkId },
+      `xdp: attached to ${v.name} in ${r.mode} mode`,
+    );
+  }
+}

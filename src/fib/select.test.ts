@@ -1,0 +1,83 @@
+// Device selection, slot picking and the attach decision: the pure rules of the loader.
+import { describe, expect, it } from 'vitest';
+import { ARPHRD_ETHER, IFF_LOOPBACK, type Link } from '../netlink/index.js';
+import { decideAttach, pickSlot, selectDevice } from './select.js';
+
+const link = (name: string, over: Partial<Link> = {}): Link => ({
+  family: 0,
+  type: ARPHRD_ETHER,
+  index: 7,
+  flags: 0,
+  change: 0,
+  name,
+  address: '02:00:00:00:00:07',
+  ...over,
+});
+const sel = { devices: ['eth*', 'ens?', 'lo', 'bond0'], holderName: 'fk-holder' };
+
+describe('selectDevice', () => {
+  it('selects matching Ethernet devices, up or down', () => {
+    expect(selectDevice(link('eth0'), sel)).toEqual({
+      ifindex: 7,
+      name: 'eth0',
+      mac: '02:00:00:00:00:07',
+      selected: true,
+      reason: undefined,
+    });
+    expect(selectDevice(link('ens3', { flags: 0 }), sel).selected).toBe(true);
+  });
+
+  it('says why not', () => {
+    const why = (l: Link, s = sel) => selectDevice(l, s).reason;
+    expect(why(link('wlan0'))).toBe('not in the devices option');
+    expect(why(link('ens10'))).toBe('not in the devices option'); // ? is one character
+    expect(why(link('fk-holder'), { ...sel, devices: ['*'] })).toBe('fibkeeper holder device');
+    expect(why(link('lo', { flags: IFF_LOOPBACK, type: 772 }))).toBe('loopback');
+    expect(why(link('bond0', { type: 65534 }))).toBe('not an Ethernet device');
+    expect(why(link('eth1', { address: '00:00:00:00:00:00' }))).toBe('no Ethernet address');
+    expect(why(link('eth1', { address: undefined }))).toBe('no Ethernet address');
+  });
+});
+
+describe('pickSlot', () => {
+  it('lowest free slot above the shared one', () => {
+    expect(pickSlot([])).toEqual({ slot: 1 });
+    expect(
+      pickSlot([
+        { name: 'a', slot: 1, present: true },
+        { name: 'b', slot: 3, present: false },
+      ]),
+    ).toEqual({ slot: 2 });
+  });
+
+  it('when full: the lowest slot of a vanished device, else the shared slot', () => {
+    const used = [1, 2, 3].map((s) => ({ name: `d${s}`, slot: s, present: s !== 2 && s !== 3 }));
+    expect(pickSlot(used, 4)).toEqual({ slot: 2, evict: 'd2' });
+    expect(
+      pickSlot(
+        used.map((u) => ({ ...u, present: true })),
+        4,
+      ),
+    ).toEqual({ slot: 0 });
+  });
+});
+
+describe('decideAttach', () => {
+  it('keep, move, attach, foreign', () => {
+    expect(decideAttach('eth0', { progIds: [5], ownerRecord: 'eth0' }, false)).toEqual({
+      kind: 'keep',
+    });
+    expect(decideAttach('eth9', { progIds: [5], ownerRecord: 'eth0' }, false)).toEqual({
+      kind: 'move',
+      from: 'eth0',
+    });
+    expect(decideAttach('eth0', { progIds: [], ownerRecord: undefined }, false)).toEqual({
+      kind: 'attach',
+    });
+    expect(decideAttach('eth0', { progIds: [9], ownerRecord: undefined }, true)).toEqual({
+      kind: 'foreign',
+      progIds: [9],
+      force: true,
+    });
+  });
+});

@@ -1,0 +1,54 @@
+// The forwarder's configuration and what it reports, shared by forwarder.ts and reconcile.ts.
+import type { SlotCounters } from './layout.js';
+import type { HookMode } from './ops.js';
+import type { ForeignProgram } from './owner.js';
+
+export type XdpConfigMode = 'auto' | 'native' | 'generic';
+
+export interface XdpForwarderConfig {
+  /** Device names or globs (* and ?) that get the program. */
+  devices: readonly string[];
+  /** The external-IP holder device: never selected. */
+  holderName: string;
+  /** auto: native where the driver supports it, else generic. */
+  mode: XdpConfigMode;
+  /** A directory on (or for) a bpffs; pins go to <pinDir>/ns<netns inode>/. */
+  pinDir: string;
+  /** stop() leaves the program attached and pinned (forwarding continues without the agent). */
+  keepOnStop: boolean;
+  /** Replace XDP programs fibkeeper did not attach. */
+  force: boolean;
+  /** Forward IPv6 (else the program passes it to the stack). */
+  ipv6: boolean;
+  /** Record NO_NEIGH destinations in the miss map (default true). */
+  missTrack?: boolean;
+}
+
+export interface XdpDeviceStatus {
+  name: string;
+  /** 0 when the device is gone (its record and slot are kept for its return). */
+  ifindex: number;
+  attached: 'ours' | 'foreign' | 'none';
+  mode: HookMode | undefined;
+  progId: number | undefined;
+  linkId: number | undefined;
+  slot: number | undefined;
+  /** The program in the way, when attached is foreign. */
+  foreign: ForeignProgram | undefined;
+  error: string | undefined;
+}
+
+export interface XdpDeviceCounters extends SlotCounters {
+  /** Device name, or ":other" for the shared slot. */
+  device: string;
+  /** 0 when gone (or for ":other"). */
+  ifindex: number;
+  slot: number;
+}
+
+export interface XdpHealth {
+  ok: boolean;
+  reasons: string[];
+}
+
+export const OTHER_DEVICE = ':other';
