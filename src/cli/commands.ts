@@ -1,11 +1,22 @@
 // The table of subcommands.
 import type { Command } from './command.js';
+import { extipCommands, forwardableCommands, statusCommand } from './client-commands.js';
 import { configCheckCommand, configExampleCommand } from './config.js';
+import { labDownCommand, labUpCommand } from './lab.js';
 import { probeCommand } from './probe.js';
+import { runCommand } from './run.js';
 import { versionCommand } from './version.js';
+import { xdpDetachCommand } from './xdp.js';
 
 export const COMMANDS: readonly Command[] = [
+  runCommand,
+  statusCommand,
+  ...forwardableCommands,
+  ...extipCommands,
+  xdpDetachCommand,
   probeCommand,
+  labUpCommand,
+  labDownCommand,
   configExampleCommand,
   configCheckCommand,
   versionCommand,

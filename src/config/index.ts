@@ -37,8 +37,15 @@ export interface FibkeeperConfig {
     announceCount: number;
     announceInterval: number;
     refreshInterval: number;
+    checkInterval: number;
+    defendInterval: number;
+    defendRate: number;
+    ipv6Dad: boolean;
+    dadTimeout: number;
+    arpResponder: 'auto' | 'always' | 'never';
     static: string[];
   };
+  stateFile: string;
   api: { socket: string; socketMode: number; tcp: string };
   metrics: { address: string };
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' };

@@ -2,6 +2,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { FibkeeperError, InvalidArgumentError } from '../errors/index.js';
+import { BpfProgram, xdpAttachLegacy } from '../native/index.js';
 import { PREFIX_RE, describeLab, labBatch, labSysctls, type Lab } from './topology.js';
 
 export { describeLab, PREFIX_RE, type Lab, type LabHost, type LabLink } from './topology.js';
@@ -61,11 +62,36 @@ export function labUp(prefix: string): Lab {
       const b = batches.find((x) => x.netns === ns);
       if (b) run('ip', ['-n', ns, '-batch', '-'], b.lines.join('\n') + '\n');
     }
+    attachPeerXdp(lab);
   } catch (err) {
     labDown(prefix);
     throw err;
   }
   return lab;
+}
+
+/**
+ * A veth only takes frames that XDP redirects into it when its peer runs an XDP program (or
+ * has GRO on). The lab's hosts next to the router therefore get a program that passes
+ * everything (attached the netlink way, so it stays after this process exits and goes
+ * away with the namespace).
+ */
+function attachPeerXdp(lab: Lab): void {
+  const prog = BpfProgram.loadXdpPass();
+  try {
+    for (const l of lab.links) {
+      if (l.a.role !== 'router') continue;
+      const ns = lab.hosts[l.b.role];
+      const links = JSON.parse(run('ip', ['-n', ns, '-j', 'link', 'show', 'dev', l.b.dev])) as {
+        ifindex: number;
+      }[];
+      const ifindex = links[0]?.ifindex;
+      if (ifindex === undefined) throw new FibkeeperError(`no ${l.b.dev} in ${ns}`);
+      xdpAttachLegacy(ifindex, prog, { mode: 'native', netns: ns });
+    }
+  } finally {
+    prog.close();
+  }
 }
 
 /** Deletes the lab's namespaces (and with them every link in them). Idempotent. */

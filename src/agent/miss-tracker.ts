@@ -1,0 +1,116 @@
+// The XDP miss tracker: next hops that the XDP program found without a neighbor entry
+// (NO_NEIGH) become forwardable IPs with owner `xdp-miss`, and stop being forwardable once
+// no miss has been seen for `ttlMs`. So traffic to a next hop nobody registered heals itself.
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Logger } from '../log/index.js';
+
+export const MISS_OWNER = 'xdp-miss';
+
+export interface MissSource {
+  /** Reads and removes the recorded misses. */
+  takeMisses(): Promise<{ nexthop: string }[]> | { nexthop: string }[];
+}
+
+export interface MissSink {
+  upsert(owner: string, ips: readonly string[]): void;
+  delete(owner: string, ips: readonly string[]): void;
+}
+
+export interface MissTrackerParams {
+  source: MissSource;
+  sink: MissSink;
+  ttlMs: number;
+  intervalMs: number;
+  registry?: Registry;
+  log: Logger;
+  now?: () => number;
+}
+
+export class MissTracker {
+  private readonly lastSeen = new Map<string, number>();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private readonly learned: Counter | undefined;
+  private readonly expired: Counter | undefined;
+  private readonly now: () => number;
+
+  constructor(private readonly p: MissTrackerParams) {
+    this.now = p.now ?? Date.now;
+    if (p.registry) {
+      this.learned = new Counter({
+        name: 'fibkeeper_xdp_miss_tracker_learned_total',
+        help: 'Next hops added as forwardable IPs (owner xdp-miss) because XDP saw NO_NEIGH for them.',
+        registers: [p.registry],
+      });
+      this.expired = new Counter({
+        name: 'fibkeeper_xdp_miss_tracker_expired_total',
+        help: 'Next hops learned from XDP misses that expired after the TTL without a new miss.',
+        registers: [p.registry],
+      });
+      const self = this;
+      new Gauge({
+        name: 'fibkeeper_xdp_miss_tracker_tracked',
+        help: 'Next hops currently forwardable because of XDP misses.',
+        registers: [p.registry],
+        collect() {
+          this.set(self.lastSeen.size);
+        },
+      });
+    }
+  }
+
+  get tracked(): number {
+    return this.lastSeen.size;
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      if (!this.running) this.running = this.tick().finally(() => (this.running = undefined));
+    }, this.p.intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  /** One pass: learn new misses, refresh seen ones, expire old ones. */
+  async tick(): Promise<void> {
+    let misses: { nexthop: string }[];
+    try {
+      misses = await this.p.source.takeMisses();
+    } catch (err) {
+      this.p.log.warn({ err }, 'reading the XDP miss map failed');
+      return;
+    }
+    const now = this.now();
+    const fresh: string[] = [];
+    for (const m of misses) {
+      if (!this.lastSeen.has(m.nexthop)) fresh.push(m.nexthop);
+      this.lastSeen.set(m.nexthop, now);
+    }
+    if (fresh.length > 0) {
+      try {
+        this.p.sink.upsert(MISS_OWNER, fresh);
+        this.learned?.inc(fresh.length);
+        this.p.log.info(
+          { count: fresh.length, sample: fresh.slice(0, 5) },
+          'next hops learned from XDP misses',
+        );
+      } catch (err) {
+        // A next hop that is not forwardable (the node's own address, say): forget it.
+        for (const ip of fresh) this.lastSeen.delete(ip);
+        this.p.log.warn({ err }, 'XDP miss next hops refused');
+      }
+    }
+    const old = [...this.lastSeen].filter(([, t]) => now - t >= this.p.ttlMs).map(([ip]) => ip);
+    if (old.length > 0) {
+      for (const ip of old) this.lastSeen.delete(ip);
+      this.p.sink.delete(MISS_OWNER, old);
+      this.expired?.inc(old.length);
+    }
+  }
+}

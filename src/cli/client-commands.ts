@@ -1,0 +1,161 @@
+// Commands that talk to a running agent over the control API.
+import { ApiClient, type ExternalIpEntry, type ForwardableEntry } from '../api/index.js';
+import { defaultConfig, loadConfig } from '../config/index.js';
+import {
+  EXIT_OK,
+  UsageError,
+  flag,
+  str,
+  type Command,
+  type OptionsSpec,
+  type ParsedArgs,
+} from './command.js';
+import { formatStatus } from './status-format.js';
+
+const COMMON: OptionsSpec = {
+  socket: { type: 'string' },
+  config: { type: 'string' },
+};
+const COMMON_HELP = [
+  '  --socket PATH   control socket of the agent (default: api.socket of --config, else ' +
+    defaultConfig().api.socket +
+    ')',
+  '  --config FILE   read api.socket from this config file',
+];
+
+export function clientFor(args: ParsedArgs): ApiClient {
+  const socket = str(args, 'socket') ?? loadConfig(str(args, 'config')).api.socket;
+  return new ApiClient(socket);
+}
+
+function needIps(args: ParsedArgs): string[] {
+  if (args.positionals.length === 0) throw new UsageError('give at least one IP address');
+  return args.positionals;
+}
+
+function needOwner(args: ParsedArgs): string {
+  const owner = str(args, 'owner');
+  if (!owner) throw new UsageError('--owner NAME is required');
+  return owner;
+}
+
+function forwardable(verb: 'add' | 'del' | 'set', summary: string, method: string): Command {
+  return {
+    name: `forwardable ${verb}`,
+    summary,
+    usage: verb === 'set' ? '--owner NAME [IP...]' : 'IP... --owner NAME',
+    help: [
+      'Options:',
+      '  --owner NAME    who wants these IPs forwardable (an IP stays while it has an owner)',
+      ...COMMON_HELP,
+    ].join('\n'),
+    options: { ...COMMON, owner: { type: 'string' } },
+    positionals: true,
+    async run(args, io) {
+      const owner = needOwner(args);
+      const ips = verb === 'set' ? args.positionals : needIps(args);
+      const c = clientFor(args);
+      if (verb === 'set')
+        await c.call('PUT', `/v1/owners/${encodeURIComponent(owner)}/forwardable`, { ips });
+      else await c.call(method, '/v1/forwardable', { owner, ips });
+      io.out(
+        `${verb === 'add' ? 'added' : verb === 'del' ? 'removed' : 'replaced'}: ${ips.length} IP(s) for owner ${owner}\n`,
+      );
+      return EXIT_OK;
+    },
+  };
+}
+
+export const forwardableCommands: Command[] = [
+  forwardable(
+    'add',
+    'Make IPs forwardable for an owner (their next hops get fresh neighbor entries)',
+    'POST',
+  ),
+  forwardable(
+    'del',
+    "Remove an owner's claim on IPs (an IP with no owner left stops being kept)",
+    'DELETE',
+  ),
+  forwardable(
+    'set',
+    "Replace an owner's whole set of forwardable IPs (none given: remove them all)",
+    'PUT',
+  ),
+  {
+    name: 'forwardable list',
+    summary: 'List the forwardable IPs and their owners',
+    usage: '[--json]',
+    help: ['Options:', '  --json          machine-readable output', ...COMMON_HELP].join('\n'),
+    options: { ...COMMON, json: { type: 'boolean' } },
+    async run(args, io) {
+      const r = await clientFor(args).call<{ forwardable: ForwardableEntry[] }>(
+        'GET',
+        '/v1/forwardable',
+      );
+      if (flag(args, 'json')) io.out(JSON.stringify(r.forwardable, null, 2) + '\n');
+      else {
+        const w = Math.max(2, ...r.forwardable.map((e) => e.ip.length));
+        io.out(`${'IP'.padEnd(w)}  OWNERS\n`);
+        for (const e of r.forwardable) io.out(`${e.ip.padEnd(w)}  ${e.owners.join(',')}\n`);
+      }
+      return EXIT_OK;
+    },
+  },
+];
+
+function extip(verb: 'add' | 'del', summary: string, method: string): Command {
+  return {
+    name: `extip ${verb}`,
+    summary,
+    usage: 'IP...',
+    help: ['Options:', ...COMMON_HELP].join('\n'),
+    options: { ...COMMON },
+    positionals: true,
+    async run(args, io) {
+      const ips = needIps(args);
+      await clientFor(args).call(method, '/v1/extip', { ips });
+      io.out(`${verb === 'add' ? 'assigned and announced' : 'unassigned'}: ${ips.join(' ')}\n`);
+      return EXIT_OK;
+    },
+  };
+}
+
+export const extipCommands: Command[] = [
+  extip('add', 'Assign external IPs to the holder device and announce them', 'POST'),
+  extip('del', 'Remove external IPs from the holder device', 'DELETE'),
+  {
+    name: 'extip list',
+    summary: 'List the external IPs with their state and last announcement',
+    usage: '[--json]',
+    help: ['Options:', '  --json          machine-readable output', ...COMMON_HELP].join('\n'),
+    options: { ...COMMON, json: { type: 'boolean' } },
+    async run(args, io) {
+      const r = await clientFor(args).call<{ extip: ExternalIpEntry[] }>('GET', '/v1/extip');
+      if (flag(args, 'json')) io.out(JSON.stringify(r.extip, null, 2) + '\n');
+      else {
+        const w = Math.max(2, ...r.extip.map((e) => e.ip.length));
+        io.out(`${'IP'.padEnd(w)}  ${'STATE'.padEnd(10)}  ${'ANNOUNCED'.padEnd(24)}  ERROR\n`);
+        for (const e of r.extip) {
+          io.out(
+            `${e.ip.padEnd(w)}  ${e.state.padEnd(10)}  ${(e.announcedAt ?? '-').padEnd(24)}  ${e.lastError ?? ''}\n`,
+          );
+        }
+      }
+      return EXIT_OK;
+    },
+  },
+];
+
+export const statusCommand: Command = {
+  name: 'status',
+  summary: 'Show what the agent does: XDP, neighbor entries, external IPs, health, counters',
+  usage: '[--json]',
+  help: ['Options:', '  --json          the full status document', ...COMMON_HELP].join('\n'),
+  options: { ...COMMON, json: { type: 'boolean' } },
+  async run(args, io) {
+    const s = await clientFor(args).call<Record<string, unknown>>('GET', '/v1/status');
+    io.out(flag(args, 'json') ? JSON.stringify(s, null, 2) + '\n' : formatStatus(s));
+    return EXIT_OK;
+  },
+};
