@@ -2,6 +2,7 @@
 import type { Command } from './command.js';
 import { extipCommands, forwardableCommands, statusCommand } from './client-commands.js';
 import { configCheckCommand, configExampleCommand } from './config.js';
+import { demoCommand } from './demo.js';
 import { labDownCommand, labUpCommand } from './lab.js';
 import { probeCommand } from './probe.js';
 import { runCommand } from './run.js';
@@ -15,6 +16,7 @@ export const COMMANDS: readonly Command[] = [
   ...extipCommands,
   xdpDetachCommand,
   probeCommand,
+  demoCommand,
   labUpCommand,
   labDownCommand,
   configExampleCommand,

@@ -63,11 +63,27 @@ export function labUp(prefix: string): Lab {
       if (b) run('ip', ['-n', ns, '-batch', '-'], b.lines.join('\n') + '\n');
     }
     attachPeerXdp(lab);
+    txChecksumOff(lab);
   } catch (err) {
     labDown(prefix);
     throw err;
   }
   return lab;
+}
+
+/**
+ * The hosts' senders fill in their UDP/TCP checksums themselves (`ethtool -K eth0 tx off`):
+ * a veth hands the router's XDP local frames whose L4 checksum is still to be computed
+ * (CHECKSUM_PARTIAL), an XDP redirect loses that state, and the frame would arrive with a
+ * bad checksum. Frames from real NICs always carry complete checksums.
+ */
+function txChecksumOff(lab: Lab): void {
+  for (const l of lab.links) {
+    for (const end of [l.a, l.b]) {
+      if (end.role === 'router') continue;
+      run('ip', ['netns', 'exec', lab.hosts[end.role], 'ethtool', '-K', end.dev, 'tx', 'off']);
+    }
+  }
 }
 
 /**
