@@ -20,7 +20,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -337,12 +337,8 @@ function figure(name, value, unit, reference, referenceName, target, targetKind,
   return { name, value, unit, reference, referenceName, ratio, target, targetKind, targetOf, pass };
 }
 
-async function main() {
-  const dev = topology();
-  const restoreObj = compile('xdp_restore');
-  const refObj = compile('xdp_ref_fwd');
-
-  // fk_xdp_fwd as the loader configures it (slot 1, defaults), devmap r1 and r2
+/** fk_xdp_fwd as the loader configures it (slot 1, defaults) and the reference, devmaps r1/r2. */
+function programs(dev, refObj) {
   const fk = fib.loadInstance(OBJ, { ...fib.defaultConfig(), slot: 1 });
   closers.push(() => {
     fk.prog.close();
@@ -366,25 +362,28 @@ async function main() {
   });
   const redirected = () =>
     fib.decodeStats(fk.maps.stats.lookupPerCpu(u32(1))).actions.redirect.packets;
+  return { fk: fk.prog, ref, redirected };
+}
 
-  const frames = { v4: v4frame('10.61.2.2'), v6: v6frame(), noNeigh: v4frame('10.9.6.1') };
+function measure(dev, restoreObj, p) {
   const w = {
-    v4: wrapper(restoreObj, frames.v4, dev.r1),
-    v6: wrapper(restoreObj, frames.v6, dev.r1),
-    noNeigh: wrapper(restoreObj, frames.noNeigh, dev.r1),
+    v4: wrapper(restoreObj, v4frame('10.61.2.2'), dev.r1),
+    v6: wrapper(restoreObj, v6frame(), dev.r1),
+    noNeigh: wrapper(restoreObj, v4frame('10.9.6.1'), dev.r1),
   };
   const R = XdpAction.REDIRECT;
   const P = XdpAction.PASS;
+  const sides = { fk: p.fk, ref: p.ref };
   console.log(`test-run: ${opt.rounds} rounds x ${opt.repeat} repeats per side`);
-  const tr = {
-    v4: perPacket(w.v4, { fk: fk.prog, ref }, { fk: R, ref: R }),
-    v6: perPacket(w.v6, { fk: fk.prog, ref }, { fk: R, ref: R }),
-    noNeigh: perPacket(w.noNeigh, { fk: fk.prog, ref }, { fk: P, ref: P }),
+  const testrun = {
+    v4: perPacket(w.v4, sides, { fk: R, ref: R }),
+    v6: perPacket(w.v6, sides, { fk: R, ref: R }),
+    noNeigh: perPacket(w.noNeigh, sides, { fk: P, ref: P }),
   };
   console.log(`live frames: ${opt.rounds} rounds x ${opt.liveRepeat} frames per side`);
   const live = {
-    v4: liveRate(w.v4, fk.prog, redirected, false),
-    v6: liveRate(w.v6, fk.prog, redirected, true),
+    v4: liveRate(w.v4, p.fk, p.redirected, false),
+    v6: liveRate(w.v6, p.fk, p.redirected, true),
   };
   for (const [k, l] of Object.entries(live)) {
     if (l.fkRedirected < 0.99 || l.kernelForwarded < 0.9) {
@@ -393,14 +392,18 @@ async function main() {
       );
     }
   }
+  return { testrun, live };
+}
 
-  const figures = [
+function figures({ testrun: tr, live }) {
+  const REF = 'ref_xdp_fwd (bare kernel-sample forwarder)';
+  return [
     figure(
       'testrun_ipv4_success',
       tr.v4.fk.ns,
       'ns/packet',
       tr.v4.ref.ns,
-      'ref_xdp_fwd (bare kernel-sample forwarder)',
+      REF,
       TARGET.v4ns,
       '<=',
       'value',
@@ -410,7 +413,7 @@ async function main() {
       tr.v6.fk.ns,
       'ns/packet',
       tr.v6.ref.ns,
-      'ref_xdp_fwd (bare kernel-sample forwarder)',
+      REF,
       TARGET.v6ns,
       '<=',
       'value',
@@ -446,35 +449,47 @@ async function main() {
       'ratio',
     ),
   ];
+}
+
+function report(m, figs) {
   const result = {
     benchmark: 'xdp',
     date: new Date().toISOString(),
     kernel: execFileSync('uname', ['-r']).toString().trim(),
-    cpus: (await import('node:os')).cpus().length,
+    cpus: cpus().length,
     options: opt,
     notes: [
       'test-run figures: median ns per run through rs_restore minus the wrapper alone (rs_restore -> rs_pass)',
       'live figures: median Mpps; ratio = fk / kernel; target applies to the ratio',
       'no target is given for NO_NEIGH (the slow path: the stack handles the packet next)',
     ],
-    figures,
-    testrun: tr,
-    live,
+    figures: figs,
+    testrun: m.testrun,
+    live: m.live,
   };
   mkdirSync(join(root, 'bench', 'results'), { recursive: true });
   writeFileSync(join(root, 'bench', 'results', 'xdp.json'), `${JSON.stringify(result, null, 2)}\n`);
-
+  const tr = m.testrun;
   console.log(
     `wrapper alone: ${tr.v4.wrapperNs} ns (IPv4 frame), ${tr.v6.wrapperNs} ns (IPv6 frame)`,
   );
-  for (const f of figures) {
+  for (const f of figs) {
     const t = f.target === null ? 'no target' : `target ${f.targetOf} ${f.targetKind} ${f.target}`;
     const verdict = f.pass === null ? '' : f.pass ? 'PASS' : 'FAIL';
+    const value = `${String(f.value).padStart(7)} ${f.unit.padEnd(16)}`;
     console.log(
-      `${f.name.padEnd(24)} ${String(f.value).padStart(7)} ${f.unit.padEnd(16)} vs ${String(f.reference).padStart(7)} ${f.referenceName}: ratio ${f.ratio} (${t}) ${verdict}`,
+      `${f.name.padEnd(24)} ${value} vs ${String(f.reference).padStart(7)} ${f.referenceName}: ratio ${f.ratio} (${t}) ${verdict}`,
     );
   }
   console.log('wrote bench/results/xdp.json');
+}
+
+async function main() {
+  const dev = topology();
+  const restoreObj = compile('xdp_restore');
+  const p = programs(dev, compile('xdp_ref_fwd'));
+  const m = measure(dev, restoreObj, p);
+  report(m, figures(m));
 }
 
 try {

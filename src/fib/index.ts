@@ -10,6 +10,32 @@
 //   x.takeMisses();             // the miss tracker: NO_NEIGH destinations, consumed
 //   await x.stop();             // keepOnStop: stays attached; else detached and unpinned
 //   detachPinned({ netns, pinDir, log });   // fibkeeper xdp detach, without an agent
+//
+// Behaviour worth documenting for users:
+//  - Selection: a device gets the program when its name matches `devices` (globs with * and
+//    ?), it is an Ethernet device with a non-zero MAC, not loopback and not the external-IP
+//    holder. Up/down does not matter. Selected devices are also the only redirect targets
+//    (the devmap): a route through any other device goes to the kernel stack.
+//  - Mode: auto lets the kernel pick (native when the driver has XDP support, else generic);
+//    status and the log say which. An explicit native/generic that differs from what a
+//    restart finds attached re-attaches (a short gap in which the stack forwards).
+//  - Pins: <pinDir>/ns<inode of the network namespace>/{maps/*, dev/<name>/{prog,cfg,link}}.
+//    A bpffs is mounted on /sys/fs/bpf (or on pinDir) when there is none.
+//  - Stop: with keepOnStop (default) the programs stay attached and pinned, and forwarding
+//    goes on without the agent; the next start adopts them without a gap (same program, same
+//    link) or swaps in a new build/config with bpf_link_update (no gap either). Without
+//    keepOnStop, stop detaches and unpins. `fibkeeper xdp detach` does that any time.
+//  - Foreign programs: a device with an XDP program fibkeeper did not attach is left alone
+//    and reported (status, health, fibkeeper_xdp_foreign_program) with the program id, name,
+//    link and the processes holding it; xdp.force removes it and attaches fibkeeper's.
+//  - Counters: slot per device name, kept across restarts (in the pinned rodata) and while a
+//    device is gone; a renamed device counts under its new name from then on. Beyond 63
+//    devices, the rest share the ":other" slot.
+//  - veth: a frame that a local process sent through a veth reaches the peer's native-mode
+//    XDP with its TCP/UDP checksum still to be computed (checksum offload); XDP_REDIRECT
+//    forwards it as is and the receiver drops it (bad checksum). Traffic from real NICs, or
+//    from other hosts, is not affected. On such hosts use mode generic for those devices, or
+//    turn tx checksum offload off on the sending side (ethtool -K DEV tx off).
 export { XdpForwarder, type XdpForwarderParams } from './forwarder.js';
 export {
   OTHER_DEVICE,

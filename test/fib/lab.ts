@@ -58,8 +58,12 @@ export function cleanupLater(fn: () => void): void {
 /**
  * client/c0 — r1/router/r2 — s0/server. IPv6 DAD off; forwarding on in the router only.
  * With `peerXdp` (default) c0 and s0 run XDP_PASS so redirects into r1/r2 are delivered.
+ * c0 and s0 compute TCP/UDP checksums in software unless `txChecksumOffload` (see below).
  */
-export function makeLab(tag: string, opts: { peerXdp?: boolean } = {}): Lab {
+export function makeLab(
+  tag: string,
+  opts: { peerXdp?: boolean; txChecksumOffload?: boolean } = {},
+): Lab {
   const client = makeNetns(`${tag}c`);
   const router = makeNetns(`${tag}r`);
   const server = makeNetns(`${tag}s`);
@@ -88,8 +92,10 @@ export function makeLab(tag: string, opts: { peerXdp?: boolean } = {}): Lab {
     peerPass(client, 'c0');
     peerPass(server, 's0');
   }
-  txChecksumOff(client, 'c0');
-  txChecksumOff(server, 's0');
+  if (opts.txChecksumOffload !== true) {
+    txChecksumOff(client, 'c0');
+    txChecksumOff(server, 's0');
+  }
   return lab;
 }
 

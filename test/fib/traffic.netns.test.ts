@@ -164,6 +164,23 @@ describe.skipIf(skip)('XDP forwarding of real traffic', () => {
     expect(ctr(c, 'r1').reasons.ip6_off.packets).toBe(3);
   });
 
+  it('veth senders with checksum offload: native XDP forwards bad UDP checksums, generic mode does not', async () => {
+    // documents the limitation described in src/fib/index.ts: when a kernel fixes it, this
+    // fails, and the note there should go
+    for (const mode of ['native', 'generic'] as const) {
+      const lab = makeLab(mode === 'native' ? 'tcn' : 'tcg', { txChecksumOffload: true });
+      const x = forwarder(lab, privateBpffs(), { mode });
+      await x.start();
+      warmUp(lab);
+      const s1 = success(x, 'r1');
+      const rx = await udpReceiver(lab.server, 7005, 4);
+      expect(await udpSend(lab.client, V4.server, 7005, 20, 1000)).toBe(20);
+      const got = await rx.stop();
+      expect(success(x, 'r1') - s1).toBe(20); // forwarded by XDP either way
+      expect([mode, got.received]).toEqual([mode, mode === 'native' ? 0 : 20]);
+    }
+  });
+
   it('the metrics read the same counters at scrape time', async () => {
     const lab = makeLab('tm');
     const registry = new Registry();
