@@ -100,20 +100,13 @@ export function makeLab(
 }
 
 /**
- * `ethtool -K DEV tx off` (the SIOCETHTOOL ioctl, through python3: ethtool is not installed).
- * A veth hands its peer's XDP the frames of local senders with the L4 checksum still to be
- * filled in (CHECKSUM_PARTIAL); a native-mode XDP_REDIRECT drops that state, so the frame
- * arrives with a bad UDP/TCP checksum. Real NICs deliver complete checksums; hosts whose
- * own senders' veths feed native XDP need this too (see src/fib/index.ts).
+ * `ethtool -K DEV tx off`: the device's senders compute TCP/UDP checksums themselves. A veth
+ * hands its peer's XDP the frames of local senders with the L4 checksum still to be filled in
+ * (CHECKSUM_PARTIAL); a native-mode XDP_REDIRECT drops that state, so the frame arrives with
+ * a bad checksum. Real NICs deliver complete checksums (see src/fib/index.ts).
  */
 export function txChecksumOff(ns: string, dev: string): void {
-  const py = [
-    'import array, fcntl, socket, struct, sys',
-    "v = array.array('B', struct.pack('II', 0x17, 0))  # ETHTOOL_STXCSUM, off",
-    's = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)',
-    "fcntl.ioctl(s.fileno(), 0x8946, struct.pack('16sP', sys.argv[1].encode(), v.buffer_info()[0]))",
-  ].join('\n');
-  nsExec(ns, 'python3', '-c', py, dev);
+  nsExec(ns, 'ethtool', '-K', dev, 'tx', 'off');
 }
 
 /** XDP_PASS on `dev` in `ns` until the test ends (what veth needs to take redirects). */
