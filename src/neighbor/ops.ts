@@ -49,8 +49,8 @@ export interface NeighborOpsParams {
   missing?(keys: readonly string[]): void;
 }
 
-/** Above this many deletes, ownership is checked with one dump instead of one get each. */
-const DUMP_ABOVE = 256;
+/** Up to this many deletes in a batch, ownership is checked with the kernel entry by entry. */
+const ASK_KERNEL_UP_TO = 256;
 
 const isErrno = (err: unknown, ...names: string[]): boolean =>
   err instanceof NetlinkError && names.includes(err.errnoName);
@@ -91,7 +91,7 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     const todo: number[] = [];
     for (let i = 0; i < objs.length; i++) {
       const d = objs[i]!;
-      const seen = this.p.observed.get(neighKey(d.ifindex, d.nexthop));
+      const seen = this.p.observed.get(d.key);
       if (seen !== undefined && isForeign(seen, this.p.protocol)) continue;
       todo.push(i);
     }
@@ -169,17 +169,18 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     return results;
   }
 
-  /** The kernel's entry for each object: undefined when absent, an Error when unknown. */
+  /**
+   * Who owns each entry now. A few are asked of the kernel itself (one get each, pipelined),
+   * which leaves the narrowest window for an operator's write to slip in between; a large
+   * batch (a device or an owner going away) is judged from the observed table instead of
+   * dumping the whole neighbor table for every batch: an entry it does not know yet (its
+   * event is still on the way) is deleted too, since fibkeeper wrote it.
+   */
   private async currentEntries(
     objs: readonly DesiredNeighbor[],
   ): Promise<(ObservedNeighbor | Error | undefined)[]> {
-    if (objs.length > DUMP_ABOVE) {
-      const all = new Map<string, ObservedNeighbor>();
-      for (const n of await this.p.kernel.neighList()) {
-        const row = observedRow(n);
-        if (row !== undefined) all.set(neighKey(row.ifindex, row.ip), row);
-      }
-      return objs.map((d) => all.get(neighKey(d.ifindex, d.nexthop)));
+    if (objs.length > ASK_KERNEL_UP_TO) {
+      return objs.map((d) => this.p.observed.get(d.key) ?? this.assumedOwn(d));
     }
     return Promise.all(
       objs.map(async (d) => {
@@ -191,6 +192,20 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
         }
       }),
     );
+  }
+
+  /** An entry fibkeeper wrote and has not seen an event for yet. */
+  private assumedOwn(d: DesiredNeighbor): ObservedNeighbor {
+    return {
+      ifindex: d.ifindex,
+      ip: d.nexthop,
+      family: d.family,
+      state: 0,
+      flags: 0,
+      flagsExt: 0,
+      protocol: this.p.protocol,
+      lladdr: undefined,
+    };
   }
 
   /**

@@ -1,0 +1,208 @@
+// Test doubles for the neighbor subsystem's unit tests (used only by *.test.ts): a clock
+// driven by hand, builders for netlink messages, and a fake kernel neighbor table with an
+// operation history ("set 2|10.0.0.2", "del 2|10.0.0.2").
+import {
+  AF_INET,
+  AF_INET6,
+  ARPHRD_ETHER,
+  IFF_LOWER_UP,
+  IFF_RUNNING,
+  IFF_UP,
+  NetlinkError,
+  NTF_EXT_LEARNED,
+  NTF_EXT_MANAGED,
+  NUD_PERMANENT,
+  RT_SCOPE_UNIVERSE,
+  RT_TABLE_MAIN,
+  RTN_UNICAST,
+  RTPROT_BOOT,
+  type Address,
+  type Link,
+  type Neigh,
+  type NeighBulkResult,
+  type NeighSpec,
+  type Route,
+} from '../netlink/index.js';
+import type { Clock, TimerHandle } from '../statedb/index.js';
+import type { NeighborKernel } from './ops.js';
+import { neighKey } from './types.js';
+
+/** A clock that only moves when told to; advance() runs the timers that come due. */
+export class ManualClock implements Clock {
+  private t = 1_000_000;
+  private seq = 0;
+  private readonly timers = new Map<number, { at: number; fn: () => void }>();
+
+  now(): number {
+    return this.t;
+  }
+
+  setTimeout(fn: () => void, ms: number): TimerHandle {
+    const id = ++this.seq;
+    this.timers.set(id, { at: this.t + Math.max(0, ms), fn });
+    return id;
+  }
+
+  clearTimeout(handle: TimerHandle): void {
+    this.timers.delete(handle as number);
+  }
+
+  get pending(): number {
+    return this.timers.size;
+  }
+
+  advance(ms: number): void {
+    const end = this.t + ms;
+    for (;;) {
+      let next: [number, { at: number; fn: () => void }] | undefined;
+      for (const e of this.timers) if (e[1].at <= end && (!next || e[1].at < next[1].at)) next = e;
+      if (next === undefined) break;
+      this.timers.delete(next[0]);
+      this.t = Math.max(this.t, next[1].at);
+      next[1].fn();
+    }
+    this.t = end;
+  }
+}
+
+export function link(index: number, name: string, over: Partial<Link> = {}): Link {
+  return {
+    family: 0,
+    type: ARPHRD_ETHER,
+    index,
+    flags: IFF_UP | IFF_RUNNING | IFF_LOWER_UP,
+    change: 0,
+    name,
+    address: `02:00:00:00:00:${index.toString(16).padStart(2, '0')}`,
+    ...over,
+  };
+}
+
+export function address(index: number, ip: string, prefixlen = 24): Address {
+  const v6 = ip.includes(':');
+  const a: Address = {
+    family: v6 ? AF_INET6 : AF_INET,
+    prefixlen,
+    flags: 0,
+    scope: 0,
+    index,
+    address: ip,
+  };
+  if (!v6) a.local = ip;
+  return a;
+}
+
+/** A route message: `dst` "10.0.0.0/24" or "default", legs as [ifindex, gateway?]. */
+export function route(
+  dst: string,
+  legs: readonly (readonly [number, string?])[],
+  over: Partial<Route> = {},
+): Route {
+  const v6 = dst.includes(':');
+  const [addr, len] = dst === 'default' ? [undefined, 0] : dst.split('/');
+  const r: Route = {
+    family: v6 ? AF_INET6 : AF_INET,
+    dstLen: Number(len ?? (v6 ? 128 : 32)),
+    srcLen: 0,
+    tos: 0,
+    table: RT_TABLE_MAIN,
+    protocol: RTPROT_BOOT,
+    scope: RT_SCOPE_UNIVERSE,
+    type: RTN_UNICAST,
+    flags: 0,
+    ...over,
+  };
+  if (addr !== undefined) r.dst = addr;
+  if (legs.length === 1) {
+    r.oif = legs[0]![0];
+    if (legs[0]![1] !== undefined) r.gateway = legs[0]![1];
+  } else if (legs.length > 1) {
+    r.multipath = legs.map(([ifindex, gateway]) =>
+      gateway === undefined
+        ? { ifindex, flags: 0, hops: 0 }
+        : { ifindex, flags: 0, hops: 0, gateway },
+    );
+  }
+  return { ...r, ...over };
+}
+
+export function neigh(ifindex: number, dst: string, over: Partial<Neigh> = {}): Neigh {
+  return {
+    family: dst.includes(':') ? AF_INET6 : AF_INET,
+    ifindex,
+    state: 0,
+    flags: 0,
+    type: 0,
+    flagsExt: 0,
+    dst,
+    ...over,
+  };
+}
+
+/** A kernel neighbor table: what neighSetMany/neighDelMany did, failures on demand. */
+export class FakeKernel implements NeighborKernel {
+  readonly entries = new Map<string, Neigh>();
+  readonly history: string[] = [];
+  /** Writes and deletes of these keys fail with this errno name. */
+  readonly failKeys = new Map<string, string>();
+
+  take(): string[] {
+    return this.history.splice(0);
+  }
+
+  private fail(key: string, what: string): NetlinkError | undefined {
+    const errno = this.failKeys.get(key);
+    if (errno === undefined) return undefined;
+    const n = { EINVAL: 22, ENODEV: 19, ENOENT: 2, EBUSY: 16 }[errno] ?? 5;
+    return new NetlinkError(`${what} ${key}`, n);
+  }
+
+  async neighSetMany(entries: readonly NeighSpec[]): Promise<NeighBulkResult> {
+    const failures: NeighBulkResult['failures'] = [];
+    entries.forEach((s, index) => {
+      const key = neighKey(s.ifindex, s.dst);
+      const err = this.fail(key, 'neighSet');
+      this.history.push(`set ${key}${err ? ' fail' : ''}`);
+      if (err) {
+        failures.push({ index, error: err, entry: s });
+        return;
+      }
+      const flags = (s.flags ?? 0) | (s.externLearned ? NTF_EXT_LEARNED : 0);
+      this.entries.set(
+        key,
+        neigh(s.ifindex, s.dst, {
+          state: s.state ?? NUD_PERMANENT,
+          flags,
+          flagsExt: s.managed ? NTF_EXT_MANAGED : 0,
+          protocol: s.protocol,
+        }),
+      );
+    });
+    return { ok: entries.length - failures.length, failures };
+  }
+
+  async neighDelMany(
+    entries: readonly Pick<NeighSpec, 'ifindex' | 'dst'>[],
+  ): Promise<NeighBulkResult> {
+    const failures: NeighBulkResult['failures'] = [];
+    entries.forEach((s, index) => {
+      const key = neighKey(s.ifindex, s.dst);
+      const err =
+        this.fail(key, 'neighDel') ??
+        (this.entries.delete(key) ? undefined : new NetlinkError(`neighDel ${key}`, 2));
+      this.history.push(`del ${key}${err ? ` ${err.errnoName}` : ''}`);
+      if (err) failures.push({ index, error: err, entry: s });
+    });
+    return { ok: entries.length - failures.length, failures };
+  }
+
+  async neighGet(key: Pick<NeighSpec, 'ifindex' | 'dst'>): Promise<Neigh> {
+    const n = this.entries.get(neighKey(key.ifindex, key.dst));
+    if (n === undefined) throw new NetlinkError(`neighGet ${key.dst}`, 2);
+    return n;
+  }
+
+  async neighList(): Promise<Neigh[]> {
+    return [...this.entries.values()];
+  }
+}

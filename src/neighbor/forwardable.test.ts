@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidArgumentError } from '../errors/index.js';
+import { ForwardableIPs, validateOwner } from './forwardable.js';
+
+function table(node: Record<string, string> = {}) {
+  const f = new ForwardableIPs({ nodeAddresses: () => new Map(Object.entries(node)) });
+  const heard: { added: string[]; removed: string[] }[] = [];
+  f.setListener({
+    changed: (added, removed) => heard.push({ added: [...added], removed: [...removed] }),
+  });
+  return { f, heard };
+}
+
+describe('ForwardableIPs', () => {
+  it('keys rows by canonical address: two spellings are one row', () => {
+    const { f, heard } = table();
+    f.upsert('a', ['2001:DB8::0:1', '192.0.2.1']);
+    f.upsert('b', ['2001:db8:0:0::1']);
+    expect(f.list().sort((x, y) => x.ip.localeCompare(y.ip))).toEqual([
+      { ip: '192.0.2.1', family: 4, owners: ['a'] },
+      { ip: '2001:db8::1', family: 6, owners: ['a', 'b'] },
+    ]);
+    expect(heard).toEqual([{ added: ['2001:db8::1', '192.0.2.1'], removed: [] }]);
+  });
+
+  it('keeps a row while it has an owner and drops it with the last one', () => {
+    const { f, heard } = table();
+    f.upsert('a', ['192.0.2.1']);
+    f.upsert('b', ['192.0.2.1']);
+    f.delete('a', ['192.0.2.1']);
+    expect(f.get('192.0.2.1')?.owners).toEqual(['b']);
+    f.delete('a', ['192.0.2.1']); // idempotent
+    f.delete('b', ['192.0.2.1']);
+    expect(f.size).toBe(0);
+    expect(heard.at(-1)).toEqual({ added: [], removed: ['192.0.2.1'] });
+    expect(f.index.size).toBe(0);
+  });
+
+  it("setOwner replaces one owner's set atomically and leaves other owners alone", () => {
+    const { f } = table();
+    f.upsert('a', ['192.0.2.1', '192.0.2.2']);
+    f.upsert('b', ['192.0.2.2']);
+    f.setOwner('a', ['192.0.2.3', '192.0.2.2']);
+    expect(f.ipsOf('a').sort()).toEqual(['192.0.2.2', '192.0.2.3']);
+    expect(f.get('192.0.2.1')).toBeUndefined();
+    f.setOwner('a', []);
+    expect(f.list()).toEqual([{ ip: '192.0.2.2', family: 4, owners: ['b'] }]);
+  });
+
+  it('rejects the whole call when one IP is bad, naming each bad IP and why', () => {
+    const { f } = table({ '10.0.0.1': 'eth0' });
+    f.upsert('a', ['192.0.2.1']);
+    const bad = [
+      '192.0.2.9',
+      '10.0.0.1',
+      '127.0.0.1',
+      'fe80::1',
+      'x',
+      '::ffff:1.2.3.4',
+      'fe80::1%eth0',
+    ];
+    let err: unknown;
+    try {
+      f.setOwner('a', bad);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(InvalidArgumentError);
+    const msg = (err as Error).message;
+    expect(msg).toMatch(
+      /^forwardable IPs rejected: "10\.0\.0\.1": .*address of this node \(on eth0\)/,
+    );
+    expect(msg).toContain('"127.0.0.1": 127.0.0.1 is a loopback address');
+    expect(msg).toContain('"fe80::1":');
+    expect(msg).toContain('and 3 more rejected');
+    expect(f.list()).toEqual([{ ip: '192.0.2.1', family: 4, owners: ['a'] }]);
+    expect(() => f.upsert('a', ['224.0.0.1'])).toThrow(/multicast/);
+    expect(() => f.upsert('a', ['255.255.255.255'])).toThrow(/limited broadcast/);
+    expect(() => f.upsert('a', ['0.0.0.0'])).toThrow(/unspecified/);
+    expect(() => f.upsert('a', ['::'])).toThrow(/unspecified/);
+  });
+
+  it('lets an owner release an IP that has since become a node address', () => {
+    const node = new Map<string, string>();
+    const f = new ForwardableIPs({ nodeAddresses: () => node });
+    f.upsert('a', ['10.0.0.5']);
+    node.set('10.0.0.5', 'eth1');
+    expect(() => f.upsert('b', ['10.0.0.5'])).toThrow(/address of this node/);
+    f.delete('a', ['10.0.0.5']);
+    expect(f.size).toBe(0);
+  });
+
+  it('validates owner names', () => {
+    expect(validateOwner('xdp-miss')).toBe('xdp-miss');
+    expect(() => validateOwner('')).toThrow(InvalidArgumentError);
+    expect(() => validateOwner('a b')).toThrow(/not a valid owner/);
+    const { f } = table();
+    expect(() => f.upsert('-x', ['192.0.2.1'])).toThrow(/owner/);
+  });
+
+  it('answers which forwardable IPs a prefix covers', () => {
+    const { f } = table();
+    f.upsert('a', ['10.1.0.5', '10.1.0.6', '10.2.0.1', '2001:db8::5']);
+    expect(f.index.covered('10.1.0.0/24')).toEqual(['10.1.0.5', '10.1.0.6']);
+    expect(f.index.covered('2001:db8::/64')).toEqual(['2001:db8::5']);
+  });
+});

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import {
+  NTF_EXT_LEARNED,
+  NTF_EXT_MANAGED,
+  NTF_PROXY,
+  NUD_DELAY,
+  NUD_FAILED,
+  NUD_INCOMPLETE,
+  NUD_PERMANENT,
+  NUD_REACHABLE,
+  NUD_STALE,
+} from '../netlink/index.js';
+import { neigh } from './fakes.js';
+import { isForeign, ObservedNeighbors, observedRow, reactionTo } from './observed.js';
+import type { ObservedNeighbor } from './types.js';
+
+const P = 241;
+const ours = (state: number, managed = true): ObservedNeighbor =>
+  observedRow(
+    neigh(2, '10.0.0.1', {
+      state,
+      flags: NTF_EXT_LEARNED,
+      flagsExt: managed ? NTF_EXT_MANAGED : 0,
+      protocol: P,
+    }),
+  )!;
+
+describe('observed neighbors', () => {
+  it("tells fibkeeper's entries from an operator's and the kernel's own", () => {
+    const row = (over: Parameters<typeof neigh>[2]) => observedRow(neigh(2, '10.0.0.1', over))!;
+    expect(isForeign(ours(NUD_REACHABLE), P)).toBe(false);
+    expect(isForeign(row({ state: NUD_PERMANENT }), P)).toBe(true);
+    expect(isForeign(row({ state: NUD_REACHABLE, flags: NTF_EXT_LEARNED }), P)).toBe(true);
+    expect(isForeign(row({ state: NUD_REACHABLE, protocol: 186 }), P)).toBe(true);
+    expect(isForeign(row({ state: NUD_REACHABLE }), P)).toBe(false); // learned by the kernel
+    expect(observedRow(neigh(2, '10.0.0.1', { flags: NTF_PROXY }))).toBeUndefined();
+    expect(observedRow(neigh(2, '10.0.0.1', { family: 7 }))).toBeUndefined();
+  });
+
+  it('reacts: gone or stripped → deleted; FAILED → only without managed; STALE → refresh on legacy', () => {
+    expect(reactionTo(undefined, 'managed', P)).toBe('deleted');
+    expect(reactionTo(ours(NUD_FAILED), 'managed', P)).toBe('none');
+    expect(reactionTo(ours(NUD_FAILED, false), 'legacy', P)).toBe('failed');
+    expect(reactionTo(ours(NUD_STALE), 'managed', P)).toBe('healthy');
+    expect(reactionTo(ours(NUD_STALE, false), 'legacy', P)).toBe('stale');
+    expect(reactionTo(ours(NUD_REACHABLE), 'managed', P)).toBe('healthy');
+    expect(reactionTo(ours(NUD_DELAY, false), 'legacy', P)).toBe('healthy');
+    expect(reactionTo(ours(NUD_INCOMPLETE), 'managed', P)).toBe('none');
+    // `ip neigh del` first leaves the entry FAILED without its flags: put it back.
+    const stripped = observedRow(neigh(2, '10.0.0.1', { state: NUD_FAILED, protocol: P }))!;
+    expect(reactionTo(stripped, 'managed', P)).toBe('deleted');
+    // A managed entry that lost the managed flag, or a kernel-learned one in its place.
+    expect(reactionTo(ours(NUD_REACHABLE, false), 'managed', P)).toBe('deleted');
+    expect(
+      reactionTo(observedRow(neigh(2, '10.0.0.1', { state: NUD_REACHABLE }))!, 'managed', P),
+    ).toBe('deleted');
+    // Someone else's entry: left alone.
+    const theirs = observedRow(neigh(2, '10.0.0.1', { state: NUD_PERMANENT }))!;
+    expect(reactionTo(theirs, 'managed', P)).toBe('none');
+  });
+
+  it('applies events and dumps as changes, and counts its own entries by state', async () => {
+    const o = new ObservedNeighbors();
+    expect(o.initialized).toBe(false);
+    const init = o.waitInitialized();
+    expect(
+      o.load([neigh(2, '10.0.0.1', { state: NUD_REACHABLE, protocol: P, flags: NTF_EXT_LEARNED })]),
+    ).toHaveLength(1);
+    o.markInitialized();
+    await init;
+    expect(
+      o.apply(
+        'new',
+        neigh(2, '10.0.0.1', { state: NUD_REACHABLE, protocol: P, flags: NTF_EXT_LEARNED }),
+      ),
+    ).toBeUndefined();
+    expect(
+      o.apply('new', neigh(2, '10.0.0.2', { state: NUD_STALE, protocol: P }))?.before,
+    ).toBeUndefined();
+    expect(o.apply('new', neigh(3, '10.0.0.3', { state: NUD_PERMANENT }))).toBeDefined();
+    expect(Object.fromEntries(o.ownedByState(P))).toEqual({ reachable: 1, stale: 1 });
+    const c = o.load([neigh(2, '10.0.0.2', { state: NUD_REACHABLE, protocol: P })]);
+    expect(c.map((x) => `${x.key} ${x.after ? 'new' : 'gone'}`).sort()).toEqual([
+      '2|10.0.0.1 gone',
+      '2|10.0.0.2 new',
+      '3|10.0.0.3 gone',
+    ]);
+  });
+});
