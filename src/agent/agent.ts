@@ -14,7 +14,13 @@ import {
 import { ExternalIpSubsystem } from '../extip/index.js';
 import { XdpForwarder } from '../fib/index.js';
 import type { Logger } from '../log/index.js';
-import { MetricsServer, createRegistry, type HealthReport } from '../metrics/index.js';
+import {
+  MetricsServer,
+  createRegistry,
+  registerAgentMetrics,
+  type AgentMetrics,
+  type HealthReport,
+} from '../metrics/index.js';
 import { NeighborSubsystem } from '../neighbor/index.js';
 import { NetlinkHandle } from '../netlink/index.js';
 import {
@@ -24,7 +30,6 @@ import {
   type FeatureResult,
   type ProbeReport,
 } from '../probe/index.js';
-import { AgentMetrics } from './metrics.js';
 import { MISS_OWNER, MissTracker } from './miss-tracker.js';
 import { handlersFor } from './handlers.js';
 import { StateStore } from './state.js';
@@ -69,7 +74,7 @@ export class Agent {
     this.cfg = p.config;
     this.state = new StateStore(p.config.stateFile);
     this.registry = createRegistry(p.version);
-    this.metrics = new AgentMetrics(this.registry, () => this.ready().ok);
+    this.metrics = registerAgentMetrics(this.registry, () => this.ready().ok);
   }
 
   get log(): Logger {

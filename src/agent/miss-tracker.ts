@@ -1,7 +1,8 @@
 // The XDP miss tracker: next hops that the XDP program found without a neighbor entry
 // (NO_NEIGH) become forwardable IPs with owner `xdp-miss`, and stop being forwardable once
 // no miss has been seen for `ttlMs`. So traffic to a next hop nobody registered heals itself.
-import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { registerMissTrackerMetrics, type MissTrackerMetrics } from '../metrics/index.js';
 import type { Logger } from '../log/index.js';
 
 export const MISS_OWNER = 'xdp-miss';
@@ -30,33 +31,12 @@ export class MissTracker {
   private readonly lastSeen = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
-  private readonly learned: Counter | undefined;
-  private readonly expired: Counter | undefined;
+  private readonly metrics: MissTrackerMetrics | undefined;
   private readonly now: () => number;
 
   constructor(private readonly p: MissTrackerParams) {
     this.now = p.now ?? Date.now;
-    if (p.registry) {
-      this.learned = new Counter({
-        name: 'fibkeeper_xdp_miss_tracker_learned_total',
-        help: 'Next hops added as forwardable IPs (owner xdp-miss) because XDP saw NO_NEIGH for them.',
-        registers: [p.registry],
-      });
-      this.expired = new Counter({
-        name: 'fibkeeper_xdp_miss_tracker_expired_total',
-        help: 'Next hops learned from XDP misses that expired after the TTL without a new miss.',
-        registers: [p.registry],
-      });
-      const self = this;
-      new Gauge({
-        name: 'fibkeeper_xdp_miss_tracker_tracked',
-        help: 'Next hops currently forwardable because of XDP misses.',
-        registers: [p.registry],
-        collect() {
-          this.set(self.lastSeen.size);
-        },
-      });
-    }
+    if (p.registry) this.metrics = registerMissTrackerMetrics(p.registry, () => this.lastSeen.size);
   }
 
   get tracked(): number {
@@ -95,7 +75,7 @@ export class MissTracker {
     if (fresh.length > 0) {
       try {
         this.p.sink.upsert(MISS_OWNER, fresh);
-        this.learned?.inc(fresh.length);
+        this.metrics?.learned.inc(fresh.length);
         this.p.log.info(
           { count: fresh.length, sample: fresh.slice(0, 5) },
           'next hops learned from XDP misses',
@@ -110,7 +90,7 @@ export class MissTracker {
     if (old.length > 0) {
       for (const ip of old) this.lastSeen.delete(ip);
       this.p.sink.delete(MISS_OWNER, old);
-      this.expired?.inc(old.length);
+      this.metrics?.expired.inc(old.length);
     }
   }
 }

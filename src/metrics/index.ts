@@ -3,6 +3,11 @@
 // BPF counters are read lazily in collect().
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 
+export * from './agent.js';
+export * from './extip.js';
+export * from './neighbor.js';
+export * from './xdp.js';
+export { metricCatalog, metricsMarkdown, type MetricInfo } from './catalog.js';
 export {
   MetricsServer,
   parseHostPort,

@@ -1,0 +1,55 @@
+// Metric group of the agent itself: readiness, config reloads, and the XDP miss tracker.
+import { Counter, Gauge, type Registry } from 'prom-client';
+
+export interface AgentMetrics {
+  reloads: Counter<'result'>;
+}
+
+export function registerAgentMetrics(registry: Registry, ready: () => boolean): AgentMetrics {
+  new Gauge({
+    name: 'fibkeeper_agent_ready',
+    help: '1 once the initial dumps are done and the first reconciliation round has finished.',
+    registers: [registry],
+    collect() {
+      this.set(ready() ? 1 : 0);
+    },
+  });
+  const reloads = new Counter({
+    name: 'fibkeeper_config_reloads_total',
+    help: 'Config reloads (SIGHUP) by result: ok, or error (the running configuration was kept).',
+    labelNames: ['result'],
+    registers: [registry],
+  });
+  return { reloads };
+}
+
+export interface MissTrackerMetrics {
+  learned: Counter;
+  expired: Counter;
+}
+
+export function registerMissTrackerMetrics(
+  registry: Registry,
+  tracked: () => number,
+): MissTrackerMetrics {
+  new Gauge({
+    name: 'fibkeeper_xdp_miss_tracker_tracked',
+    help: 'Next hops currently forwardable because of XDP misses (owner xdp-miss).',
+    registers: [registry],
+    collect() {
+      this.set(tracked());
+    },
+  });
+  return {
+    learned: new Counter({
+      name: 'fibkeeper_xdp_miss_tracker_learned_total',
+      help: 'Next hops added as forwardable IPs (owner xdp-miss) because XDP saw NO_NEIGH for them.',
+      registers: [registry],
+    }),
+    expired: new Counter({
+      name: 'fibkeeper_xdp_miss_tracker_expired_total',
+      help: 'Next hops learned from XDP misses that expired after the TTL without a new miss.',
+      registers: [registry],
+    }),
+  };
+}

@@ -1,0 +1,50 @@
+// Every fibkeeper metric with its type, labels and meaning, read from the metric groups
+// themselves (registered on a scratch registry), for the README and its test.
+import { Registry } from 'prom-client';
+import { registerAgentMetrics, registerMissTrackerMetrics } from './agent.js';
+import { registerExtipMetrics } from './extip.js';
+import { NeighborMetrics } from './neighbor.js';
+import { registerXdpMetrics } from './xdp.js';
+
+export interface MetricInfo {
+  name: string;
+  type: string;
+  labels: string[];
+  help: string;
+}
+
+export async function metricCatalog(): Promise<MetricInfo[]> {
+  const registry = new Registry();
+  registerAgentMetrics(registry, () => true);
+  registerMissTrackerMetrics(registry, () => 0);
+  registerExtipMetrics(registry);
+  new NeighborMetrics({ registry });
+  registerXdpMetrics(registry);
+  const json = await registry.getMetricsAsJSON();
+  const info = (name: string) =>
+    (registry.getSingleMetric(name) as unknown as { labelNames?: string[] } | undefined)
+      ?.labelNames ?? [];
+  const out = json.map((m) => ({
+    name: m.name,
+    type: String(m.type),
+    labels: [...info(m.name)],
+    help: m.help,
+  }));
+  out.push({
+    name: 'fibkeeper_build_info',
+    type: 'gauge',
+    labels: ['version', 'node'],
+    help: 'Always 1; the labels say which fibkeeper and Node.js are running.',
+  });
+  return out.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** The README's metric table rows (between `<!-- metrics:begin -->` and `<!-- metrics:end -->`). */
+export async function metricsMarkdown(): Promise<string> {
+  return (await metricCatalog())
+    .map(
+      (m) =>
+        `| \`${m.name}\` | ${m.type} | ${m.labels.join(', ') || '—'} | ${m.help.replace(/\|/g, '\\|')} |`,
+    )
+    .join('\n');
+}
