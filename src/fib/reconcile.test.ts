@@ -51,7 +51,9 @@ class FakeDatapath implements DatapathOps {
     const h = this.hooks.get(ifindex);
     return h ? { progIds: [...h.progIds], mode: h.mode } : { progIds: [], mode: 'none' };
   }
+  described = 0;
   describeForeign(progId: number) {
+    this.described++;
     return {
       progId,
       name: 'other',
@@ -216,6 +218,11 @@ describe('Reconciler', () => {
     expect(st.get('eth1')).toMatchObject({ attached: 'foreign', progId: 42, mode: 'generic' });
     expect(st.get('eth1')?.error).toMatch(/program 42 \(other\).*left alone/);
     expect(ops.txPorts).toEqual([2, 3]); // still a redirect target
+    r.run([link(2, 'eth0'), link(3, 'eth1')]);
+    expect(ops.described).toBe(1); // /proc is scanned once per foreign program
+    ops.hooks.set(3, { progIds: [43], mode: 'generic' });
+    expect(r.run([link(2, 'eth0'), link(3, 'eth1')]).get('eth1')?.progId).toBe(43);
+    expect(ops.described).toBe(2);
 
     const forced = setup({ force: true });
     forced.ops.hooks.set(3, { progIds: [42], mode: 'generic' });

@@ -9,6 +9,7 @@ import type { Link } from '../netlink/index.js';
 import type { XdpMode } from '../native/index.js';
 import { FK_SLOT_OTHER, defaultConfig, type FkConfig } from './layout.js';
 import type { DatapathOps, RecordInfo } from './ops.js';
+import type { ForeignProgram } from './owner.js';
 import { decideAttach, pickSlot, selectDevice, type DeviceVerdict } from './select.js';
 import type { XdpDeviceStatus, XdpForwarderConfig } from './types.js';
 
@@ -17,6 +18,9 @@ export class Reconciler {
   readonly #cfg: XdpForwarderConfig;
   readonly #log: Logger;
   readonly #logged = new Map<string, string>();
+  /** Foreign programs described before ("ifindex:progId"): /proc is scanned once per program. */
+  #foreign = new Map<string, ForeignProgram>();
+  #foreignSeen = new Map<string, ForeignProgram>();
 
   constructor(ops: DatapathOps, cfg: XdpForwarderConfig, log: Logger) {
     this.#ops = ops;
@@ -45,6 +49,7 @@ export class Reconciler {
       }
     }
     const next = new Map<string, XdpDeviceStatus>();
+    this.#foreignSeen = new Map();
     const selected = verdicts.filter((v) => v.selected).sort((a, b) => (a.name < b.name ? -1 : 1));
     for (const v of selected) next.set(v.name, this.#ensureDevice(v, byName));
     for (const r of this.#ops.records()) {
@@ -53,6 +58,7 @@ export class Reconciler {
     for (const f of this.#ops.setTxPorts(selected.map((v) => v.ifindex))) {
       this.#log.warn(f, 'xdp: devmap update failed');
     }
+    this.#foreign = this.#foreignSeen;
     return next;
   }
 
@@ -158,7 +164,7 @@ export class Reconciler {
     );
     const mode: XdpMode = this.#cfg.mode;
     if (d.kind === 'foreign') {
-      const foreign = this.#ops.describeForeign(d.progIds[0] ?? 0, v.ifindex);
+      const foreign = this.#describeForeign(d.progIds[0] ?? 0, v.ifindex);
       if (!d.force) {
         st.attached = 'foreign';
         st.mode = hook.mode;
@@ -195,6 +201,13 @@ export class Reconciler {
     st.progId = rec.progId;
     st.linkId = rec.linkId;
     st.slot = rec.slot;
+  }
+
+  #describeForeign(progId: number, ifindex: number): ForeignProgram {
+    const key = `${ifindex}:${progId}`;
+    const f = this.#foreign.get(key) ?? this.#ops.describeForeign(progId, ifindex);
+    this.#foreignSeen.set(key, f);
+    return f;
   }
 
   #attachLogged(v: DeviceVerdict, mode: XdpMode): void {
