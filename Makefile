@@ -77,7 +77,7 @@ demo: build
 	node bin/fibkeeper.js demo
 
 bench: build
-	node bench/run.js
+	node bench/run.mjs
 
 clean:
 	rm -rf build dist native/build

@@ -1,0 +1,143 @@
+// `make bench`: runs every benchmark under bench/*/run.mjs (each writes
+// bench/results/<name>.json), then writes BENCHMARKS.md (figure, same-run reference, ratio,
+// target) and bench/results/neighbor-convergence.svg. Needs root and `make build`.
+//
+//   node bench/run.mjs              run all, then report
+//   node bench/run.mjs --only xdp   run one (by directory name), then report
+//   node bench/run.mjs --report     only rewrite the report from the existing results
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const root = join(here, '..');
+const results = join(here, 'results');
+const args = process.argv.slice(2);
+const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
+
+const benches = readdirSync(here, { withFileTypes: true })
+  .filter((d) => d.isDirectory() && existsSync(join(here, d.name, 'run.mjs')))
+  .map((d) => d.name)
+  .filter((n) => !only || n === only)
+  .sort();
+
+let failed = 0;
+if (!args.includes('--report')) {
+  for (const name of benches) {
+    console.log(`\n=== bench/${name}`);
+    const r = spawnSync(process.execPath, [join(here, name, 'run.mjs')], { stdio: 'inherit', cwd: root });
+    if (r.status !== 0) {
+      console.log(`bench/${name} failed (exit ${r.status})`);
+      failed++;
+    }
+  }
+}
+
+/** Every result file as a list of figures in one shape. */
+function figuresOf(json) {
+  if (Array.isArray(json.figures)) {
+    return json.figures.map((f) => ({
+      name: f.name,
+      value: f.value,
+      unit: f.unit ?? json.unit ?? '',
+      reference: f.reference,
+      referenceName: f.referenceName ?? f.note ?? '',
+      ratio: f.ratio,
+      target: f.target,
+      targetText: f.targetMeaning ?? f.targetKind ?? (f.note?.match(/target[^;]*$/)?.[0] ?? ''),
+      pass: f.pass,
+    }));
+  }
+  return [
+    {
+      name: json.benchmark,
+      value: json.figure,
+      unit: json.unit ?? '',
+      reference: json.reference,
+      referenceName: json.referenceName ?? '',
+      ratio: json.ratio,
+      target: json.target,
+      targetText: json.targetMeaning ?? '',
+      pass: json.pass,
+    },
+  ];
+}
+
+const fmt = (v) => (v === null || v === undefined ? '—' : typeof v === 'number' ? String(+v.toFixed(3)) : String(v));
+const files = existsSync(results) ? readdirSync(results).filter((f) => f.endsWith('.json')).sort() : [];
+const lines = [
+  '# Benchmarks',
+  '',
+  'Written by `make bench` (`node bench/run.mjs`); every figure is compared with a reference',
+  'measured in the same run on the same machine, because these machines are noisy. Raw',
+  'results: `bench/results/*.json`.',
+  '',
+];
+for (const f of files) {
+  const json = JSON.parse(readFileSync(join(results, f), 'utf8'));
+  lines.push(`## ${json.benchmark ?? f.replace(/\.json$/, '')}`, '');
+  const meta = [json.kernel && `kernel ${json.kernel}`, json.date && `run ${json.date}`].filter(Boolean).join(', ');
+  if (meta) lines.push(meta, '');
+  lines.push('| figure | value | reference (same run) | ratio | target | pass |', '|---|---|---|---|---|---|');
+  for (const x of figuresOf(json)) {
+    lines.push(
+      `| ${x.name} | ${fmt(x.value)} ${x.unit} | ${fmt(x.reference)}${x.referenceName ? ` — ${x.referenceName}` : ''} | ${fmt(x.ratio)} | ${fmt(x.target)}${x.targetText ? ` (${x.targetText})` : ''} | ${x.pass === true ? 'yes' : x.pass === false ? '**no**' : '—'} |`,
+    );
+  }
+  lines.push('');
+}
+
+// Neighbor convergence time against N: fibkeeper and ip -batch.
+const median = (a) => {
+  const s = [...a].sort((x, y) => x - y);
+  return s.length ? s[Math.floor(s.length / 2)] : NaN;
+};
+const neighbor = join(results, 'neighbor.json');
+if (existsSync(neighbor)) {
+  const runs = (JSON.parse(readFileSync(neighbor, 'utf8')).runs ?? [])
+    .filter((r) => r.ms?.fibkeeper && r.ms?.ipBatch)
+    .map((r) => ({ n: r.n, fk: median(r.ms.fibkeeper), ip: median(r.ms.ipBatch) }))
+    .sort((a, b) => a.n - b.n);
+  if (runs.length > 0) {
+    writeFileSync(join(results, 'neighbor-convergence.svg'), chart(runs));
+    lines.push('## Neighbor convergence against N', '', '![neighbor convergence](bench/results/neighbor-convergence.svg)', '');
+  }
+}
+writeFileSync(join(root, 'BENCHMARKS.md'), lines.join('\n'));
+console.log(`\nwrote BENCHMARKS.md${failed ? `; ${failed} benchmark(s) failed` : ''}`);
+process.exitCode = failed ? 1 : 0;
+
+/** A log-log line chart of convergence time (ms) against N for both sides. */
+function chart(runs) {
+  const W = 640, H = 400, L = 70, R = 160, T = 40, B = 50;
+  const xs = runs.map((r) => r.n);
+  const ys = runs.flatMap((r) => [r.fk, r.ip]);
+  const lx = (v) => Math.log10(v);
+  const [x0, x1] = [Math.floor(lx(Math.min(...xs))), Math.ceil(lx(Math.max(...xs)))];
+  const [y0, y1] = [Math.floor(lx(Math.min(...ys))), Math.ceil(lx(Math.max(...ys)))];
+  const px = (v) => L + ((lx(v) - x0) / Math.max(1, x1 - x0)) * (W - L - R);
+  const py = (v) => H - B - ((lx(v) - y0) / Math.max(1, y1 - y0)) * (H - T - B);
+  const line = (key, color, label, i) =>
+    `<polyline fill="none" stroke="${color}" stroke-width="2" points="${runs.map((r) => `${px(r.n).toFixed(1)},${py(r[key]).toFixed(1)}`).join(' ')}"/>` +
+    runs.map((r) => `<circle cx="${px(r.n).toFixed(1)}" cy="${py(r[key]).toFixed(1)}" r="3" fill="${color}"/>`).join('') +
+    `<text x="${W - R + 15}" y="${T + 20 + i * 20}" fill="${color}" font-size="13">${label}</text>`;
+  const grid = [];
+  for (let e = x0; e <= x1; e++) grid.push(`<text x="${px(10 ** e)}" y="${H - B + 20}" font-size="11" text-anchor="middle">${(10 ** e).toLocaleString('en')}</text>`);
+  for (let e = y0; e <= y1; e++) {
+    grid.push(`<line x1="${L}" x2="${W - R}" y1="${py(10 ** e)}" y2="${py(10 ** e)}" stroke="#ddd"/>`);
+    grid.push(`<text x="${L - 8}" y="${py(10 ** e) + 4}" font-size="11" text-anchor="end">${10 ** e} ms</text>`);
+  }
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif">`,
+    `<rect width="${W}" height="${H}" fill="white"/>`,
+    `<text x="${L}" y="24" font-size="15">Neighbor convergence from empty: time until every entry is in the kernel</text>`,
+    ...grid,
+    `<line x1="${L}" x2="${W - R}" y1="${H - B}" y2="${H - B}" stroke="#333"/><line x1="${L}" x2="${L}" y1="${T}" y2="${H - B}" stroke="#333"/>`,
+    `<text x="${(L + W - R) / 2}" y="${H - 12}" font-size="12" text-anchor="middle">forwardable IPs (N), log scale</text>`,
+    line('fk', '#1f77b4', 'fibkeeper', 0),
+    line('ip', '#d62728', 'ip -batch', 1),
+    '</svg>',
+    '',
+  ].join('\n');
+}
