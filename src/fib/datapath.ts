@@ -151,9 +151,21 @@ export class Datapath implements DatapathOps {
       if (existsSync(d.link)) link = BpfLink.fromPinned(d.link);
       prog = BpfProgram.fromPinned(d.prog);
       cfgMap = BpfMap.fromPinned(d.cfg);
-      const cfg = cfgMap.lookup(u32(0));
+      let cfg = cfgMap.lookup(u32(0));
       if (cfg === undefined) throw new Error('empty rodata');
       const slot = decodeConfig(cfg).slot;
+      const running = link?.info().progId ?? prog.id;
+      if (running !== prog.id) {
+        // interrupted upgrade: the link still runs the previous instance; adopt that one,
+        // marked stale (empty config) so that the next sync swaps the right one in
+        this.#p.log.warn(
+          { device: name, pinned: prog.id, running },
+          'xdp: pinned program is not the one attached',
+        );
+        prog.close();
+        prog = BpfProgram.fromId(running);
+        cfg = Buffer.alloc(0);
+      }
       this.#recs.set(name, { name, slot, prog, cfgMap, cfg, link, staleMaps });
     } catch (err) {
       this.#p.log.warn(

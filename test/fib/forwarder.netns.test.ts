@@ -11,7 +11,10 @@ import { describe, expect, it } from 'vitest';
 import {
   XdpForwarder,
   decodeConfig,
+  defaultConfig,
+  defaultObjectPath,
   detachPinned,
+  loadInstance,
   pinPaths,
   type XdpDeviceStatus,
   type XdpForwarderConfig,
@@ -419,5 +422,32 @@ describe.skipIf(skip)('XdpForwarder: upgrades', () => {
     // fresh maps: counting starts again (the first echo request found no neighbor yet)
     const c = b.counters().find((x) => x.device === 'r1')!;
     expect(c.results.success.packets + c.results.no_neigh.packets).toBe(3);
+  });
+  it('an interrupted upgrade (pinned program not the attached one) is finished on restart, not taken for foreign', async () => {
+    const lab = makeLab('fi', { peerXdp: false });
+    const pinDir = privateBpffs();
+    const a = forwarder(lab, pinDir);
+    await a.start();
+    const old = dev(a, 'r1');
+    await a.stop();
+    // what a crash between pinning the new instance and bpf_link_update leaves behind
+    const p = pinPaths(pinDir, lab.router);
+    const maps = {
+      txPorts: BpfMap.fromPinned(join(p.maps, 'fk_tx_ports')),
+      stats: BpfMap.fromPinned(join(p.maps, 'fk_stats')),
+      miss: BpfMap.fromPinned(join(p.maps, 'fk_miss')),
+    };
+    const next = loadInstance(defaultObjectPath(), { ...defaultConfig(), slot: old.slot! }, maps);
+    rmSync(join(p.dev, 'r1', 'prog'));
+    next.prog.pin(join(p.dev, 'r1', 'prog'));
+    for (const x of [next.prog, next.cfgMap, maps.txPorts, maps.stats, maps.miss]) x.close();
+    expect(xdpQuery(lab.r1, { netns: lab.router }).progId).toBe(old.progId);
+    const b = forwarder(lab, pinDir);
+    await b.start();
+    const now = dev(b, 'r1');
+    expect(now).toMatchObject({ attached: 'ours', linkId: old.linkId, slot: old.slot });
+    expect(now.progId).not.toBe(old.progId);
+    expect(xdpQuery(lab.r1, { netns: lab.router }).progId).toBe(now.progId);
+    expect(b.health()).toEqual({ ok: true, reasons: [] });
   });
 });
