@@ -29,7 +29,12 @@ void SocketPoller::Start(Napi::Env env, int fd, Napi::Object owner) {
   }
   int rc = uv_poll_start(handle_, UV_READABLE, OnPoll);
   if (rc != 0) throw Napi::Error::New(env, std::string("uv_poll_start: ") + uv_strerror(rc));
-  owner_ = Napi::Persistent(owner);  // strong: the owner lives while we poll
+  DropOwner();
+  if (napi_create_reference(env, owner, 1, &owner_) != napi_ok) {  // strong while we poll
+    owner_ = nullptr;
+  } else {
+    owner_env_ = env;
+  }
   active_ = true;
 }
 
@@ -37,7 +42,13 @@ void SocketPoller::Stop() {
   if (!active_) return;
   uv_poll_stop(handle_);
   active_ = false;
-  owner_.Reset();
+  DropOwner();
+}
+
+void SocketPoller::DropOwner() {
+  if (owner_ != nullptr) napi_delete_reference(owner_env_, owner_);  // status ignored: teardown
+  owner_ = nullptr;
+  owner_env_ = nullptr;
 }
 
 void SocketPoller::Close() {
@@ -69,7 +80,16 @@ void SocketPoller::OnPoll(uv_poll_t* handle, int status, int /*events*/) {
   if (status == UV_EBADF && fcntl(self->fd_, F_GETFD) != -1) {
     status = uv_poll_start(handle, UV_READABLE, OnPoll);
   }
-  self->on_readable_(status);
+  // While Node tears the environment down it still runs the loop once (CleanupHandles);
+  // JS cannot run then, so the N-API calls of a delivery fail and throw. Nobody is left to
+  // receive the data: stop polling instead of letting the throw escape into libuv (abort).
+  try {
+    self->on_readable_(status);
+  } catch (const Napi::Error&) {
+    self->Stop();
+  } catch (const std::exception&) {
+    self->Stop();
+  }
 }
 
 bool CallFromLoop(Napi::Env env, Napi::AsyncContext& context, const Napi::Object& recv,

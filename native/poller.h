@@ -34,7 +34,12 @@ class SocketPoller {
   std::function<void(int)> on_readable_;
   uv_poll_t* handle_ = nullptr;
   int fd_ = -1;
-  Napi::ObjectReference owner_;
+  // A strong reference to the owner while polling. A raw napi_ref, not Napi::ObjectReference:
+  // it may be dropped from a destructor while the environment is being torn down, where
+  // Napi::Reference::Reset() would throw (and a throw from a destructor aborts).
+  napi_env owner_env_ = nullptr;
+  napi_ref owner_ = nullptr;
+  void DropOwner();
   bool active_ = false;
   bool ref_ = true;
 };

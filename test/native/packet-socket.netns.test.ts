@@ -1,4 +1,5 @@
 // Privileged tests of PacketSocket over a veth pair between two namespaces of its own.
+import { spawnSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ETH_P_ALL, PacketSocket, type FrameInfo } from '../../src/native/index.js';
 import { ifindexOf, makeNetns, privileged, sysctl, vethPair, waitFor } from '../helpers/netns.js';
@@ -103,5 +104,26 @@ describe.skipIf(skip)('PacketSocket', () => {
     s.close();
     expect(s.fd).toBe(-1);
     expect(() => s.send(Buffer.alloc(60))).toThrow(/closed/);
+  });
+
+  it("a process may exit with an unref'd socket that still has frames queued (no abort)", () => {
+    const ns = makeNetns('pexit');
+    const script = `
+      import { PacketSocket, NetlinkSocket, ETH_P_ALL } from '${new URL('../../dist/native/index.js', import.meta.url).pathname}';
+      import { spawnSync } from 'node:child_process';
+      const p = PacketSocket.open({ ifindex: 1, protocol: ETH_P_ALL, netns: '${ns}' });
+      p.receive({ onFrame() {}, onError() {} });
+      p.unref();
+      const n = NetlinkSocket.open({ netns: '${ns}', groups: [5] });
+      n.receive({ onData() {}, onError() {} });
+      n.unref();
+      spawnSync('ip', ['netns', 'exec', '${ns}', 'ping', '-c', '3', '-i', '0.01', '127.0.0.1']);
+      spawnSync('ip', ['-n', '${ns}', 'addr', 'add', '10.9.9.9/32', 'dev', 'lo']);
+    `;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+    });
+    expect(r.stderr).not.toMatch(/terminate called|Aborted/);
+    expect(r.status).toBe(0);
   });
 });
