@@ -68,9 +68,9 @@ const handlers = {
     const s = n.status({ limit: 0 });
     return { summary: s.summary, counters: s.counters, health: n.health().level };
   },
+  /** Resident memory now and at its peak (getrusage maxrss), in bytes. */
   async rss() {
-    global.gc?.();
-    return process.memoryUsage();
+    return { ...process.memoryUsage(), maxRss: process.resourceUsage().maxRSS * 1024 };
   },
   async stop() {
     await n?.stop();

@@ -52,12 +52,13 @@ export function defaultTuning(): NeighborTuning {
     // Route and link events come in small bursts (a routing daemon's update, a link flap).
     routeRcvbuf: 8 << 20,
     linkRcvbuf: 4 << 20,
-    // 4096 lookups in flight fit the netlink handle's window; the event loop gets control
-    // back between chunks, so events are not starved during a full recomputation.
-    lookupChunk: 4096,
-    // neighSetMany splits into sendmsg calls of its own; 2048 entries keep a round short
-    // enough that stop() and new changes are not held up.
-    writeBatch: 2048,
+    // 8192 lookups per pipelined call (the handle keeps its own window in flight): few event
+    // loop turns for a large table, yet a chunk takes only tens of ms, so events and
+    // route changes are not held up long during a full recomputation.
+    lookupChunk: 8192,
+    // Entries per neighSetMany call: 4096 keeps rounds few for a large table and short
+    // enough (~10 ms) that stop() and new changes are not held up.
+    writeBatch: 4096,
     // A link going down removes its IPv4 routes without notifications: re-dump once the
     // burst of link and address events has passed.
     routeRedumpDelayMs: 50,

@@ -141,6 +141,7 @@ export class Reactor {
 
   /** Forget an entry that is no longer desired. */
   forget(key: string): void {
+    if (!this.losses.has(key) && !this.delayedCause.has(key)) return;
     this.losses.delete(key);
     this.delayed.cancel(key);
     this.delayedCause.delete(key);
