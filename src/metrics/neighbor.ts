@@ -65,43 +65,7 @@ export class NeighborMetrics implements ReconcilerMetrics {
     const registry = opts.registry ?? new Registry();
     this.registry = registry;
     const registers = [registry];
-    const self = (): NeighborGaugeSource | undefined => this.source;
-    new Gauge({
-      name: 'fibkeeper_neighbor_forwardable_ips',
-      help: 'Forwardable IPs (IPs some owner wants XDP to be able to forward to).',
-      registers,
-      collect() {
-        this.set(self()?.forwardableIps() ?? 0);
-      },
-    });
-    new Gauge({
-      name: 'fibkeeper_neighbor_selected_devices',
-      help: 'Devices on which fibkeeper keeps neighbor entries.',
-      registers,
-      collect() {
-        this.set(self()?.selectedDevices() ?? 0);
-      },
-    });
-    new Gauge({
-      name: 'fibkeeper_neighbor_desired_entries',
-      help: 'Neighbor entries fibkeeper wants in the kernel, by reconciliation status.',
-      labelNames: ['status'],
-      registers,
-      collect() {
-        const s = self()?.desiredByStatus() ?? { pending: 0, done: 0, error: 0 };
-        for (const [k, v] of Object.entries(s)) this.set({ status: k }, v);
-      },
-    });
-    new Gauge({
-      name: 'fibkeeper_neighbor_kernel_entries',
-      help: "Neighbor entries in the kernel that carry fibkeeper's protocol mark, by NUD state.",
-      labelNames: ['state'],
-      registers,
-      collect() {
-        this.reset();
-        for (const [k, v] of self()?.kernelEntriesByState() ?? []) this.set({ state: k }, v);
-      },
-    });
+    this.registerGauges(registers);
     this.insertsTotal = new Counter({
       name: 'fibkeeper_neighbor_inserts_total',
       help: 'Neighbor entries written for new desired next hops (adoption and resyncs included).',
@@ -164,6 +128,47 @@ export class NeighborMetrics implements ReconcilerMetrics {
       name: 'fibkeeper_neighbor_reconcile_failing_entries',
       help: 'Desired entries (and prune) whose last operation failed.',
       registers,
+    });
+  }
+
+  /** The gauges read from the source at scrape time. */
+  private registerGauges(registers: Registry[]): void {
+    const self = (): NeighborGaugeSource | undefined => this.source;
+    new Gauge({
+      name: 'fibkeeper_neighbor_forwardable_ips',
+      help: 'Forwardable IPs (IPs some owner wants XDP to be able to forward to).',
+      registers,
+      collect() {
+        this.set(self()?.forwardableIps() ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'fibkeeper_neighbor_selected_devices',
+      help: 'Devices on which fibkeeper keeps neighbor entries.',
+      registers,
+      collect() {
+        this.set(self()?.selectedDevices() ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'fibkeeper_neighbor_desired_entries',
+      help: 'Neighbor entries fibkeeper wants in the kernel, by reconciliation status.',
+      labelNames: ['status'],
+      registers,
+      collect() {
+        const s = self()?.desiredByStatus() ?? { pending: 0, done: 0, error: 0 };
+        for (const [k, v] of Object.entries(s)) this.set({ status: k }, v);
+      },
+    });
+    new Gauge({
+      name: 'fibkeeper_neighbor_kernel_entries',
+      help: "Neighbor entries in the kernel that carry fibkeeper's protocol mark, by NUD state.",
+      labelNames: ['state'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [k, v] of self()?.kernelEntriesByState() ?? []) this.set({ state: k }, v);
+      },
     });
   }
 

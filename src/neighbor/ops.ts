@@ -151,6 +151,7 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
    */
   async deleteBatch(objs: readonly DesiredNeighbor[]): Promise<BatchResult> {
     const results = new Array<Error | undefined>(objs.length);
+    for (const d of objs) this.p.causes.delete(d.key);
     const current = await this.currentEntries(objs);
     const del: number[] = [];
     for (let i = 0; i < objs.length; i++) {
