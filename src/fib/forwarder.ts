@@ -202,6 +202,21 @@ export class XdpForwarder {
     return this.#enqueue();
   }
 
+  /**
+   * Applies a new configuration (a reload) and resyncs: devices that stop matching are
+   * detached, new ones attached, a changed ipv6/missTrack swaps programs atomically, a changed
+   * explicit mode re-attaches. pinDir cannot change while running (InvalidArgumentError).
+   */
+  async reconfigure(config: XdpForwarderConfig): Promise<void> {
+    validate(config);
+    if (config.pinDir !== this.#cfg.pinDir) {
+      throw new InvalidArgumentError('xdp.pinDir cannot change while the agent runs; restart it');
+    }
+    // the reconciler reads the same object: takes effect at the next pass
+    Object.assign(this.#cfg, config, { devices: [...config.devices] });
+    await this.#enqueue();
+  }
+
   #schedule(): void {
     if (this.#pending || this.#state !== 'running') return;
     void this.#enqueue();

@@ -336,6 +336,21 @@ describe.skipIf(skip)('XdpForwarder: devices that come and go', () => {
     expect(x.status().some((s) => s.name === 'x9')).toBe(false);
   });
 
+  it('reconfigure: a new devices list detaches and attaches, a new ipv6 setting swaps programs in place', async () => {
+    const lab = makeLab('fy', { peerXdp: false });
+    const pinDir = privateBpffs();
+    const x = forwarder(lab, pinDir);
+    await x.start();
+    const r2 = dev(x, 'r2');
+    await x.reconfigure(config(pinDir, { devices: ['r2'], ipv6: false }));
+    expect(xdpQuery(lab.r1, { netns: lab.router }).attachMode).toBe('none');
+    expect(x.status().map((s) => s.name)).toEqual(['r2']);
+    expect(dev(x, 'r2')).toMatchObject({ attached: 'ours', linkId: r2.linkId, slot: r2.slot });
+    expect(dev(x, 'r2').progId).not.toBe(r2.progId);
+    expect(devmap(pinDir, lab.router)).toEqual([lab.r2]);
+    await expect(x.reconfigure(config('/elsewhere'))).rejects.toThrow(/pinDir/);
+  });
+
   it('a device that stops matching `devices` is detached; one that starts matching is attached', async () => {
     const lab = makeLab('fx', { peerXdp: false });
     const x = forwarder(lab, privateBpffs(), { devices: ['r1', 'n*'] });
