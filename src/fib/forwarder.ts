@@ -8,6 +8,7 @@ import { registerXdpMetrics } from '../metrics/xdp.js';
 import type { NetlinkHandle, Subscription } from '../netlink/index.js';
 import { NetlinkHandle as Handle } from '../netlink/index.js';
 import { Datapath } from './datapath.js';
+import { detachPinned } from './detach.js';
 import { defaultObjectPath } from './instance.js';
 import { FK_SLOT_OTHER, type MissEntry, type MissKey } from './layout.js';
 import type { DatapathOps } from './ops.js';
@@ -140,6 +141,7 @@ export class XdpForwarder {
       this.#sub.unref();
       this.#state = 'running';
       await this.#enqueue();
+      if (this.#state !== 'running') return; // stopped while the first sync ran
       const every = this.#p.resyncIntervalMs ?? 30_000;
       if (every > 0) {
         this.#timer = setInterval(() => this.#schedule(), every);
@@ -163,9 +165,18 @@ export class XdpForwarder {
 
   /**
    * Detaches and unpins everything fibkeeper attached in this namespace and stops watching
-   * (the running agent's `fibkeeper xdp detach`). Returns the devices detached.
+   * (the running agent's `fibkeeper xdp detach`). Returns the devices detached. On a
+   * forwarder that is not running (stopped with keepOnStop), detaches from the pins.
    */
   async detach(): Promise<string[]> {
+    if (this.#state === 'new' || this.#state === 'stopped') {
+      const { netns } = this.#p;
+      return detachPinned({
+        pinDir: this.#cfg.pinDir,
+        log: this.#p.log,
+        ...(netns ? { netns } : {}),
+      });
+    }
     const attached = this.status()
       .filter((d) => d.attached === 'ours')
       .map((d) => d.name);

@@ -76,5 +76,16 @@ describe('fibkeeper_xdp_* metrics', () => {
     );
     set(undefined);
     expect(await registry.metrics()).not.toMatch(/^fibkeeper_xdp_fib_lookup_packets_total\{/m);
+    // registering again on the same registry (a new forwarder) reuses the group
+    const again = registerXdpMetrics(registry);
+    again({
+      counters: () => [{ device: 'eth9', ...emptyCounters() }],
+      attachments: () => [],
+      foreignDevices: () => [],
+      missEntries: () => 0,
+    });
+    expect(await registry.metrics()).toMatch(
+      /^fibkeeper_xdp_fib_lookup_packets_total\{device="eth9"/m,
+    );
   });
 });

@@ -63,6 +63,12 @@ export function registerXdpMetrics(
   registry: Registry,
   initial?: XdpMetricsSource,
 ): (source: XdpMetricsSource | undefined) => void {
+  // a second forwarder on the same registry (a restart inside one process) takes the group over
+  const known = registered.get(registry);
+  if (known !== undefined) {
+    known(initial);
+    return known;
+  }
   let src = initial;
   const get = () => src;
   counter(
@@ -138,7 +144,11 @@ export function registerXdpMetrics(
       this.set(src?.missEntries() ?? 0);
     },
   });
-  return (s) => {
+  const set = (s: XdpMetricsSource | undefined): void => {
     src = s;
   };
+  registered.set(registry, set);
+  return set;
 }
+
+const registered = new WeakMap<Registry, (source: XdpMetricsSource | undefined) => void>();

@@ -232,6 +232,12 @@ describe.skipIf(skip)('XdpForwarder: restart, upgrade, stop, detach', () => {
     expect(xdpQuery(lab.r2, { netns: lab.router }).attachMode).toBe('none');
     expect(existsSync(pinPaths(pinDir, lab.router).root)).toBe(false);
     expect(detachPinned({ netns: lab.router, pinDir, log })).toEqual([]);
+    // detach() on a forwarder that was stopped (programs kept): from the pins
+    const c = forwarder(lab, pinDir);
+    await c.start();
+    await c.stop();
+    expect((await c.detach()).sort()).toEqual(['r1', 'r2']);
+    expect(xdpQuery(lab.r1, { netns: lab.router }).attachMode).toBe('none');
   });
 });
 
