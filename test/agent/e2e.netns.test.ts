@@ -279,9 +279,11 @@ describe.skipIf(skip)('the agent end to end, through the CLI', () => {
         [BIN, 'forwardable', 'add', ...ips, '--owner', 'burst', '--socket', sock()],
         { stdio: 'ignore' },
       );
+      // Listen at once: the CLI may fail fast (ECONNREFUSED) before the agent is even killed.
+      const pendingDone = new Promise((r) => pending.once('exit', r));
       await new Promise((r) => setTimeout(r, 150));
       await stopAgent('SIGKILL');
-      await new Promise((r) => pending.once('exit', r));
+      await pendingDone;
       agent = await startAgent();
       const list = JSON.parse(api('forwardable', 'list', '--json').out) as {
         ip: string;
