@@ -49,7 +49,7 @@ build/bpf/%.o: bpf/%.c $(wildcard bpf/*.h)
 native: native/build/Release/fibkeeper.node
 
 native/build/Release/fibkeeper.node: $(NATIVE_SRCS) node_modules/.package-lock.json
-	cd native && ../$(NODE_GYP) rebuild --nodedir=/usr --jobs=max >/dev/null
+	cd native && ../$(NODE_GYP) rebuild --nodedir=/usr --jobs=max --loglevel=warn >/dev/null
 	@echo "built $@"
 
 ts: node_modules/.package-lock.json

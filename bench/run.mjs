@@ -26,7 +26,10 @@ let failed = 0;
 if (!args.includes('--report')) {
   for (const name of benches) {
     console.log(`\n=== bench/${name}`);
-    const r = spawnSync(process.execPath, [join(here, name, 'run.mjs')], { stdio: 'inherit', cwd: root });
+    const r = spawnSync(process.execPath, [join(here, name, 'run.mjs')], {
+      stdio: 'inherit',
+      cwd: root,
+    });
     if (r.status !== 0) {
       console.log(`bench/${name} failed (exit ${r.status})`);
       failed++;
@@ -45,7 +48,7 @@ function figuresOf(json) {
       referenceName: f.referenceName ?? f.note ?? '',
       ratio: f.ratio,
       target: f.target,
-      targetText: f.targetMeaning ?? f.targetKind ?? (f.note?.match(/target[^;]*$/)?.[0] ?? ''),
+      targetText: f.targetMeaning ?? f.targetKind ?? f.note?.match(/target[^;]*$/)?.[0] ?? '',
       pass: f.pass,
     }));
   }
@@ -64,8 +67,13 @@ function figuresOf(json) {
   ];
 }
 
-const fmt = (v) => (v === null || v === undefined ? '—' : typeof v === 'number' ? String(+v.toFixed(3)) : String(v));
-const files = existsSync(results) ? readdirSync(results).filter((f) => f.endsWith('.json')).sort() : [];
+const fmt = (v) =>
+  v === null || v === undefined ? '—' : typeof v === 'number' ? String(+v.toFixed(3)) : String(v);
+const files = existsSync(results)
+  ? readdirSync(results)
+      .filter((f) => f.endsWith('.json'))
+      .sort()
+  : [];
 const lines = [
   '# Benchmarks',
   '',
@@ -77,9 +85,14 @@ const lines = [
 for (const f of files) {
   const json = JSON.parse(readFileSync(join(results, f), 'utf8'));
   lines.push(`## ${json.benchmark ?? f.replace(/\.json$/, '')}`, '');
-  const meta = [json.kernel && `kernel ${json.kernel}`, json.date && `run ${json.date}`].filter(Boolean).join(', ');
+  const meta = [json.kernel && `kernel ${json.kernel}`, json.date && `run ${json.date}`]
+    .filter(Boolean)
+    .join(', ');
   if (meta) lines.push(meta, '');
-  lines.push('| figure | value | reference (same run) | ratio | target | pass |', '|---|---|---|---|---|---|');
+  lines.push(
+    '| figure | value | reference (same run) | ratio | target | pass |',
+    '|---|---|---|---|---|---|',
+  );
   for (const x of figuresOf(json)) {
     lines.push(
       `| ${x.name} | ${fmt(x.value)} ${x.unit} | ${fmt(x.reference)}${x.referenceName ? ` — ${x.referenceName}` : ''} | ${fmt(x.ratio)} | ${fmt(x.target)}${x.targetText ? ` (${x.targetText})` : ''} | ${x.pass === true ? 'yes' : x.pass === false ? '**no**' : '—'} |`,
@@ -101,7 +114,12 @@ if (existsSync(neighbor)) {
     .sort((a, b) => a.n - b.n);
   if (runs.length > 0) {
     writeFileSync(join(results, 'neighbor-convergence.svg'), chart(runs));
-    lines.push('## Neighbor convergence against N', '', '![neighbor convergence](bench/results/neighbor-convergence.svg)', '');
+    lines.push(
+      '## Neighbor convergence against N',
+      '',
+      '![neighbor convergence](bench/results/neighbor-convergence.svg)',
+      '',
+    );
   }
 }
 writeFileSync(join(root, 'BENCHMARKS.md'), lines.join('\n'));
@@ -110,7 +128,12 @@ process.exitCode = failed ? 1 : 0;
 
 /** A log-log line chart of convergence time (ms) against N for both sides. */
 function chart(runs) {
-  const W = 640, H = 400, L = 70, R = 160, T = 40, B = 50;
+  const W = 640,
+    H = 400,
+    L = 70,
+    R = 160,
+    T = 40,
+    B = 50;
   const xs = runs.map((r) => r.n);
   const ys = runs.flatMap((r) => [r.fk, r.ip]);
   const lx = (v) => Math.log10(v);
@@ -120,13 +143,25 @@ function chart(runs) {
   const py = (v) => H - B - ((lx(v) - y0) / Math.max(1, y1 - y0)) * (H - T - B);
   const line = (key, color, label, i) =>
     `<polyline fill="none" stroke="${color}" stroke-width="2" points="${runs.map((r) => `${px(r.n).toFixed(1)},${py(r[key]).toFixed(1)}`).join(' ')}"/>` +
-    runs.map((r) => `<circle cx="${px(r.n).toFixed(1)}" cy="${py(r[key]).toFixed(1)}" r="3" fill="${color}"/>`).join('') +
+    runs
+      .map(
+        (r) =>
+          `<circle cx="${px(r.n).toFixed(1)}" cy="${py(r[key]).toFixed(1)}" r="3" fill="${color}"/>`,
+      )
+      .join('') +
     `<text x="${W - R + 15}" y="${T + 20 + i * 20}" fill="${color}" font-size="13">${label}</text>`;
   const grid = [];
-  for (let e = x0; e <= x1; e++) grid.push(`<text x="${px(10 ** e)}" y="${H - B + 20}" font-size="11" text-anchor="middle">${(10 ** e).toLocaleString('en')}</text>`);
+  for (let e = x0; e <= x1; e++)
+    grid.push(
+      `<text x="${px(10 ** e)}" y="${H - B + 20}" font-size="11" text-anchor="middle">${(10 ** e).toLocaleString('en')}</text>`,
+    );
   for (let e = y0; e <= y1; e++) {
-    grid.push(`<line x1="${L}" x2="${W - R}" y1="${py(10 ** e)}" y2="${py(10 ** e)}" stroke="#ddd"/>`);
-    grid.push(`<text x="${L - 8}" y="${py(10 ** e) + 4}" font-size="11" text-anchor="end">${10 ** e} ms</text>`);
+    grid.push(
+      `<line x1="${L}" x2="${W - R}" y1="${py(10 ** e)}" y2="${py(10 ** e)}" stroke="#ddd"/>`,
+    );
+    grid.push(
+      `<text x="${L - 8}" y="${py(10 ** e) + 4}" font-size="11" text-anchor="end">${10 ** e} ms</text>`,
+    );
   }
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif">`,
