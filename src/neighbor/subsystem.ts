@@ -9,7 +9,7 @@
 import type { Registry } from 'prom-client';
 import { ClosedError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { NeighborMetrics, type ResyncReason, type ResyncTable } from '../metrics/neighbor.js';
+import { NeighborMetrics, type NeighborCounters } from '../metrics/neighbor.js';
 import {
   NetlinkHandle,
   type Address,
@@ -17,9 +17,6 @@ import {
   type Neigh,
   type Route,
   type RouteQuery,
-  type GroupName,
-  type Subscription,
-  type SubscriptionHandlers,
 } from '../netlink/index.js';
 import {
   RateLimiter,
@@ -39,19 +36,14 @@ import {
   type NeighborTuning,
 } from './config.js';
 import { DeviceTracker } from './devices.js';
-import { Feed } from './feed.js';
+import { makeFeeds, type Feed } from './feeds.js';
 import { ForwardableIPs } from './forwardable.js';
 import { ObservedNeighbors } from './observed.js';
 import { NeighborOps } from './ops.js';
 import { Reactor, type RequeueCause } from './reactor.js';
 import { RouteTracker } from './routes.js';
 import { buildStatus, type NeighborStatus, type StatusQuery } from './status.js';
-import {
-  FIBKEEPER_NEIGH_PROTOCOL,
-  neighKey,
-  type DesiredNeighbor,
-  type RefreshMode,
-} from './types.js';
+import { FIBKEEPER_NEIGH_PROTOCOL, type DesiredNeighbor, type RefreshMode } from './types.js';
 
 export interface NeighborSubsystemParams {
   /** Network namespace to manage (a name under /run/netns or a path); default: our own. */
@@ -84,11 +76,11 @@ export class NeighborSubsystem {
   readonly mode: RefreshMode;
   readonly protocol = FIBKEEPER_NEIGH_PROTOCOL;
   readonly metrics: NeighborMetrics;
-  readonly forwardable: ForwardableIPs;
-  readonly devices: DeviceTracker;
-  readonly routes: RouteTracker;
-  readonly observed: ObservedNeighbors;
-  readonly desired: Table<DesiredNeighbor>;
+  private readonly forwardable: ForwardableIPs;
+  private readonly devices: DeviceTracker;
+  private readonly routes: RouteTracker;
+  private readonly observed: ObservedNeighbors;
+  private readonly desired: Table<DesiredNeighbor>;
   private readonly p: NeighborSubsystemParams;
   private readonly tuning: NeighborTuning;
   private readonly clock: Clock;
@@ -294,62 +286,26 @@ export class NeighborSubsystem {
   }
 
   private openFeeds(): void {
-    const nl = this.handle();
-    const t = this.tuning;
-    const common = { clock: this.clock, log: this.log, retryMs: this.p.config.retryMinMs };
-    const counted = (table: ResyncTable) => (reason: ResyncReason) =>
-      this.metrics.resync(table, reason);
-    const subscriber =
-      (groups: GroupName[], rcvbuf: number) =>
-      (h: SubscriptionHandlers): Subscription =>
-        nl.subscribe(groups, h, { rcvbuf });
-    this.linkFeed = new Feed<[Link[], Address[]]>({
-      ...common,
-      name: 'links',
-      subscribe: subscriber(['link', 'address'], t.linkRcvbuf),
-      dump: async () => [await nl.linkList(), await nl.addrList()],
-      load: ([links, addrs]) => {
-        this.devices.load(links, addrs);
-        this.markInitialized('devices');
-        this.scheduleRouteRedump();
+    const feeds = makeFeeds({
+      nl: this.handle(),
+      tuning: this.tuning,
+      clock: this.clock,
+      log: this.log,
+      retryMs: this.p.config.retryMinMs,
+      metrics: this.metrics,
+      devices: this.devices,
+      routes: this.routes,
+      observed: this.observed,
+      reactor: this.reactor,
+      loaded: (table) => {
+        if (table === 'neighbors') this.repairMissing();
+        this.markInitialized(table);
+        if (table === 'devices') this.scheduleRouteRedump();
       },
-      apply: (ev) => {
-        if (ev.object === 'link') this.devices.applyLink(ev.kind, ev.msg);
-        else if (ev.object === 'address') this.devices.applyAddress(ev.kind, ev.msg);
-      },
-      resynced: counted('devices'),
     });
-    this.routeFeed = new Feed<Route[]>({
-      ...common,
-      name: 'routes',
-      subscribe: subscriber(['route'], t.routeRcvbuf),
-      dump: () => nl.routeList(),
-      load: (routes) => {
-        this.routes.load(routes);
-        this.markInitialized('routes');
-      },
-      apply: (ev) => {
-        if (ev.object === 'route') this.routes.apply(ev.kind, ev.msg);
-      },
-      resynced: counted('routes'),
-    });
-    this.neighFeed = new Feed<Neigh[]>({
-      ...common,
-      name: 'neighbors',
-      subscribe: subscriber(['neigh'], t.neighRcvbuf),
-      dump: () => nl.neighList(),
-      load: (entries) => {
-        for (const c of this.observed.load(entries)) this.reactor.observed(c);
-        this.repairMissing();
-        this.markInitialized('neighbors');
-      },
-      apply: (ev) => {
-        if (ev.object !== 'neigh') return;
-        const c = this.observed.apply(ev.kind, ev.msg);
-        if (c !== undefined) this.reactor.observed(c);
-      },
-      resynced: counted('neighbors'),
-    });
+    this.linkFeed = feeds.links;
+    this.routeFeed = feeds.routes;
+    this.neighFeed = feeds.neighbors;
     // Subscribe to everything before the first dump of anything.
     for (const f of [this.linkFeed, this.routeFeed, this.neighFeed]) f.open();
   }
@@ -458,6 +414,11 @@ export class NeighborSubsystem {
       await this.calculator.waitIdle();
       await this.reconciler.waitIdle();
     }
+  }
+
+  /** The counters (inserts, re-inserts, refreshes, deletes, lookups, resyncs...) as numbers. */
+  counters(): NeighborCounters {
+    return this.metrics.counters();
   }
 
   health(): NeighborHealth {

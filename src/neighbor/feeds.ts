@@ -1,0 +1,99 @@
+// The three feeds of the subsystem, each on a socket of its own: links and addresses into
+// the DeviceTracker, routes into the RouteTracker, neighbors into the observed table (and
+// from there to the reactor). See feed.ts for how a feed stays exact.
+import type { Logger } from '../log/index.js';
+import type { NeighborMetrics, ResyncReason, ResyncTable } from '../metrics/neighbor.js';
+import type {
+  Address,
+  GroupName,
+  Link,
+  Neigh,
+  NetlinkHandle,
+  Route,
+  Subscription,
+  SubscriptionHandlers,
+} from '../netlink/index.js';
+import type { Clock } from '../statedb/index.js';
+import type { NeighborTuning } from './config.js';
+import type { DeviceTracker } from './devices.js';
+import { Feed } from './feed.js';
+import type { ObservedNeighbors } from './observed.js';
+import type { Reactor } from './reactor.js';
+import type { RouteTracker } from './routes.js';
+
+export { Feed };
+
+export interface FeedsDeps {
+  nl: NetlinkHandle;
+  tuning: NeighborTuning;
+  clock: Clock;
+  log: Logger;
+  retryMs: number;
+  metrics: NeighborMetrics;
+  devices: DeviceTracker;
+  routes: RouteTracker;
+  observed: ObservedNeighbors;
+  reactor: Reactor;
+  /** A dump of `table` was loaded (the first one initializes it). */
+  loaded(table: 'devices' | 'routes' | 'neighbors'): void;
+}
+
+export function makeFeeds(d: FeedsDeps): {
+  links: Feed<[Link[], Address[]]>;
+  routes: Feed<Route[]>;
+  neighbors: Feed<Neigh[]>;
+} {
+  const { nl, tuning: t } = d;
+  const common = { clock: d.clock, log: d.log, retryMs: d.retryMs };
+  const counted = (table: ResyncTable) => (reason: ResyncReason) => d.metrics.resync(table, reason);
+  const subscriber =
+    (groups: GroupName[], rcvbuf: number) =>
+    (h: SubscriptionHandlers): Subscription =>
+      nl.subscribe(groups, h, { rcvbuf });
+  const links = new Feed<[Link[], Address[]]>({
+    ...common,
+    name: 'links',
+    subscribe: subscriber(['link', 'address'], t.linkRcvbuf),
+    dump: async () => [await nl.linkList(), await nl.addrList()],
+    load: ([l, a]) => {
+      d.devices.load(l, a);
+      d.loaded('devices');
+    },
+    apply: (ev) => {
+      if (ev.object === 'link') d.devices.applyLink(ev.kind, ev.msg);
+      else if (ev.object === 'address') d.devices.applyAddress(ev.kind, ev.msg);
+    },
+    resynced: counted('devices'),
+  });
+  const routes = new Feed<Route[]>({
+    ...common,
+    name: 'routes',
+    subscribe: subscriber(['route'], t.routeRcvbuf),
+    dump: () => nl.routeList(),
+    load: (r) => {
+      d.routes.load(r);
+      d.loaded('routes');
+    },
+    apply: (ev) => {
+      if (ev.object === 'route') d.routes.apply(ev.kind, ev.msg);
+    },
+    resynced: counted('routes'),
+  });
+  const neighbors = new Feed<Neigh[]>({
+    ...common,
+    name: 'neighbors',
+    subscribe: subscriber(['neigh'], t.neighRcvbuf),
+    dump: () => nl.neighList(),
+    load: (entries) => {
+      for (const c of d.observed.load(entries)) d.reactor.observed(c);
+      d.loaded('neighbors');
+    },
+    apply: (ev) => {
+      if (ev.object !== 'neigh') return;
+      const c = d.observed.apply(ev.kind, ev.msg);
+      if (c !== undefined) d.reactor.observed(c);
+    },
+    resynced: counted('neighbors'),
+  });
+  return { links, routes, neighbors };
+}
