@@ -15,8 +15,8 @@ import { decodeFrame } from '../extip/index.js';
 import { labDown, labUp, type Lab } from '../lab/index.js';
 import { PacketSocket, unmount, isBpffs } from '../native/index.js';
 import { NetlinkHandle } from '../netlink/index.js';
-import { countersByResult, scrape, type Scrape } from './scrape.js';
-import { udpFlow } from './traffic.js';
+import { countersByAction, countersByResult, scrape, type Scrape } from './scrape.js';
+import { stopFlows, udpFlow } from './traffic.js';
 
 export interface DemoIo {
   out(text: string): void;
@@ -125,6 +125,10 @@ function showNeighbors(c: Ctx): void {
   for (const l of lines) c.io.out(`    ${l.trim()}\n`);
 }
 
+function actionDelta(after: Scrape, before: Scrape, action: string): number {
+  return (countersByAction(after)[action] ?? 0) - (countersByAction(before)[action] ?? 0);
+}
+
 function delta(after: Scrape, before: Scrape, result: string): number {
   return (countersByResult(after)[result] ?? 0) - (countersByResult(before)[result] ?? 0);
 }
@@ -160,6 +164,7 @@ async function traffic(c: Ctx, label: string): Promise<void> {
   c.io.out(
     `  ${label}: UDP ${s1.received}/${s1.sent} to server1, ${s2.received}/${s2.sent} to server2 (via gw), ping ${pingOk ? '20/20' : 'FAILED'}\n` +
       `  XDP fib_lookup results: ${nonzero || 'none'}\n` +
+      `  XDP actions: forwarded in XDP (redirect) +${actionDelta(after, before, 'redirect')}, passed to the kernel stack +${actionDelta(after, before, 'pass')}\n` +
       `  kernel stack forwarded (IpForwDatagrams): +${fwd}` +
       (fwd === 0 ? ' -> every packet was forwarded by XDP\n' : '\n'),
   );
@@ -253,6 +258,7 @@ async function extipDemo(c: Ctx): Promise<void> {
 }
 
 async function cleanup(c: Ctx): Promise<void> {
+  await stopFlows();
   if (c.agent && c.agent.exitCode === null) {
     const exited = new Promise((r) => c.agent?.once('exit', r));
     c.agent.kill('SIGTERM');
@@ -273,7 +279,10 @@ async function cleanup(c: Ctx): Promise<void> {
   rmSync(c.dir, { recursive: true, force: true });
 }
 
-export async function runDemo(io: DemoIo): Promise<number> {
+export async function runDemo(rawIo: DemoIo): Promise<number> {
+  // After Ctrl-C the steps still in flight are cut short by the cleanup; their output is dropped.
+  let interrupted = false;
+  const io: DemoIo = { out: (t) => (interrupted ? undefined : rawIo.out(t)) };
   const prefix = `fkd${randomBytes(2).toString('hex')}`;
   const dir = join(tmpdir(), `fibkeeper-demo-${prefix}`);
   mkdirSync(join(dir, 'run'), { recursive: true, mode: 0o750 });
@@ -294,11 +303,13 @@ export async function runDemo(io: DemoIo): Promise<number> {
     agent: undefined,
     api: new ApiClient(join(dir, 'run', 'api.sock')),
   };
-  let interrupted = false;
   const onSignal = () => {
     interrupted = true;
-    io.out('\ninterrupted: cleaning up\n');
-    void cleanup(c).then(() => process.exit(130));
+    rawIo.out('\ninterrupted: cleaning up\n');
+    void cleanup({ ...c, io: rawIo }).then(() => {
+      rawIo.out('cleanup: agent stopped, XDP detached, namespaces removed\n');
+      process.exit(130);
+    });
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);

@@ -28,3 +28,14 @@ export function countersByResult(s: Scrape): Record<string, number> {
   }
   return out;
 }
+
+/** fibkeeper_xdp_actions_total summed over devices, per action (redirect, pass, ...). */
+export function countersByAction(s: Scrape): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of s) {
+    if (!k.startsWith('fibkeeper_xdp_actions_total{')) continue;
+    const action = /action="([^"]+)"/.exec(k)?.[1];
+    if (action) out[action] = (out[action] ?? 0) + v;
+  }
+  return out;
+}

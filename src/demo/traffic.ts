@@ -1,6 +1,7 @@
 // Real UDP traffic between two lab namespaces: a receiver counts datagrams, a sender sends
 // them, both as `node` processes inside their namespaces.
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 
 const RECEIVER = `
 const s = require('node:dgram').createSocket(process.argv[1].includes(':') ? 'udp6' : 'udp4');
@@ -23,10 +24,31 @@ function burst() {
 burst();
 `;
 
-function inNetns(netns: string, script: string, args: string[]) {
-  return spawn('ip', ['netns', 'exec', netns, process.execPath, '-e', script, ...args], {
+const running = new Set<ChildProcess>();
+
+function inNetns(
+  netns: string,
+  script: string,
+  args: string[],
+): ChildProcess & { stdin: Writable; stdout: Readable } {
+  const child = spawn('ip', ['netns', 'exec', netns, process.execPath, '-e', script, ...args], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child;
+}
+
+/** Ends the traffic processes still running (Ctrl-C in the middle of a flow). */
+export async function stopFlows(): Promise<void> {
+  const waits = [...running].map(
+    (c) =>
+      new Promise((r) =>
+        c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r),
+      ),
+  );
+  for (const c of running) c.kill('SIGKILL');
+  await Promise.all(waits);
 }
 
 export async function udpFlow(
@@ -39,15 +61,17 @@ export async function udpFlow(
   const rx = inNetns(toNs, RECEIVER, [toIp, String(port)]);
   let out = '';
   rx.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  let early: (code: number | null) => void = () => {};
   await new Promise<void>((resolve, reject) => {
-    rx.once('exit', (code) => reject(new Error(`receiver in ${toNs} exited (${code})`)));
+    early = (code) => reject(new Error(`receiver in ${toNs} exited (${code})`));
+    rx.once('exit', early);
     const check = () => (out.includes('ready') ? resolve() : setTimeout(check, 5));
     check();
   });
   const tx = inNetns(fromNs, SENDER, [toIp, String(port), String(count)]);
   tx.stdin.end();
   await new Promise((resolve) => tx.once('exit', resolve));
-  rx.removeAllListeners('exit');
+  rx.off('exit', early);
   const done = new Promise((resolve) => rx.once('exit', resolve));
   rx.stdin.end();
   await done;

@@ -1,5 +1,6 @@
 // The README's first command runs the demo: it must work, and say what the kernel shows.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { privileged } from '../helpers/netns.js';
 
@@ -33,4 +34,26 @@ describe.skipIf(skip)('fibkeeper demo', () => {
       before.split('\n').filter((l) => l.startsWith('fkd')).length,
     );
   }, 120_000);
+
+  it('cleans up everything on Ctrl-C in the middle', async () => {
+    const child = spawn('node', ['bin/fibkeeper.js', 'demo'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const deadline = Date.now() + 60_000;
+    while (!out.includes('[3/5]') && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+    const prefix = /lab "(fkd[0-9a-f]+)"/.exec(out)?.[1];
+    expect(prefix, out).toBeDefined();
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    expect(out).toContain('interrupted: cleaning up');
+    expect(out).toContain('cleanup: agent stopped, XDP detached, namespaces removed');
+    for (const role of ['client', 'router', 'server1', 'gw', 'server2']) {
+      expect(existsSync(`/run/netns/${prefix}-${role}`), role).toBe(false);
+    }
+    expect(existsSync(`/tmp/fibkeeper-demo-${prefix}`)).toBe(false);
+  }, 90_000);
 });
