@@ -159,7 +159,7 @@ export class Agent {
       },
       managedSupported: featureAvailable(report, 'managed_neighbors'),
       registry: this.registry,
-      log: this.log.child({ component: 'neighbor' }),
+      log: this.log, // the subsystem names itself (component: neighbor)
     });
     const configLoaded = n.registerInitializer('config');
     this.neighbor = n;
