@@ -12,7 +12,7 @@ import {
   InvalidArgumentError,
 } from '../errors/index.js';
 import { ExternalIpSubsystem } from '../extip/index.js';
-import { XdpForwarder } from '../fib/index.js';
+import { XdpForwarder, type XdpForwarderConfig } from '../fib/index.js';
 import type { Logger } from '../log/index.js';
 import {
   MetricsServer,
@@ -226,15 +226,7 @@ export class Agent {
       ...(this.netns ? { netns: this.netns } : {}),
       netlink: this.netlink as NetlinkHandle,
       ...(this.p.objectPath ? { objectPath: this.p.objectPath } : {}),
-      config: {
-        devices: this.cfg.devices,
-        holderName: this.cfg.extip.holderName,
-        mode: c.mode,
-        pinDir: c.pinDir,
-        keepOnStop: c.keepOnStop,
-        force: c.force,
-        ipv6: c.ipv6,
-      },
+      config: this.xdpConfig(this.cfg),
       registry: this.registry,
       log: this.log.child({ component: 'xdp' }),
     });
@@ -258,6 +250,20 @@ export class Agent {
       this.stoppers.push(() => t.stop());
       t.start();
     }
+  }
+
+  private xdpConfig(cfg: FibkeeperConfig): XdpForwarderConfig {
+    return {
+      devices: cfg.devices,
+      holderName: cfg.extip.holderName,
+      mode: cfg.xdp.mode,
+      pinDir: cfg.xdp.pinDir,
+      keepOnStop: cfg.xdp.keepOnStop,
+      force: cfg.xdp.force,
+      ipv6: cfg.xdp.ipv6,
+      ipv4Options: cfg.xdp.ipv4Options,
+      missTrack: true,
+    };
   }
 
   private async startApi(): Promise<void> {
@@ -351,6 +357,14 @@ export class Agent {
       if (!same(next.extip.static, this.cfg.extip.static) && this.extip) {
         await this.extip.setDesired([...new Set([...next.extip.static, ...this.state.extip])]);
         applied.push('extip.static');
+      }
+      // XDP options apply at once (programs swapped atomically); the device list is shared
+      // with the neighbor subsystem and needs a restart.
+      const xdpKeys = ['mode', 'keepOnStop', 'force', 'ipv6', 'ipv4Options'] as const;
+      const xdpChanged = xdpKeys.filter((k) => next.xdp[k] !== this.cfg.xdp[k]);
+      if (this.xdp && xdpChanged.length > 0 && next.xdp.pinDir === this.cfg.xdp.pinDir) {
+        await this.xdp.reconfigure(this.xdpConfig({ ...next, devices: this.cfg.devices }));
+        applied.push(...xdpChanged.map((k) => `xdp.${k}`));
       }
     } catch (err) {
       this.metrics.reloads.inc({ result: 'error' });

@@ -25,7 +25,7 @@ export const runCommand: Command = {
     '',
     'Flags win over the file. Lists are comma-separated; booleans take =true or =false.',
     'Signals: SIGTERM/SIGINT stop gracefully (forwarding state stays in place), SIGHUP reloads',
-    'the config file (static forwardable and external IPs, log level).',
+    'the config file (static forwardable and external IPs, log level, XDP options).',
   ].join('\n'),
   options: { config: { type: 'string' }, ...optionFlags },
   async run(args, io) {

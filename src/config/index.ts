@@ -17,6 +17,7 @@ export interface FibkeeperConfig {
     keepOnStop: boolean;
     force: boolean;
     ipv6: boolean;
+    ipv4Options: boolean;
     missTracker: { enabled: boolean; ttl: number; interval: number };
   };
   neighbor: {

@@ -67,6 +67,12 @@ export const OPTIONS: readonly OptionSpec[] = [
     doc: 'Forward IPv6 in XDP (off: IPv6 goes to the kernel stack).',
   },
   {
+    path: 'xdp.ipv4Options',
+    type: 'bool',
+    default: true,
+    doc: 'Forward IPv4 packets that carry IP options in XDP (off: they go to the kernel stack, which processes the options).',
+  },
+  {
     path: 'xdp.missTracker.enabled',
     type: 'bool',
     default: false,

@@ -82,6 +82,7 @@ export class Reconciler {
       slot,
       ipv6: this.#cfg.ipv6,
       missTrack: this.#cfg.missTrack ?? true,
+      ip4Options: this.#cfg.ipv4Options ?? true,
     };
   }
 

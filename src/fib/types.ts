@@ -22,6 +22,8 @@ export interface XdpForwarderConfig {
   ipv6: boolean;
   /** Record NO_NEIGH destinations in the miss map (default true). */
   missTrack?: boolean;
+  /** Forward IPv4 packets that carry IP options (default true; false passes them to the stack). */
+  ipv4Options?: boolean;
 }
 
 export interface XdpDeviceStatus {
