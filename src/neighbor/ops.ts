@@ -49,7 +49,7 @@ export interface NeighborOpsParams {
   missing?(keys: readonly string[]): void;
 }
 
-/** Up to this many deletes in a batch, ownership is checked with the kernel entry by entry. */
+/** Up to this many deletes in a batch, entries the observed table lacks are asked of the kernel. */
 const ASK_KERNEL_UP_TO = 256;
 
 const isErrno = (err: unknown, ...names: string[]): boolean =>
@@ -146,8 +146,7 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
 
   /**
    * Deletes the entries that carry fibkeeper's mark; an entry someone else owns (or one that
-   * is already gone) is left as it is and counts as success. Ownership is checked against
-   * the kernel right before deleting, not against possibly late events.
+   * is already gone) is left as it is and counts as success.
    */
   async deleteBatch(objs: readonly DesiredNeighbor[]): Promise<BatchResult> {
     const results = new Array<Error | undefined>(objs.length);
@@ -171,20 +170,21 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
   }
 
   /**
-   * Who owns each entry now. A few are asked of the kernel itself (one get each, pipelined),
-   * which leaves the narrowest window for an operator's write to slip in between; a large
-   * batch (a device or an owner going away) is judged from the observed table instead of
-   * dumping the whole neighbor table for every batch: an entry it does not know yet (its
-   * event is still on the way) is deleted too, since fibkeeper wrote it.
+   * Who owns each entry now, from the observed table, which neighbor events keep current:
+   * an entry it shows as fibkeeper's is deleted, one it shows as someone else's is kept.
+   * An entry it does not know is asked of the kernel when the batch is small (one get each,
+   * pipelined); in a large batch (a device or an owner going away) it is deleted, since
+   * fibkeeper wrote it and its event is merely still on the way.
    */
   private async currentEntries(
     objs: readonly DesiredNeighbor[],
   ): Promise<(ObservedNeighbor | Error | undefined)[]> {
-    if (objs.length > ASK_KERNEL_UP_TO) {
-      return objs.map((d) => this.p.observed.get(d.key) ?? this.assumedOwn(d));
-    }
+    const ask = objs.length <= ASK_KERNEL_UP_TO;
     return Promise.all(
       objs.map(async (d) => {
+        const seen = this.p.observed.get(d.key);
+        if (seen !== undefined) return seen;
+        if (!ask) return this.assumedOwn(d);
         try {
           return observedRow(await this.p.kernel.neighGet({ ifindex: d.ifindex, dst: d.nexthop }));
         } catch (err) {
