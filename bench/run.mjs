@@ -95,7 +95,7 @@ for (const f of files) {
   );
   for (const x of figuresOf(json)) {
     lines.push(
-      `| ${x.name} | ${fmt(x.value)} ${x.unit} | ${fmt(x.reference)}${x.referenceName ? ` — ${x.referenceName}` : ''} | ${fmt(x.ratio)} | ${fmt(x.target)}${x.targetText ? ` (${x.targetText})` : ''} | ${x.pass === true ? 'yes' : x.pass === false ? '**no**' : '—'} |`,
+      `| ${x.name} | ${fmt(x.value)} ${x.unit} | ${fmt(x.reference)}${x.referenceName ? ` — ${x.referenceName}` : ''} | ${fmt(x.ratio)} | ${fmt(x.target)}${x.target !== null && x.target !== undefined && x.targetText ? ` (${x.targetText})` : ''} | ${x.pass === true ? 'yes' : x.pass === false ? '**no**' : '—'} |`,
     );
   }
   lines.push('');
