@@ -308,6 +308,30 @@ describe.skipIf(skip)('the agent end to end, through the CLI', () => {
     }
   }, 60_000);
 
+  it('xdp detach: through the running agent, and from the pins when no agent runs', async () => {
+    const xdpOn = () =>
+      ipJson<{ ifname: string; xdp?: unknown }[]>(lab.hosts.router, '-d', 'link', 'show')
+        .filter((l) => l.xdp !== undefined)
+        .map((l) => l.ifname)
+        .sort();
+    expect(xdpOn()).toEqual([...lab.routerDevices].sort());
+    let r = api('xdp', 'detach');
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(/detached by the agent: .*r-client/);
+    expect(xdpOn()).toEqual([]);
+    // A restart attaches again; a normal stop leaves XDP in place (xdp.keepOnStop).
+    await stopAgent();
+    agent = await startAgent();
+    expect(xdpOn()).toEqual([...lab.routerDevices].sort());
+    await stopAgent();
+    expect(xdpOn()).toEqual([...lab.routerDevices].sort());
+    r = cli('xdp', 'detach', '--config', join(dir, 'config.yaml'));
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(/no agent running; detached from the pins: .*r-server1/);
+    expect(xdpOn()).toEqual([]);
+    agent = await startAgent();
+  }, 60_000);
+
   it('refuses to start on a bad config with an error naming the option, and binds nothing', () => {
     const bad = join(dir, 'bad.yaml');
     writeFileSync(bad, 'neighbor:\n  refresh: sometimes\n');
