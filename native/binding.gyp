@@ -15,7 +15,8 @@
         "netlink_socket.cc",
         "netns.cc",
         "packet_socket.cc",
-        "poller.cc"
+        "poller.cc",
+        "receiving_socket.cc"
       ],
       "dependencies": [
         "<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except"

@@ -10,17 +10,10 @@
 #include "fd.h"
 #include "init.h"
 #include "netns.h"
-#include "poller.h"
+#include "receiving_socket.h"
 
 namespace fk {
 namespace {
-
-constexpr size_t kScratchBytes = 256 * 1024;  // one batch at most
-constexpr size_t kMinRoom = 64 * 1024;        // room offered to every recvmsg
-
-bool IsFatalReceiveError(int err) {
-  return err == EBADF || err == ENOTSOCK || err == EFAULT || err == EINVAL;
-}
 
 // Reads an optional boolean socket option: absent means `def`, and a kernel that lacks the
 // option (ENOPROTOOPT) is tolerated only for defaults, never when the caller asked for it.
@@ -62,40 +55,35 @@ uint32_t OptionalUint(const Napi::Object& opts, const char* key, uint32_t def) {
   return v.As<Napi::Number>().Uint32Value();
 }
 
-class NetlinkSocket : public Napi::ObjectWrap<NetlinkSocket> {
+class NetlinkSocket : public ReceivingSocket<NetlinkSocket> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "NetlinkSocket",
-                       {
-                           InstanceAccessor<&NetlinkSocket::GetFd>("fd"),
-                           InstanceAccessor<&NetlinkSocket::GetPortId>("portId"),
-                           InstanceMethod<&NetlinkSocket::Send>("send"),
-                           InstanceMethod<&NetlinkSocket::AddMembership>("addMembership"),
-                           InstanceMethod<&NetlinkSocket::DropMembership>("dropMembership"),
-                           InstanceMethod<&NetlinkSocket::SetReceiveBuffer>("setReceiveBuffer"),
-                           InstanceMethod<&NetlinkSocket::Receive>("receive"),
-                           InstanceMethod<&NetlinkSocket::Pause>("pause"),
-                           InstanceMethod<&NetlinkSocket::JsRef>("ref"),
-                           InstanceMethod<&NetlinkSocket::JsUnref>("unref"),
-                           InstanceMethod<&NetlinkSocket::Close>("close"),
-                       });
+    return DefineSocket(env,
+                        {
+                            InstanceAccessor<&NetlinkSocket::GetPortId>("portId"),
+                            InstanceMethod<&NetlinkSocket::Send>("send"),
+                            InstanceMethod<&NetlinkSocket::AddMembership>("addMembership"),
+                            InstanceMethod<&NetlinkSocket::DropMembership>("dropMembership"),
+                            InstanceMethod<&NetlinkSocket::SetReceiveBuffer>("setReceiveBuffer"),
+                        });
   }
 
   // new NetlinkSocket({protocol, netns, portId, groups, rcvbuf, sndbuf, extAck, capAck,
   //                    strictCheck, noEnobufs})
-  explicit NetlinkSocket(const Napi::CallbackInfo& info)
-      : Napi::ObjectWrap<NetlinkSocket>(info), poller_([this](int status) { OnReadable(status); }) {
+  explicit NetlinkSocket(const Napi::CallbackInfo& info) : ReceivingSocket(info) {
     Napi::Env env = info.Env();
     if (!info[0].IsObject()) ThrowType(env, "NetlinkSocket(options)");
     Napi::Object opts = info[0].As<Napi::Object>();
     UniqueFd fd = OpenSocket(env, opts);
     ConfigureSocket(env, fd.Get(), opts);
-    fd_ = std::move(fd);
+    Adopt(std::move(fd));
   }
 
-  ~NetlinkSocket() override { poller_.Close(); }
-
  private:
+  friend class ReceivingSocket<NetlinkSocket>;
+  static constexpr SocketNames kNames{"NetlinkSocket", "netlink", "receive(onData, onError)"};
+  using Address = sockaddr_nl;
+
   static UniqueFd OpenSocket(Napi::Env env, const Napi::Object& opts) {
     int protocol = static_cast<int>(OptionalUint(opts, "protocol", NETLINK_ROUTE));
     NetnsGuard netns(env, OptionalString(opts, "netns"));
@@ -146,14 +134,6 @@ class NetlinkSocket : public Napi::ObjectWrap<NetlinkSocket> {
     }
   }
 
-  int CheckOpen(Napi::Env env) {
-    if (!fd_.Valid()) ThrowErrno(env, EBADF, "netlink", "socket is closed");
-    return fd_.Get();
-  }
-
-  Napi::Value GetFd(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), fd_.Get());
-  }
   Napi::Value GetPortId(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), port_id_);
   }
@@ -207,100 +187,23 @@ class NetlinkSocket : public Napi::ObjectWrap<NetlinkSocket> {
     return Napi::Number::New(env, GetIntOption(env, fd, SOL_SOCKET, SO_RCVBUF, "SO_RCVBUF"));
   }
 
-  // receive(onData, onError): starts polling; replaces earlier callbacks.
-  Napi::Value Receive(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    int fd = CheckOpen(env);
-    if (!info[0].IsFunction() || !info[1].IsFunction()) ThrowType(env, "receive(onData, onError)");
-    on_data_ = Napi::Persistent(info[0].As<Napi::Function>());
-    on_error_ = Napi::Persistent(info[1].As<Napi::Function>());
-    if (context_ == nullptr)
-      context_ = std::make_unique<Napi::AsyncContext>(env, "fibkeeper:NetlinkSocket");
-    if (scratch_.empty()) scratch_.resize(kScratchBytes);
-    poller_.Start(env, fd, Value());
-    return env.Undefined();
+  // A batch: whole datagrams from the kernel (port id 0; others are dropped), each padded
+  // with zeros to a 4-byte boundary.
+  bool BatchFull() const { return false; }
+
+  size_t Accept(uint8_t* data, size_t len, size_t offset, const sockaddr_nl& from) {
+    if (from.nl_pid != 0) return 0;  // only the kernel talks to us
+    size_t padded = (len + 3) & ~static_cast<size_t>(3);
+    std::memset(data + len, 0, padded - len);
+    return padded;
   }
 
-  Napi::Value Pause(const Napi::CallbackInfo& info) {
-    poller_.Stop();
-    return info.Env().Undefined();
+  std::vector<napi_value> TakeBatch(Napi::Env env, const uint8_t* data, size_t used) {
+    if (used == 0) return {};
+    return {Napi::Buffer<uint8_t>::Copy(env, data, used)};
   }
 
-  Napi::Value JsRef(const Napi::CallbackInfo& info) {
-    poller_.SetRef(true);
-    return info.Env().Undefined();
-  }
-
-  Napi::Value JsUnref(const Napi::CallbackInfo& info) {
-    poller_.SetRef(false);
-    return info.Env().Undefined();
-  }
-
-  Napi::Value Close(const Napi::CallbackInfo& info) {
-    poller_.Close();  // before the fd goes away
-    fd_.Reset();
-    on_data_.Reset();
-    on_error_.Reset();
-    return info.Env().Undefined();
-  }
-
-  // Reads datagrams until EAGAIN, an error, or less than kMinRoom bytes of scratch are left;
-  // then one onData call with the batch, then (if any) one onError call.
-  void OnReadable(int status) {
-    Napi::Env env = Env();
-    Napi::HandleScope scope(env);
-    Napi::Object self = Value();  // keeps this object alive during the callbacks
-    if (status < 0) {
-      poller_.Stop();  // libuv cannot poll this socket any more
-      Deliver(env, self, 0, -status, "uv_poll");
-      return;
-    }
-    size_t used = 0;
-    int err = 0;
-    while (fd_.Valid() && scratch_.size() - used >= kMinRoom) {
-      sockaddr_nl from{};
-      iovec iov{scratch_.data() + used, scratch_.size() - used};
-      msghdr msg{};
-      msg.msg_name = &from;
-      msg.msg_namelen = sizeof(from);
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      ssize_t n = recvmsg(fd_.Get(), &msg, MSG_DONTWAIT);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) err = errno;
-        break;
-      }
-      if (msg.msg_flags & MSG_TRUNC) {
-        err = EMSGSIZE;
-        break;
-      }
-      if (from.nl_pid != 0) continue;  // only the kernel talks to us
-      size_t padded = (static_cast<size_t>(n) + 3) & ~static_cast<size_t>(3);
-      std::memset(scratch_.data() + used + n, 0, padded - n);
-      used += padded;
-    }
-    Deliver(env, self, used, err, "recvmsg");
-  }
-
-  void Deliver(Napi::Env env, const Napi::Object& self, size_t used, int err, const char* syscall) {
-    if (used > 0 && !on_data_.IsEmpty()) {
-      Napi::Buffer<uint8_t> chunk = Napi::Buffer<uint8_t>::Copy(env, scratch_.data(), used);
-      CallFromLoop(env, *context_, self, on_data_.Value(), {chunk});
-    }
-    if (err == 0 || on_error_.IsEmpty() || !fd_.Valid()) return;
-    if (IsFatalReceiveError(err)) poller_.Stop();
-    Napi::Error error = ErrnoError(env, err, syscall);
-    CallFromLoop(env, *context_, self, on_error_.Value(), {error.Value()});
-  }
-
-  UniqueFd fd_;
   uint32_t port_id_ = 0;
-  SocketPoller poller_;
-  std::vector<uint8_t> scratch_;
-  Napi::FunctionReference on_data_;
-  Napi::FunctionReference on_error_;
-  std::unique_ptr<Napi::AsyncContext> context_;
 };
 
 }  // namespace

@@ -14,34 +14,22 @@
 #include "fd.h"
 #include "init.h"
 #include "netns.h"
-#include "poller.h"
+#include "receiving_socket.h"
 
 namespace fk {
 namespace {
 
-constexpr size_t kScratchBytes = 256 * 1024;
-constexpr size_t kMinRoom = 64 * 1024;  // the largest (GSO) frame a recvmsg may return
 constexpr size_t kMaxFrames = 256;
 constexpr size_t kMetaWords = 5;  // offset, length, ifindex, protocol, pkttype
 
-class PacketSocket : public Napi::ObjectWrap<PacketSocket> {
+class PacketSocket : public ReceivingSocket<PacketSocket> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "PacketSocket",
-                       {
-                           InstanceAccessor<&PacketSocket::GetFd>("fd"),
-                           InstanceMethod<&PacketSocket::Send>("send"),
-                           InstanceMethod<&PacketSocket::Receive>("receive"),
-                           InstanceMethod<&PacketSocket::Pause>("pause"),
-                           InstanceMethod<&PacketSocket::JsRef>("ref"),
-                           InstanceMethod<&PacketSocket::JsUnref>("unref"),
-                           InstanceMethod<&PacketSocket::Close>("close"),
-                       });
+    return DefineSocket(env, {InstanceMethod<&PacketSocket::Send>("send")});
   }
 
   // new PacketSocket({ifindex, protocol, netns?, ignoreOutgoing?, rcvbuf?})
-  explicit PacketSocket(const Napi::CallbackInfo& info)
-      : Napi::ObjectWrap<PacketSocket>(info), poller_([this](int status) { OnReadable(status); }) {
+  explicit PacketSocket(const Napi::CallbackInfo& info) : ReceivingSocket(info) {
     Napi::Env env = info.Env();
     if (!info[0].IsObject()) ThrowType(env, "PacketSocket(options)");
     Napi::Object o = info[0].As<Napi::Object>();
@@ -76,20 +64,13 @@ class PacketSocket : public Napi::ObjectWrap<PacketSocket> {
     if (bind(fd.Get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
       ThrowErrno(env, errno, "bind", "AF_PACKET ifindex " + std::to_string(ifindex));
     }
-    fd_ = std::move(fd);
+    Adopt(std::move(fd));
   }
-
-  ~PacketSocket() override { poller_.Close(); }
 
  private:
-  int CheckOpen(Napi::Env env) {
-    if (!fd_.Valid()) ThrowErrno(env, EBADF, "packet", "socket is closed");
-    return fd_.Get();
-  }
-
-  Napi::Value GetFd(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), fd_.Get());
-  }
+  friend class ReceivingSocket<PacketSocket>;
+  static constexpr SocketNames kNames{"PacketSocket", "packet", "receive(onFrames, onError)"};
+  using Address = sockaddr_ll;
 
   // send(frame): one frame out of the bound interface; returns bytes sent.
   Napi::Value Send(const Napi::CallbackInfo& info) {
@@ -105,105 +86,29 @@ class PacketSocket : public Napi::ObjectWrap<PacketSocket> {
     return Napi::Number::New(env, static_cast<double>(n));
   }
 
-  // receive(onFrames(buffer, meta: Uint32Array), onError)
-  Napi::Value Receive(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    int fd = CheckOpen(env);
-    if (!info[0].IsFunction() || !info[1].IsFunction()) {
-      ThrowType(env, "receive(onFrames, onError)");
-    }
-    on_frames_ = Napi::Persistent(info[0].As<Napi::Function>());
-    on_error_ = Napi::Persistent(info[1].As<Napi::Function>());
-    if (!context_) context_ = std::make_unique<Napi::AsyncContext>(env, "fibkeeper:PacketSocket");
-    if (scratch_.empty()) scratch_.resize(kScratchBytes);
-    poller_.Start(env, fd, Value());
-    return env.Undefined();
+  // A batch: whole frames (the largest, a GSO frame, fits in kMinRoom), at most kMaxFrames,
+  // each with kMetaWords words of meta for onFrames(buffer, meta: Uint32Array).
+  bool BatchFull() const { return meta_.size() >= kMaxFrames * kMetaWords; }
+
+  size_t Accept(uint8_t* data, size_t len, size_t offset, const sockaddr_ll& from) {
+    meta_.insert(meta_.end(), {static_cast<uint32_t>(offset), static_cast<uint32_t>(len),
+                               static_cast<uint32_t>(from.sll_ifindex),
+                               static_cast<uint32_t>(ntohs(from.sll_protocol)),
+                               static_cast<uint32_t>(from.sll_pkttype)});
+    return len;
   }
 
-  Napi::Value Pause(const Napi::CallbackInfo& info) {
-    poller_.Stop();
-    return info.Env().Undefined();
+  std::vector<napi_value> TakeBatch(Napi::Env env, const uint8_t* data, size_t used) {
+    std::vector<uint32_t> words;
+    words.swap(meta_);  // the next batch starts empty, also when this one cannot be delivered
+    if (words.empty()) return {};
+    auto frames = Napi::Buffer<uint8_t>::Copy(env, data, used);
+    auto meta = Napi::Uint32Array::New(env, words.size());
+    std::memcpy(meta.Data(), words.data(), words.size() * sizeof(uint32_t));
+    return {frames, meta};
   }
 
-  Napi::Value JsRef(const Napi::CallbackInfo& info) {
-    poller_.SetRef(true);
-    return info.Env().Undefined();
-  }
-
-  Napi::Value JsUnref(const Napi::CallbackInfo& info) {
-    poller_.SetRef(false);
-    return info.Env().Undefined();
-  }
-
-  Napi::Value Close(const Napi::CallbackInfo& info) {
-    poller_.Close();
-    fd_.Reset();
-    on_frames_.Reset();
-    on_error_.Reset();
-    return info.Env().Undefined();
-  }
-
-  void OnReadable(int status) {
-    Napi::Env env = Env();
-    Napi::HandleScope scope(env);
-    Napi::Object self = Value();
-    if (status < 0) {
-      poller_.Stop();
-      Deliver(env, self, 0, -status, "uv_poll");
-      return;
-    }
-    size_t used = 0;
-    int err = 0;
-    meta_.clear();
-    while (fd_.Valid() && scratch_.size() - used >= kMinRoom &&
-           meta_.size() < kMaxFrames * kMetaWords) {
-      sockaddr_ll from{};
-      iovec iov{scratch_.data() + used, scratch_.size() - used};
-      msghdr msg{};
-      msg.msg_name = &from;
-      msg.msg_namelen = sizeof(from);
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      ssize_t n = recvmsg(fd_.Get(), &msg, MSG_DONTWAIT);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) err = errno;
-        break;
-      }
-      if (msg.msg_flags & MSG_TRUNC) {
-        err = EMSGSIZE;
-        break;
-      }
-      meta_.insert(meta_.end(), {static_cast<uint32_t>(used), static_cast<uint32_t>(n),
-                                 static_cast<uint32_t>(from.sll_ifindex),
-                                 static_cast<uint32_t>(ntohs(from.sll_protocol)),
-                                 static_cast<uint32_t>(from.sll_pkttype)});
-      used += static_cast<size_t>(n);
-    }
-    Deliver(env, self, used, err, "recvmsg");
-  }
-
-  void Deliver(Napi::Env env, const Napi::Object& self, size_t used, int err, const char* syscall) {
-    if (!meta_.empty() && !on_frames_.IsEmpty()) {
-      auto frames = Napi::Buffer<uint8_t>::Copy(env, scratch_.data(), used);
-      auto meta = Napi::Uint32Array::New(env, meta_.size());
-      std::memcpy(meta.Data(), meta_.data(), meta_.size() * sizeof(uint32_t));
-      meta_.clear();
-      CallFromLoop(env, *context_, self, on_frames_.Value(), {frames, meta});
-    }
-    meta_.clear();
-    if (err == 0 || on_error_.IsEmpty() || !fd_.Valid()) return;
-    if (err == EBADF || err == ENOTSOCK || err == EFAULT || err == EINVAL) poller_.Stop();
-    CallFromLoop(env, *context_, self, on_error_.Value(), {ErrnoError(env, err, syscall).Value()});
-  }
-
-  UniqueFd fd_;
-  SocketPoller poller_;
-  std::vector<uint8_t> scratch_;
   std::vector<uint32_t> meta_;
-  Napi::FunctionReference on_frames_;
-  Napi::FunctionReference on_error_;
-  std::unique_ptr<Napi::AsyncContext> context_;
 };
 
 }  // namespace
