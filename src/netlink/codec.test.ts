@@ -14,6 +14,7 @@ import { formatLink, parseLink, type Link } from './link.js';
 import { parseMessages } from './message.js';
 import { formatNeigh, isManaged, parseNeigh, type Neigh } from './neigh.js';
 import { formatRoute, parseRoute, type Nexthop, type Route } from './route.js';
+import { formatRule, parseRule, type Rule } from './rule.js';
 import { readHeader, Writer } from './wire.js';
 
 // --- arbitraries ----------------------------------------------------------------------------
@@ -174,6 +175,48 @@ const neighArb: fc.Arbitrary<Neigh> = fc.boolean().chain((v6) =>
   }),
 );
 
+const rangeArb = (max: number) => fc.record({ start: fc.nat(max), end: fc.nat(max) });
+const ruleArb: fc.Arbitrary<Rule> = fc.boolean().chain((v6) => {
+  const ip = v6 ? ip6 : ip4;
+  return fc.record({
+    family: fc.constant(v6 ? C.AF_INET6 : C.AF_INET),
+    dstLen: u8,
+    srcLen: u8,
+    tos: u8,
+    table: u32,
+    action: u8,
+    flags: u32,
+    priority: opt(u32),
+    dst: opt(ip),
+    src: opt(ip),
+    iifname: opt(name),
+    oifname: opt(name),
+    goto: opt(u32),
+    fwmark: opt(u32),
+    fwmask: opt(u32),
+    flow: opt(u32),
+    tunId: opt(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n })),
+    suppressIfgroup: opt(u32),
+    suppressPrefixlen: opt(u32),
+    l3mdev: opt(u8),
+    uidRange: opt(rangeArb(0xffffffff)),
+    protocol: opt(u8),
+    ipProto: opt(u8),
+    sportRange: opt(rangeArb(0xffff)),
+    dportRange: opt(rangeArb(0xffff)),
+    // Types this codec does not decode (FRA_DSCP and newer) are kept raw.
+    other: opt(
+      fc.array(
+        fc.record({
+          type: fc.integer({ min: C.FRA_DPORT_RANGE + 1, max: 0x3fff }),
+          value: fc.uint8Array({ maxLength: 12 }).map((v) => Buffer.from(v)),
+        }),
+        { minLength: 1, maxLength: 3 },
+      ),
+    ),
+  });
+});
+
 function encode(fn: (w: Writer) => void): Buffer {
   const w = new Writer(64); // small on purpose: exercises growth
   fn(w);
@@ -222,6 +265,17 @@ describe('round trips (property)', () => {
       fc.property(neighArb, (n) => {
         const b = encode((w) => formatNeigh(w, C.RTM_NEWNEIGH, C.NLM_F_REQUEST, n));
         expect(canon(parseNeigh(b, 0, b.length))).toEqual(canon(n));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('rules, unknown attributes kept raw', () => {
+    fc.assert(
+      fc.property(ruleArb, (r) => {
+        const b = encode((w) => formatRule(w, C.RTM_NEWRULE, C.NLM_F_REQUEST, r, 3));
+        expect(readHeader(b, 0, b.length)).toMatchObject({ len: b.length, type: C.RTM_NEWRULE });
+        expect(parseRule(b, 0, b.length)).toEqual(r);
       }),
       { numRuns: 500 },
     );
@@ -280,6 +334,34 @@ describe('wire layout', () => {
       8, 0, 15, 0, 1, 0, 0, 0,                                // NDA_FLAGS_EXT
     ];
     expect([...b]).toEqual(want);
+  });
+
+  it('parses the kernel\'s default "lookup main" rule', () => {
+    // prettier-ignore
+    const bytes = Buffer.from([
+      60, 0, 0, 0, 32, 0, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0,      // nlmsghdr RTM_NEWRULE, NLM_F_MULTI
+      2, 0, 0, 0, 254, 0, 0, 1, 0, 0, 0, 0,                  // fib_rule_hdr: inet, main, to_tbl
+      8, 0, 15, 0, 254, 0, 0, 0,                             // FRA_TABLE 254
+      8, 0, 14, 0, 0xff, 0xff, 0xff, 0xff,                   // FRA_SUPPRESS_PREFIXLEN -1
+      5, 0, 21, 0, 2, 0, 0, 0,                               // FRA_PROTOCOL kernel + pad
+      8, 0, 6, 0, 0xfe, 0x7f, 0, 0,                          // FRA_PRIORITY 32766
+    ]);
+    expect(parseRule(bytes, 0, bytes.length)).toEqual({
+      family: C.AF_INET,
+      dstLen: 0,
+      srcLen: 0,
+      tos: 0,
+      table: C.RT_TABLE_MAIN,
+      action: C.FR_ACT_TO_TBL,
+      flags: 0,
+      suppressPrefixlen: 0xffffffff,
+      protocol: C.RTPROT_KERNEL,
+      priority: 32766,
+    });
+    expect(parseMessages(bytes)[0]).toMatchObject({
+      what: 'event',
+      event: { kind: 'new', object: 'rule', msg: { priority: 32766 } },
+    });
   });
 
   it('parses a kernel error ack with an ext-ack message (uncapped echo)', () => {
@@ -391,6 +473,7 @@ describe('fuzz: arbitrary bytes parse or throw ParseError', () => {
       addrArb.map((a) => encode((w) => formatAddress(w, C.RTM_DELADDR, 0, a))),
       routeArb.map((r) => encode((w) => formatRoute(w, C.RTM_NEWROUTE, 0, r))),
       neighArb.map((n) => encode((w) => formatNeigh(w, C.RTM_NEWNEIGH, 0, n))),
+      ruleArb.map((r) => encode((w) => formatRule(w, C.RTM_DELRULE, 0, r))),
       fc
         .tuple(u16, opt(name))
         .map(([e, m]) =>

@@ -23,6 +23,9 @@ const STRUCTS: Record<string, string> = {
   SIZEOF_NDA_CACHEINFO: 'struct nda_cacheinfo',
   SIZEOF_IFA_CACHEINFO: 'struct ifa_cacheinfo',
   SIZEOF_RTA_CACHEINFO: 'struct rta_cacheinfo',
+  SIZEOF_FIB_RULE_HDR: 'struct fib_rule_hdr',
+  SIZEOF_FIB_RULE_UID_RANGE: 'struct fib_rule_uid_range',
+  SIZEOF_FIB_RULE_PORT_RANGE: 'struct fib_rule_port_range',
 };
 
 /** Values the kernel defines outside the UAPI headers (checked by hand). */
@@ -51,6 +54,7 @@ function headerValues(names: string[]): Map<string, number> {
         '#include <linux/if_addr.h>',
         '#include <linux/if_arp.h>',
         '#include <linux/neighbour.h>',
+        '#include <linux/fib_rules.h>',
         '#include <linux/veth.h>',
         '#include <linux/if.h>',
         'int main(void) {',

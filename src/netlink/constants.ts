@@ -1,11 +1,14 @@
 // rtnetlink constants, with the values of the kernel UAPI headers (linux/netlink.h,
-// rtnetlink.h, if_link.h, if_addr.h, neighbour.h, if.h, if_arp.h). Only what fibkeeper
+// rtnetlink.h, if_link.h, if_addr.h, neighbour.h, fib_rules.h, if.h, if_arp.h). Only what fibkeeper
 // reads or writes; each group is named after its C prefix.
 
 export const AF_UNSPEC = 0;
 export const AF_INET = 2;
 export const AF_BRIDGE = 7;
 export const AF_INET6 = 10;
+/** Rule and route families of the multicast routing tables (ip mrule, ip mroute). */
+export const RTNL_FAMILY_IPMR = 128;
+export const RTNL_FAMILY_IP6MR = 129;
 
 export const NETLINK_ROUTE = 0;
 
@@ -64,6 +67,9 @@ export const RTM_GETROUTE = 26;
 export const RTM_NEWNEIGH = 28;
 export const RTM_DELNEIGH = 29;
 export const RTM_GETNEIGH = 30;
+export const RTM_NEWRULE = 32;
+export const RTM_DELRULE = 33;
+export const RTM_GETRULE = 34;
 export const RTM_NEWNSID = 88;
 export const RTM_DELNSID = 89;
 export const RTM_GETNSID = 90;
@@ -342,6 +348,42 @@ export const NUD_FAILED = 0x20;
 export const NUD_NOARP = 0x40;
 export const NUD_PERMANENT = 0x80;
 
+// --- policy routing rules: fib_rule_hdr + FRA_* (linux/fib_rules.h) -------------------------
+export const FRA_DST = 1;
+export const FRA_SRC = 2;
+export const FRA_IIFNAME = 3;
+export const FRA_GOTO = 4;
+export const FRA_PRIORITY = 6;
+export const FRA_FWMARK = 10;
+export const FRA_FLOW = 11;
+export const FRA_TUN_ID = 12;
+export const FRA_SUPPRESS_IFGROUP = 13;
+export const FRA_SUPPRESS_PREFIXLEN = 14;
+export const FRA_TABLE = 15;
+export const FRA_FWMASK = 16;
+export const FRA_OIFNAME = 17;
+export const FRA_PAD = 18;
+export const FRA_L3MDEV = 19;
+export const FRA_UID_RANGE = 20;
+export const FRA_PROTOCOL = 21;
+export const FRA_IP_PROTO = 22;
+export const FRA_SPORT_RANGE = 23;
+export const FRA_DPORT_RANGE = 24;
+
+export const FR_ACT_UNSPEC = 0;
+export const FR_ACT_TO_TBL = 1;
+export const FR_ACT_GOTO = 2;
+export const FR_ACT_NOP = 3;
+export const FR_ACT_BLACKHOLE = 6;
+export const FR_ACT_UNREACHABLE = 7;
+export const FR_ACT_PROHIBIT = 8;
+
+export const FIB_RULE_PERMANENT = 0x01;
+export const FIB_RULE_INVERT = 0x02;
+export const FIB_RULE_UNRESOLVED = 0x04;
+export const FIB_RULE_IIF_DETACHED = 0x08;
+export const FIB_RULE_OIF_DETACHED = 0x10;
+
 // --- fixed header sizes ---------------------------------------------------------------------
 export const SIZEOF_NLMSGHDR = 16;
 export const SIZEOF_NLATTR = 4;
@@ -354,3 +396,6 @@ export const SIZEOF_RTNEXTHOP = 8;
 export const SIZEOF_NDA_CACHEINFO = 16;
 export const SIZEOF_IFA_CACHEINFO = 16;
 export const SIZEOF_RTA_CACHEINFO = 32;
+export const SIZEOF_FIB_RULE_HDR = 12;
+export const SIZEOF_FIB_RULE_UID_RANGE = 8;
+export const SIZEOF_FIB_RULE_PORT_RANGE = 4;

@@ -8,11 +8,13 @@ import * as addr from './calls-addr.js';
 import * as link from './calls-link.js';
 import * as neigh from './calls-neigh.js';
 import * as route from './calls-route.js';
+import * as rule from './calls-rule.js';
 import { Client, type ClientStats, type Transport } from './client.js';
 import type { NetlinkError } from './errors.js';
 import type { Link } from './link.js';
 import type { Neigh } from './neigh.js';
 import type { Route } from './route.js';
+import type { Rule } from './rule.js';
 import {
   groupNumbers,
   Subscription,
@@ -223,6 +225,20 @@ export class NetlinkHandle {
   /** routeGetMany — many `ip route get` in flight at once; a Route or NetlinkError each. */
   routeGetMany(queries: readonly route.RouteQuery[]): Promise<(Route | NetlinkError)[]> {
     return route.routeGetMany(this.#client, queries);
+  }
+
+  // --- rules ----------------------------------------------------------------------------
+  /** ruleList — like `ip rule show` (or `ip -4 rule` / `ip -6 rule` with a family). */
+  ruleList(filter?: { family?: number }): Promise<Rule[]> {
+    return rule.ruleList(this.#client, filter);
+  }
+  /** ruleAdd — like `ip rule add [not] [from P] [to P] [iif D] [oif D] [fwmark M] [pref N] lookup T`. */
+  ruleAdd(spec: rule.RuleSpec): Promise<void> {
+    return rule.ruleAdd(this.#client, spec);
+  }
+  /** ruleDel — like `ip rule del [pref N] [selectors...]` (the first rule that matches). */
+  ruleDel(spec: rule.RuleSpec): Promise<void> {
+    return rule.ruleDel(this.#client, spec);
   }
 
   // --- neighbors ------------------------------------------------------------------------

@@ -42,6 +42,7 @@ export { parseLink, formatLink, type Link, type LinkInfo, type LinkXdp } from '.
 export { parseAddress, formatAddress, type Address, type AddressCacheInfo } from './address.js';
 export { parseRoute, formatRoute, type Route, type Nexthop, type Via } from './route.js';
 export { parseNeigh, formatNeigh, isManaged, type Neigh, type NeighCacheInfo } from './neigh.js';
+export { parseRule, formatRule, type Rule, type RuleRange } from './rule.js';
 export { parseMessages, parseRtEvent, type RtEvent, type ParsedMessage } from './message.js';
 
 // --- calls ----------------------------------------------------------------------------------
@@ -57,6 +58,7 @@ export type { Dev, LinkAddSpec, LinkChanges } from './calls-link.js';
 export type { AddressSpec } from './calls-addr.js';
 export { parsePrefix, type RouteSpec, type RouteQuery } from './calls-route.js';
 export type { NeighSpec, NeighBulkResult } from './calls-neigh.js';
+export type { RuleSpec } from './calls-rule.js';
 export {
   Subscription,
   groupNumbers,
@@ -72,6 +74,7 @@ export {
   neighFlagNames,
   protocolName,
   routeTypeName,
+  ruleActionName,
   scopeName,
   tableName,
 } from './names.js';

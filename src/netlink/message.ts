@@ -13,12 +13,15 @@ import {
   RTM_NEWLINK,
   RTM_NEWNEIGH,
   RTM_NEWROUTE,
+  RTM_NEWRULE,
+  RTM_DELRULE,
 } from './constants.js';
 import { parseDoneMessage, parseErrorMessage, type ErrorMessage } from './control.js';
 import type { ExtAck } from './errors.js';
 import { parseLink, type Link } from './link.js';
 import { parseNeigh, type Neigh } from './neigh.js';
 import { parseRoute, type Route } from './route.js';
+import { parseRule, type Rule } from './rule.js';
 import { align4, readHeader, type NlMsgHeader } from './wire.js';
 
 /** A change notification, or one entry of a dump: `kind` says added/changed vs removed. */
@@ -26,7 +29,8 @@ export type RtEvent =
   | { kind: 'new' | 'del'; object: 'link'; msg: Link }
   | { kind: 'new' | 'del'; object: 'address'; msg: Address }
   | { kind: 'new' | 'del'; object: 'route'; msg: Route }
-  | { kind: 'new' | 'del'; object: 'neigh'; msg: Neigh };
+  | { kind: 'new' | 'del'; object: 'neigh'; msg: Neigh }
+  | { kind: 'new' | 'del'; object: 'rule'; msg: Rule };
 
 /** Parses an rtnetlink object message; undefined for a type this codec does not know. */
 export function parseRtEvent(buf: Buffer, off: number, len: number): RtEvent | undefined {
@@ -59,6 +63,13 @@ export function parseRtEvent(buf: Buffer, off: number, len: number): RtEvent | u
         kind: type === RTM_NEWNEIGH ? 'new' : 'del',
         object: 'neigh',
         msg: parseNeigh(buf, off, len),
+      };
+    case RTM_NEWRULE:
+    case RTM_DELRULE:
+      return {
+        kind: type === RTM_NEWRULE ? 'new' : 'del',
+        object: 'rule',
+        msg: parseRule(buf, off, len),
       };
   }
   return undefined;

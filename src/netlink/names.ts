@@ -150,3 +150,18 @@ export function tableName(t: number): string {
   }
   return String(t);
 }
+
+const FR_ACT: Record<number, string> = {
+  [C.FR_ACT_UNSPEC]: 'unspec',
+  [C.FR_ACT_TO_TBL]: 'to_tbl',
+  [C.FR_ACT_GOTO]: 'goto',
+  [C.FR_ACT_NOP]: 'nop',
+  [C.FR_ACT_BLACKHOLE]: 'blackhole',
+  [C.FR_ACT_UNREACHABLE]: 'unreachable',
+  [C.FR_ACT_PROHIBIT]: 'prohibit',
+};
+
+/** FR_ACT_* as `ip -j rule` names it in "action" (a lookup rule has "table" instead). */
+export function ruleActionName(a: number): string {
+  return FR_ACT[a] ?? String(a);
+}

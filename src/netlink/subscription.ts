@@ -6,8 +6,10 @@ import type { SystemError } from '../native/index.js';
 import {
   RTNLGRP_IPV4_IFADDR,
   RTNLGRP_IPV4_ROUTE,
+  RTNLGRP_IPV4_RULE,
   RTNLGRP_IPV6_IFADDR,
   RTNLGRP_IPV6_ROUTE,
+  RTNLGRP_IPV6_RULE,
   RTNLGRP_LINK,
   RTNLGRP_NEIGH,
   SIZEOF_NLMSGHDR,
@@ -16,7 +18,7 @@ import { ParseError } from './errors.js';
 import { parseRtEvent, type RtEvent } from './message.js';
 import type { Transport } from './client.js';
 
-/** Named groups: `address` and `route` cover both IPv4 and IPv6. */
+/** Named groups: `address`, `route` and `rule` cover both IPv4 and IPv6. */
 export type GroupName =
   | 'link'
   | 'neigh'
@@ -25,7 +27,10 @@ export type GroupName =
   | 'ipv6-address'
   | 'route'
   | 'ipv4-route'
-  | 'ipv6-route';
+  | 'ipv6-route'
+  | 'rule'
+  | 'ipv4-rule'
+  | 'ipv6-rule';
 
 const GROUPS: Record<GroupName, number[]> = {
   link: [RTNLGRP_LINK],
@@ -36,6 +41,9 @@ const GROUPS: Record<GroupName, number[]> = {
   route: [RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE],
   'ipv4-route': [RTNLGRP_IPV4_ROUTE],
   'ipv6-route': [RTNLGRP_IPV6_ROUTE],
+  rule: [RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE],
+  'ipv4-rule': [RTNLGRP_IPV4_RULE],
+  'ipv6-rule': [RTNLGRP_IPV6_RULE],
 };
 
 /** Group numbers (RTNLGRP_*) for names or numbers, deduplicated. */
