@@ -1,7 +1,10 @@
 // The agent side of bench/neighbor/run.mjs: a child process that runs fibkeeper's
 // NeighborSubsystem (from dist/) against the bench namespace and answers the driver's
 // requests over the IPC channel. Run separately so that its RSS is the agent's alone.
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
+import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 
 const [root, netns, device] = process.argv.slice(2);
 const { NeighborSubsystem } = await import(join(root, 'dist', 'neighbor', 'index.js'));
@@ -18,6 +21,7 @@ function ips(base, count) {
 }
 
 let n;
+let profiler;
 
 const handlers = {
   async start() {
@@ -71,6 +75,34 @@ const handlers = {
   /** Resident memory now and at its peak (getrusage maxrss), in bytes. */
   async rss() {
     return { ...process.memoryUsage(), maxRss: process.resourceUsage().maxRSS * 1024 };
+  },
+  /** Starts the V8 CPU profiler (bench/neighbor/profile.mjs). */
+  async profileStart({ intervalUs = 100 }) {
+    profiler = new Session();
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.setSamplingInterval', { interval: intervalUs });
+    await profiler.post('Profiler.start');
+    return {};
+  },
+  /** Stops the profiler and writes the profile (a .cpuprofile, as `node --cpu-prof` does). */
+  async profileStop({ file }) {
+    const { profile } = await profiler.post('Profiler.stop');
+    profiler.disconnect();
+    profiler = undefined;
+    writeFileSync(file, JSON.stringify(profile));
+    return {};
+  },
+  /** Heap spaces (bytes used and committed), and a heap snapshot when `file` is given. */
+  async heap({ file, gc = false }) {
+    if (gc) globalThis.gc?.();
+    if (file !== undefined) writeHeapSnapshot(file);
+    const spaces = getHeapSpaceStatistics().map((s) => ({
+      name: s.space_name,
+      used: s.space_used_size,
+      committed: s.physical_space_size,
+    }));
+    return { memory: process.memoryUsage(), spaces };
   },
   async stop() {
     await n?.stop();

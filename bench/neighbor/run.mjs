@@ -21,20 +21,32 @@
 // Sides alternate order per round. Needs root and `npx tsc -p tsconfig.build.json`.
 //
 // Usage: node bench/neighbor/run.mjs [--sizes 1000,10000,100000] [--rounds 3] [--iterations 300]
-import { execFileSync, fork, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, '..', '..');
-const DEV = 'fkb0';
-const PROTO = 241;
-const BASE = 0x0a010001; // 10.1.0.1: forwardable IPs
-const GW_BASE = 0x0a080001; // 10.8.0.1: gateways for the route-change runs
-const FLOOR_BASE = 0x0a090001; // 10.9.0.1: the driver's own writes (reference latency)
+import { join } from 'node:path';
+import {
+  BASE,
+  DEV,
+  FLOOR_BASE,
+  GW_BASE,
+  PROTO,
+  check,
+  clear,
+  ip,
+  ipOf,
+  ipsFrom,
+  median,
+  owned,
+  pct,
+  quiet,
+  r2,
+  root,
+  setup,
+  sleep,
+  spawnAgent,
+} from './lab.mjs';
 
 function args() {
   const a = process.argv.slice(2);
@@ -50,107 +62,6 @@ function args() {
     rounds: Number(get('--rounds', '3')),
     iterations: Number(get('--iterations', '300')),
   };
-}
-
-const ipOf = (v) => `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
-const ipsFrom = (base, n) => Array.from({ length: n }, (_, i) => ipOf(base + i));
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const median = (xs) => {
-  const s = [...xs].sort((x, y) => x - y);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
-const pct = (xs, p) => {
-  const s = [...xs].sort((x, y) => x - y);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
-};
-const r2 = (x) => Math.round(x * 100) / 100;
-
-function ip(ns, ...argv) {
-  const r = spawnSync('ip', ['-n', ns, ...argv], { encoding: 'utf8', maxBuffer: 1 << 30 });
-  if (r.status !== 0) throw new Error(`ip -n ${ns} ${argv.join(' ')}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
-
-function sysctl(ns, ...kv) {
-  execFileSync('ip', ['netns', 'exec', ns, 'sysctl', '-qw', ...kv]);
-}
-
-/** Router R with DEV towards peer P; P answers ARP for all of 10.0.0.0/12 (proxy ARP). */
-function setup(r, p) {
-  for (const ns of [r, p]) execFileSync('ip', ['netns', 'add', ns]);
-  ip(r, 'link', 'set', 'lo', 'up');
-  ip(r, 'link', 'add', DEV, 'type', 'veth', 'peer', 'name', 'fkp0', 'netns', p);
-  ip(p, 'link', 'add', 'fkq0', 'type', 'veth', 'peer', 'name', 'fkq1');
-  for (const d of ['fkp0', 'fkq0', 'fkq1']) ip(p, 'link', 'set', d, 'up');
-  ip(r, 'link', 'set', DEV, 'up');
-  ip(r, 'addr', 'add', '10.0.0.1/12', 'dev', DEV);
-  sysctl(r, `net.ipv4.neigh.${DEV}.base_reachable_time_ms=3600000`);
-  sysctl(
-    p,
-    'net.ipv4.ip_forward=1',
-    'net.ipv4.conf.all.rp_filter=0',
-    'net.ipv4.conf.fkp0.rp_filter=0',
-    'net.ipv4.conf.fkp0.proxy_arp=1',
-    'net.ipv4.neigh.fkp0.proxy_delay=0',
-  );
-  ip(p, 'route', 'add', '10.0.0.0/12', 'dev', 'fkq0');
-  ip(p, 'route', 'add', '10.0.0.1/32', 'dev', 'fkp0');
-}
-
-/** The agent child: call(cmd, args) → its answer. */
-async function spawnAgent(r) {
-  const child = fork(join(here, 'agent.mjs'), [root, r, DEV], { stdio: 'inherit' });
-  let seq = 0;
-  const pending = new Map();
-  await new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.on('message', (m) => {
-      if (m.ready) return resolve();
-      const w = pending.get(m.id);
-      pending.delete(m.id);
-      if (m.error) w?.reject(new Error(m.error));
-      else w?.resolve(m.result);
-    });
-  });
-  const call = (cmd, a) =>
-    new Promise((resolve, reject) => {
-      const id = ++seq;
-      pending.set(id, { resolve, reject });
-      child.send({ id, cmd, args: a });
-    });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  return {
-    call,
-    pause: () => child.kill('SIGSTOP'),
-    resume: () => child.kill('SIGCONT'),
-    stop: async () => (await call('stop'), await exited),
-  };
-}
-
-async function owned(nl, ifindex) {
-  return (await nl.neighList({ ifindex })).filter((x) => x.protocol === PROTO);
-}
-
-/** Deletes every entry with the mark; waits until resolution traffic has died down. */
-async function clear(nl, ifindex) {
-  const all = await owned(nl, ifindex);
-  if (all.length > 0) await nl.neighDelMany(all.map((x) => ({ ifindex, dst: x.dst })));
-  await sleep(300);
-}
-
-/** Waits until no entry is still resolving (the ARP of the last write has been answered). */
-async function quiet(nl, ifindex, INCOMPLETE) {
-  for (let i = 0; i < 200; i++) {
-    const busy = (await owned(nl, ifindex)).filter((x) => x.state & INCOMPLETE).length;
-    if (busy === 0) return;
-    await sleep(100);
-  }
-}
-
-async function check(nl, ifindex, n) {
-  const have = (await owned(nl, ifindex)).length;
-  if (have !== n) throw new Error(`kernel has ${have} marked entries, expected ${n}`);
 }
 
 /**
