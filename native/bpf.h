@@ -14,29 +14,26 @@
 
 namespace fk {
 
-// Constructors of the wrapped BPF classes, stored as instance data of each environment.
-struct BpfClasses {
-  Napi::FunctionReference program;
-  Napi::FunctionReference map;
-  Napi::FunctionReference link;
-};
-
-BpfClasses& Classes(Napi::Env env);
-
-// Wraps `fd` (ownership moves into the new JS object) as a BpfProgram / BpfMap / BpfLink.
-Napi::Object NewProgram(Napi::Env env, UniqueFd fd);
-Napi::Object NewMap(Napi::Env env, UniqueFd fd);
-Napi::Object NewLink(Napi::Env env, UniqueFd fd);
-
-// The UniqueFd that NewProgram/NewMap/NewLink pass to a constructor; empty when the
-// constructor was called from JS (which is not allowed).
-UniqueFd TakeFdArgument(const Napi::CallbackInfo& info, const char* cls);
-
 enum class BpfKind { kProgram, kMap, kLink, kOther };
 // What a BPF file descriptor refers to (from its anon inode name).
 BpfKind KindOfFd(int fd);
+
+// The BPF objects with a file descriptor of their own, each wrapped as its own class:
+// BpfProgram, BpfMap and BpfLink (`kind` is never kOther below).
+// The JS class of `kind` ("BpfMap").
+const char* FdClassName(BpfKind kind);
+// Keeps `ctor` as the class of `kind` (for NewFdObject) and exports it.
+void ExportFdClass(Napi::Env env, Napi::Object exports, BpfKind kind, Napi::Function ctor);
+// Wraps `fd` (ownership moves into the new JS object) as the BpfProgram / BpfMap / BpfLink of
+// `kind`.
+Napi::Object NewFdObject(Napi::Env env, BpfKind kind, UniqueFd fd);
+// The UniqueFd that NewFdObject passes to the constructor of `kind`; a TypeError when the
+// constructor was called from JS (which is not allowed).
+UniqueFd TakeFdArgument(const Napi::CallbackInfo& info, BpfKind kind);
 // Opens a pinned BPF object and checks that it is of `kind`.
 UniqueFd OpenPinned(Napi::Env env, const std::string& path, BpfKind kind);
+// Opens the object of `kind` with `id` (bpf_prog_get_fd_by_id, bpf_map_get_fd_by_id, ...).
+UniqueFd OpenById(Napi::Env env, BpfKind kind, uint32_t id);
 // A new descriptor for the same object (F_DUPFD_CLOEXEC).
 UniqueFd DupFd(Napi::Env env, int fd);
 // Pins `fd` at `path` (bpf_obj_pin).

@@ -8,32 +8,53 @@
 #include "init.h"
 
 namespace fk {
-
-BpfClasses& Classes(Napi::Env env) { return *env.GetInstanceData<BpfClasses>(); }
-
 namespace {
 
-Napi::Object NewWrapped(Napi::Env env, Napi::FunctionReference& ctor, UniqueFd fd) {
-  // The constructor moves the fd out of `holder`; if it throws first, `holder` closes it.
-  UniqueFd holder = std::move(fd);
-  return ctor.New({Napi::External<UniqueFd>::New(env, &holder)});
+// What differs between the kinds of BPF objects with a file descriptor of their own.
+struct FdKind {
+  const char* cls;   // the JS class
+  const char* noun;  // in errors
+  int (*get_fd_by_id)(__u32 id);
+  const char* get_fd_by_id_name;
+};
+
+constexpr int kFdKinds = 3;  // indexed by BpfKind: kProgram, kMap, kLink
+const FdKind kKinds[kFdKinds] = {
+    {"BpfProgram", "program", bpf_prog_get_fd_by_id, "bpf_prog_get_fd_by_id"},
+    {"BpfMap", "map", bpf_map_get_fd_by_id, "bpf_map_get_fd_by_id"},
+    {"BpfLink", "link", bpf_link_get_fd_by_id, "bpf_link_get_fd_by_id"},
+};
+
+const FdKind& KindInfo(BpfKind kind) { return kKinds[static_cast<int>(kind)]; }
+
+// Constructors of the wrapped classes, stored as instance data of each environment.
+struct BpfClasses {
+  Napi::FunctionReference ctors[kFdKinds];
+};
+
+Napi::FunctionReference& Constructor(Napi::Env env, BpfKind kind) {
+  return env.GetInstanceData<BpfClasses>()->ctors[static_cast<int>(kind)];
 }
 
 }  // namespace
 
-Napi::Object NewProgram(Napi::Env env, UniqueFd fd) {
-  return NewWrapped(env, Classes(env).program, std::move(fd));
-}
-Napi::Object NewMap(Napi::Env env, UniqueFd fd) {
-  return NewWrapped(env, Classes(env).map, std::move(fd));
-}
-Napi::Object NewLink(Napi::Env env, UniqueFd fd) {
-  return NewWrapped(env, Classes(env).link, std::move(fd));
+const char* FdClassName(BpfKind kind) { return KindInfo(kind).cls; }
+
+void ExportFdClass(Napi::Env env, Napi::Object exports, BpfKind kind, Napi::Function ctor) {
+  Constructor(env, kind) = Napi::Persistent(ctor);
+  exports.Set(KindInfo(kind).cls, ctor);
 }
 
-UniqueFd TakeFdArgument(const Napi::CallbackInfo& info, const char* cls) {
+Napi::Object NewFdObject(Napi::Env env, BpfKind kind, UniqueFd fd) {
+  // The constructor moves the fd out of `holder`; if it throws first, `holder` closes it.
+  UniqueFd holder = std::move(fd);
+  return Constructor(env, kind).New({Napi::External<UniqueFd>::New(env, &holder)});
+}
+
+UniqueFd TakeFdArgument(const Napi::CallbackInfo& info, BpfKind kind) {
   if (info.Length() != 1 || !info[0].IsExternal()) {
-    ThrowType(info.Env(), std::string(cls) + " objects come from the addon's factory functions");
+    ThrowType(info.Env(),
+              std::string(KindInfo(kind).cls) + " objects come from the addon's factory functions");
   }
   return std::move(*info[0].As<Napi::External<UniqueFd>>().Data());
 }
@@ -57,11 +78,15 @@ UniqueFd OpenPinned(Napi::Env env, const std::string& path, BpfKind kind) {
   UniqueFd fd(bpf_obj_get(path.c_str()));
   if (!fd.Valid()) ThrowErrno(env, errno, "bpf_obj_get", path);
   if (KindOfFd(fd.Get()) != kind) {
-    const char* want = kind == BpfKind::kProgram ? "program"
-                       : kind == BpfKind::kMap   ? "map"
-                                                 : "link";
-    ThrowErrno(env, EINVAL, "bpf_obj_get", path + " is not a BPF " + want);
+    ThrowErrno(env, EINVAL, "bpf_obj_get", path + " is not a BPF " + KindInfo(kind).noun);
   }
+  return fd;
+}
+
+UniqueFd OpenById(Napi::Env env, BpfKind kind, uint32_t id) {
+  const FdKind& k = KindInfo(kind);
+  UniqueFd fd(k.get_fd_by_id(id));
+  if (!fd.Valid()) ThrowErrno(env, errno, k.get_fd_by_id_name, std::to_string(id));
   return fd;
 }
 

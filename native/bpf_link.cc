@@ -5,6 +5,7 @@
 #include <linux/if_link.h>
 
 #include "bpf.h"
+#include "bpf_fd_object.h"
 #include "errors.h"
 #include "netns.h"
 
@@ -27,45 +28,27 @@ Napi::Object LinkInfoObject(Napi::Env env, const bpf_link_info& li) {
   return out;
 }
 
-class BpfLink : public Napi::ObjectWrap<BpfLink> {
+class BpfLink : public BpfFdObject<BpfLink> {
  public:
-  static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "BpfLink",
-                       {
-                           InstanceAccessor<&BpfLink::GetFd>("fd"),
-                           InstanceMethod<&BpfLink::Info>("info"),
-                           InstanceMethod<&BpfLink::PinAt>("pin"),
-                           InstanceMethod<&BpfLink::Update>("update"),
-                           InstanceMethod<&BpfLink::Detach>("detach"),
-                           InstanceMethod<&BpfLink::Close>("close"),
-                           StaticMethod<&BpfLink::AttachXdp>("attachXdp"),
-                           StaticMethod<&BpfLink::FromPinned>("fromPinned"),
-                           StaticMethod<&BpfLink::FromId>("fromId"),
-                       });
+  static constexpr BpfKind kKind = BpfKind::kLink;
+
+  static void Init(Napi::Env env, Napi::Object exports) {
+    Export(env, exports,
+           {
+               InstanceMethod<&BpfLink::Info>("info"),
+               InstanceMethod<&BpfLink::Update>("update"),
+               InstanceMethod<&BpfLink::Detach>("detach"),
+               StaticMethod<&BpfLink::AttachXdp>("attachXdp"),
+           });
   }
 
-  explicit BpfLink(const Napi::CallbackInfo& info)
-      : Napi::ObjectWrap<BpfLink>(info), fd_(TakeFdArgument(info, "BpfLink")) {}
+  explicit BpfLink(const Napi::CallbackInfo& info) : BpfFdObject(info) {}
 
  private:
-  int Fd(Napi::Env env) {
-    if (!fd_.Valid()) ThrowErrno(env, EBADF, "BpfLink", "is closed");
-    return fd_.Get();
-  }
-
-  Napi::Value GetFd(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), fd_.Get());
-  }
-
   // info(): {id, progId, type, typeName, ifindex (XDP links; 0 once detached)}
   Napi::Value Info(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     return LinkInfoObject(env, GetInfo<bpf_link_info>(env, Fd(env)));
-  }
-
-  Napi::Value PinAt(const Napi::CallbackInfo& info) {
-    Pin(info.Env(), Fd(info.Env()), ArgString(info, 0, "path"));
-    return info.Env().Undefined();
   }
 
   // update(newProgFd, oldProgFd | -1): atomic program replacement (bpf_link_update); with
@@ -94,11 +77,6 @@ class BpfLink : public Napi::ObjectWrap<BpfLink> {
     return env.Undefined();
   }
 
-  Napi::Value Close(const Napi::CallbackInfo& info) {
-    fd_.Reset();
-    return info.Env().Undefined();
-  }
-
   // attachXdp(progFd, ifindex, xdpFlags, netns?): bpf_link_create(BPF_XDP).
   static Napi::Value AttachXdp(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
@@ -114,23 +92,8 @@ class BpfLink : public Napi::ObjectWrap<BpfLink> {
       if (!fd.Valid())
         ThrowErrno(env, errno, "bpf_link_create", "xdp ifindex " + std::to_string(ifindex));
     }
-    return NewLink(env, std::move(fd));
+    return NewFdObject(env, kKind, std::move(fd));
   }
-
-  static Napi::Value FromPinned(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    return NewLink(env, OpenPinned(env, ArgString(info, 0, "path"), BpfKind::kLink));
-  }
-
-  static Napi::Value FromId(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    uint32_t id = ArgUint(info, 0, "id");
-    UniqueFd fd(bpf_link_get_fd_by_id(id));
-    if (!fd.Valid()) ThrowErrno(env, errno, "bpf_link_get_fd_by_id", std::to_string(id));
-    return NewLink(env, std::move(fd));
-  }
-
-  UniqueFd fd_;
 };
 
 // xdpAttachLegacy(ifindex, progFd, flags, oldProgFd | -1, netns?): bpf_xdp_attach;
@@ -220,9 +183,7 @@ Napi::Value XdpLinks(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void InitBpfLink(Napi::Env env, Napi::Object exports) {
-  Napi::Function ctor = BpfLink::Define(env);
-  Classes(env).link = Napi::Persistent(ctor);
-  exports.Set("BpfLink", ctor);
+  BpfLink::Init(env, exports);
   exports.Set("xdpAttachLegacy", Napi::Function::New(env, XdpAttachLegacy, "xdpAttachLegacy"));
   exports.Set("xdpDetachLegacy", Napi::Function::New(env, XdpDetachLegacy, "xdpDetachLegacy"));
   exports.Set("xdpQuery", Napi::Function::New(env, XdpQuery, "xdpQuery"));

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bpf.h"
+#include "bpf_fd_object.h"
 #include "errors.h"
 
 namespace fk {
@@ -16,28 +17,24 @@ bool IsPerCpuType(__u32 type) {
          type == BPF_MAP_TYPE_LRU_PERCPU_HASH || type == BPF_MAP_TYPE_PERCPU_CGROUP_STORAGE;
 }
 
-class BpfMap : public Napi::ObjectWrap<BpfMap> {
+class BpfMap : public BpfFdObject<BpfMap> {
  public:
-  static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "BpfMap",
-                       {
-                           InstanceAccessor<&BpfMap::GetFd>("fd"),
-                           InstanceMethod<&BpfMap::Info>("info"),
-                           InstanceMethod<&BpfMap::Lookup>("lookup"),
-                           InstanceMethod<&BpfMap::Update>("update"),
-                           InstanceMethod<&BpfMap::Delete>("delete"),
-                           InstanceMethod<&BpfMap::Keys>("keys"),
-                           InstanceMethod<&BpfMap::PinAt>("pin"),
-                           InstanceMethod<&BpfMap::Close>("close"),
-                           StaticMethod<&BpfMap::FromPinned>("fromPinned"),
-                           StaticMethod<&BpfMap::FromId>("fromId"),
-                       });
+  static constexpr BpfKind kKind = BpfKind::kMap;
+
+  static void Init(Napi::Env env, Napi::Object exports) {
+    Export(env, exports,
+           {
+               InstanceMethod<&BpfMap::Info>("info"),
+               InstanceMethod<&BpfMap::Lookup>("lookup"),
+               InstanceMethod<&BpfMap::Update>("update"),
+               InstanceMethod<&BpfMap::Delete>("delete"),
+               InstanceMethod<&BpfMap::Keys>("keys"),
+           });
   }
 
-  explicit BpfMap(const Napi::CallbackInfo& info)
-      : Napi::ObjectWrap<BpfMap>(info), fd_(TakeFdArgument(info, "BpfMap")) {
+  explicit BpfMap(const Napi::CallbackInfo& info) : BpfFdObject(info) {
     Napi::Env env = info.Env();
-    info_ = GetInfo<bpf_map_info>(env, fd_.Get());
+    info_ = GetInfo<bpf_map_info>(env, Fd(env));
     per_cpu_ = IsPerCpuType(info_.type);
     int cpus = libbpf_num_possible_cpus();
     if (cpus <= 0) ThrowLibbpf(env, cpus, "libbpf_num_possible_cpus");
@@ -45,11 +42,6 @@ class BpfMap : public Napi::ObjectWrap<BpfMap> {
   }
 
  private:
-  int Fd(Napi::Env env) {
-    if (!fd_.Valid()) ThrowErrno(env, EBADF, "BpfMap", "is closed");
-    return fd_.Get();
-  }
-
   // Bytes of one value as the syscall sees it: all CPUs' slots for per-CPU maps.
   size_t RawValueSize() const {
     if (!per_cpu_) return info_.value_size;
@@ -63,10 +55,6 @@ class BpfMap : public Napi::ObjectWrap<BpfMap> {
                                 std::to_string(key.Length()));
     }
     return key.Data();
-  }
-
-  Napi::Value GetFd(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), fd_.Get());
   }
 
   // info(): {id, name, type, typeName, keySize, valueSize, maxEntries, flags, isPerCpu,
@@ -151,30 +139,6 @@ class BpfMap : public Napi::ObjectWrap<BpfMap> {
     return out;
   }
 
-  Napi::Value PinAt(const Napi::CallbackInfo& info) {
-    Pin(info.Env(), Fd(info.Env()), ArgString(info, 0, "path"));
-    return info.Env().Undefined();
-  }
-
-  Napi::Value Close(const Napi::CallbackInfo& info) {
-    fd_.Reset();
-    return info.Env().Undefined();
-  }
-
-  static Napi::Value FromPinned(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    return NewMap(env, OpenPinned(env, ArgString(info, 0, "path"), BpfKind::kMap));
-  }
-
-  static Napi::Value FromId(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    uint32_t id = ArgUint(info, 0, "id");
-    UniqueFd fd(bpf_map_get_fd_by_id(id));
-    if (!fd.Valid()) ThrowErrno(env, errno, "bpf_map_get_fd_by_id", std::to_string(id));
-    return NewMap(env, std::move(fd));
-  }
-
-  UniqueFd fd_;
   bpf_map_info info_{};
   bool per_cpu_ = false;
   size_t cpus_ = 1;
@@ -182,10 +146,6 @@ class BpfMap : public Napi::ObjectWrap<BpfMap> {
 
 }  // namespace
 
-void InitBpfMap(Napi::Env env, Napi::Object exports) {
-  Napi::Function ctor = BpfMap::Define(env);
-  Classes(env).map = Napi::Persistent(ctor);
-  exports.Set("BpfMap", ctor);
-}
+void InitBpfMap(Napi::Env env, Napi::Object exports) { BpfMap::Init(env, exports); }
 
 }  // namespace fk

@@ -234,7 +234,7 @@ class BpfObject : public Napi::ObjectWrap<BpfObject> {
     if (prog == nullptr) ThrowErrno(env, ENOENT, "bpf_object__find_program_by_name", name);
     int fd = bpf_program__fd(prog);
     if (fd < 0) ThrowErrno(env, ENOENT, "bpf_program__fd", name + " was not loaded");
-    return NewProgram(env, DupFd(env, fd));
+    return NewFdObject(env, BpfKind::kProgram, DupFd(env, fd));
   }
 
   Napi::Value Map(const Napi::CallbackInfo& info) {
@@ -243,7 +243,7 @@ class BpfObject : public Napi::ObjectWrap<BpfObject> {
     std::string name = ArgString(info, 0, "name");
     int fd = bpf_map__fd(FindMap(env, obj, name));
     if (fd < 0) ThrowErrno(env, ENOENT, "bpf_map__fd", name + " was not created");
-    return NewMap(env, DupFd(env, fd));
+    return NewFdObject(env, BpfKind::kMap, DupFd(env, fd));
   }
 
   Napi::Value Close(const Napi::CallbackInfo& info) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "bpf.h"
+#include "bpf_fd_object.h"
 #include "errors.h"
 
 namespace fk {
@@ -18,35 +19,22 @@ std::string TagHex(const __u8 tag[BPF_TAG_SIZE]) {
   return out;
 }
 
-class BpfProgram : public Napi::ObjectWrap<BpfProgram> {
+class BpfProgram : public BpfFdObject<BpfProgram> {
  public:
-  static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "BpfProgram",
-                       {
-                           InstanceAccessor<&BpfProgram::GetFd>("fd"),
-                           InstanceMethod<&BpfProgram::Info>("info"),
-                           InstanceMethod<&BpfProgram::PinAt>("pin"),
-                           InstanceMethod<&BpfProgram::TestRun>("testRun"),
-                           InstanceMethod<&BpfProgram::Close>("close"),
-                           StaticMethod<&BpfProgram::FromPinned>("fromPinned"),
-                           StaticMethod<&BpfProgram::FromId>("fromId"),
-                           StaticMethod<&BpfProgram::LoadRaw>("loadRaw"),
-                       });
+  static constexpr BpfKind kKind = BpfKind::kProgram;
+
+  static void Init(Napi::Env env, Napi::Object exports) {
+    Export(env, exports,
+           {
+               InstanceMethod<&BpfProgram::Info>("info"),
+               InstanceMethod<&BpfProgram::TestRun>("testRun"),
+               StaticMethod<&BpfProgram::LoadRaw>("loadRaw"),
+           });
   }
 
-  explicit BpfProgram(const Napi::CallbackInfo& info)
-      : Napi::ObjectWrap<BpfProgram>(info), fd_(TakeFdArgument(info, "BpfProgram")) {}
+  explicit BpfProgram(const Napi::CallbackInfo& info) : BpfFdObject(info) {}
 
  private:
-  int Fd(Napi::Env env) {
-    if (!fd_.Valid()) ThrowErrno(env, EBADF, "BpfProgram", "is closed");
-    return fd_.Get();
-  }
-
-  Napi::Value GetFd(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), fd_.Get());
-  }
-
   // info(): {id, name, tag, type, typeName}
   Napi::Value Info(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
@@ -59,16 +47,6 @@ class BpfProgram : public Napi::ObjectWrap<BpfProgram> {
     const char* type_name = libbpf_bpf_prog_type_str(static_cast<bpf_prog_type>(pi.type));
     out.Set("typeName", type_name != nullptr ? type_name : "unknown");
     return out;
-  }
-
-  Napi::Value PinAt(const Napi::CallbackInfo& info) {
-    Pin(info.Env(), Fd(info.Env()), ArgString(info, 0, "path"));
-    return info.Env().Undefined();
-  }
-
-  Napi::Value Close(const Napi::CallbackInfo& info) {
-    fd_.Reset();
-    return info.Env().Undefined();
   }
 
   // testRun({dataIn, ctxIn?, dataSizeOut?, repeat?, flags?, batchSize?})
@@ -127,19 +105,6 @@ class BpfProgram : public Napi::ObjectWrap<BpfProgram> {
     return out;
   }
 
-  static Napi::Value FromPinned(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    return NewProgram(env, OpenPinned(env, ArgString(info, 0, "path"), BpfKind::kProgram));
-  }
-
-  static Napi::Value FromId(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    uint32_t id = ArgUint(info, 0, "id");
-    UniqueFd fd(bpf_prog_get_fd_by_id(id));
-    if (!fd.Valid()) ThrowErrno(env, errno, "bpf_prog_get_fd_by_id", std::to_string(id));
-    return NewProgram(env, std::move(fd));
-  }
-
   // loadRaw(typeName, insns, name, license): BPF_PROG_LOAD of raw instructions (8 bytes
   // each). On failure the error carries the verifier log in `verifierLog`.
   static Napi::Value LoadRaw(const Napi::CallbackInfo& info) {
@@ -159,13 +124,11 @@ class BpfProgram : public Napi::ObjectWrap<BpfProgram> {
     std::string log;
     UniqueFd fd =
         LoadRawProgram(static_cast<bpf_prog_type>(type), code, count, name, license, &err, &log);
-    if (fd.Valid()) return NewProgram(env, std::move(fd));
+    if (fd.Valid()) return NewFdObject(env, kKind, std::move(fd));
     Napi::Error error = ErrnoError(env, err, "bpf_prog_load", name);
     error.Set("verifierLog", log);
     throw error;
   }
-
-  UniqueFd fd_;
 };
 
 }  // namespace
@@ -190,10 +153,6 @@ UniqueFd LoadRawProgram(bpf_prog_type type, const bpf_insn* insns, size_t count,
   return fd;
 }
 
-void InitBpfProgram(Napi::Env env, Napi::Object exports) {
-  Napi::Function ctor = BpfProgram::Define(env);
-  Classes(env).program = Napi::Persistent(ctor);
-  exports.Set("BpfProgram", ctor);
-}
+void InitBpfProgram(Napi::Env env, Napi::Object exports) { BpfProgram::Init(env, exports); }
 
 }  // namespace fk
