@@ -29,6 +29,16 @@ struct RodataVar {
   uint32_t size;
 };
 
+// The names of an object's programs or maps: `next` walks them, `name` names one.
+template <typename Item, typename Prev>
+Napi::Array Names(Napi::Env env, const bpf_object* obj, Item* (*next)(const bpf_object*, Prev*),
+                  const char* (*name)(const Item*)) {
+  Napi::Array out = Napi::Array::New(env);
+  uint32_t n = 0;
+  for (Item* it = next(obj, nullptr); it != nullptr; it = next(obj, it)) out.Set(n++, name(it));
+  return out;
+}
+
 class BpfObject : public Napi::ObjectWrap<BpfObject> {
  public:
   static Napi::Function Define(Napi::Env env) {
@@ -93,21 +103,11 @@ class BpfObject : public Napi::ObjectWrap<BpfObject> {
   }
 
   Napi::Value ProgramNames(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    Napi::Array out = Napi::Array::New(env);
-    uint32_t n = 0;
-    bpf_program* prog;
-    bpf_object__for_each_program(prog, Obj(env)) out.Set(n++, bpf_program__name(prog));
-    return out;
+    return Names(info.Env(), Obj(info.Env()), bpf_object__next_program, bpf_program__name);
   }
 
   Napi::Value MapNames(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    Napi::Array out = Napi::Array::New(env);
-    uint32_t n = 0;
-    bpf_map* map;
-    bpf_object__for_each_map(map, Obj(env)) out.Set(n++, bpf_map__name(map));
-    return out;
+    return Names(info.Env(), Obj(info.Env()), bpf_object__next_map, bpf_map__name);
   }
 
   // Every variable of every .rodata* data section of the object's BTF.
@@ -175,32 +175,36 @@ class BpfObject : public Napi::ObjectWrap<BpfObject> {
     ThrowErrno(env, ENOENT, "setRodata", "no const volatile variable " + name);
   }
 
-  Napi::Value SetMapPinPath(const Napi::CallbackInfo& info) {
+  // Runs `set(map)`, a libbpf call `fn` that returns 0 or a negative errno, on the map named
+  // by argument 0, before load. Its error names `context`, or the map when that is empty.
+  template <typename Set>
+  Napi::Value SetOnMap(const Napi::CallbackInfo& info, const char* method, const char* fn,
+                       const std::string& context, Set set) {
     Napi::Env env = info.Env();
-    bpf_map* map = FindMap(env, Unloaded(env, "setMapPinPath"), ArgString(info, 0, "map"));
-    std::string path = ArgString(info, 1, "path");
-    int rc = bpf_map__set_pin_path(map, path.c_str());
-    if (rc != 0) ThrowLibbpf(env, rc, "bpf_map__set_pin_path", path);
+    std::string name = ArgString(info, 0, "map");
+    int rc = set(FindMap(env, Unloaded(env, method), name));
+    if (rc != 0) ThrowLibbpf(env, rc, fn, context.empty() ? name : context);
     return env.Undefined();
+  }
+
+  // setMapPinPath(name, path): the map is pinned at `path` (and reused if pinned there).
+  Napi::Value SetMapPinPath(const Napi::CallbackInfo& info) {
+    std::string path = ArgString(info, 1, "path");
+    return SetOnMap(info, "setMapPinPath", "bpf_map__set_pin_path", path,
+                    [&](bpf_map* map) { return bpf_map__set_pin_path(map, path.c_str()); });
   }
 
   // reuseMap(name, mapFd): the object uses this existing map instead of creating one.
   Napi::Value ReuseMap(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    std::string name = ArgString(info, 0, "map");
-    bpf_map* map = FindMap(env, Unloaded(env, "reuseMap"), name);
-    int rc = bpf_map__reuse_fd(map, ArgFd(info, 1, "mapFd"));
-    if (rc != 0) ThrowLibbpf(env, rc, "bpf_map__reuse_fd", name);
-    return env.Undefined();
+    return SetOnMap(info, "reuseMap", "bpf_map__reuse_fd", "",
+                    [&](bpf_map* map) { return bpf_map__reuse_fd(map, ArgFd(info, 1, "mapFd")); });
   }
 
+  // setMaxEntries(name, maxEntries)
   Napi::Value SetMaxEntries(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    std::string name = ArgString(info, 0, "map");
-    bpf_map* map = FindMap(env, Unloaded(env, "setMaxEntries"), name);
-    int rc = bpf_map__set_max_entries(map, ArgUint(info, 1, "maxEntries"));
-    if (rc != 0) ThrowLibbpf(env, rc, "bpf_map__set_max_entries", name);
-    return env.Undefined();
+    return SetOnMap(info, "setMaxEntries", "bpf_map__set_max_entries", "", [&](bpf_map* map) {
+      return bpf_map__set_max_entries(map, ArgUint(info, 1, "maxEntries"));
+    });
   }
 
   // load(): on failure the error carries the kernel's verifier log in `verifierLog`.
