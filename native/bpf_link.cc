@@ -17,6 +17,11 @@ std::string OptNetns(const Napi::CallbackInfo& info, size_t i) {
   return ArgString(info, i, "netns");
 }
 
+// An optional program fd: -1 when absent.
+int OptProgFd(const Napi::CallbackInfo& info, size_t i) {
+  return info[i].IsNumber() ? info[i].As<Napi::Number>().Int32Value() : -1;
+}
+
 Napi::Object LinkInfoObject(Napi::Env env, const bpf_link_info& li) {
   Napi::Object out = Napi::Object::New(env);
   out.Set("id", li.id);
@@ -57,7 +62,7 @@ class BpfLink : public BpfFdObject<BpfLink> {
     Napi::Env env = info.Env();
     int fd = Fd(env);
     int new_prog = ArgFd(info, 0, "newProg");
-    int old_prog = info[1].IsNumber() ? info[1].As<Napi::Number>().Int32Value() : -1;
+    int old_prog = OptProgFd(info, 1);
     bpf_link_update_opts opts;
     InitOpts(&opts);
     if (old_prog >= 0) {
@@ -96,43 +101,44 @@ class BpfLink : public BpfFdObject<BpfLink> {
   }
 };
 
-// xdpAttachLegacy(ifindex, progFd, flags, oldProgFd | -1, netns?): bpf_xdp_attach;
-// with oldProgFd, XDP_FLAGS_REPLACE is added.
-Napi::Value XdpAttachLegacy(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  uint32_t ifindex = ArgUint(info, 0, "ifindex");
-  int prog = ArgFd(info, 1, "prog");
-  uint32_t flags = ArgUint(info, 2, "flags");
-  int old_prog = info[3].IsNumber() ? info[3].As<Napi::Number>().Int32Value() : -1;
-  bpf_xdp_attach_opts opts;
-  InitOpts(&opts);
-  if (old_prog >= 0) {
-    flags |= XDP_FLAGS_REPLACE;
-    opts.old_prog_fd = old_prog;
-  }
-  NetnsGuard netns(env, OptNetns(info, 4));
-  int rc = bpf_xdp_attach(static_cast<int>(ifindex), prog, flags, &opts);
-  if (rc != 0) ThrowLibbpf(env, rc, "bpf_xdp_attach", "ifindex " + std::to_string(ifindex));
-  return env.Undefined();
-}
-
-// xdpDetachLegacy(ifindex, flags, expectedProgFd | -1, netns?): bpf_xdp_detach; with
-// expectedProgFd, only if that program is attached (XDP_FLAGS_REPLACE).
-Napi::Value XdpDetachLegacy(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  uint32_t ifindex = ArgUint(info, 0, "ifindex");
-  uint32_t flags = ArgUint(info, 1, "flags");
-  int expected = info[2].IsNumber() ? info[2].As<Napi::Number>().Int32Value() : -1;
+// The legacy (netlink) XDP attach of `prog` to `ifindex` in `netns` (bpf_xdp_attach), or the
+// detach when `prog` is -1 (bpf_xdp_detach). With `expected` (a program fd, or -1), only if
+// that program is the one attached (XDP_FLAGS_REPLACE).
+void XdpLegacy(Napi::Env env, uint32_t ifindex, int prog, uint32_t flags, int expected,
+               const std::string& netns) {
   bpf_xdp_attach_opts opts;
   InitOpts(&opts);
   if (expected >= 0) {
     flags |= XDP_FLAGS_REPLACE;
     opts.old_prog_fd = expected;
   }
-  NetnsGuard netns(env, OptNetns(info, 3));
-  int rc = bpf_xdp_detach(static_cast<int>(ifindex), flags, &opts);
-  if (rc != 0) ThrowLibbpf(env, rc, "bpf_xdp_detach", "ifindex " + std::to_string(ifindex));
-  return env.Undefined();
+  NetnsGuard guard(env, netns);
+  int index = static_cast<int>(ifindex);
+  int rc =
+      prog >= 0 ? bpf_xdp_attach(index, prog, flags, &opts) : bpf_xdp_detach(index, flags, &opts);
+  if (rc != 0) {
+    ThrowLibbpf(env, rc, prog >= 0 ? "bpf_xdp_attach" : "bpf_xdp_detach",
+                "ifindex " + std::to_string(ifindex));
+  }
+}
+
+// xdpAttachLegacy(ifindex, progFd, flags, oldProgFd | -1, netns?): bpf_xdp_attach;
+// with oldProgFd, XDP_FLAGS_REPLACE is added.
+Napi::Value XdpAttachLegacy(const Napi::CallbackInfo& info) {
+  uint32_t ifindex = ArgUint(info, 0, "ifindex");
+  int prog = ArgFd(info, 1, "prog");
+  uint32_t flags = ArgUint(info, 2, "flags");
+  XdpLegacy(info.Env(), ifindex, prog, flags, OptProgFd(info, 3), OptNetns(info, 4));
+  return info.Env().Undefined();
+}
+
+// xdpDetachLegacy(ifindex, flags, expectedProgFd | -1, netns?): bpf_xdp_detach; with
+// expectedProgFd, only if that program is attached (XDP_FLAGS_REPLACE).
+Napi::Value XdpDetachLegacy(const Napi::CallbackInfo& info) {
+  uint32_t ifindex = ArgUint(info, 0, "ifindex");
+  uint32_t flags = ArgUint(info, 1, "flags");
+  XdpLegacy(info.Env(), ifindex, -1, flags, OptProgFd(info, 2), OptNetns(info, 3));
+  return info.Env().Undefined();
 }
 
 // xdpQuery(ifindex, netns?): {attachMode, progId, drvProgId, skbProgId, hwProgId}
