@@ -44,3 +44,12 @@ export function checkNetns(name: string, v: unknown): string {
     `${name} must be a namespace name under /run/netns or an absolute path, got ${String(v)}`,
   );
 }
+
+/** A receiver of a socket: an object whose `callbacks` are functions. */
+export function checkReceiver(receiver: unknown, callbacks: readonly string[]): void {
+  if (typeof receiver !== 'object' || receiver === null) {
+    throw new InvalidArgumentError('receive: receiver must be an object');
+  }
+  const r = receiver as Record<string, unknown>;
+  for (const name of callbacks) checkFunction(`receiver.${name}`, r[name]);
+}

@@ -14,31 +14,57 @@ export interface SystemError extends Error {
   syscall: string;
 }
 
+/** What every object the addon hands out has. */
+export interface RawHandle {
+  close(): void;
+}
+
+/** An object of the addon with a file descriptor of its own: -1 once closed. */
+export interface RawFdHandle extends RawHandle {
+  readonly fd: number;
+}
+
+/** A socket that polls on the libuv loop while receiving (NetlinkSocket, PacketSocket). */
+export interface RawPolledSocket extends RawFdHandle {
+  pause(): void;
+  ref(): void;
+  unref(): void;
+}
+
+/** The options of a netlink socket (NetlinkSocketOptions are these, checked). */
 export interface RawNetlinkOptions {
+  /** Netlink protocol; default 0 = NETLINK_ROUTE. */
   protocol?: number;
+  /**
+   * Network namespace the socket lives in: a name under /run/netns or an absolute path to a
+   * netns file. The addon enters it on the calling thread only for socket(), then goes back.
+   */
   netns?: string;
+  /** Bind to this port id; default 0 (the kernel assigns one, see `portId`). */
   portId?: number;
+  /** Multicast groups (RTNLGRP_* numbers) joined with NETLINK_ADD_MEMBERSHIP after bind. */
   groups?: number[];
+  /** Receive buffer in bytes: SO_RCVBUFFORCE, falling back to SO_RCVBUF when not permitted. */
   rcvbuf?: number;
+  /** Send buffer in bytes: SO_SNDBUFFORCE, falling back to SO_SNDBUF. */
   sndbuf?: number;
+  /** NETLINK_EXT_ACK; default true (tolerated as absent on kernels without it). */
   extAck?: boolean;
+  /** NETLINK_CAP_ACK; default true (tolerated as absent on kernels without it). */
   capAck?: boolean;
+  /** NETLINK_GET_STRICT_CHK; default false. */
   strictCheck?: boolean;
+  /** NETLINK_NO_ENOBUFS; default false. */
   noEnobufs?: boolean;
 }
 
-export interface RawNetlinkSocket {
-  readonly fd: number;
+export interface RawNetlinkSocket extends RawPolledSocket {
   readonly portId: number;
   send(buffers: readonly Buffer[]): number;
   addMembership(group: number): void;
   dropMembership(group: number): void;
   setReceiveBuffer(bytes: number): number;
   receive(onData: (chunk: Buffer) => void, onError: (err: SystemError) => void): void;
-  pause(): void;
-  ref(): void;
-  unref(): void;
-  close(): void;
 }
 
 export interface RawPacketOptions {
@@ -49,25 +75,35 @@ export interface RawPacketOptions {
   rcvbuf?: number;
 }
 
-export interface RawPacketSocket {
-  readonly fd: number;
+export interface RawPacketSocket extends RawPolledSocket {
   send(frame: Buffer): number;
   /** `meta` holds 5 words per frame: offset, length, ifindex, protocol, pkttype. */
   receive(
     onFrames: (frames: Buffer, meta: Uint32Array) => void,
     onError: (err: SystemError) => void,
   ): void;
-  pause(): void;
-  ref(): void;
-  unref(): void;
-  close(): void;
 }
 
+/** A BPF object with a file descriptor of its own (BpfProgram, BpfMap, BpfLink). */
+export interface RawBpfFdObject extends RawFdHandle {
+  pin(path: string): void;
+}
+
+/** The static side of BpfProgram, BpfMap and BpfLink. */
+export interface RawBpfFdClass<H extends RawBpfFdObject> {
+  fromPinned(path: string): H;
+  fromId(id: number): H;
+}
+
+/** A program's info (BpfProgramInfo is this). */
 export interface RawProgramInfo {
   id: number;
   name: string;
+  /** The program tag (hex, 16 digits). */
   tag: string;
+  /** enum bpf_prog_type value. */
   type: number;
+  /** libbpf's name of the type ("xdp"). */
   typeName: string;
 }
 
@@ -87,36 +123,34 @@ export interface RawTestRunResult {
   ctxOut?: Buffer;
 }
 
-export interface RawBpfProgram {
-  readonly fd: number;
+export interface RawBpfProgram extends RawBpfFdObject {
   info(): RawProgramInfo;
-  pin(path: string): void;
   testRun(opts: RawTestRunOptions): RawTestRunResult;
-  close(): void;
 }
 
+/** A map's info (BpfMapInfo is this without possibleCpus). */
 export interface RawMapInfo {
   id: number;
   name: string;
+  /** enum bpf_map_type value. */
   type: number;
+  /** libbpf's name of the type ("percpu_array"). */
   typeName: string;
   keySize: number;
   valueSize: number;
   maxEntries: number;
   flags: number;
   isPerCpu: boolean;
+  /** Number of possible CPUs: the number of values of a per-CPU entry. */
   possibleCpus: number;
 }
 
-export interface RawBpfMap {
-  readonly fd: number;
+export interface RawBpfMap extends RawBpfFdObject {
   info(): RawMapInfo;
   lookup(key: Buffer): Buffer | undefined;
   update(key: Buffer, value: Buffer, flags: number): void;
   delete(key: Buffer): boolean;
   keys(): Buffer[];
-  pin(path: string): void;
-  close(): void;
 }
 
 export interface RawLinkInfo {
@@ -127,13 +161,10 @@ export interface RawLinkInfo {
   ifindex?: number;
 }
 
-export interface RawBpfLink {
-  readonly fd: number;
+export interface RawBpfLink extends RawBpfFdObject {
   info(): RawLinkInfo;
-  pin(path: string): void;
   update(newProgFd: number, oldProgFd: number): void;
   detach(): void;
-  close(): void;
 }
 
 export interface RawRodataVariable {
@@ -143,7 +174,7 @@ export interface RawRodataVariable {
   size: number;
 }
 
-export interface RawBpfObject {
+export interface RawBpfObject extends RawHandle {
   readonly loaded: boolean;
   programNames(): string[];
   mapNames(): string[];
@@ -155,7 +186,6 @@ export interface RawBpfObject {
   load(): void;
   program(name: string): RawBpfProgram;
   map(name: string): RawBpfMap;
-  close(): void;
 }
 
 export interface RawXdpQuery {
@@ -173,19 +203,12 @@ export interface Binding {
     path: string,
     opts: { logSize?: number; logLevel?: number; pinRoot?: string },
   ) => RawBpfObject;
-  BpfProgram: {
-    fromPinned(path: string): RawBpfProgram;
-    fromId(id: number): RawBpfProgram;
+  BpfProgram: RawBpfFdClass<RawBpfProgram> & {
     loadRaw(type: string, insns: Buffer, name: string, license: string): RawBpfProgram;
   };
-  BpfMap: {
-    fromPinned(path: string): RawBpfMap;
-    fromId(id: number): RawBpfMap;
-  };
-  BpfLink: {
+  BpfMap: RawBpfFdClass<RawBpfMap>;
+  BpfLink: RawBpfFdClass<RawBpfLink> & {
     attachXdp(progFd: number, ifindex: number, flags: number, netns?: string): RawBpfLink;
-    fromPinned(path: string): RawBpfLink;
-    fromId(id: number): RawBpfLink;
   };
   xdpAttachLegacy(
     ifindex: number,

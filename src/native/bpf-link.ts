@@ -5,6 +5,7 @@ import { ClosedError, InvalidArgumentError } from '../errors/index.js';
 import { checkNetns, checkPath, checkUint } from './args.js';
 import { binding, type RawBpfLink, type RawLinkInfo } from './binding.js';
 import { BpfProgram } from './bpf-program.js';
+import { adopt, BpfFdObject, openHandle } from './handle.js';
 
 /** Where an XDP program runs: the driver (native), the generic skb path, the NIC, or auto. */
 export type XdpMode = 'native' | 'generic' | 'offload' | 'auto';
@@ -64,21 +65,18 @@ function linkInfo(i: RawLinkInfo): BpfLinkInfo {
   return { id: i.id, progId: i.progId, type: i.type, typeName: i.typeName, ifindex: i.ifindex };
 }
 
-/** A BPF link: the attachment itself. Closing the last fd of an unpinned link detaches it. */
-export class BpfLink {
-  readonly #handle: RawBpfLink;
+/**
+ * A BPF link: the attachment itself. Closing the last fd of an unpinned link detaches it; a
+ * pinned link outlives this process.
+ */
+export class BpfLink extends BpfFdObject<RawBpfLink> {
   readonly id: number;
-  #closed = false;
 
   /** @internal Wraps a handle from the addon; use the static constructors. */
   constructor(handle: RawBpfLink) {
-    this.#handle = handle;
-    try {
-      this.id = handle.info().id;
-    } catch (err) {
-      handle.close();
-      throw err;
-    }
+    const id = adopt(handle, (h) => h.info().id);
+    super(handle, `BPF link ${id}`);
+    this.id = id;
   }
 
   /**
@@ -111,23 +109,8 @@ export class BpfLink {
     return new BpfLink(binding().BpfLink.fromId(checkUint('id', id, 0xffff_ffff, 1)));
   }
 
-  /** The link's file descriptor, -1 after close(). */
-  get fd(): number {
-    return this.#handle.fd;
-  }
-  get closed(): boolean {
-    return this.#closed;
-  }
-
   info(): BpfLinkInfo {
-    this.#checkOpen();
-    return linkInfo(this.#handle.info());
-  }
-
-  /** Pins the link: it then outlives this process. */
-  pin(path: string): void {
-    this.#checkOpen();
-    this.#handle.pin(checkPath('path', path));
+    return linkInfo(openHandle(this).info());
   }
 
   /**
@@ -135,27 +118,15 @@ export class BpfLink {
    * program, never none. With `oldProg`, only if that program is the attached one (else EPERM).
    */
   update(newProg: BpfProgram, opts: { oldProg?: BpfProgram } = {}): void {
-    this.#checkOpen();
+    const handle = openHandle(this);
     const newFd = openProgFd(newProg, 'newProg');
     const oldFd = opts.oldProg === undefined ? -1 : openProgFd(opts.oldProg, 'oldProg');
-    this.#handle.update(newFd, oldFd);
+    handle.update(newFd, oldFd);
   }
 
   /** Detaches the program (BPF_LINK_DETACH); the link object stays, defunct, until closed and unpinned. */
   detach(): void {
-    this.#checkOpen();
-    this.#handle.detach();
-  }
-
-  /** Closes this descriptor. An unpinned link with no other fd is detached. Idempotent. */
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#handle.close();
-  }
-
-  #checkOpen(): void {
-    if (this.#closed) throw new ClosedError(`BPF link ${this.id} is closed`);
+    openHandle(this).detach();
   }
 }
 

@@ -1,41 +1,26 @@
 // BpfMap: a BPF map with its own file descriptor; raw byte keys and values, sizes checked.
-import { ClosedError, InvalidArgumentError } from '../errors/index.js';
+import { InvalidArgumentError } from '../errors/index.js';
 import { checkBuffer, checkPath, checkUint } from './args.js';
 import { binding, type RawBpfMap, type RawMapInfo } from './binding.js';
+import { adopt, BpfFdObject, openHandle } from './handle.js';
 
 /** bpf_map_update_elem flags. */
 export const BPF_ANY = 0;
 export const BPF_NOEXIST = 1;
 export const BPF_EXIST = 2;
 
-export interface BpfMapInfo {
-  id: number;
-  name: string;
-  /** enum bpf_map_type value. */
-  type: number;
-  /** libbpf's name of the type ("percpu_array"). */
-  typeName: string;
-  keySize: number;
-  valueSize: number;
-  maxEntries: number;
-  flags: number;
-  isPerCpu: boolean;
-}
+/** A map's info: RawMapInfo without possibleCpus (a getter of BpfMap). */
+export interface BpfMapInfo extends Omit<RawMapInfo, 'possibleCpus'> {}
 
-export class BpfMap {
-  readonly #handle: RawBpfMap;
+/** A BPF map. Closing it closes this descriptor: the map lives on while pinned or used by a program. */
+export class BpfMap extends BpfFdObject<RawBpfMap> {
   readonly #info: RawMapInfo;
-  #closed = false;
 
   /** @internal Wraps a handle from the addon; use the static constructors or BpfObject.map. */
   constructor(handle: RawBpfMap) {
-    this.#handle = handle;
-    try {
-      this.#info = handle.info();
-    } catch (err) {
-      handle.close();
-      throw err;
-    }
+    const info = adopt(handle, (h) => h.info());
+    super(handle, `BPF map ${info.name}`);
+    this.#info = info;
   }
 
   /** Opens a map pinned on a bpffs. */
@@ -48,10 +33,6 @@ export class BpfMap {
     return new BpfMap(binding().BpfMap.fromId(checkUint('id', id, 0xffff_ffff, 1)));
   }
 
-  /** The map's file descriptor, -1 after close(). */
-  get fd(): number {
-    return this.#handle.fd;
-  }
   get id(): number {
     return this.#info.id;
   }
@@ -78,33 +59,20 @@ export class BpfMap {
   get possibleCpus(): number {
     return this.#info.possibleCpus;
   }
-  get closed(): boolean {
-    return this.#closed;
-  }
 
   info(): BpfMapInfo {
-    this.#checkOpen();
-    const i = this.#info;
-    return {
-      id: i.id,
-      name: i.name,
-      type: i.type,
-      typeName: i.typeName,
-      keySize: i.keySize,
-      valueSize: i.valueSize,
-      maxEntries: i.maxEntries,
-      flags: i.flags,
-      isPerCpu: i.isPerCpu,
-    };
+    openHandle(this); // ClosedError once closed
+    const { possibleCpus: _, ...info } = this.#info;
+    return info;
   }
 
   /** The value under `key`, or undefined when there is none. Not for per-CPU maps. */
   lookup(key: Buffer): Buffer | undefined {
-    this.#checkOpen();
+    const handle = openHandle(this);
     if (this.#info.isPerCpu) {
       throw new InvalidArgumentError(`map ${this.name} is per-CPU: use lookupPerCpu`);
     }
-    return this.#handle.lookup(this.#key(key));
+    return handle.lookup(this.#key(key));
   }
 
   /**
@@ -112,9 +80,9 @@ export class BpfMap {
    * one buffer of roundup(valueSize, 8) × possibleCpus bytes), or undefined when absent.
    */
   lookupPerCpu(key: Buffer): Buffer[] | undefined {
-    this.#checkOpen();
+    const handle = openHandle(this);
     if (!this.#info.isPerCpu) throw new InvalidArgumentError(`map ${this.name} is not per-CPU`);
-    const raw = this.#handle.lookup(this.#key(key));
+    const raw = handle.lookup(this.#key(key));
     if (raw === undefined) return undefined;
     const stride = this.#stride();
     const out: Buffer[] = [];
@@ -129,13 +97,13 @@ export class BpfMap {
    * single Buffer that every CPU gets. `flags`: BPF_ANY (default), BPF_NOEXIST, BPF_EXIST.
    */
   update(key: Buffer, value: Buffer | readonly Buffer[], flags = BPF_ANY): void {
-    this.#checkOpen();
+    const handle = openHandle(this);
     checkUint('flags', flags);
     const k = this.#key(key);
     if (!this.#info.isPerCpu) {
       if (!Buffer.isBuffer(value))
         throw new InvalidArgumentError(`map ${this.name} takes one Buffer`);
-      this.#handle.update(k, this.#value(value), flags);
+      handle.update(k, this.#value(value), flags);
       return;
     }
     const n = this.#info.possibleCpus;
@@ -146,31 +114,17 @@ export class BpfMap {
     const stride = this.#stride();
     const raw = Buffer.alloc(stride * n);
     values.forEach((v: Buffer, cpu: number) => this.#value(v).copy(raw, cpu * stride));
-    this.#handle.update(k, raw, flags);
+    handle.update(k, raw, flags);
   }
 
   /** Deletes `key`. Returns false if there was no such key (not an error). */
   delete(key: Buffer): boolean {
-    this.#checkOpen();
-    return this.#handle.delete(this.#key(key));
+    return openHandle(this).delete(this.#key(key));
   }
 
   /** Every key (a get_next_key walk; at most maxEntries keys). */
   keys(): Buffer[] {
-    this.#checkOpen();
-    return this.#handle.keys();
-  }
-
-  pin(path: string): void {
-    this.#checkOpen();
-    this.#handle.pin(checkPath('path', path));
-  }
-
-  /** Closes this descriptor (the map lives on while pinned or used by a program). Idempotent. */
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#handle.close();
+    return openHandle(this).keys();
   }
 
   #stride(): number {
@@ -195,9 +149,5 @@ export class BpfMap {
       );
     }
     return value;
-  }
-
-  #checkOpen(): void {
-    if (this.#closed) throw new ClosedError(`BPF map ${this.#info.name} is closed`);
   }
 }

@@ -1,9 +1,10 @@
 // BpfObject: a BPF ELF object opened and loaded with libbpf.
-import { ClosedError, InvalidArgumentError, NotFoundError } from '../errors/index.js';
+import { InvalidArgumentError, NotFoundError } from '../errors/index.js';
 import { checkBuffer, checkPath, checkUint } from './args.js';
 import { binding, type RawBpfObject, type SystemError } from './binding.js';
 import { BpfMap } from './bpf-map.js';
 import { BpfProgram } from './bpf-program.js';
+import { adopt, NativeObject, openHandle, peekHandle } from './handle.js';
 
 export interface BpfObjectOpenOptions {
   /** Bytes kept for the kernel's verifier/BTF log; default 4 MiB. */
@@ -40,15 +41,14 @@ export function isVerifierError(err: unknown): err is VerifierError {
 /**
  * A BPF object file. Open it, adjust it (rodata, map pins, reused maps, map sizes), load it,
  * then take its programs and maps: they are independent objects with their own descriptors
- * and stay valid after the BpfObject is closed.
+ * and stay valid after the BpfObject is closed. Closing it releases libbpf's object and its
+ * descriptors.
  */
-export class BpfObject {
-  readonly #handle: RawBpfObject;
+export class BpfObject extends NativeObject<RawBpfObject> {
   readonly path: string;
-  #closed = false;
 
   private constructor(handle: RawBpfObject, path: string) {
-    this.#handle = handle;
+    super(handle, `BPF object ${path}`);
     this.path = path;
   }
 
@@ -61,34 +61,26 @@ export class BpfObject {
     if (opts.logLevel !== undefined) raw.logLevel = checkUint('logLevel', opts.logLevel, 2);
     if (opts.pinRoot !== undefined) raw.pinRoot = checkPath('pinRoot', opts.pinRoot);
     const handle = new (binding().BpfObject)(path, raw);
-    try {
-      return new BpfObject(handle, path);
-    } catch (err) {
-      handle.close();
-      throw err;
-    }
+    return adopt(handle, (h) => new BpfObject(h, path));
   }
 
   get loaded(): boolean {
-    return !this.#closed && this.#handle.loaded;
-  }
-  get closed(): boolean {
-    return this.#closed;
+    return !this.closed && peekHandle(this).loaded;
   }
 
   /** Program (function) names. */
   programNames(): string[] {
-    return this.#open().programNames();
+    return openHandle(this).programNames();
   }
 
   /** Map names, including libbpf's internal ones ("<obj>.rodata"). */
   mapNames(): string[] {
-    return this.#open().mapNames();
+    return openHandle(this).mapNames();
   }
 
   /** Every `const volatile` variable of the object's .rodata sections. */
   rodataVariables(): RodataVariable[] {
-    return this.#open().rodataVariables();
+    return openHandle(this).rodataVariables();
   }
 
   /**
@@ -96,7 +88,7 @@ export class BpfObject {
    * be exactly the variable's size (little-endian, as the BPF program sees it).
    */
   setRodata(name: string, bytes: Buffer): void {
-    const h = this.#open();
+    const h = openHandle(this);
     checkBuffer('bytes', bytes);
     const v = h.rodataVariables().find((x) => x.name === name);
     if (v === undefined)
@@ -114,7 +106,7 @@ export class BpfObject {
    * the object reuses it (libbpf's pin-path semantics).
    */
   setMapPinPath(map: string, path: string): void {
-    this.#open().setMapPinPath(map, checkPath('path', path));
+    openHandle(this).setMapPinPath(map, checkPath('path', path));
   }
 
   /** Before load: the object uses `existing` instead of creating map `name`. */
@@ -122,38 +114,26 @@ export class BpfObject {
     if (!(existing instanceof BpfMap) || existing.closed) {
       throw new InvalidArgumentError('reuseMap: existing must be an open BpfMap');
     }
-    this.#open().reuseMap(name, existing.fd);
+    openHandle(this).reuseMap(name, existing.fd);
   }
 
   /** Before load: the size of map `name`. */
   setMaxEntries(name: string, maxEntries: number): void {
-    this.#open().setMaxEntries(name, checkUint('maxEntries', maxEntries, 0xffff_ffff, 1));
+    openHandle(this).setMaxEntries(name, checkUint('maxEntries', maxEntries, 0xffff_ffff, 1));
   }
 
   /** Loads every program and creates every map. Throws VerifierError (a SystemError with `verifierLog`). */
   load(): void {
-    this.#open().load();
+    openHandle(this).load();
   }
 
   /** A loaded program (own descriptor). */
   program(name: string): BpfProgram {
-    return new BpfProgram(this.#open().program(name));
+    return new BpfProgram(openHandle(this).program(name));
   }
 
   /** A created map (own descriptor). */
   map(name: string): BpfMap {
-    return new BpfMap(this.#open().map(name));
-  }
-
-  /** Releases libbpf's object and its descriptors. Programs and maps taken out stay valid. Idempotent. */
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#handle.close();
-  }
-
-  #open(): RawBpfObject {
-    if (this.#closed) throw new ClosedError(`BPF object ${this.path} is closed`);
-    return this.#handle;
+    return new BpfMap(openHandle(this).map(name));
   }
 }

@@ -1,5 +1,5 @@
 // BpfProgram: a loaded BPF program with its own file descriptor.
-import { ClosedError, InvalidArgumentError } from '../errors/index.js';
+import { InvalidArgumentError } from '../errors/index.js';
 import { checkBuffer, checkPath, checkUint } from './args.js';
 import {
   binding,
@@ -7,6 +7,7 @@ import {
   type RawProgramInfo,
   type RawTestRunOptions,
 } from './binding.js';
+import { adopt, BpfFdObject, openHandle } from './handle.js';
 
 /** XDP program return codes. */
 export const XdpAction = { ABORTED: 0, DROP: 1, PASS: 2, TX: 3, REDIRECT: 4 } as const;
@@ -18,16 +19,8 @@ export const BPF_F_TEST_XDP_LIVE_FRAMES = 2;
 
 const SIZEOF_XDP_MD = 24;
 
-export interface BpfProgramInfo {
-  id: number;
-  name: string;
-  /** The program tag (hex, 16 digits). */
-  tag: string;
-  /** enum bpf_prog_type value. */
-  type: number;
-  /** libbpf's name of the type ("xdp"). */
-  typeName: string;
-}
+/** A program's info (see RawProgramInfo). */
+export interface BpfProgramInfo extends RawProgramInfo {}
 
 export interface TestRunOptions {
   /** The packet (for XDP: at least an Ethernet header). */
@@ -75,20 +68,18 @@ export function xdpMd(
   return md;
 }
 
-export class BpfProgram {
-  readonly #handle: RawBpfProgram;
+/**
+ * A loaded BPF program. Closing it closes this descriptor: the program lives on while pinned,
+ * attached or open elsewhere.
+ */
+export class BpfProgram extends BpfFdObject<RawBpfProgram> {
   readonly #info: RawProgramInfo;
-  #closed = false;
 
   /** @internal Wraps a handle from the addon; use the static constructors. */
   constructor(handle: RawBpfProgram) {
-    this.#handle = handle;
-    try {
-      this.#info = handle.info();
-    } catch (err) {
-      handle.close();
-      throw err;
-    }
+    const info = adopt(handle, (h) => h.info());
+    super(handle, `BPF program ${info.name}`);
+    this.#info = info;
   }
 
   /** Opens a program pinned on a bpffs. */
@@ -139,10 +130,6 @@ export class BpfProgram {
     return BpfProgram.loadXdpAction(XdpAction.PASS, 'fk_xdp_pass');
   }
 
-  /** The program's file descriptor, -1 after close(). */
-  get fd(): number {
-    return this.#handle.fd;
-  }
   get id(): number {
     return this.#info.id;
   }
@@ -156,25 +143,15 @@ export class BpfProgram {
   get type(): string {
     return this.#info.typeName;
   }
-  get closed(): boolean {
-    return this.#closed;
-  }
 
   /** Fresh info from the kernel. */
   info(): BpfProgramInfo {
-    this.#checkOpen();
-    return this.#handle.info();
-  }
-
-  /** Pins the program at `path` on a bpffs. */
-  pin(path: string): void {
-    this.#checkOpen();
-    this.#handle.pin(checkPath('path', path));
+    return openHandle(this).info();
   }
 
   /** bpf_prog_test_run_opts. Throws SystemError. */
   testRun(opts: TestRunOptions): TestRunResult {
-    this.#checkOpen();
+    const handle = openHandle(this);
     const raw: RawTestRunOptions = { dataIn: checkBuffer('dataIn', opts.dataIn) };
     if (opts.ctxIn !== undefined && opts.xdpCtx !== undefined) {
       throw new InvalidArgumentError('testRun: give ctxIn or xdpCtx, not both');
@@ -188,18 +165,7 @@ export class BpfProgram {
     if (opts.liveFrames === true) flags |= BPF_F_TEST_XDP_LIVE_FRAMES;
     raw.flags = flags;
     if (opts.batchSize !== undefined) raw.batchSize = checkUint('batchSize', opts.batchSize);
-    const r = this.#handle.testRun(raw);
+    const r = handle.testRun(raw);
     return { retval: r.retval, durationNs: r.durationNs, dataOut: r.dataOut, ctxOut: r.ctxOut };
-  }
-
-  /** Closes this descriptor (the program lives on while pinned, attached or open elsewhere). Idempotent. */
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#handle.close();
-  }
-
-  #checkOpen(): void {
-    if (this.#closed) throw new ClosedError(`BPF program ${this.#info.name} is closed`);
   }
 }

@@ -1,13 +1,14 @@
 // PacketSocket: AF_PACKET/SOCK_RAW bound to one interface, for gratuitous ARP / unsolicited
 // neighbor advertisements (send) and for watching frames in tests and tools (receive).
-import { ClosedError, InvalidArgumentError } from '../errors/index.js';
-import { checkBool, checkBuffer, checkFunction, checkNetns, checkUint } from './args.js';
+import { InvalidArgumentError } from '../errors/index.js';
+import { checkBool, checkBuffer, checkNetns, checkReceiver, checkUint } from './args.js';
 import {
   binding,
   type RawPacketOptions,
   type RawPacketSocket,
   type SystemError,
 } from './binding.js';
+import { adopt, openHandle, PolledSocket } from './handle.js';
 
 /** Every ethertype (the default filter). */
 export const ETH_P_ALL = 0x0003;
@@ -56,15 +57,16 @@ export interface PacketReceiver {
   onError(err: SystemError): void;
 }
 
-/** A raw packet socket bound to one interface and one ethertype (or all). */
-export class PacketSocket {
-  readonly #handle: RawPacketSocket;
+/**
+ * A raw packet socket bound to one interface and one ethertype (or all). `pause()` leaves
+ * frames queued in the kernel until the receive buffer is full; `close()` is idempotent.
+ */
+export class PacketSocket extends PolledSocket<RawPacketSocket> {
   readonly ifindex: number;
   readonly protocol: number;
-  #closed = false;
 
   private constructor(handle: RawPacketSocket, ifindex: number, protocol: number) {
-    this.#handle = handle;
+    super(handle, 'packet socket');
     this.ifindex = ifindex;
     this.protocol = protocol;
   }
@@ -83,27 +85,12 @@ export class PacketSocket {
       raw.ignoreOutgoing = checkBool('ignoreOutgoing', opts.ignoreOutgoing);
     if (opts.rcvbuf !== undefined) raw.rcvbuf = checkUint('rcvbuf', opts.rcvbuf, 0x7fff_ffff, 1);
     const handle = new (binding().PacketSocket)(raw);
-    try {
-      return new PacketSocket(handle, raw.ifindex, raw.protocol);
-    } catch (err) {
-      handle.close();
-      throw err;
-    }
-  }
-
-  /** The socket's file descriptor, -1 after close(). */
-  get fd(): number {
-    return this.#handle.fd;
-  }
-
-  get closed(): boolean {
-    return this.#closed;
+    return adopt(handle, (h) => new PacketSocket(h, raw.ifindex, raw.protocol));
   }
 
   /** Sends one whole frame (Ethernet header included) out of the bound interface. Returns bytes sent. */
   send(frame: Buffer): number {
-    this.#checkOpen();
-    return this.#handle.send(checkBuffer('frame', frame));
+    return openHandle(this).send(checkBuffer('frame', frame));
   }
 
   /**
@@ -112,40 +99,12 @@ export class PacketSocket {
    * delivered and the first exception is rethrown afterwards (an uncaught exception).
    */
   receive(receiver: PacketReceiver): void {
-    this.#checkOpen();
-    if (typeof receiver !== 'object' || receiver === null) {
-      throw new InvalidArgumentError('receive: receiver must be an object');
-    }
-    checkFunction('receiver.onFrame', receiver.onFrame);
-    checkFunction('receiver.onError', receiver.onError);
-    this.#handle.receive(
+    const handle = openHandle(this);
+    checkReceiver(receiver, ['onFrame', 'onError']);
+    handle.receive(
       (frames, meta) => deliverFrames(receiver, frames, meta),
       (err) => receiver.onError(err),
     );
-  }
-
-  /** Stops polling (frames queue in the kernel until the receive buffer is full). */
-  pause(): void {
-    if (!this.#closed) this.#handle.pause();
-  }
-
-  ref(): void {
-    if (!this.#closed) this.#handle.ref();
-  }
-
-  unref(): void {
-    if (!this.#closed) this.#handle.unref();
-  }
-
-  /** Idempotent. */
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#handle.close();
-  }
-
-  #checkOpen(): void {
-    if (this.#closed) throw new ClosedError('packet socket is closed');
   }
 }
 
