@@ -36,14 +36,14 @@ class FakeFib {
   }
 }
 
-async function setup(opts: { forwardableInit?: boolean } = {}) {
+async function setup(opts: { forwardableInit?: boolean; share?: boolean } = {}) {
   const clock = new ManualClock();
   const fib = new FakeFib();
   const devices = new DeviceTracker({ devices: ['eth*'], holderName: 'x' });
   const routes = new RouteTracker();
   const forwardable = new ForwardableIPs({ nodeAddresses: () => devices.nodeAddresses() });
   const loaded =
-    opts.forwardableInit === false ? forwardable.table.registerInitializer('api') : undefined;
+    opts.forwardableInit === false ? forwardable.registerInitializer('api') : undefined;
   const desired = new Table<DesiredNeighbor>({ name: 'desired', primaryKey: (d) => d.key });
   const calc = new Calculator({
     forwardable,
@@ -51,6 +51,7 @@ async function setup(opts: { forwardableInit?: boolean } = {}) {
     routes,
     desired,
     lookup: async (ifindex, ips) => ips.map((ip) => fib.answer(ifindex, ip)),
+    groupOf: opts.share ? (ip) => routes.prefixes.groupOf(ip) : undefined,
     clock,
     log: silentLogger(),
     metrics: new NeighborMetrics(),
@@ -218,5 +219,39 @@ describe('calculator', () => {
     s.calc.inputInitialized();
     await s.settle();
     expect(s.desired.initialized).toBe(true);
+  });
+
+  it('shares lookups among the IPs of one route prefix, with the same result as one each', async () => {
+    const ips = Array.from(
+      { length: 20_000 },
+      (_, i) => `10.${100 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`,
+    );
+    const extra = ['10.9.0.5', '10.9.0.6', '10.1.0.7', '10.2.0.8', '192.0.2.1'];
+    const run = async (share: boolean) => {
+      const s = await setup({ share });
+      s.addRoute(route('10.100.0.0/14', [[2]]));
+      s.addRoute(
+        route('10.9.0.0/24', [
+          [2, '10.1.0.254'],
+          [3, '10.2.0.254'],
+        ]),
+      );
+      s.addRoute(route('default', [[3, '10.2.0.1']]));
+      s.fib.lookups = 0;
+      s.forwardable.upsert('bulk', [...ips, ...extra]);
+      await s.settle();
+      const viaDefault = s.desired.get('3|10.2.0.1')?.refs.size;
+      return { rows: s.rows(), lookups: s.fib.lookups, shared: s.calc.shared, viaDefault };
+    };
+    const one = await run(false);
+    const shared = await run(true);
+    expect(shared.rows).toEqual(one.rows);
+    expect(one.lookups).toBe(2 * (ips.length + extra.length));
+    // Per device, per chunk of 1,000: one lookup for each prefix present in the chunk.
+    expect(shared.lookups).toBeLessThan(2 * (20 + 5));
+    expect(shared.shared).toBe(2 * (ips.length + extra.length) - shared.lookups);
+    // On eth1 the /14 has no leg: IPv4 falls back to the default route via 10.2.0.1.
+    expect(one.viaDefault).toBe(ips.length + 2); // and 10.1.0.7, 192.0.2.1
+    expect(shared.viaDefault).toBe(one.viaDefault);
   });
 });

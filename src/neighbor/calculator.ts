@@ -1,6 +1,7 @@
 // The desired-neighbor calculator: for each forwardable IP × selected device, the next hops
-// the kernel's FIB gives (one pipelined `ip route get IP oif DEV fibmatch` per pair), kept
-// in the DesiredNeighbor table with references back to the IPs that need each entry.
+// the kernel's FIB gives (pipelined `ip route get IP oif DEV fibmatch`, one per group of IPs
+// the kernel must answer alike while routing is table-only, else one per pair: share.ts),
+// kept in the DesiredNeighbor table with references back to the IPs that need each entry.
 //
 // Work is incremental. A forwardable IP that appears is looked up on every selected device;
 // one that goes (or becomes a node address) releases its references without any lookup; a
@@ -9,25 +10,19 @@
 // full pass runs on demand (periodic resync, route overflow). A lookup that fails keeps the
 // previous answer and is retried with backoff; "no route through this device" is an answer.
 import type { Logger } from '../log/index.js';
-import type { Route } from '../netlink/index.js';
 import type { Clock, Table, TableWriter, TimerHandle } from '../statedb/index.js';
 import { backoff } from './config.js';
 import type { NeighborMetrics } from '../metrics/neighbor.js';
 import type { DeviceTracker } from './devices.js';
 import type { ForwardableIPs } from './forwardable.js';
-import { familyOfText, nextHopsOf, type LookupOutcome } from './nexthop.js';
+import { familyOfText, type LookupOutcome } from './nexthop.js';
+import type { GroupKey } from './prefixes.js';
 import type { RouteTracker } from './routes.js';
 import { RefSet } from './refset.js';
+import { lookupNextHops, type LookupFn, type SharedLookups } from './share.js';
 import { neighKey, splitNeighKey, type DesiredNeighbor, type RouteRow } from './types.js';
 
-/**
- * Next-hop lookups of `ips` with output device `ifindex`; the answers come back in order, a
- * Route or the kernel's error each.
- */
-export type LookupFn = (
-  ifindex: number,
-  ips: readonly string[],
-) => Promise<readonly (Route | Error)[]>;
+export type { LookupFn } from './share.js';
 
 export interface CalculatorParams {
   forwardable: ForwardableIPs;
@@ -35,6 +30,11 @@ export interface CalculatorParams {
   routes: RouteTracker;
   desired: Table<DesiredNeighbor>;
   lookup: LookupFn;
+  /**
+   * The group whose lookup an IP may share (share.ts); undefined, or no function at all,
+   * looks the IP up on its own.
+   */
+  groupOf?: (ip: string) => GroupKey | undefined;
   clock: Clock;
   log: Logger;
   metrics: NeighborMetrics;
@@ -74,6 +74,8 @@ export class Calculator {
   private inFlight = 0;
   private initDone: (() => void) | undefined;
   private idleWaiters: (() => void)[] = [];
+  /** Pairs whose next hops came from another IP's lookup (status, tests). */
+  shared = 0;
 
   constructor(p: CalculatorParams) {
     this.p = p;
@@ -116,9 +118,16 @@ export class Calculator {
     if (removed.length > 0) this.release(removed);
     if (added.length === 0) return;
     const devices = this.p.devices.selected();
-    for (const ip of added) {
-      if (this.p.devices.isNodeAddress(ip)) continue;
-      for (const d of devices) this.queue(d.ifindex, ip);
+    if (added.length >= BULK_ADD) {
+      // Many at once (a config or state load, a large API call): a list per device, taken
+      // in chunks after the changes queued one by one.
+      const ips = added.filter((ip) => !this.p.devices.isNodeAddress(ip));
+      for (const d of devices) this.bulk.push({ ifindex: d.ifindex, ips, pos: 0 });
+    } else {
+      for (const ip of added) {
+        if (this.p.devices.isNodeAddress(ip)) continue;
+        for (const d of devices) this.queue(d.ifindex, ip);
+      }
     }
     this.kick();
   }
@@ -130,7 +139,7 @@ export class Calculator {
   }
 
   nodeAddressChanged(ip: string, present: boolean): void {
-    if (!this.p.forwardable.table.has(ip)) return;
+    if (!this.p.forwardable.has(ip)) return;
     if (present) {
       this.release([ip]);
       return;
@@ -188,8 +197,8 @@ export class Calculator {
   private queueDevice(ifindex: number): void {
     this.bulk = this.bulk.filter((b) => b.ifindex !== ifindex);
     const ips: string[] = [];
-    for (const row of this.p.forwardable.table.rows()) {
-      if (!this.p.devices.isNodeAddress(row.key)) ips.push(row.key);
+    for (const ip of this.p.forwardable.ips()) {
+      if (!this.p.devices.isNodeAddress(ip)) ips.push(ip);
     }
     if (ips.length > 0) this.bulk.push({ ifindex, ips, pos: 0 });
   }
@@ -262,15 +271,10 @@ export class Calculator {
         const ips = g.ips.filter((ip) => this.wanted(ip));
         if (ips.length === 0) continue;
         this.inFlight = ips.length;
-        let answers: readonly (Route | Error)[];
-        try {
-          answers = await this.p.lookup(g.ifindex, ips);
-        } catch (err) {
-          answers = ips.map(() => err as Error);
-        }
+        const result = await lookupNextHops(g.ifindex, ips, this.groupOf, this.p.lookup);
         this.inFlight = 0;
         if (!this.running) break;
-        this.apply(g.ifindex, ips, answers);
+        this.apply(g.ifindex, ips, result);
       }
     } catch (err) {
       this.p.log.error({ err }, 'next-hop calculation failed');
@@ -285,27 +289,24 @@ export class Calculator {
 
   /** The IP is forwardable and not the node's own. */
   private wanted(ip: string): boolean {
-    return this.p.forwardable.table.has(ip) && !this.p.devices.isNodeAddress(ip);
+    return this.p.forwardable.has(ip) && !this.p.devices.isNodeAddress(ip);
   }
 
-  private apply(
-    ifindex: number,
-    ips: readonly string[],
-    answers: readonly (Route | Error)[],
-  ): void {
+  private readonly groupOf = (ip: string): GroupKey | undefined => this.p.groupOf?.(ip);
+
+  private apply(ifindex: number, ips: readonly string[], result: SharedLookups): void {
+    const { lookups, outcomes } = result;
+    this.p.metrics.lookups('nexthop', lookups.nexthop);
+    this.p.metrics.lookups('unreachable', lookups.unreachable);
+    this.p.metrics.lookups('error', lookups.error);
+    this.shared += result.shared;
     // The device left while the lookups were in flight: its entries are already released.
     if (!this.p.devices.isSelected(ifindex)) return;
     const again = this.urgent.get(ifindex);
-    let ok = 0;
-    let unreachable = 0;
-    let errors = 0;
     this.p.desired.write((w) => {
       for (let i = 0; i < ips.length; i++) {
         const ip = ips[i]!;
-        const outcome: LookupOutcome = nextHopsOf(answers[i] ?? NO_ANSWER, ip, ifindex);
-        if (outcome.kind === 'nexthops') ok++;
-        else if (outcome.kind === 'unreachable') unreachable++;
-        else errors++;
+        const outcome: LookupOutcome = outcomes[i]!;
         // Removed, or queued again while in flight: the newer lookup decides.
         if (again?.has(ip) || !this.wanted(ip)) continue;
         if (outcome.kind === 'error') {
@@ -316,9 +317,6 @@ export class Calculator {
         this.assign(w, ifindex, ip, outcome.kind === 'nexthops' ? outcome.nexthops : NONE);
       }
     });
-    this.p.metrics.lookups('nexthop', ok);
-    this.p.metrics.lookups('unreachable', unreachable);
-    this.p.metrics.lookups('error', errors);
   }
 
   private lookupFailed(ifindex: number, ip: string, error: string): void {
@@ -430,7 +428,7 @@ export class Calculator {
    */
   private maybeInitialized(): void {
     if (this.initDone === undefined || !this.running || !this.idle()) return;
-    const inputs = [this.p.forwardable.table, this.p.devices.table, this.p.routes.table];
+    const inputs = [this.p.forwardable, this.p.devices.table, this.p.routes.table];
     if (!inputs.every((t) => t.initialized)) return;
     for (const f of this.failed.values()) if (f.failures < INIT_RETRIES) return;
     const done = this.initDone;
@@ -447,7 +445,8 @@ export class Calculator {
 }
 
 const NONE: readonly string[] = [];
-const NO_ANSWER = new Error('no answer to the lookup');
+/** Added IPs from this many on go to the whole-list queue instead of the per-pair one. */
+const BULK_ADD = 256;
 
 /** Next hops of one IP on one device: the one next hop itself, or several. */
 type Hops = string | readonly string[];

@@ -41,6 +41,12 @@ export interface NeighborTuning {
    * kernel has no managed neighbors.
    */
   legacyTwoStep: boolean | undefined;
+  /**
+   * Share one next-hop lookup among the IPs the kernel must answer alike (same longest
+   * route prefix) while the policy rules are the defaults. Off: one lookup per IP and
+   * device, whatever the rules.
+   */
+  shareLookups: boolean;
 }
 
 export function defaultTuning(): NeighborTuning {
@@ -63,6 +69,9 @@ export function defaultTuning(): NeighborTuning {
     // burst of link and address events has passed.
     routeRedumpDelayMs: 50,
     legacyTwoStep: undefined,
+    // Exact (see share.ts), and the calculation then costs one lookup per route prefix
+    // instead of one per forwardable IP.
+    shareLookups: true,
   };
 }
 

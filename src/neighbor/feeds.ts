@@ -1,6 +1,7 @@
 // The three feeds of the subsystem, each on a socket of its own: links and addresses into
-// the DeviceTracker, routes into the RouteTracker, neighbors into the observed table (and
-// from there to the reactor). See feed.ts for how a feed stays exact.
+// the DeviceTracker, routes and policy rules into the RouteTracker and the RuleTracker,
+// neighbors into the observed table (and from there to the reactor). See feed.ts for how a
+// feed stays exact.
 import type { Logger } from '../log/index.js';
 import type { NeighborMetrics, ResyncReason, ResyncTable } from '../metrics/neighbor.js';
 import type {
@@ -10,6 +11,7 @@ import type {
   Neigh,
   NetlinkHandle,
   Route,
+  Rule,
   Subscription,
   SubscriptionHandlers,
 } from '../netlink/index.js';
@@ -20,6 +22,7 @@ import { Feed } from './feed.js';
 import type { ObservedNeighbors } from './observed.js';
 import type { Reactor } from './reactor.js';
 import type { RouteTracker } from './routes.js';
+import type { RuleTracker } from './rules.js';
 
 export { Feed };
 
@@ -32,6 +35,7 @@ export interface FeedsDeps {
   metrics: NeighborMetrics;
   devices: DeviceTracker;
   routes: RouteTracker;
+  rules: RuleTracker;
   observed: ObservedNeighbors;
   reactor: Reactor;
   /** A dump of `table` was loaded (the first one initializes it). */
@@ -40,7 +44,7 @@ export interface FeedsDeps {
 
 export function makeFeeds(d: FeedsDeps): {
   links: Feed<[Link[], Address[]]>;
-  routes: Feed<Route[]>;
+  routes: Feed<[Route[], Rule[]]>;
   neighbors: Feed<Neigh[]>;
 } {
   const { nl, tuning: t } = d;
@@ -65,17 +69,20 @@ export function makeFeeds(d: FeedsDeps): {
     },
     resynced: counted('devices'),
   });
-  const routes = new Feed<Route[]>({
+  const routes = new Feed<[Route[], Rule[]]>({
     ...common,
     name: 'routes',
-    subscribe: subscriber(['route'], t.routeRcvbuf),
-    dump: () => nl.routeList(),
-    load: (r) => {
+    subscribe: subscriber(['route', 'rule'], t.routeRcvbuf),
+    dump: async () => [await nl.routeList(), await nl.ruleList()],
+    load: ([r, rules]) => {
+      // Rules first: the route changes of a reload are then computed under the new rules.
+      d.rules.load(rules);
       d.routes.load(r);
       d.loaded('routes');
     },
     apply: (ev) => {
       if (ev.object === 'route') d.routes.apply(ev.kind, ev.msg);
+      else if (ev.object === 'rule') d.rules.apply(ev.kind, ev.msg);
     },
     resynced: counted('routes'),
   });
@@ -90,8 +97,11 @@ export function makeFeeds(d: FeedsDeps): {
     },
     apply: (ev) => {
       if (ev.object !== 'neigh') return;
-      const c = d.observed.apply(ev.kind, ev.msg);
-      if (c !== undefined) d.reactor.observed(c);
+      const after = d.observed.apply(ev.kind, ev.msg);
+      const dst = ev.msg.dst;
+      if (after !== undefined && dst !== undefined) {
+        d.reactor.observedEntry(ev.msg.ifindex, dst, after ?? undefined);
+      }
     },
     resynced: counted('neighbors'),
   });

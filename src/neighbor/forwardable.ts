@@ -1,10 +1,16 @@
 // The ForwardableIP table: canonical IP → set of owners. Every call validates all of its
-// input first and then applies it in one table write, so a call is all or nothing. A row
-// lives while it has an owner. Besides the table, an IpRangeIndex of the same IPs answers
-// "which forwardable IPs does this prefix cover" for incremental recomputation.
+// input first and then applies it, so a call is all or nothing. A row lives while it has an
+// owner. Besides the table, an IpRangeIndex of the same IPs answers "which forwardable IPs
+// does this prefix cover" for incremental recomputation.
+//
+// The table is a plain map (canonical IP → its sorted owners, one shared array per single
+// owner) rather than a statedb Table: nothing watches it (changes go to the listener), so
+// revisions, per-row nodes and an owner index would only cost memory and time with 100,000
+// rows. An owner's IPs are found by a scan (setOwner, status), which is rare.
 import { InvalidArgumentError } from '../errors/index.js';
 import { canonicalIp, classifyIp, IpRangeIndex, validateUnicastIp } from '../ipaddr/index.js';
-import { Table, type TableWriter } from '../statedb/index.js';
+import type { Initializable } from '../statedb/index.js';
+import { Initializers } from './init.js';
 import type { ForwardableIP } from './types.js';
 
 /** What the calculator hears: IPs whose row was created or deleted by a commit. */
@@ -15,7 +21,6 @@ export interface ForwardableListener {
 export interface ForwardableParams {
   /** The node's own addresses (canonical IP → device name) at the time of the call. */
   nodeAddresses: () => ReadonlyMap<string, string>;
-  now?: () => number;
 }
 
 const OWNER = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,62}$/;
@@ -44,10 +49,13 @@ function ownersWith(owners: readonly string[], owner: string): readonly string[]
   return [...owners, owner].sort();
 }
 
-export class ForwardableIPs {
-  readonly table: Table<ForwardableIP>;
+export class ForwardableIPs implements Initializable {
+  readonly name = 'forwardable-ips';
   /** The IPs of the table, by address range. */
   readonly index = new IpRangeIndex();
+  /** Canonical IP → its owners (sorted, never empty). */
+  private readonly rows = new Map<string, readonly string[]>();
+  private readonly init = new Initializers('forwardable-ips');
   private readonly nodeAddresses: () => ReadonlyMap<string, string>;
   /** One shared `[owner]` list per owner: most IPs have a single owner. */
   private readonly singles = new Map<string, readonly string[]>();
@@ -55,16 +63,28 @@ export class ForwardableIPs {
 
   constructor(params: ForwardableParams) {
     this.nodeAddresses = params.nodeAddresses;
-    this.table = new Table<ForwardableIP>({
-      name: 'forwardable-ips',
-      primaryKey: (f) => f.ip,
-      indexes: { owner: (f) => f.owners },
-      now: params.now,
-    });
   }
 
   setListener(l: ForwardableListener | undefined): void {
     this.listener = l;
+  }
+
+  // ---- initialization ----------------------------------------------------------------
+
+  /**
+   * Registers a source of forwardable IPs; the table is initialized once every source has
+   * called its done function.
+   */
+  registerInitializer(name: string): () => void {
+    return this.init.register(name);
+  }
+
+  get initialized(): boolean {
+    return this.init.initialized;
+  }
+
+  waitInitialized(signal?: AbortSignal): Promise<void> {
+    return this.init.waitInitialized(signal);
   }
 
   /**
@@ -118,9 +138,7 @@ export class ForwardableIPs {
     validateOwner(owner);
     const valid = this.validateForAdd(ips);
     const added: string[] = [];
-    this.table.write((w) => {
-      for (const [ip, family] of valid) this.addOwner(w, ip, family, owner, added);
-    });
+    for (const ip of valid.keys()) this.addOwner(ip, owner, added);
     this.notify(added, []);
   }
 
@@ -129,9 +147,7 @@ export class ForwardableIPs {
     validateOwner(owner);
     const valid = this.validateForDelete(ips);
     const removed: string[] = [];
-    this.table.write((w) => {
-      for (const ip of valid) this.removeOwner(w, ip, owner, removed);
-    });
+    for (const ip of valid) this.removeOwner(ip, owner, removed);
     this.notify([], removed);
   }
 
@@ -141,49 +157,61 @@ export class ForwardableIPs {
     const valid = this.validateForAdd(ips);
     const added: string[] = [];
     const removed: string[] = [];
-    this.table.write((w) => {
-      for (const f of this.table.getBy('owner', owner)) {
-        if (!valid.has(f.ip)) this.removeOwner(w, f.ip, owner, removed);
-      }
-      for (const [ip, family] of valid) this.addOwner(w, ip, family, owner, added);
-    });
+    for (const [ip, owners] of this.rows) {
+      if (!valid.has(ip) && owners.includes(owner)) this.removeOwner(ip, owner, removed);
+    }
+    for (const ip of valid.keys()) this.addOwner(ip, owner, added);
     this.notify(added, removed);
   }
 
   /** Every row. */
   list(): ForwardableIP[] {
-    return this.table.list();
+    const out: ForwardableIP[] = [];
+    for (const [ip, owners] of this.rows) out.push(row(ip, owners));
+    return out;
   }
 
   get(ip: string): ForwardableIP | undefined {
-    return this.table.get(ip);
+    const owners = this.rows.get(ip);
+    return owners === undefined ? undefined : row(ip, owners);
+  }
+
+  /** The IP (canonical) is forwardable. */
+  has(ip: string): boolean {
+    return this.rows.has(ip);
+  }
+
+  /** Every forwardable IP (canonical), live: do not change the table while iterating. */
+  ips(): IterableIterator<string> {
+    return this.rows.keys();
+  }
+
+  /** The rows one owner holds. */
+  rowsOf(owner: string): ForwardableIP[] {
+    const out: ForwardableIP[] = [];
+    for (const [ip, owners] of this.rows) if (owners.includes(owner)) out.push(row(ip, owners));
+    return out;
   }
 
   /** The IPs one owner holds. */
   ipsOf(owner: string): string[] {
-    return this.table.getBy('owner', owner).map((f) => f.ip);
+    return this.rowsOf(owner).map((f) => f.ip);
   }
 
   get size(): number {
-    return this.table.size;
+    return this.rows.size;
   }
 
-  private addOwner(
-    w: TableWriter<ForwardableIP>,
-    ip: string,
-    family: 4 | 6,
-    owner: string,
-    added: string[],
-  ): void {
-    const cur = this.table.get(ip);
+  private addOwner(ip: string, owner: string, added: string[]): void {
+    const cur = this.rows.get(ip);
     if (cur === undefined) {
-      w.insert({ ip, family, owners: this.alone(owner) });
+      this.rows.set(ip, this.alone(owner));
       this.index.add(ip);
       added.push(ip);
       return;
     }
-    const owners = ownersWith(cur.owners, owner);
-    if (owners !== cur.owners) w.upsert({ ...cur, owners });
+    const owners = ownersWith(cur, owner);
+    if (owners !== cur) this.rows.set(ip, owners);
   }
 
   private alone(owner: string): readonly string[] {
@@ -195,25 +223,24 @@ export class ForwardableIPs {
     return a;
   }
 
-  private removeOwner(
-    w: TableWriter<ForwardableIP>,
-    ip: string,
-    owner: string,
-    removed: string[],
-  ): void {
-    const cur = this.table.get(ip);
-    if (cur === undefined || !cur.owners.includes(owner)) return;
-    if (cur.owners.length === 1) {
-      w.delete(ip);
+  private removeOwner(ip: string, owner: string, removed: string[]): void {
+    const cur = this.rows.get(ip);
+    if (cur === undefined || !cur.includes(owner)) return;
+    if (cur.length === 1) {
+      this.rows.delete(ip);
       this.index.delete(ip);
       removed.push(ip);
       return;
     }
-    const rest = cur.owners.filter((o) => o !== owner);
-    w.upsert({ ...cur, owners: rest.length === 1 ? this.alone(rest[0]!) : rest });
+    const rest = cur.filter((o) => o !== owner);
+    this.rows.set(ip, rest.length === 1 ? this.alone(rest[0]!) : rest);
   }
 
   private notify(added: readonly string[], removed: readonly string[]): void {
     if (added.length > 0 || removed.length > 0) this.listener?.changed(added, removed);
   }
+}
+
+function row(ip: string, owners: readonly string[]): ForwardableIP {
+  return { ip, family: ip.includes(':') ? 6 : 4, owners };
 }

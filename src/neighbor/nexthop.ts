@@ -4,7 +4,7 @@
 //   on-link leg on DEV       → the IP itself
 //   leg via a gateway on DEV → the gateway (RTA_GATEWAY, or RTA_VIA for an IPv6 next hop
 //                              of an IPv4 route)
-//   multipath                → every leg on DEV (each its own entry)
+//   multipath                → every leg on DEV (each its own entry; sorted)
 //   no route through DEV     → none: fibmatch makes the kernel answer ENETUNREACH instead of
 //                              its "assume the destination is on-link" fallback for oif
 import {
@@ -43,7 +43,16 @@ function errnoOf(err: Error): string | undefined {
   return undefined;
 }
 
-export function nextHopsOf(answer: Route | Error, ip: string, ifindex: number): LookupOutcome {
+/**
+ * What an answer says for every IP it answers: the gateways of the legs on the device, an
+ * on-link leg as undefined (the destination itself). The next hops of one IP follow from
+ * it with nextHopsFor(); an answer shared by many IPs (share.ts) is turned into this once.
+ */
+export type AnswerOutcome =
+  | { readonly kind: 'nexthops'; readonly gateways: readonly (string | undefined)[] }
+  | Exclude<LookupOutcome, { kind: 'nexthops' }>;
+
+export function answerOutcome(answer: Route | Error, ifindex: number): AnswerOutcome {
   if (answer instanceof Error) {
     const name = errnoOf(answer);
     if (name !== undefined && UNREACHABLE.has(name)) return { kind: 'unreachable', reason: name };
@@ -52,20 +61,33 @@ export function nextHopsOf(answer: Route | Error, ip: string, ifindex: number): 
   if (answer.type !== RTN_UNICAST) {
     return { kind: 'unreachable', reason: `${routeTypeName(answer.type)} route` };
   }
-  const out: string[] = [];
-  const add = (gateway: string | undefined): void => {
-    const nh = gateway ?? ip;
-    if (!out.includes(nh)) out.push(nh);
-  };
+  const gateways: (string | undefined)[] = [];
   if (answer.multipath !== undefined && answer.multipath.length > 0) {
     for (const leg of answer.multipath) {
       if (leg.ifindex !== ifindex || (leg.flags & RTNH_F_DEAD) !== 0) continue;
-      add(leg.gateway ?? leg.via?.address);
+      gateways.push(leg.gateway ?? leg.via?.address);
     }
   } else if (answer.oif === ifindex) {
-    add(answer.gateway ?? answer.via?.address);
+    gateways.push(answer.gateway ?? answer.via?.address);
   }
+  return { kind: 'nexthops', gateways };
+}
+
+const NO_HOPS: LookupOutcome = { kind: 'nexthops', nexthops: [] };
+
+/** The next hops of `ip` under an answer's outcome: sorted, without duplicates. */
+export function nextHopsFor(o: AnswerOutcome, ip: string): LookupOutcome {
+  if (o.kind !== 'nexthops') return o;
+  const g = o.gateways;
+  if (g.length === 0) return NO_HOPS;
+  if (g.length === 1) return { kind: 'nexthops', nexthops: [g[0] ?? ip] };
+  const out = [...new Set(g.map((x) => x ?? ip))].sort();
   return { kind: 'nexthops', nexthops: out };
+}
+
+/** The next hops of `ip` on `ifindex` from the kernel's answer to its own lookup. */
+export function nextHopsOf(answer: Route | Error, ip: string, ifindex: number): LookupOutcome {
+  return nextHopsFor(answerOutcome(answer, ifindex), ip);
 }
 
 /** The family of an address in canonical text. */

@@ -74,16 +74,56 @@ describe('observed neighbors', () => {
         neigh(2, '10.0.0.1', { state: NUD_REACHABLE, protocol: P, flags: NTF_EXT_LEARNED }),
       ),
     ).toBeUndefined();
-    expect(
-      o.apply('new', neigh(2, '10.0.0.2', { state: NUD_STALE, protocol: P }))?.before,
-    ).toBeUndefined();
+    expect(o.apply('new', neigh(2, '10.0.0.2', { state: NUD_STALE, protocol: P }))).toMatchObject({
+      state: NUD_STALE,
+      protocol: P,
+    });
     expect(o.apply('new', neigh(3, '10.0.0.3', { state: NUD_PERMANENT }))).toBeDefined();
+    expect(o.size).toBe(3);
     expect(Object.fromEntries(o.ownedByState(P))).toEqual({ reachable: 1, stale: 1 });
     const c = o.load([neigh(2, '10.0.0.2', { state: NUD_REACHABLE, protocol: P })]);
-    expect(c.map((x) => `${x.key} ${x.after ? 'new' : 'gone'}`).sort()).toEqual([
+    expect(c.map((x) => `${x.ifindex}|${x.ip} ${x.after ? 'new' : 'gone'}`).sort()).toEqual([
       '2|10.0.0.1 gone',
       '2|10.0.0.2 new',
       '3|10.0.0.3 gone',
     ]);
+    expect(o.size).toBe(1);
+    expect(o.apply('del', neigh(2, '10.0.0.2'))).toBeNull();
+    expect(o.apply('del', neigh(2, '10.0.0.2'))).toBeUndefined();
+    expect(o.size).toBe(0);
+  });
+
+  it('keeps every field of an entry, packed: state, flags, managed, protocol, lladdr', () => {
+    const o = new ObservedNeighbors();
+    const full = neigh(4, '2001:db8::7', {
+      state: NUD_DELAY,
+      flags: NTF_EXT_LEARNED,
+      flagsExt: NTF_EXT_MANAGED,
+      protocol: 0,
+      lladdr: 'AA:bb:0c:dd:ee:f1',
+    });
+    o.apply('new', full);
+    expect(o.get('4|2001:db8::7')).toEqual({
+      ifindex: 4,
+      ip: '2001:db8::7',
+      family: 6,
+      state: NUD_DELAY,
+      flags: NTF_EXT_LEARNED,
+      flagsExt: NTF_EXT_MANAGED,
+      protocol: 0,
+      lladdr: 'aa:bb:0c:dd:ee:f1',
+    });
+    // Any other link-layer address is kept as text; no protocol stays undefined.
+    o.apply('new', neigh(4, '2001:db8::7', { state: NUD_PERMANENT, lladdr: '0a:0b' }));
+    expect(o.find(4, '2001:db8::7')).toMatchObject({
+      state: NUD_PERMANENT,
+      protocol: undefined,
+      lladdr: '0a:0b',
+    });
+    // The same message twice is no change.
+    expect(
+      o.apply('new', neigh(4, '2001:db8::7', { state: NUD_PERMANENT, lladdr: '0a:0b' })),
+    ).toBeUndefined();
+    expect([...o.values()]).toHaveLength(1);
   });
 });

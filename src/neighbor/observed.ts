@@ -18,10 +18,22 @@ import {
   type Neigh,
 } from '../netlink/index.js';
 import type { Initializable } from '../statedb/index.js';
-import { neighKey, type ObservedNeighbor, type RefreshMode } from './types.js';
+import { splitNeighKey, type ObservedNeighbor, type RefreshMode } from './types.js';
+
+/** What the reactions and the ownership rules read of an entry. */
+export interface NeighState {
+  /** NUD_* */
+  readonly state: number;
+  /** NTF_* */
+  readonly flags: number;
+  /** NDA_FLAGS_EXT (NTF_EXT_MANAGED) */
+  readonly flagsExt: number;
+  /** NDA_PROTOCOL; undefined when the entry carries none. */
+  readonly protocol: number | undefined;
+}
 
 /** The entry carries fibkeeper's protocol mark. */
-export function isOwned(n: ObservedNeighbor, protocol: number): boolean {
+export function isOwned(n: NeighState, protocol: number): boolean {
   return n.protocol === protocol;
 }
 
@@ -31,7 +43,7 @@ export function isOwned(n: ObservedNeighbor, protocol: number): boolean {
  * learned by itself (no mark, not permanent, not extern_learn) is not foreign: fibkeeper
  * adopts it by writing its own flags over it (the state and lladdr are kept).
  */
-export function isForeign(n: ObservedNeighbor, protocol: number): boolean {
+export function isForeign(n: NeighState, protocol: number): boolean {
   if (n.protocol === protocol) return false;
   if ((n.flags & NTF_EXT_LEARNED) !== 0 || (n.state & NUD_PERMANENT) !== 0) return true;
   return n.protocol !== undefined && n.protocol !== 0;
@@ -57,7 +69,7 @@ const HEALTHY = NUD_REACHABLE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT | NUD_NOAR
  * entries by itself, so rewriting it would only add ARP.
  */
 export function reactionTo(
-  after: ObservedNeighbor | undefined,
+  after: NeighState | undefined,
   mode: RefreshMode,
   protocol: number,
 ): Reaction {
@@ -89,31 +101,130 @@ export function observedRow(n: Neigh): ObservedNeighbor | undefined {
   };
 }
 
-function sameObserved(a: ObservedNeighbor, b: ObservedNeighbor): boolean {
-  return (
-    a.state === b.state &&
-    a.flags === b.flags &&
-    a.flagsExt === b.flagsExt &&
-    a.protocol === b.protocol &&
-    a.lladdr === b.lladdr
-  );
+/**
+ * An observed change: the entry (ifindex, ip) and its state after the change (undefined:
+ * the entry is gone). `after` may be the table's live entry: read it at once.
+ */
+export interface ObservedChange {
+  readonly ifindex: number;
+  readonly ip: string;
+  readonly after: NeighState | undefined;
 }
 
-/** One observed change: the key, and the entry before and after (undefined: absent). */
-export interface ObservedChange {
-  key: string;
-  before: ObservedNeighbor | undefined;
-  after: ObservedNeighbor | undefined;
+/** The kernel's "no protocol" and the bits an entry keeps of NDA_FLAGS_EXT. */
+const NO_PROTOCOL = 0x1ff;
+const EXT_BITS = 0x3;
+
+/**
+ * One entry, packed: state, flags, the low NDA_FLAGS_EXT bits and the protocol in one small
+ * integer, a 6-byte lladdr in two 24-bit halves (any other length as text). Updated in
+ * place by events, so an event that changes an entry allocates nothing here.
+ */
+class Entry implements NeighState {
+  /** state | flags << 8 | (flagsExt & EXT_BITS) << 16 | (protocol ?? NO_PROTOCOL) << 18 */
+  bits = 0;
+  macHi = -1;
+  macLo = -1;
+  macText: string | undefined = undefined;
+
+  get state(): number {
+    return this.bits & 0xff;
+  }
+  get flags(): number {
+    return (this.bits >>> 8) & 0xff;
+  }
+  get flagsExt(): number {
+    return (this.bits >>> 16) & EXT_BITS;
+  }
+  get protocol(): number | undefined {
+    const p = this.bits >>> 18;
+    return p === NO_PROTOCOL ? undefined : p;
+  }
+  get lladdr(): string | undefined {
+    if (this.macText !== undefined) return this.macText;
+    if (this.macHi < 0) return undefined;
+    return `${hex3(this.macHi)}:${hex3(this.macLo)}`;
+  }
+
+  /** Sets the entry from a message; false when nothing changed. */
+  set(n: Neigh): boolean {
+    const p = n.protocol === undefined || n.protocol > 0xff ? NO_PROTOCOL : n.protocol;
+    const bits =
+      (n.state & 0xff) | ((n.flags & 0xff) << 8) | ((n.flagsExt & EXT_BITS) << 16) | (p << 18);
+    let hi = -1;
+    let lo = -1;
+    let text: string | undefined = undefined;
+    const mac = n.lladdr;
+    if (mac !== undefined && mac !== '') {
+      hi = macHalf(mac, 0);
+      lo = hi < 0 ? -1 : macHalf(mac, 9);
+      if (lo < 0 || mac.length !== 17 || mac.charCodeAt(8) !== 58) {
+        hi = -1;
+        lo = -1;
+        text = mac;
+      }
+    }
+    if (bits === this.bits && hi === this.macHi && lo === this.macLo && text === this.macText) {
+      return false;
+    }
+    this.bits = bits;
+    this.macHi = hi;
+    this.macLo = lo;
+    this.macText = text;
+    return true;
+  }
+}
+
+function hexVal(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  if (c >= 97 && c <= 102) return c - 87;
+  if (c >= 65 && c <= 70) return c - 55;
+  return -1;
+}
+
+/** Three "xx:" bytes of a MAC at `from` as a 24-bit number; -1 when not in that form. */
+function macHalf(mac: string, from: number): number {
+  let v = 0;
+  for (let i = 0; i < 3; i++) {
+    const o = from + 3 * i;
+    const a = hexVal(mac.charCodeAt(o));
+    const b = hexVal(mac.charCodeAt(o + 1));
+    if (a < 0 || b < 0 || (i < 2 && mac.charCodeAt(o + 2) !== 58)) return -1;
+    v = (v << 8) | (a << 4) | b;
+  }
+  return v;
+}
+
+const HEX2 = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
+function hex3(v: number): string {
+  return `${HEX2[(v >>> 16) & 0xff]}:${HEX2[(v >>> 8) & 0xff]}:${HEX2[v & 0xff]}`;
+}
+
+function familyOf(ip: string): 4 | 6 {
+  return ip.includes(':') ? 6 : 4;
+}
+
+/** The message is about an entry the table keeps (IPv4/IPv6, an address, not a proxy). */
+function kept(n: Neigh): n is Neigh & { dst: string } {
+  return (
+    (n.family === AF_INET || n.family === AF_INET6) &&
+    n.dst !== undefined &&
+    (n.flags & NTF_PROXY) === 0
+  );
 }
 
 /**
  * The observed table. It has no watchers (events are handled as they arrive), so it is a
- * plain map rather than a statedb Table: no revision log, no per-row node, which matters
- * with 100,000 entries changing state a few times each. It initializes with the first dump.
+ * plain map per device rather than a statedb Table: no revision log, no per-row node, no
+ * composite key, an entry packed into a small object updated in place — which matters with
+ * 100,000 entries changing state a few times each. It initializes with the first dump.
  */
 export class ObservedNeighbors implements Initializable {
   readonly name = 'neighbors';
-  private readonly rows = new Map<string, ObservedNeighbor>();
+  /** ifindex → ip → entry */
+  private readonly byDevice = new Map<number, Map<string, Entry>>();
+  private count = 0;
   private readonly init = deferred();
 
   get initialized(): boolean {
@@ -140,47 +251,77 @@ export class ObservedNeighbors implements Initializable {
   }
 
   get size(): number {
-    return this.rows.size;
+    return this.count;
   }
 
+  /**
+   * The live entry of (ifindex, ip): read it at once, an event changes it in place.
+   * Undefined when the kernel has none.
+   */
+  find(
+    ifindex: number,
+    ip: string,
+  ): (NeighState & { readonly lladdr: string | undefined }) | undefined {
+    return this.byDevice.get(ifindex)?.get(ip);
+  }
+
+  /** The entry with key "ifindex|ip", as a row of its own. */
   get(key: string): ObservedNeighbor | undefined {
-    return this.rows.get(key);
+    const { ifindex, ip } = splitNeighKey(key);
+    const e = this.byDevice.get(ifindex)?.get(ip);
+    return e === undefined ? undefined : rowOf(ifindex, ip, e);
   }
 
-  values(): IterableIterator<ObservedNeighbor> {
-    return this.rows.values();
+  /** Every entry, as rows of their own. */
+  *values(): IterableIterator<ObservedNeighbor> {
+    for (const [ifindex, m] of this.byDevice) for (const [ip, e] of m) yield rowOf(ifindex, ip, e);
   }
 
-  /** A neighbor event; returns the change, or undefined when nothing changed. */
-  apply(kind: 'new' | 'del', n: Neigh): ObservedChange | undefined {
-    const row = observedRow(n);
-    if (row === undefined) return undefined;
-    const key = neighKey(row.ifindex, row.ip);
-    const before = this.rows.get(key);
+  /**
+   * A neighbor event. Returns the entry after the change (the live entry: read it at once),
+   * null when the entry went away, undefined when nothing changed.
+   */
+  apply(kind: 'new' | 'del', n: Neigh): NeighState | null | undefined {
+    if (!kept(n)) return undefined;
+    let m = this.byDevice.get(n.ifindex);
+    const cur = m?.get(n.dst);
     if (kind === 'del') {
-      if (before === undefined) return undefined;
-      this.rows.delete(key);
-      return { key, before, after: undefined };
+      if (cur === undefined || m === undefined) return undefined;
+      m.delete(n.dst);
+      this.count--;
+      if (m.size === 0) this.byDevice.delete(n.ifindex);
+      return null;
     }
-    if (before !== undefined && sameObserved(before, row)) return undefined;
-    this.rows.set(key, row);
-    return { key, before, after: row };
+    if (cur !== undefined) return cur.set(n) ? cur : undefined;
+    const e = new Entry();
+    e.set(n);
+    if (m === undefined) this.byDevice.set(n.ifindex, (m = new Map()));
+    m.set(n.dst, e);
+    this.count++;
+    return e;
   }
 
   /** Replaces the table with a dump; returns what differs (as events would have said). */
   load(entries: readonly Neigh[]): ObservedChange[] {
     const changes: ObservedChange[] = [];
-    const seen = new Set<string>();
+    const seen = new Map<number, Set<string>>();
     for (const n of entries) {
-      const c = this.apply('new', n);
-      const row = observedRow(n);
-      if (row !== undefined) seen.add(neighKey(row.ifindex, row.ip));
-      if (c !== undefined) changes.push(c);
+      if (!kept(n)) continue;
+      let s = seen.get(n.ifindex);
+      if (s === undefined) seen.set(n.ifindex, (s = new Set()));
+      s.add(n.dst);
+      const after = this.apply('new', n);
+      if (after) changes.push({ ifindex: n.ifindex, ip: n.dst, after: snapshot(after) });
     }
-    for (const [key, row] of [...this.rows]) {
-      if (seen.has(key)) continue;
-      this.rows.delete(key);
-      changes.push({ key, before: row, after: undefined });
+    for (const [ifindex, m] of [...this.byDevice]) {
+      const s = seen.get(ifindex);
+      for (const ip of [...m.keys()]) {
+        if (s?.has(ip)) continue;
+        m.delete(ip);
+        this.count--;
+        changes.push({ ifindex, ip, after: undefined });
+      }
+      if (m.size === 0) this.byDevice.delete(ifindex);
     }
     return changes;
   }
@@ -188,13 +329,32 @@ export class ObservedNeighbors implements Initializable {
   /** Entries with fibkeeper's mark, by NUD state name (lower case, as metrics label them). */
   ownedByState(protocol: number): Map<string, number> {
     const out = new Map<string, number>();
-    for (const r of this.rows.values()) {
-      if (r.protocol !== protocol) continue;
-      const name = (nudStateNames(r.state)[0] ?? 'none').toLowerCase();
-      out.set(name, (out.get(name) ?? 0) + 1);
+    for (const m of this.byDevice.values()) {
+      for (const e of m.values()) {
+        if (e.protocol !== protocol) continue;
+        const name = (nudStateNames(e.state)[0] ?? 'none').toLowerCase();
+        out.set(name, (out.get(name) ?? 0) + 1);
+      }
     }
     return out;
   }
+}
+
+function snapshot(n: NeighState): NeighState {
+  return { state: n.state, flags: n.flags, flagsExt: n.flagsExt, protocol: n.protocol };
+}
+
+function rowOf(ifindex: number, ip: string, e: Entry): ObservedNeighbor {
+  return {
+    ifindex,
+    ip,
+    family: familyOf(ip),
+    state: e.state,
+    flags: e.flags,
+    flagsExt: e.flagsExt,
+    protocol: e.protocol,
+    lladdr: e.lladdr,
+  };
 }
 
 function deferred(): { promise: Promise<void>; resolve(): void; done: boolean } {

@@ -19,12 +19,7 @@ import {
 import type { BatchResult, Operations } from '../statedb/index.js';
 import { isForeign, observedRow, type ObservedNeighbors } from './observed.js';
 import type { RequeueCause } from './reactor.js';
-import {
-  neighKey,
-  type DesiredNeighbor,
-  type ObservedNeighbor,
-  type RefreshMode,
-} from './types.js';
+import { neighKey, type DesiredNeighbor, type RefreshMode } from './types.js';
 
 /** The netlink calls the operations use (NetlinkHandle has them; tests pass a fake). */
 export interface NeighborKernel {
@@ -91,7 +86,7 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     const todo: number[] = [];
     for (let i = 0; i < objs.length; i++) {
       const d = objs[i]!;
-      const seen = this.p.observed.get(d.key);
+      const seen = this.p.observed.find(d.ifindex, d.nexthop);
       if (seen !== undefined && isForeign(seen, this.p.protocol)) continue;
       todo.push(i);
     }
@@ -128,7 +123,7 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
   ): Promise<void> {
     const fresh = todo
       .map((i) => objs[i]!)
-      .filter((d) => this.p.observed.get(neighKey(d.ifindex, d.nexthop)) === undefined)
+      .filter((d) => this.p.observed.find(d.ifindex, d.nexthop) === undefined)
       .map((d) => ({
         ifindex: d.ifindex,
         dst: d.nexthop,
@@ -151,12 +146,12 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
   async deleteBatch(objs: readonly DesiredNeighbor[]): Promise<BatchResult> {
     const results = new Array<Error | undefined>(objs.length);
     for (const d of objs) this.p.causes.delete(d.key);
-    const current = await this.currentEntries(objs);
+    const owned = await this.ownership(objs);
     const del: number[] = [];
     for (let i = 0; i < objs.length; i++) {
-      const c = current[i];
-      if (c instanceof Error) results[i] = c;
-      else if (c !== undefined && c.protocol === this.p.protocol) del.push(i);
+      const o = owned[i];
+      if (o instanceof Error) results[i] = o;
+      else if (o === true) del.push(i);
     }
     if (del.length === 0) return results;
     const out = await this.p.kernel.neighDelMany(
@@ -170,43 +165,30 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
   }
 
   /**
-   * Who owns each entry now, from the observed table, which neighbor events keep current:
-   * an entry it shows as fibkeeper's is deleted, one it shows as someone else's is kept.
-   * An entry it does not know is asked of the kernel when the batch is small (one get each,
-   * pipelined); in a large batch (a device or an owner going away) it is deleted, since
-   * fibkeeper wrote it and its event is merely still on the way.
+   * Whether each entry is fibkeeper's now (true), someone else's (false) or gone
+   * (undefined), from the observed table, which neighbor events keep current. An entry it
+   * does not know is asked of the kernel when the batch is small (one get each,
+   * pipelined); in a large batch (a device or an owner going away) it counts as
+   * fibkeeper's, since fibkeeper wrote it and its event is merely still on the way.
    */
-  private async currentEntries(
+  private async ownership(
     objs: readonly DesiredNeighbor[],
-  ): Promise<(ObservedNeighbor | Error | undefined)[]> {
+  ): Promise<(boolean | Error | undefined)[]> {
     const ask = objs.length <= ASK_KERNEL_UP_TO;
     return Promise.all(
       objs.map(async (d) => {
-        const seen = this.p.observed.get(d.key);
-        if (seen !== undefined) return seen;
-        if (!ask) return this.assumedOwn(d);
+        const seen = this.p.observed.find(d.ifindex, d.nexthop);
+        if (seen !== undefined) return seen.protocol === this.p.protocol;
+        if (!ask) return true;
         try {
-          return observedRow(await this.p.kernel.neighGet({ ifindex: d.ifindex, dst: d.nexthop }));
+          const n = await this.p.kernel.neighGet({ ifindex: d.ifindex, dst: d.nexthop });
+          return observedRow(n)?.protocol === this.p.protocol;
         } catch (err) {
           if (isErrno(err, 'ENOENT', 'ENODEV')) return undefined;
           return err instanceof Error ? err : new Error(describeError(err));
         }
       }),
     );
-  }
-
-  /** An entry fibkeeper wrote and has not seen an event for yet. */
-  private assumedOwn(d: DesiredNeighbor): ObservedNeighbor {
-    return {
-      ifindex: d.ifindex,
-      ip: d.nexthop,
-      family: d.family,
-      state: 0,
-      flags: 0,
-      flagsExt: 0,
-      protocol: this.p.protocol,
-      lladdr: undefined,
-    };
   }
 
   /**

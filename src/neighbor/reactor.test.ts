@@ -45,7 +45,7 @@ function setup(mode: RefreshMode) {
         protocol: P,
       }),
     );
-  const gone = () => r.observed({ key: KEY, before: state(NUD_REACHABLE), after: undefined });
+  const gone = () => r.observed({ ifindex: 2, ip: '10.0.0.1', after: undefined });
   return { clock, r, requeued, state, gone, devices };
 }
 
@@ -64,7 +64,7 @@ describe('reactor', () => {
     // backoff replaced the second's 100 ms).
     expect(requeued).toEqual([`0 ${KEY} deleted`, `200 ${KEY} deleted`]);
     // Resolved: the count starts over.
-    r.observed({ key: KEY, before: undefined, after: state(NUD_REACHABLE) });
+    r.observed({ ifindex: 2, ip: '10.0.0.1', after: state(NUD_REACHABLE) });
     expect(r.lossesOf(KEY)).toBe(0);
     gone();
     expect(requeued.at(-1)).toBe(`1099 ${KEY} deleted`);
@@ -72,27 +72,27 @@ describe('reactor', () => {
 
   it('leaves a FAILED managed entry to the kernel; re-inserts a FAILED legacy one', () => {
     const m = setup('managed');
-    m.r.observed({ key: KEY, before: undefined, after: m.state(NUD_FAILED) });
+    m.r.observed({ ifindex: 2, ip: '10.0.0.1', after: m.state(NUD_FAILED) });
     expect(m.requeued).toEqual([]);
     const l = setup('legacy');
-    l.r.observed({ key: KEY, before: undefined, after: l.state(NUD_FAILED) });
+    l.r.observed({ ifindex: 2, ip: '10.0.0.1', after: l.state(NUD_FAILED) });
     expect(l.requeued).toEqual([`0 ${KEY} failed`]);
   });
 
   it('refreshes STALE entries on the legacy path only', () => {
     const m = setup('managed');
-    m.r.observed({ key: KEY, before: undefined, after: m.state(NUD_STALE) });
+    m.r.observed({ ifindex: 2, ip: '10.0.0.1', after: m.state(NUD_STALE) });
     expect(m.requeued).toEqual([]);
     const l = setup('legacy');
-    l.r.observed({ key: KEY, before: undefined, after: l.state(NUD_STALE) });
+    l.r.observed({ ifindex: 2, ip: '10.0.0.1', after: l.state(NUD_STALE) });
     expect(l.requeued).toEqual([`0 ${KEY} refresh`]);
   });
 
   it('ignores entries that are not desired and devices that are not selected', () => {
     const { r, requeued, devices } = setup('managed');
-    r.observed({ key: neighKey(2, '10.0.0.9'), before: undefined, after: undefined });
+    r.observed({ ifindex: 2, ip: '10.0.0.9', after: undefined });
     devices.applyLink('new', link(2, 'eth0', { flags: 0 }));
-    r.observed({ key: KEY, before: undefined, after: undefined });
+    r.observed({ ifindex: 2, ip: '10.0.0.1', after: undefined });
     expect(requeued).toEqual([]);
   });
 });

@@ -13,8 +13,8 @@
 import type { Clock, Table, TimerHandle } from '../statedb/index.js';
 import { backoff } from './config.js';
 import type { DeviceTracker } from './devices.js';
-import { reactionTo, type ObservedChange } from './observed.js';
-import type { DesiredNeighbor, RefreshMode } from './types.js';
+import { reactionTo, type NeighState, type ObservedChange } from './observed.js';
+import { neighKey, type DesiredNeighbor, type RefreshMode } from './types.js';
 
 export type RequeueCause = 'deleted' | 'failed' | 'refresh';
 
@@ -148,25 +148,33 @@ export class Reactor {
   }
 
   observed(c: ObservedChange): void {
-    const row = this.p.desired.get(c.key);
-    if (row === undefined) {
-      if (this.losses.has(c.key)) this.forget(c.key);
+    this.observedEntry(c.ifindex, c.ip, c.after);
+  }
+
+  /**
+   * The entry (ifindex, ip) changed; `after` is its state now (undefined: gone). The
+   * reaction comes first: most events (an entry resolving) need no table lookup at all.
+   */
+  observedEntry(ifindex: number, ip: string, after: NeighState | undefined): void {
+    const reaction = reactionTo(after, this.p.mode, this.p.protocol);
+    if (reaction === 'none') return;
+    if (reaction === 'healthy') {
+      if (this.losses.size > 0) this.forget(neighKey(ifindex, ip));
       return;
     }
-    if (!this.p.devices.isSelected(row.ifindex)) return;
-    const reaction = reactionTo(c.after, this.p.mode, this.p.protocol);
+    const key = neighKey(ifindex, ip);
+    if (!this.p.desired.has(key)) {
+      if (this.losses.has(key)) this.forget(key);
+      return;
+    }
+    if (!this.p.devices.isSelected(ifindex)) return;
     switch (reaction) {
-      case 'none':
-        return;
-      case 'healthy':
-        this.forget(c.key);
-        return;
       case 'stale':
-        this.p.requeue(c.key, 'refresh');
+        this.p.requeue(key, 'refresh');
         return;
       case 'deleted':
       case 'failed':
-        this.lost(c.key, reaction);
+        this.lost(key, reaction);
         return;
     }
   }

@@ -11,11 +11,15 @@
 //   - and table T has no route more specific than P that contains x and has a leg on D:
 //     such a route answers the lookup in T whatever happens to P.
 // Routes with a TOS or a source prefix never match the lookups (TOS 0, no source) and hide
-// nothing. Policy rules and nexthop objects are not watched; the periodic full resync
-// covers changes to them.
+// nothing. Nexthop objects are not watched; the periodic full resync covers changes to
+// them (policy rules are watched: rules.ts).
+//
+// The tracker also keeps the destination prefix of every route (prefixes.ts): an IP's
+// longest containing prefix is the group whose lookup it shares.
 import { parsePrefix, prefixCovers, type IpPrefix, type IpRangeIndex } from '../ipaddr/index.js';
 import { AF_INET, AF_INET6, RTM_F_CLONED, RTNH_F_DEAD, type Route } from '../netlink/index.js';
 import { Table } from '../statedb/index.js';
+import { PrefixIndex } from './prefixes.js';
 import type { RouteRow } from './types.js';
 
 export interface RouteListener {
@@ -89,6 +93,8 @@ const groupKey = (r: RouteRow): string => `${r.family}|${r.table}`;
 
 export class RouteTracker {
   readonly table: Table<RouteRow>;
+  /** The destination of every route in the table (counted per route). */
+  readonly prefixes = new PrefixIndex();
   private listener: RouteListener | undefined = undefined;
   /** family|table → prefix text → the devices its routes have legs on. */
   private readonly hiding = new Map<string, Map<string, HidingPrefix>>();
@@ -149,6 +155,8 @@ export class RouteTracker {
     }
     if (before !== undefined) this.unhide(before);
     if (after !== undefined) this.hide(after);
+    if (before === undefined && after !== undefined) this.prefixes.add(after.dst);
+    else if (before !== undefined && after === undefined) this.prefixes.remove(before.dst);
     this.listener?.routeChanged(before, after);
   }
 

@@ -110,7 +110,7 @@ export interface StatusSources {
 }
 
 function kernelEntry(s: StatusSources, ifindex: number, ip: string): KernelEntryStatus | null {
-  const n = s.observed.get(neighKey(ifindex, ip));
+  const n = s.observed.find(ifindex, ip);
   if (n === undefined) return null;
   const out: KernelEntryStatus = {
     state: nudStateNames(n.state),
@@ -186,12 +186,13 @@ export function buildStatus(s: StatusSources, q: StatusQuery): NeighborStatus {
     const f = s.forwardable.get(canonicalIp(q.ip));
     ips = f === undefined ? [] : [f];
   } else if (q.owner !== undefined) {
-    ips = s.forwardable.table.getBy('owner', q.owner);
+    ips = s.forwardable.rowsOf(q.owner);
   } else {
     ips = [];
-    for (const r of s.forwardable.table.rows()) {
+    for (const ip of s.forwardable.ips()) {
       if (ips.length >= limit) break;
-      ips.push(r.object);
+      const f = s.forwardable.get(ip);
+      if (f !== undefined) ips.push(f);
     }
   }
   if (

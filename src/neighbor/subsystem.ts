@@ -17,6 +17,7 @@ import {
   type Neigh,
   type Route,
   type RouteQuery,
+  type Rule,
 } from '../netlink/index.js';
 import {
   RateLimiter,
@@ -39,9 +40,11 @@ import { DeviceTracker } from './devices.js';
 import { makeFeeds, type Feed } from './feeds.js';
 import { ForwardableIPs } from './forwardable.js';
 import { ObservedNeighbors } from './observed.js';
+import type { GroupKey } from './prefixes.js';
 import { NeighborOps } from './ops.js';
 import { Reactor, type RequeueCause } from './reactor.js';
 import { RouteTracker } from './routes.js';
+import { RuleTracker } from './rules.js';
 import { buildStatus, type NeighborStatus, type StatusQuery } from './status.js';
 import { FIBKEEPER_NEIGH_PROTOCOL, type DesiredNeighbor, type RefreshMode } from './types.js';
 
@@ -79,6 +82,7 @@ export class NeighborSubsystem {
   private readonly forwardable: ForwardableIPs;
   private readonly devices: DeviceTracker;
   private readonly routes: RouteTracker;
+  private readonly rules = new RuleTracker();
   private readonly observed: ObservedNeighbors;
   private readonly desired: Table<DesiredNeighbor>;
   private readonly p: NeighborSubsystemParams;
@@ -92,7 +96,7 @@ export class NeighborSubsystem {
   private state: State = 'new';
   private nl: NetlinkHandle | undefined = undefined;
   private linkFeed: Feed<[Link[], Address[]]> | undefined = undefined;
-  private routeFeed: Feed<Route[]> | undefined = undefined;
+  private routeFeed: Feed<[Route[], Rule[]]> | undefined = undefined;
   private neighFeed: Feed<Neigh[]> | undefined = undefined;
   private resyncTimer: TimerHandle | undefined = undefined;
   private redumpTimer: TimerHandle | undefined = undefined;
@@ -112,10 +116,7 @@ export class NeighborSubsystem {
       { devices: p.config.devices, holderName: p.config.holderName },
       now,
     );
-    this.forwardable = new ForwardableIPs({
-      nodeAddresses: () => this.devices.nodeAddresses(),
-      now,
-    });
+    this.forwardable = new ForwardableIPs({ nodeAddresses: () => this.devices.nodeAddresses() });
     this.routes = new RouteTracker(now);
     this.observed = new ObservedNeighbors();
     this.desired = new Table<DesiredNeighbor>({
@@ -134,6 +135,7 @@ export class NeighborSubsystem {
       routes: this.routes,
       desired: this.desired,
       lookup: (oif, ips) => this.lookup(oif, ips),
+      groupOf: this.tuning.shareLookups ? (ip) => this.groupOf(ip) : undefined,
       clock: this.clock,
       log: this.log,
       metrics: this.metrics,
@@ -185,7 +187,7 @@ export class NeighborSubsystem {
       table: this.desired,
       ops,
       name: 'neighbors',
-      inputs: [this.forwardable.table, this.devices.table, this.routes.table, this.observed],
+      inputs: [this.forwardable, this.devices.table, this.routes.table, this.observed],
       config: {
         retryBackoffMinMs: c.retryMinMs,
         retryBackoffMaxMs: c.retryMaxMs,
@@ -219,6 +221,22 @@ export class NeighborSubsystem {
       routesMayHaveChanged: () => this.scheduleRouteRedump(),
     });
     this.routes.setListener({ routeChanged: (b, a) => calc.routeChanged(b, a) });
+    this.rules.setListener({
+      rulesChanged: () => {
+        if (this.state !== 'running') return;
+        this.log.info(
+          { ipv4TableOnly: this.rules.tableOnly(4), ipv6TableOnly: this.rules.tableOnly(6) },
+          'policy rules changed: every next hop is looked up again',
+        );
+        calc.fullResync();
+      },
+    });
+  }
+
+  /** The lookup an IP may share: only while its family's routing is table-only. */
+  private groupOf(ip: string): GroupKey | undefined {
+    const family = ip.includes(':') ? 6 : 4;
+    return this.rules.tableOnly(family) ? this.routes.prefixes.groupOf(ip) : undefined;
   }
 
   private handle(): NetlinkHandle {
@@ -249,7 +267,7 @@ export class NeighborSubsystem {
     if (this.state !== 'new') {
       throw new ClosedError(`neighbor: initializer ${name} registered after start()`);
     }
-    return this.forwardable.table.registerInitializer(name);
+    return this.forwardable.registerInitializer(name);
   }
 
   /**
@@ -277,7 +295,7 @@ export class NeighborSubsystem {
     this.calculator.start();
     this.reactor.start();
     this.reconciler.start();
-    void this.forwardable.table.waitInitialized().then(() => this.calculator.inputInitialized());
+    void this.forwardable.waitInitialized().then(() => this.calculator.inputInitialized());
     this.armResync();
     this.log.info(
       { mode: this.mode, devices: this.devices.selected().map((d) => d.name) },
@@ -295,6 +313,7 @@ export class NeighborSubsystem {
       metrics: this.metrics,
       devices: this.devices,
       routes: this.routes,
+      rules: this.rules,
       observed: this.observed,
       reactor: this.reactor,
       loaded: (table) => {
@@ -316,9 +335,10 @@ export class NeighborSubsystem {
    */
   private repairMissing(): void {
     for (const r of this.desired.rows()) {
-      if (this.observed.get(r.key) !== undefined) continue;
+      const d = r.object;
+      if (this.observed.find(d.ifindex, d.nexthop) !== undefined) continue;
       if (this.desired.status(r.key)?.kind !== 'done') continue;
-      this.reactor.observed({ key: r.key, before: undefined, after: undefined });
+      this.reactor.observedEntry(d.ifindex, d.nexthop, undefined);
     }
   }
 

@@ -1,0 +1,135 @@
+// The destination prefixes of every route the kernel has (all tables, both families), and
+// for an IP the longest of them that contains it: the key by which next-hop lookups are
+// shared (see share.ts).
+//
+// Why that key is exact: with the default policy rules, the kernel's FIB lookup for a
+// destination x (whatever the output device) reads only routes whose prefix contains x.
+// Those prefixes are nested; if P is the longest of them, every other one contains P too,
+// so "the routes containing x" is the same set for every x whose longest containing prefix
+// is P. Two such IPs therefore get the same answer from the kernel (the same route, or the
+// same error); only an on-link leg names the destination itself as the next hop.
+import { writeIp } from '../ipaddr/index.js';
+
+/** An IP's group: the longest route prefix containing it (NO_GROUP when there is none). */
+export type GroupKey = number | string;
+
+/**
+ * The groups of IPs that no route contains, one per family. Keys of the two families never
+ * meet: IPv4 keys are numbers (length·2³² + network), IPv6 keys strings ("len/bytes").
+ */
+export const NO_GROUP4: GroupKey = -1;
+export const NO_GROUP6: GroupKey = '-1/';
+
+/** The prefix length of a group (-1 for the IPs no route contains). */
+export function groupLength(key: GroupKey): number {
+  return typeof key === 'number' ? Math.floor(key / 0x1_0000_0000) : parseInt(key, 10);
+}
+
+const scratch = new Uint8Array(16);
+
+/** Prefix lengths present, longest first, with the networks of each (and a route count). */
+interface Level<K> {
+  len: number;
+  nets: Map<K, number>;
+}
+
+class Levels<K> {
+  /** Longest first. */
+  levels: Level<K>[] = [];
+
+  add(len: number, net: K): void {
+    let l = this.levels.find((x) => x.len === len);
+    if (l === undefined) {
+      l = { len, nets: new Map() };
+      this.levels.push(l);
+      this.levels.sort((a, b) => b.len - a.len);
+    }
+    l.nets.set(net, (l.nets.get(net) ?? 0) + 1);
+  }
+
+  remove(len: number, net: K): void {
+    const i = this.levels.findIndex((x) => x.len === len);
+    const l = this.levels[i];
+    if (l === undefined) return;
+    const n = (l.nets.get(net) ?? 0) - 1;
+    if (n > 0) l.nets.set(net, n);
+    else l.nets.delete(net);
+    if (l.nets.size === 0) this.levels.splice(i, 1);
+  }
+}
+
+/** The network of the first `len` bits of the 4 bytes at scratch[0..4), as a number. */
+function v4Net(len: number): number {
+  const v = ((scratch[0]! << 24) | (scratch[1]! << 16) | (scratch[2]! << 8) | scratch[3]!) >>> 0;
+  if (len === 0) return 0;
+  const shift = 32 - len;
+  return shift === 0 ? v : ((v >>> shift) << shift) >>> 0;
+}
+
+/** The first `len` bits of the 16 bytes at scratch, as a 16-character string (bytes as chars). */
+function v6Net(len: number): string {
+  let s = '';
+  for (let i = 0; i < 16; i++) {
+    const bits = Math.min(8, Math.max(0, len - 8 * i));
+    s += String.fromCharCode(bits === 0 ? 0 : scratch[i]! & ((0xff << (8 - bits)) & 0xff));
+  }
+  return s;
+}
+
+export class PrefixIndex {
+  private readonly v4 = new Levels<number>();
+  private readonly v6 = new Levels<string>();
+
+  /** Adds one route's destination ("10.0.0.0/8", "::/0"). */
+  add(dst: string): void {
+    this.update(dst, 1);
+  }
+
+  /** Removes one route's destination (a prefix stays while another route has it). */
+  remove(dst: string): void {
+    this.update(dst, -1);
+  }
+
+  private update(dst: string, delta: 1 | -1): void {
+    const slash = dst.lastIndexOf('/');
+    const len = Number(dst.slice(slash + 1));
+    const n = writeIp(dst.slice(0, slash), scratch);
+    if (n === 4) {
+      const net = v4Net(len);
+      if (delta > 0) this.v4.add(len, net);
+      else this.v4.remove(len, net);
+    } else {
+      const net = v6Net(len);
+      if (delta > 0) this.v6.add(len, net);
+      else this.v6.remove(len, net);
+    }
+  }
+
+  /**
+   * The group of `ip` (canonical or any valid spelling): its longest containing prefix as a
+   * key, NO_GROUP4/NO_GROUP6 when no route contains it. Cost: one map probe per prefix length present.
+   */
+  groupOf(ip: string): GroupKey {
+    const n = writeIp(ip, scratch);
+    if (n === 4) {
+      for (const l of this.v4.levels) {
+        const net = v4Net(l.len);
+        if (l.nets.has(net)) return l.len * 0x1_0000_0000 + net;
+      }
+      return NO_GROUP4;
+    }
+    for (const l of this.v6.levels) {
+      const net = v6Net(l.len);
+      if (l.nets.has(net)) return `${l.len}/${net}`;
+    }
+    return NO_GROUP6;
+  }
+
+  /** Distinct prefixes, both families (for status and tests). */
+  get size(): number {
+    let n = 0;
+    for (const l of this.v4.levels) n += l.nets.size;
+    for (const l of this.v6.levels) n += l.nets.size;
+    return n;
+  }
+}
