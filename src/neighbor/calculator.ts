@@ -76,6 +76,8 @@ export class Calculator {
   private idleWaiters: (() => void)[] = [];
   /** Pairs whose next hops came from another IP's lookup (status, tests). */
   shared = 0;
+  /** Counts releases (IPs removed or now the node's own): lookups in flight recheck theirs. */
+  private released = 0;
 
   constructor(p: CalculatorParams) {
     this.p = p;
@@ -271,10 +273,11 @@ export class Calculator {
         const ips = g.ips.filter((ip) => this.wanted(ip));
         if (ips.length === 0) continue;
         this.inFlight = ips.length;
+        const released = this.released;
         const result = await lookupNextHops(g.ifindex, ips, this.groupOf, this.p.lookup);
         this.inFlight = 0;
         if (!this.running) break;
-        this.apply(g.ifindex, ips, result);
+        this.apply(g.ifindex, ips, result, released !== this.released);
       }
     } catch (err) {
       this.p.log.error({ err }, 'next-hop calculation failed');
@@ -294,7 +297,16 @@ export class Calculator {
 
   private readonly groupOf = (ip: string): GroupKey | undefined => this.p.groupOf?.(ip);
 
-  private apply(ifindex: number, ips: readonly string[], result: SharedLookups): void {
+  /**
+   * Applies the outcomes of a chunk. `recheck`: IPs were released while the lookups were in
+   * flight, so each one's wanted() is asked again.
+   */
+  private apply(
+    ifindex: number,
+    ips: readonly string[],
+    result: SharedLookups,
+    recheck: boolean,
+  ): void {
     const { lookups, outcomes } = result;
     this.p.metrics.lookups('nexthop', lookups.nexthop);
     this.p.metrics.lookups('unreachable', lookups.unreachable);
@@ -303,12 +315,13 @@ export class Calculator {
     // The device left while the lookups were in flight: its entries are already released.
     if (!this.p.devices.isSelected(ifindex)) return;
     const again = this.urgent.get(ifindex);
+    const check = again !== undefined && again.size > 0;
     this.p.desired.write((w) => {
       for (let i = 0; i < ips.length; i++) {
         const ip = ips[i]!;
         const outcome: LookupOutcome = outcomes[i]!;
         // Removed, or queued again while in flight: the newer lookup decides.
-        if (again?.has(ip) || !this.wanted(ip)) continue;
+        if ((check && again.has(ip)) || (recheck && !this.wanted(ip))) continue;
         if (outcome.kind === 'error') {
           this.lookupFailed(ifindex, ip, outcome.error);
           continue;
@@ -380,6 +393,7 @@ export class Calculator {
 
   /** Drops every assignment of these IPs (removed, or now the node's own). */
   private release(ips: readonly string[]): void {
+    this.released++;
     this.p.desired.write((w) => {
       for (const ip of ips) {
         for (const [d] of this.byDevice) this.assign(w, d, ip, NONE);

@@ -58,13 +58,15 @@ export function defaultTuning(): NeighborTuning {
     // Route and link events come in small bursts (a routing daemon's update, a link flap).
     routeRcvbuf: 8 << 20,
     linkRcvbuf: 4 << 20,
-    // 8192 lookups per pipelined call (the handle keeps its own window in flight): few event
-    // loop turns for a large table, yet a chunk takes only tens of ms, so events and
-    // route changes are not held up long during a full recomputation.
-    lookupChunk: 8192,
-    // Entries per neighSetMany call: 4096 keeps rounds few for a large table and short
-    // enough (~10 ms) that stop() and new changes are not held up.
-    writeBatch: 4096,
+    // IPs per chunk of the calculation (with shared lookups, a chunk costs one lookup per
+    // route prefix in it, and up to one per IP when they cannot be shared): few event loop
+    // turns for a large table (16384 converged 100,000 IPs ~7% faster than 8192 here), yet a
+    // chunk takes only ~20 ms, so events and route changes are not held up long.
+    lookupChunk: 16384,
+    // Entries per neighSetMany call: 8192 keeps rounds few for a large table (faster than
+    // 4096 by a few %) and short enough (~40 ms of kernel work) that stop() and new changes
+    // are not held up long.
+    writeBatch: 8192,
     // A link going down removes its IPv4 routes without notifications: re-dump once the
     // burst of link and address events has passed.
     routeRedumpDelayMs: 50,

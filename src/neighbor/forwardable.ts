@@ -51,14 +51,20 @@ function ownersWith(owners: readonly string[], owner: string): readonly string[]
 
 export class ForwardableIPs implements Initializable {
   readonly name = 'forwardable-ips';
-  /** The IPs of the table, by address range. */
-  readonly index = new IpRangeIndex();
+  private readonly byRange = new IpRangeIndex();
+  /**
+   * IPs added but not yet in `byRange`: a bulk load does not build the range index on its
+   * way to the kernel; the first query (a route change) does.
+   */
+  private unindexed: string[] = [];
   /** Canonical IP → its owners (sorted, never empty). */
   private readonly rows = new Map<string, readonly string[]>();
   private readonly init = new Initializers('forwardable-ips');
   private readonly nodeAddresses: () => ReadonlyMap<string, string>;
   /** One shared `[owner]` list per owner: most IPs have a single owner. */
   private readonly singles = new Map<string, readonly string[]>();
+  /** Owner → how many IPs it holds. */
+  private readonly held = new Map<string, number>();
   private listener: ForwardableListener | undefined = undefined;
 
   constructor(params: ForwardableParams) {
@@ -67,6 +73,17 @@ export class ForwardableIPs implements Initializable {
 
   setListener(l: ForwardableListener | undefined): void {
     this.listener = l;
+  }
+
+  /** The IPs of the table, by address range (brought up to date on access). */
+  get index(): IpRangeIndex {
+    if (this.unindexed.length > 0) {
+      const adds = this.unindexed;
+      this.unindexed = [];
+      // An IP removed (and maybe re-added) since is indexed by its current presence.
+      for (const ip of adds) if (this.rows.has(ip)) this.byRange.add(ip);
+    }
+    return this.byRange;
   }
 
   // ---- initialization ----------------------------------------------------------------
@@ -89,12 +106,13 @@ export class ForwardableIPs implements Initializable {
 
   /**
    * Validates IPs to be made forwardable: valid unicast, not reserved, not the node's own.
-   * Returns canonical IP → family; throws one InvalidArgumentError naming the bad IPs.
+   * Returns them canonical (duplicates possible); throws one InvalidArgumentError naming the
+   * bad IPs.
    */
-  private validateForAdd(ips: readonly string[]): Map<string, 4 | 6> {
+  private validateForAdd(ips: readonly string[]): string[] {
     if (!Array.isArray(ips)) throw new InvalidArgumentError('forwardable IPs: expected a list');
     const nodeAddresses = this.nodeAddresses();
-    const out = new Map<string, 4 | 6>();
+    const out: string[] = [];
     const problems: string[] = [];
     for (const text of ips) {
       try {
@@ -103,11 +121,10 @@ export class ForwardableIPs implements Initializable {
         // validateUnicastIp for its explained error.
         const ip = classifyIp(text) === 'unicast' ? canonicalIp(text) : undefined;
         if (ip !== undefined && !nodeAddresses.has(ip)) {
-          out.set(ip, ip.includes(':') ? 6 : 4);
+          out.push(ip);
           continue;
         }
-        const p = validateUnicastIp(text, { nodeAddresses });
-        out.set(p.address, p.family);
+        out.push(validateUnicastIp(text, { nodeAddresses }).address);
       } catch (err) {
         problems.push(`${JSON.stringify(text)}: ${(err as Error).message}`);
       }
@@ -138,7 +155,7 @@ export class ForwardableIPs implements Initializable {
     validateOwner(owner);
     const valid = this.validateForAdd(ips);
     const added: string[] = [];
-    for (const ip of valid.keys()) this.addOwner(ip, owner, added);
+    for (const ip of valid) this.addOwner(ip, owner, added);
     this.notify(added, []);
   }
 
@@ -157,10 +174,13 @@ export class ForwardableIPs implements Initializable {
     const valid = this.validateForAdd(ips);
     const added: string[] = [];
     const removed: string[] = [];
-    for (const [ip, owners] of this.rows) {
-      if (!valid.has(ip) && owners.includes(owner)) this.removeOwner(ip, owner, removed);
+    if ((this.held.get(owner) ?? 0) > 0) {
+      const keep = new Set(valid);
+      for (const [ip, owners] of this.rows) {
+        if (!keep.has(ip) && owners.includes(owner)) this.removeOwner(ip, owner, removed);
+      }
     }
-    for (const ip of valid.keys()) this.addOwner(ip, owner, added);
+    for (const ip of valid) this.addOwner(ip, owner, added);
     this.notify(added, removed);
   }
 
@@ -206,12 +226,22 @@ export class ForwardableIPs implements Initializable {
     const cur = this.rows.get(ip);
     if (cur === undefined) {
       this.rows.set(ip, this.alone(owner));
-      this.index.add(ip);
+      this.unindexed.push(ip);
+      this.hold(owner, 1);
       added.push(ip);
       return;
     }
     const owners = ownersWith(cur, owner);
-    if (owners !== cur) this.rows.set(ip, owners);
+    if (owners === cur) return;
+    this.rows.set(ip, owners);
+    this.hold(owner, 1);
+  }
+
+  /** Counts the IPs each owner holds (setOwner scans the table only for an owner with some). */
+  private hold(owner: string, delta: number): void {
+    const n = (this.held.get(owner) ?? 0) + delta;
+    if (n > 0) this.held.set(owner, n);
+    else this.held.delete(owner);
   }
 
   private alone(owner: string): readonly string[] {
@@ -226,6 +256,7 @@ export class ForwardableIPs implements Initializable {
   private removeOwner(ip: string, owner: string, removed: string[]): void {
     const cur = this.rows.get(ip);
     if (cur === undefined || !cur.includes(owner)) return;
+    this.hold(owner, -1);
     if (cur.length === 1) {
       this.rows.delete(ip);
       this.index.delete(ip);

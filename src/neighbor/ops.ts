@@ -84,26 +84,31 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
   async updateBatch(objs: readonly DesiredNeighbor[]): Promise<BatchResult> {
     const results = new Array<Error | undefined>(objs.length);
     const todo: number[] = [];
+    const specs: NeighSpec[] = [];
     for (let i = 0; i < objs.length; i++) {
       const d = objs[i]!;
       const seen = this.p.observed.find(d.ifindex, d.nexthop);
       if (seen !== undefined && isForeign(seen, this.p.protocol)) continue;
       todo.push(i);
+      specs.push(this.spec(d));
     }
     if (todo.length === 0) return results;
     if (this.p.mode === 'legacy' && this.p.twoStep) await this.createFirst(objs, todo);
-    const out = await this.p.kernel.neighSetMany(todo.map((i) => this.spec(objs[i]!)));
+    const out = await this.p.kernel.neighSetMany(specs);
     for (const f of out.failures) results[todo[f.index]!] = f.error;
     let inserts = 0;
     const by: Record<RequeueCause, number> = { deleted: 0, failed: 0, refresh: 0 };
-    for (const i of todo) {
-      const d = objs[i]!;
-      const key = neighKey(d.ifindex, d.nexthop);
-      const cause = this.p.causes.get(key);
-      if (cause !== undefined) this.p.causes.delete(key);
-      if (results[i] !== undefined) continue;
-      if (cause === undefined) inserts++;
-      else by[cause]++;
+    const causes = this.p.causes;
+    if (causes.size === 0) inserts = todo.length - out.failures.length;
+    else {
+      for (const i of todo) {
+        const key = objs[i]!.key;
+        const cause = causes.get(key);
+        if (cause !== undefined) causes.delete(key);
+        if (results[i] !== undefined) continue;
+        if (cause === undefined) inserts++;
+        else by[cause]++;
+      }
     }
     this.p.metrics.inserted(inserts);
     this.p.metrics.reinserted('deleted', by.deleted);
@@ -175,20 +180,28 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     objs: readonly DesiredNeighbor[],
   ): Promise<(boolean | Error | undefined)[]> {
     const ask = objs.length <= ASK_KERNEL_UP_TO;
-    return Promise.all(
-      objs.map(async (d) => {
-        const seen = this.p.observed.find(d.ifindex, d.nexthop);
-        if (seen !== undefined) return seen.protocol === this.p.protocol;
-        if (!ask) return true;
-        try {
-          const n = await this.p.kernel.neighGet({ ifindex: d.ifindex, dst: d.nexthop });
-          return observedRow(n)?.protocol === this.p.protocol;
-        } catch (err) {
-          if (isErrno(err, 'ENOENT', 'ENODEV')) return undefined;
-          return err instanceof Error ? err : new Error(describeError(err));
-        }
-      }),
-    );
+    const out = new Array<boolean | Error | undefined>(objs.length);
+    const asked: Promise<void>[] = [];
+    for (let i = 0; i < objs.length; i++) {
+      const d = objs[i]!;
+      const seen = this.p.observed.find(d.ifindex, d.nexthop);
+      if (seen !== undefined) out[i] = seen.protocol === this.p.protocol;
+      else if (!ask) out[i] = true;
+      else asked.push(this.askKernel(d).then((o) => void (out[i] = o)));
+    }
+    if (asked.length > 0) await Promise.all(asked);
+    return out;
+  }
+
+  /** Whether the kernel's entry is fibkeeper's (undefined: it has none). */
+  private async askKernel(d: DesiredNeighbor): Promise<boolean | Error | undefined> {
+    try {
+      const n = await this.p.kernel.neighGet({ ifindex: d.ifindex, dst: d.nexthop });
+      return observedRow(n)?.protocol === this.p.protocol;
+    } catch (err) {
+      if (isErrno(err, 'ENOENT', 'ENODEV')) return undefined;
+      return err instanceof Error ? err : new Error(describeError(err));
+    }
   }
 
   /**
