@@ -24,7 +24,8 @@ let n;
 let profiler;
 
 const handlers = {
-  async start() {
+  /** Starts the subsystem; `tuning` overrides its tuning defaults (experiments). */
+  async start({ tuning }) {
     n = new NeighborSubsystem({
       netns,
       config: {
@@ -38,6 +39,7 @@ const handlers = {
       },
       managedSupported: true,
       log: silentLogger(),
+      tuning,
     });
     await n.start();
     await n.waitReady();

@@ -6,7 +6,10 @@
 // time. With --profile FILE it writes a CPU profile of the convergences alone (not of the
 // clearing in between): unlike a profile of the real thing, no kernel time is attributed to
 // the JavaScript that runs after a syscall. Needs no root.
+// With --heap-profile FILE it writes a sampling heap profile of what the convergences
+// allocate (FILE.heapprofile: bytes per function, collected objects included).
 // Usage: node bench/neighbor/offline.mjs [--n 100000] [--rounds 5] [--profile FILE]
+//          [--heap-profile FILE]
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
@@ -17,6 +20,7 @@ const get = (name, def) => (a.includes(name) ? a[a.indexOf(name) + 1] : def);
 const N = Number(get('--n', '100000'));
 const ROUNDS = Number(get('--rounds', '5'));
 const PROFILE = get('--profile', undefined);
+const HEAP_PROFILE = get('--heap-profile', undefined);
 
 const nl = await import(join(root, 'dist', 'netlink', 'index.js'));
 const { NeighborSubsystem } = await import(join(root, 'dist', 'neighbor', 'index.js'));
@@ -182,14 +186,29 @@ if (profiler !== undefined) {
   await profiler.post('Profiler.enable');
   await profiler.post('Profiler.setSamplingInterval', { interval: 100 });
 }
+const heap = HEAP_PROFILE === undefined ? undefined : new Session();
+if (heap !== undefined) {
+  heap.connect();
+  await heap.post('HeapProfiler.enable');
+}
+const sampling = {
+  samplingInterval: 4096,
+  includeObjectsCollectedByMajorGC: true,
+  includeObjectsCollectedByMinorGC: true,
+};
 for (let k = 0; k < ROUNDS; k++) {
   const list = ips(0x0a010001 + (k % 2) * 0x40000, N);
   // The first round warms up: only the later ones are profiled.
   if (k > 0) await profiler?.post('Profiler.start');
+  if (k > 0) await heap?.post('HeapProfiler.startSampling', sampling);
   const t0 = performance.now();
   n.setOwner('bench', list);
   await n.settled();
   times.push(performance.now() - t0);
+  if (k > 0 && heap !== undefined) {
+    const { profile } = await heap.post('HeapProfiler.stopSampling');
+    writeFileSync(`${HEAP_PROFILE}.${k}.heapprofile`, JSON.stringify(profile));
+  }
   if (k > 0 && profiler !== undefined) {
     const { profile } = await profiler.post('Profiler.stop');
     writeFileSync(`${PROFILE}.${k}.cpuprofile`, JSON.stringify(profile));

@@ -97,7 +97,7 @@ async function main() {
     nl = mod.NetlinkHandle.open({ netns: r });
     const ifindex = await nl.ifindex(DEV);
     agent = await spawnAgent(r);
-    await agent.call('start');
+    await agent.call('start', {});
     await agent.call('load', { owner: 'warmup', base: BASE + 0x40000, count: n });
     await agent.call('clear', { owner: 'warmup' });
     await quiet(nl, ifindex, mod.NUD_INCOMPLETE);
