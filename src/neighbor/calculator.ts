@@ -18,7 +18,7 @@ import type { ForwardableIPs } from './forwardable.js';
 import { familyOfText, type LookupOutcome } from './nexthop.js';
 import type { GroupKey } from './prefixes.js';
 import type { RouteTracker } from './routes.js';
-import { RefSet } from './refset.js';
+import { DesiredRow, type RefSet } from './refset.js';
 import { lookupNextHops, type LookupFn, type SharedLookups } from './share.js';
 import { neighKey, splitNeighKey, type DesiredNeighbor, type RouteRow } from './types.js';
 
@@ -363,17 +363,18 @@ export class Calculator {
     m.set(ip, nexthops.length === 1 ? nexthops[0]! : nexthops);
   }
 
-  /** The forwardable IPs that need desired row `key` (its live `refs`, created with it). */
+  /** The forwardable IPs that need desired row `key` (the row itself: a DesiredRow). */
   private refsOf(key: string): RefSet | undefined {
-    return this.p.desired.get(key)?.refs as RefSet | undefined;
+    return this.p.desired.get(key) as DesiredRow | undefined;
   }
 
   private ref(w: TableWriter<DesiredNeighbor>, ifindex: number, nexthop: string, ip: string): void {
     const key = neighKey(ifindex, nexthop);
     let s = this.refsOf(key);
     if (s === undefined) {
-      s = new RefSet();
-      w.upsert({ key, ifindex, nexthop, family: familyOfText(nexthop), refs: s });
+      const row = new DesiredRow(key, ifindex, nexthop, familyOfText(nexthop));
+      w.upsert(row);
+      s = row;
     }
     s.add(ip);
   }

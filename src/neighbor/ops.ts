@@ -59,16 +59,25 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
 
   /** The entry as fibkeeper writes it. */
   spec(d: DesiredNeighbor): NeighSpec {
-    const s: NeighSpec = {
+    // One object literal per mode: every spec of a batch has the same shape.
+    if (this.p.mode === 'managed') {
+      return {
+        ifindex: d.ifindex,
+        dst: d.nexthop,
+        state: NUD_NONE,
+        externLearned: true,
+        protocol: this.p.protocol,
+        managed: true,
+      };
+    }
+    return {
       ifindex: d.ifindex,
       dst: d.nexthop,
       state: NUD_NONE,
       externLearned: true,
       protocol: this.p.protocol,
+      flags: NTF_USE,
     };
-    if (this.p.mode === 'managed') s.managed = true;
-    else s.flags = NTF_USE;
-    return s;
   }
 
   /** Writes the entry (create or re-resolve). Idempotent. */

@@ -58,12 +58,47 @@ class Levels<K> {
   }
 }
 
-/** The network of the first `len` bits of the 4 bytes at scratch[0..4), as a number. */
-function v4Net(len: number): number {
-  const v = ((scratch[0]! << 24) | (scratch[1]! << 16) | (scratch[2]! << 8) | scratch[3]!) >>> 0;
+/** The first `len` bits of an IPv4 address (a 32-bit number), as a number. */
+function v4Net(v: number, len: number): number {
   if (len === 0) return 0;
   const shift = 32 - len;
   return shift === 0 ? v : ((v >>> shift) << shift) >>> 0;
+}
+
+/**
+ * Dotted-quad text as a 32-bit number; -1 for anything else (IPv6, or a spelling that is
+ * not canonical dotted decimal: the caller then parses it the general way).
+ */
+function dottedQuad(s: string): number {
+  let v = 0;
+  let part = 0;
+  let digits = 0;
+  let octet = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 46) {
+      if (digits === 0 || part === 3 || octet > 255) return -1;
+      v = v * 256 + octet;
+      part++;
+      octet = 0;
+      digits = 0;
+    } else if (c >= 48 && c <= 57 && digits < 3 && !(digits > 0 && octet === 0)) {
+      octet = octet * 10 + (c - 48);
+      digits++;
+    } else {
+      return -1;
+    }
+  }
+  if (digits === 0 || part !== 3 || octet > 255) return -1;
+  return v * 256 + octet;
+}
+
+/** An IPv4 address as a 32-bit number (any valid spelling), or -1 for IPv6. */
+function v4Number(ip: string): number {
+  const fast = dottedQuad(ip);
+  if (fast >= 0 && fast <= 0xffffffff) return fast;
+  if (writeIp(ip, scratch) !== 4) return -1;
+  return ((scratch[0]! << 24) | (scratch[1]! << 16) | (scratch[2]! << 8) | scratch[3]!) >>> 0;
 }
 
 /** The first `len` bits of the 16 bytes at scratch, as a 16-character string (bytes as chars). */
@@ -93,12 +128,13 @@ export class PrefixIndex {
   private update(dst: string, delta: 1 | -1): void {
     const slash = dst.lastIndexOf('/');
     const len = Number(dst.slice(slash + 1));
-    const n = writeIp(dst.slice(0, slash), scratch);
-    if (n === 4) {
-      const net = v4Net(len);
+    const v = v4Number(dst.slice(0, slash));
+    if (v >= 0) {
+      const net = v4Net(v, len);
       if (delta > 0) this.v4.add(len, net);
       else this.v4.remove(len, net);
     } else {
+      writeIp(dst.slice(0, slash), scratch);
       const net = v6Net(len);
       if (delta > 0) this.v6.add(len, net);
       else this.v6.remove(len, net);
@@ -107,17 +143,19 @@ export class PrefixIndex {
 
   /**
    * The group of `ip` (canonical or any valid spelling): its longest containing prefix as a
-   * key, NO_GROUP4/NO_GROUP6 when no route contains it. Cost: one map probe per prefix length present.
+   * key, NO_GROUP4/NO_GROUP6 when no route contains it. Cost: one map probe per prefix
+   * length present. Throws InvalidArgumentError for text that is no address.
    */
   groupOf(ip: string): GroupKey {
-    const n = writeIp(ip, scratch);
-    if (n === 4) {
+    const v = v4Number(ip);
+    if (v >= 0) {
       for (const l of this.v4.levels) {
-        const net = v4Net(l.len);
+        const net = v4Net(v, l.len);
         if (l.nets.has(net)) return l.len * 0x1_0000_0000 + net;
       }
       return NO_GROUP4;
     }
+    writeIp(ip, scratch);
     for (const l of this.v6.levels) {
       const net = v6Net(l.len);
       if (l.nets.has(net)) return `${l.len}/${net}`;

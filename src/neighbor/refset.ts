@@ -1,7 +1,9 @@
 // The references of a desired neighbor back to the forwardable IPs that need it. Most next
 // hops are needed by one IP (on-link forwardable IPs are their own next hop), so a set of
 // one is kept as the string alone and becomes a Set only when a second reference comes:
-// with 100,000 entries that saves a hash table per entry.
+// with 100,000 entries that saves a hash table per entry. The calculator's rows
+// (DesiredRow) are such a set themselves: one object per entry, not two.
+import type { DesiredNeighbor } from './types.js';
 
 export class RefSet implements ReadonlySet<string> {
   private one: string | undefined = undefined;
@@ -50,5 +52,28 @@ export class RefSet implements ReadonlySet<string> {
 
   forEach(fn: (value: string, key: string, set: ReadonlySet<string>) => void): void {
     for (const v of this.values()) fn(v, v, this);
+  }
+}
+
+/**
+ * A row of the DesiredNeighbor table as the calculator writes it: the entry and, being a
+ * RefSet, its live references (`refs` is the row itself).
+ */
+export class DesiredRow extends RefSet implements DesiredNeighbor {
+  readonly key: string;
+  readonly ifindex: number;
+  readonly nexthop: string;
+  readonly family: 4 | 6;
+
+  constructor(key: string, ifindex: number, nexthop: string, family: 4 | 6) {
+    super();
+    this.key = key;
+    this.ifindex = ifindex;
+    this.nexthop = nexthop;
+    this.family = family;
+  }
+
+  get refs(): ReadonlySet<string> {
+    return this;
   }
 }

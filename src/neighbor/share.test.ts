@@ -171,3 +171,12 @@ describe('lookupNextHops: one lookup per group, next hops derived per member', (
     expect(e.lookups.error).toBe(2);
   });
 });
+
+describe('PrefixIndex input', () => {
+  it('takes any spelling of an address (IPv4-mapped IPv6 is IPv6)', () => {
+    const p = index('10.0.0.0/8', '::ffff:0:0/96');
+    expect(p.groupOf('10.1.2.3')).toBe(p.groupOf('10.255.255.255'));
+    expect(groupLength(p.groupOf('::ffff:10.1.2.3'))).toBe(96);
+    expect(() => p.groupOf('010.1.2.3')).toThrow(/leading zero/);
+  });
+});
