@@ -85,6 +85,13 @@ export interface NeighborStatus {
     failingLookups: number;
     scheduledRetries: number;
     backingOff: number;
+    /**
+     * Per family: lookups are shared among the IPs of one route prefix (the policy rules
+     * are the defaults); false: one lookup per IP and device.
+     */
+    sharedLookups: { ipv4: boolean; ipv6: boolean };
+    /** (IP, device) pairs whose next hops came from another IP's lookup, since start. */
+    sharedPairs: number;
   };
   counters: NeighborCounters;
   devices: DeviceStatus[];
@@ -107,6 +114,7 @@ export interface StatusSources {
   counters: NeighborCounters;
   pendingLookups: number;
   scheduledRetries: number;
+  sharedLookups: { ipv4: boolean; ipv6: boolean };
 }
 
 function kernelEntry(s: StatusSources, ifindex: number, ip: string): KernelEntryStatus | null {
@@ -226,6 +234,8 @@ export function buildStatus(s: StatusSources, q: StatusQuery): NeighborStatus {
       failingLookups: s.calculator.failingLookups,
       scheduledRetries: s.scheduledRetries,
       backingOff: s.reactor.backingOff,
+      sharedLookups: s.sharedLookups,
+      sharedPairs: s.calculator.shared,
     },
     counters: s.counters,
     devices: s.devices.table.list().map((d) => {

@@ -472,6 +472,10 @@ export class NeighborSubsystem {
         counters: this.metrics.counters(),
         pendingLookups: this.calculator.pending,
         scheduledRetries: this.reconciler.scheduledRetries,
+        sharedLookups: {
+          ipv4: this.tuning.shareLookups && this.rules.tableOnly(4),
+          ipv6: this.tuning.shareLookups && this.rules.tableOnly(6),
+        },
       },
       q,
     );

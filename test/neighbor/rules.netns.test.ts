@@ -21,6 +21,7 @@ describe.skipIf(skip)('neighbor next hops under policy rules', () => {
     const shared = n.counters().lookups.nexthop;
     // 201 IPs on two devices: a handful of lookups, not 402.
     expect(shared).toBeLessThan(20);
+    expect(n.status({ limit: 0 }).summary.sharedLookups).toEqual({ ipv4: true, ipv6: true });
 
     // Only 10.9.0.128/25 goes to table 100: those IPs need 10.1.0.3, the others still 10.1.0.2.
     ip(lab.r, 'rule', 'add', 'to', '10.9.0.128/25', 'lookup', '100', 'pref', '100');
@@ -33,6 +34,7 @@ describe.skipIf(skip)('neighbor next hops under policy rules', () => {
     ]);
     // With a rule in place every pair was looked up on its own.
     expect(n.counters().lookups.nexthop - shared).toBeGreaterThanOrEqual(ips.length);
+    expect(n.status({ limit: 0 }).summary.sharedLookups).toEqual({ ipv4: false, ipv6: true });
 
     ip(lab.r, 'rule', 'del', 'pref', '100');
     await waitGone(lab.r, '10.1.0.3', 'ra0');
