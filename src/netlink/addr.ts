@@ -190,8 +190,14 @@ const HEX = '0123456789abcdef';
 /** The kernel's MAX_ADDR_LEN: no link-layer address is longer. */
 export const MAX_ADDR_LEN = 32;
 
+const HEX2 = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
 /** "aa:bb:cc:dd:ee:ff" for the `len` bytes at `buf[off]` (any length; "" for none). */
 export function readMac(buf: Uint8Array, off: number, len: number): string {
+  if (len === 6) {
+    // The common case in one template: no intermediate string per byte.
+    return `${HEX2[buf[off]!]}:${HEX2[buf[off + 1]!]}:${HEX2[buf[off + 2]!]}:${HEX2[buf[off + 3]!]}:${HEX2[buf[off + 4]!]}:${HEX2[buf[off + 5]!]}`;
+  }
   let out = '';
   for (let i = 0; i < len; i++) {
     const b = buf[off + i]!;

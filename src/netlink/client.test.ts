@@ -8,7 +8,7 @@ import * as C from './constants.js';
 import { formatDoneMessage, formatErrorMessage } from './control.js';
 import { DumpInterruptedError, NetlinkError } from './errors.js';
 import { NetlinkHandle } from './handle.js';
-import { formatNeigh, type Neigh } from './neigh.js';
+import { formatNeigh, neighFields, readNeighFields, type Neigh } from './neigh.js';
 import { formatRoute } from './route.js';
 import type { SubscriptionEvent } from './subscription.js';
 import { readHeader, Writer, type NlMsgHeader } from './wire.js';
@@ -541,5 +541,58 @@ describe('subscriptions', () => {
     s.close();
     expect(sub.closed).toBe(true);
     h2.close();
+  });
+
+  it('onMessage takes the messages it decodes itself; the rest become events', () => {
+    const sub = new FakeKernel();
+    const h = NetlinkHandle.open({ openSocket: (o) => (o.groups ? sub : new FakeKernel()) });
+    const events: SubscriptionEvent[] = [];
+    const errors: Error[] = [];
+    const fields = neighFields();
+    const taken: string[] = [];
+    const s = h.subscribe(['neigh', 'route'], {
+      onMessage: (type, buf, off, len) => {
+        if (type !== C.RTM_NEWNEIGH && type !== C.RTM_DELNEIGH) return false;
+        const f = readNeighFields(buf, off, len, fields);
+        taken.push(`${type === C.RTM_NEWNEIGH ? 'new' : 'del'} ${f.dst} ${f.lladdr} ${f.protocol}`);
+        return true;
+      },
+      onEvent: (e) => events.push(e),
+      onError: (e) => errors.push(e),
+    });
+    const w = new Writer();
+    formatNeigh(w, C.RTM_NEWNEIGH, 0, {
+      ...neigh('10.0.0.1'),
+      lladdr: '02:00:00:00:00:0a',
+      protocol: 241,
+    });
+    formatRoute(w, C.RTM_NEWROUTE, 0, {
+      family: C.AF_INET,
+      dstLen: 8,
+      srcLen: 0,
+      tos: 0,
+      table: C.RT_TABLE_MAIN,
+      protocol: C.RTPROT_BOOT,
+      scope: 0,
+      type: C.RTN_UNICAST,
+      flags: 0,
+      dst: '10.0.0.0',
+      oif: 2,
+    });
+    formatNeigh(w, C.RTM_DELNEIGH, 0, neigh('10.0.0.2'));
+    const junk = w.begin(C.RTM_NEWNEIGH, 0, 2); // too short for an ndmsg
+    w.end(junk);
+    sub.receiver!.onData(Buffer.from(w.bytes()));
+    expect(taken).toEqual([
+      'new 10.0.0.1 02:00:00:00:00:0a 241',
+      'del 10.0.0.2 02:00:00:00:00:01 undefined',
+    ]);
+    expect(events.map((e) => (e.kind === 'overflow' ? e.kind : `${e.kind} ${e.object}`))).toEqual([
+      'new route',
+    ]);
+    expect(errors).toHaveLength(1);
+    expect(s.stats).toEqual({ events: 3, overflows: 0, parseErrors: 1, ignored: 0 });
+    s.close();
+    h.close();
   });
 });

@@ -12,7 +12,14 @@ import {
 import { ParseError } from './errors.js';
 import { formatLink, parseLink, type Link } from './link.js';
 import { parseMessages } from './message.js';
-import { formatNeigh, isManaged, parseNeigh, type Neigh } from './neigh.js';
+import {
+  formatNeigh,
+  isManaged,
+  neighFields,
+  parseNeigh,
+  readNeighFields,
+  type Neigh,
+} from './neigh.js';
 import { formatRoute, parseRoute, type Nexthop, type Route } from './route.js';
 import { formatRule, parseRule, type Rule } from './rule.js';
 import { readHeader, Writer } from './wire.js';
@@ -268,6 +275,33 @@ describe('round trips (property)', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('readNeighFields reads what parseNeigh reads, into one reused object', () => {
+    const into = neighFields();
+    fc.assert(
+      fc.property(neighArb, (n) => {
+        const b = encode((w) => formatNeigh(w, C.RTM_NEWNEIGH, C.NLM_F_REQUEST, n));
+        const full = parseNeigh(b, 0, b.length);
+        const f = readNeighFields(b, 0, b.length, into);
+        expect(f).toBe(into);
+        expect({ ...f }).toEqual({
+          family: full.family,
+          ifindex: full.ifindex,
+          state: full.state,
+          flags: full.flags,
+          type: full.type,
+          flagsExt: full.flagsExt,
+          dst: full.dst,
+          lladdr: full.lladdr,
+          protocol: full.protocol,
+        });
+      }),
+      { numRuns: 500 },
+    );
+    // Malformed input fails the same way.
+    const short = encode((w) => w.end(w.begin(C.RTM_NEWNEIGH, 0, 2)));
+    expect(() => readNeighFields(short, 0, short.length, into)).toThrow(ParseError);
   });
 
   it('rules, unknown attributes kept raw', () => {

@@ -41,7 +41,16 @@ export {
 export { parseLink, formatLink, type Link, type LinkInfo, type LinkXdp } from './link.js';
 export { parseAddress, formatAddress, type Address, type AddressCacheInfo } from './address.js';
 export { parseRoute, formatRoute, type Route, type Nexthop, type Via } from './route.js';
-export { parseNeigh, formatNeigh, isManaged, type Neigh, type NeighCacheInfo } from './neigh.js';
+export {
+  parseNeigh,
+  formatNeigh,
+  isManaged,
+  readNeighFields,
+  neighFields,
+  type Neigh,
+  type NeighCacheInfo,
+  type NeighFields,
+} from './neigh.js';
 export { parseRule, formatRule, type Rule, type RuleRange } from './rule.js';
 export { parseMessages, parseRtEvent, type RtEvent, type ParsedMessage } from './message.js';
 

@@ -12,13 +12,24 @@ import {
   NDA_PROBES,
   NDA_PROTOCOL,
   NDA_VLAN,
+  NLA_TYPE_MASK,
   NTF_EXT_MANAGED,
   SIZEOF_NDA_CACHEINFO,
   SIZEOF_NDMSG,
+  SIZEOF_NLATTR,
   SIZEOF_NLMSGHDR,
 } from './constants.js';
 import { ParseError } from './errors.js';
-import { expectFixed, expectLen, forEachAttr, getU16, getU32, getU8, Writer } from './wire.js';
+import {
+  align4,
+  expectFixed,
+  expectLen,
+  forEachAttr,
+  getU16,
+  getU32,
+  getU8,
+  Writer,
+} from './wire.js';
 
 /** nda_cacheinfo: ages in clock ticks (USER_HZ) since the event. */
 export interface NeighCacheInfo {
@@ -98,6 +109,83 @@ function parseNeighAttr(n: Neigh, buf: Buffer, type: number, off: number, len: n
       };
       break;
   }
+}
+
+/**
+ * The fields of a neighbor message a neighbor table keeps, filled in place by
+ * readNeighFields: no object per message on the hot path.
+ */
+export interface NeighFields {
+  family: number;
+  ifindex: number;
+  state: number;
+  flags: number;
+  type: number;
+  flagsExt: number;
+  dst: string | undefined;
+  lladdr: string | undefined;
+  protocol: number | undefined;
+}
+
+/** A NeighFields to reuse with readNeighFields. */
+export function neighFields(): NeighFields {
+  return {
+    family: 0,
+    ifindex: 0,
+    state: 0,
+    flags: 0,
+    type: 0,
+    flagsExt: 0,
+    dst: undefined,
+    lladdr: undefined,
+    protocol: undefined,
+  };
+}
+
+/**
+ * parseNeigh without an object per message: fills `into` with the header, NDA_DST,
+ * NDA_LLADDR, NDA_PROTOCOL and NDA_FLAGS_EXT of the RTM_*NEIGH message at `off` (the other
+ * attributes are skipped) and returns it. Throws ParseError where parseNeigh would. For a
+ * subscription that sees 200,000 messages when a large table is written (onMessage).
+ */
+export function readNeighFields(
+  buf: Buffer,
+  off: number,
+  len: number,
+  into: NeighFields,
+): NeighFields {
+  expectFixed(off, len, SIZEOF_NDMSG, 'ndmsg');
+  const p = off + SIZEOF_NLMSGHDR;
+  into.family = buf[p]!;
+  into.ifindex = buf.readInt32LE(p + 4);
+  into.state = buf.readUInt16LE(p + 8);
+  into.flags = buf[p + 10]!;
+  into.type = buf[p + 11]!;
+  into.flagsExt = 0;
+  into.dst = undefined;
+  into.lladdr = undefined;
+  into.protocol = undefined;
+  const end = off + len;
+  let a = p + SIZEOF_NDMSG;
+  while (a < end) {
+    if (end - a < SIZEOF_NLATTR) throw new ParseError('truncated attribute header', a);
+    const alen = buf.readUInt16LE(a);
+    if (alen < SIZEOF_NLATTR || alen > end - a) {
+      throw new ParseError(`attribute length ${alen} out of bounds`, a);
+    }
+    const type = buf.readUInt16LE(a + 2) & NLA_TYPE_MASK;
+    const o = a + SIZEOF_NLATTR;
+    const l = alen - SIZEOF_NLATTR;
+    if (type === NDA_DST) {
+      if (l !== 4 && l !== 16) throw new ParseError(`NDA_DST: ${l}-byte address`, o);
+      into.dst = readIp(buf, o, l);
+    } else if (type === NDA_LLADDR) into.lladdr = readMac(buf, o, l);
+    else if (type === NDA_PROTOCOL) into.protocol = getU8(buf, o, l, 'NDA_PROTOCOL');
+    else if (type === NDA_FLAGS_EXT) into.flagsExt = getU32(buf, o, l, 'NDA_FLAGS_EXT');
+    else if (type === NDA_CACHEINFO) expectLen(o, l, SIZEOF_NDA_CACHEINFO, 'NDA_CACHEINFO');
+    a += align4(alen);
+  }
+  return into;
 }
 
 /** Parses the RTM_*NEIGH message of `len` bytes at `off` (header included). */

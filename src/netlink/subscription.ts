@@ -79,6 +79,13 @@ export interface SubscriptionStats {
 
 export interface SubscriptionHandlers {
   /**
+   * Optional, called first for every message (header included, `type` its nlmsg_type);
+   * return true when the handler has taken it, which is then not parsed into an event. For
+   * hot paths that decode a message themselves without allocating (readNeighFields). The
+   * bytes are valid only during the call. A ParseError thrown here counts as a parse error.
+   */
+  onMessage?(type: number, buf: Buffer, off: number, len: number): boolean;
+  /**
    * Called synchronously for every event, in kernel order. An exception thrown here
    * surfaces as an uncaught exception, as from any event callback.
    */
@@ -110,6 +117,22 @@ export class Subscription {
       if (len < SIZEOF_NLMSGHDR || len > end - off) {
         this.#parseError(new ParseError(`nlmsg_len ${len} out of bounds`, off));
         return;
+      }
+      if (this.#h.onMessage !== undefined) {
+        let taken: boolean;
+        try {
+          taken = this.#h.onMessage(chunk.readUInt16LE(off + 4), chunk, off, len);
+        } catch (err) {
+          if (!(err instanceof ParseError)) throw err;
+          this.#parseError(err);
+          off += (len + 3) & ~3;
+          continue;
+        }
+        if (taken) {
+          off += (len + 3) & ~3;
+          this.stats.events++;
+          continue;
+        }
       }
       let ev: RtEvent | undefined;
       try {
