@@ -106,6 +106,9 @@ async function converge(ctx, n, rounds) {
       return await fn();
     } finally {
       agent.resume();
+      // Its event socket holds what the reference did (or overflowed: a resync); let it
+      // catch up before anything is timed, or its next turn would pay for the reference.
+      await sleep(500);
       await agent.call('settle');
     }
   };

@@ -18,6 +18,7 @@ import type { Logger } from '../log/index.js';
 import type { ResyncReason } from '../metrics/neighbor.js';
 import {
   DumpInterruptedError,
+  ParseError,
   type RtEvent,
   type Subscription,
   type SubscriptionEvent,
@@ -35,6 +36,12 @@ export interface FeedParams<D> {
   load(data: D): void;
   /** Applies one event. */
   apply(ev: RtEvent): void;
+  /**
+   * Optional hot path: applies a message straight from its bytes (no event object) and
+   * returns true, or returns false to have it parsed into an event. Not called while a
+   * dump runs (held events are parsed, to be replayed in order).
+   */
+  take?(type: number, buf: Buffer, off: number, len: number): boolean;
   /** Counted once per resync that starts. */
   resynced(reason: ResyncReason): void;
   clock: Clock;
@@ -68,13 +75,28 @@ export class Feed<D> {
 
   private subscribe(): Subscription {
     let sub: Subscription | undefined = undefined;
-    sub = this.p.subscribe({
+    const handlers: SubscriptionHandlers = {
       onEvent: (ev) => {
         if (sub === this.sub) this.onEvent(ev); // a replaced socket's leftovers are stale
       },
       onError: (err) =>
         this.p.log.warn({ feed: this.p.name, err: err.message }, 'subscription error'),
-    });
+    };
+    const take = this.p.take;
+    if (take !== undefined) {
+      handlers.onMessage = (type, buf, off, len) => {
+        if (sub !== this.sub || this.stopped) return true; // stale: dropped
+        if (this.held !== undefined) return false;
+        try {
+          return take(type, buf, off, len);
+        } catch (err) {
+          if (err instanceof ParseError) throw err; // counted by the subscription
+          this.p.log.error({ err, feed: this.p.name }, 'applying an event failed');
+          return true;
+        }
+      };
+    }
+    sub = this.p.subscribe(handlers);
     return sub;
   }
 

@@ -147,7 +147,7 @@ class Entry implements NeighState {
   }
 
   /** Sets the entry from a message; false when nothing changed. */
-  set(n: Neigh): boolean {
+  set(n: NeighMessage): boolean {
     const p = n.protocol === undefined || n.protocol > 0xff ? NO_PROTOCOL : n.protocol;
     const bits =
       (n.state & 0xff) | ((n.flags & 0xff) << 8) | ((n.flagsExt & EXT_BITS) << 16) | (p << 18);
@@ -205,8 +205,14 @@ function familyOf(ip: string): 4 | 6 {
   return ip.includes(':') ? 6 : 4;
 }
 
+/** What the table reads of a neighbor message: a parsed Neigh or NeighFields read in place. */
+export type NeighMessage = Pick<
+  Neigh,
+  'family' | 'ifindex' | 'state' | 'flags' | 'flagsExt' | 'dst' | 'lladdr' | 'protocol'
+>;
+
 /** The message is about an entry the table keeps (IPv4/IPv6, an address, not a proxy). */
-function kept(n: Neigh): n is Neigh & { dst: string } {
+function kept(n: NeighMessage): n is NeighMessage & { dst: string } {
   return (
     (n.family === AF_INET || n.family === AF_INET6) &&
     n.dst !== undefined &&
@@ -281,7 +287,7 @@ export class ObservedNeighbors implements Initializable {
    * A neighbor event. Returns the entry after the change (the live entry: read it at once),
    * null when the entry went away, undefined when nothing changed.
    */
-  apply(kind: 'new' | 'del', n: Neigh): NeighState | null | undefined {
+  apply(kind: 'new' | 'del', n: NeighMessage): NeighState | null | undefined {
     if (!kept(n)) return undefined;
     let m = this.byDevice.get(n.ifindex);
     const cur = m?.get(n.dst);
