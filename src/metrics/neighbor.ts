@@ -18,7 +18,8 @@ export type ReinsertCause = 'deleted' | 'failed';
 export type DeleteSource = 'reconcile' | 'prune';
 export type LookupResult = 'nexthop' | 'unreachable' | 'error';
 export type ResyncTable = 'devices' | 'routes' | 'neighbors' | 'desired';
-export type ResyncReason = 'startup' | 'interval' | 'overflow' | 'dump-interrupted' | 'device';
+export type ResyncReason =
+  'startup' | 'interval' | 'overflow' | 'dump-interrupted' | 'device' | 'rules';
 
 /** The counters as plain numbers (for the status view and tests). */
 export interface NeighborCounters {
@@ -90,7 +91,7 @@ export class NeighborMetrics implements ReconcilerMetrics {
     });
     this.lookupsTotal = new Counter({
       name: 'fibkeeper_neighbor_nexthop_lookups_total',
-      help: 'Next-hop lookups (ip route get IP oif DEV fibmatch) by result.',
+      help: 'Kernel next-hop lookups (ip route get IP oif DEV fibmatch) by result; one per route prefix and device while lookups are shared (default policy rules).',
       labelNames: ['result'],
       registers,
     });
@@ -102,7 +103,7 @@ export class NeighborMetrics implements ReconcilerMetrics {
     });
     this.resyncsTotal = new Counter({
       name: 'fibkeeper_neighbor_resyncs_total',
-      help: 'Full resyncs of a table: periodic, after an event overflow (ENOBUFS), an interrupted dump, or a device change.',
+      help: 'Full resyncs of a table: periodic, after an event overflow (ENOBUFS), an interrupted dump, a device change, or a policy-rule change.',
       labelNames: ['table', 'reason'],
       registers,
     });

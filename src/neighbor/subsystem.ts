@@ -228,6 +228,7 @@ export class NeighborSubsystem {
           { ipv4TableOnly: this.rules.tableOnly(4), ipv6TableOnly: this.rules.tableOnly(6) },
           'policy rules changed: every next hop is looked up again',
         );
+        this.metrics.resync('desired', 'rules');
         calc.fullResync();
       },
     });

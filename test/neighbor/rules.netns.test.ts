@@ -35,6 +35,8 @@ describe.skipIf(skip)('neighbor next hops under policy rules', () => {
     // With a rule in place every pair was looked up on its own.
     expect(n.counters().lookups.nexthop - shared).toBeGreaterThanOrEqual(ips.length);
     expect(n.status({ limit: 0 }).summary.sharedLookups).toEqual({ ipv4: false, ipv6: true });
+    // The rule change is counted as a resync with its reason.
+    expect(n.counters().resyncs['desired/rules']).toBeGreaterThanOrEqual(1);
 
     ip(lab.r, 'rule', 'del', 'pref', '100');
     await waitGone(lab.r, '10.1.0.3', 'ra0');
