@@ -265,6 +265,19 @@ async function cleanup(c: Ctx): Promise<void> {
     await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
     if (c.agent.exitCode === null) c.agent.kill('SIGKILL');
   }
+  // Anything still running inside the lab was started by this demo (traffic, ping): end it
+  // by pid so the namespaces can go.
+  for (const ns of Object.values(c.lab.hosts)) {
+    const pids = spawnSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).stdout ?? '';
+    for (const pid of pids.split(/\s+/).filter(Boolean)) {
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+      } catch {
+        /* gone already */
+      }
+    }
+  }
+  await new Promise((r) => setTimeout(r, 50));
   try {
     labDown(c.lab.prefix);
   } catch (err) {

@@ -25,12 +25,15 @@ burst();
 `;
 
 const running = new Set<ChildProcess>();
+/** Set by stopFlows(): no new traffic process starts afterwards. */
+let stopped = false;
 
 function inNetns(
   netns: string,
   script: string,
   args: string[],
 ): ChildProcess & { stdin: Writable; stdout: Readable } {
+  if (stopped) throw new Error('traffic stopped (interrupted)');
   const child = spawn('ip', ['netns', 'exec', netns, process.execPath, '-e', script, ...args], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
@@ -41,6 +44,7 @@ function inNetns(
 
 /** Ends the traffic processes still running (Ctrl-C in the middle of a flow). */
 export async function stopFlows(): Promise<void> {
+  stopped = true;
   const waits = [...running].map(
     (c) =>
       new Promise((r) =>
