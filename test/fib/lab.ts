@@ -3,13 +3,12 @@
 // on in the router. The client's and server's veth ends get an XDP_PASS program (in their own
 // namespaces) because XDP_REDIRECT into a veth only delivers when the peer runs XDP.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, onTestFinished } from 'vitest';
-import { BpfLink, BpfProgram, mountBpffs, unmount } from '../../src/native/index.js';
+import { BpfLink, BpfProgram } from '../../src/native/index.js';
+import { cleanupLater, privateBpffs } from '../helpers/cleanup.js';
 import { ifindexOf, ip, makeNetns, nsExec, sysctl, vethPair } from '../helpers/netns.js';
+
+export { cleanupLater, privateBpffs };
 
 export const MAC = {
   client: '02:00:00:0f:01:02',
@@ -39,20 +38,6 @@ export interface Lab {
   /** Router ifindexes: r1 towards the client, r2 towards the server. */
   r1: number;
   r2: number;
-}
-
-const pending: (() => void)[] = [];
-afterAll(() => {
-  for (const fn of pending.splice(0).reverse()) fn();
-});
-
-/** Runs `fn` when the current test ends, or at the end of the file outside a test. */
-export function cleanupLater(fn: () => void): void {
-  try {
-    onTestFinished(fn);
-  } catch {
-    pending.push(fn);
-  }
 }
 
 /**
@@ -121,73 +106,14 @@ export function peerPass(ns: string, dev: string): void {
 
 /** Permanent neighbor entries router → client and router → server (both families). */
 export function staticNeighbors(lab: Lab): void {
-  ip(
-    lab.router,
-    'neigh',
-    'replace',
-    V4.server,
-    'lladdr',
-    MAC.server,
-    'dev',
-    'r2',
-    'nud',
-    'permanent',
-  );
-  ip(
-    lab.router,
-    'neigh',
-    'replace',
-    V6.server,
-    'lladdr',
-    MAC.server,
-    'dev',
-    'r2',
-    'nud',
-    'permanent',
-  );
-  ip(
-    lab.router,
-    'neigh',
-    'replace',
-    V4.client,
-    'lladdr',
-    MAC.client,
-    'dev',
-    'r1',
-    'nud',
-    'permanent',
-  );
-  ip(
-    lab.router,
-    'neigh',
-    'replace',
-    V6.client,
-    'lladdr',
-    MAC.client,
-    'dev',
-    'r1',
-    'nud',
-    'permanent',
-  );
-}
-
-/** A bpffs on a fresh temp dir; unmounted and removed when the test (or file) ends. */
-export function privateBpffs(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'fkt-xdpfs-'));
-  try {
-    mountBpffs(dir);
-  } catch (err) {
-    rmSync(dir, { recursive: true, force: true });
-    throw err;
+  for (const [addr, mac, dev] of [
+    [V4.server, MAC.server, 'r2'],
+    [V6.server, MAC.server, 'r2'],
+    [V4.client, MAC.client, 'r1'],
+    [V6.client, MAC.client, 'r1'],
+  ] as const) {
+    ip(lab.router, 'neigh', 'replace', addr, 'lladdr', mac, 'dev', dev, 'nud', 'permanent');
   }
-  cleanupLater(() => {
-    try {
-      unmount(dir, { lazy: true });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-  return dir;
 }
 
 /** A counter of /proc/net/snmp ("Ip", "ForwDatagrams") or /proc/net/snmp6 in `ns`. */

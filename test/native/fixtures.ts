@@ -6,22 +6,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, onTestFinished } from 'vitest';
-import { mountBpffs, unmount } from '../../src/native/index.js';
+import { cleanupLater, privateBpffs } from '../helpers/cleanup.js';
 
-const pending: (() => void)[] = [];
-afterAll(() => {
-  for (const fn of pending.splice(0).reverse()) fn();
-});
-
-/** Runs `fn` when the current test ends, or at the end of the file outside a test. */
-function cleanupLater(fn: () => void): void {
-  try {
-    onTestFinished(fn);
-  } catch {
-    pending.push(fn);
-  }
-}
+export { privateBpffs };
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const ARCH_INCLUDE = `/usr/include/${execFileSync('uname', ['-m']).toString().trim()}-linux-gnu`;
@@ -46,23 +33,4 @@ export function compileBpf(name: string): string {
     out,
   ]);
   return out;
-}
-
-/** Mounts a bpffs on a fresh temp dir; unmounted and removed when the test (or file) ends. */
-export function privateBpffs(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'fkt-bpffs-'));
-  try {
-    mountBpffs(dir);
-  } catch (err) {
-    rmSync(dir, { recursive: true, force: true });
-    throw err;
-  }
-  cleanupLater(() => {
-    try {
-      unmount(dir, { lazy: true });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-  return dir;
 }
