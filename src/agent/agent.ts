@@ -63,7 +63,6 @@ export class Agent {
   missTracker: MissTracker | undefined;
   /** What the control API added, restored on start. */
   readonly state: StateStore;
-  private api: ApiServer | undefined;
   private metricsServer: MetricsServer | undefined;
   private readonly stoppers: Stopper[] = [];
   private readonly metrics: AgentMetrics;
@@ -275,7 +274,6 @@ export class Agent {
       log: this.log.child({ component: 'api' }),
     });
     await api.start();
-    this.api = api;
     this.stoppers.push(() => api.stop());
   }
 

@@ -5,16 +5,11 @@ import { parseAddress, type Address } from './address.js';
 import {
   NLMSG_DONE,
   NLMSG_ERROR,
-  RTM_DELADDR,
-  RTM_DELLINK,
-  RTM_DELNEIGH,
-  RTM_DELROUTE,
   RTM_NEWADDR,
   RTM_NEWLINK,
   RTM_NEWNEIGH,
   RTM_NEWROUTE,
   RTM_NEWRULE,
-  RTM_DELRULE,
 } from './constants.js';
 import { parseDoneMessage, parseErrorMessage, type ErrorMessage } from './control.js';
 import type { ExtAck } from './errors.js';
@@ -32,47 +27,32 @@ export type RtEvent =
   | { kind: 'new' | 'del'; object: 'neigh'; msg: Neigh }
   | { kind: 'new' | 'del'; object: 'rule'; msg: Rule };
 
+interface RtKind {
+  object: RtEvent['object'];
+  parse: (buf: Buffer, off: number, len: number) => RtEvent['msg'];
+}
+
+/** RTM_NEW* type → the object it carries and its parser; RTM_DEL* is always RTM_NEW* + 1. */
+const RT_OBJECTS = new Map<number, RtKind>([
+  [RTM_NEWLINK, { object: 'link', parse: parseLink }],
+  [RTM_NEWADDR, { object: 'address', parse: parseAddress }],
+  [RTM_NEWROUTE, { object: 'route', parse: parseRoute }],
+  [RTM_NEWNEIGH, { object: 'neigh', parse: parseNeigh }],
+  [RTM_NEWRULE, { object: 'rule', parse: parseRule }],
+]);
+
 /** Parses an rtnetlink object message; undefined for a type this codec does not know. */
 export function parseRtEvent(buf: Buffer, off: number, len: number): RtEvent | undefined {
   const type = buf.readUInt16LE(off + 4);
-  switch (type) {
-    case RTM_NEWLINK:
-    case RTM_DELLINK:
-      return {
-        kind: type === RTM_NEWLINK ? 'new' : 'del',
-        object: 'link',
-        msg: parseLink(buf, off, len),
-      };
-    case RTM_NEWADDR:
-    case RTM_DELADDR:
-      return {
-        kind: type === RTM_NEWADDR ? 'new' : 'del',
-        object: 'address',
-        msg: parseAddress(buf, off, len),
-      };
-    case RTM_NEWROUTE:
-    case RTM_DELROUTE:
-      return {
-        kind: type === RTM_NEWROUTE ? 'new' : 'del',
-        object: 'route',
-        msg: parseRoute(buf, off, len),
-      };
-    case RTM_NEWNEIGH:
-    case RTM_DELNEIGH:
-      return {
-        kind: type === RTM_NEWNEIGH ? 'new' : 'del',
-        object: 'neigh',
-        msg: parseNeigh(buf, off, len),
-      };
-    case RTM_NEWRULE:
-    case RTM_DELRULE:
-      return {
-        kind: type === RTM_NEWRULE ? 'new' : 'del',
-        object: 'rule',
-        msg: parseRule(buf, off, len),
-      };
-  }
-  return undefined;
+  const isNew = RT_OBJECTS.has(type);
+  const entry = RT_OBJECTS.get(isNew ? type : type - 1);
+  if (!entry) return undefined;
+  // The table pairs each object with its own parser, so the union is sound.
+  return {
+    kind: isNew ? 'new' : 'del',
+    object: entry.object,
+    msg: entry.parse(buf, off, len),
+  } as RtEvent;
 }
 
 /** Any message, parsed. */

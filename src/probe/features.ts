@@ -13,7 +13,7 @@ import {
   runInNetns,
   XdpAction,
 } from '../native/index.js';
-import { AF_INET, NUD_NONE, NUD_PERMANENT, NTF_EXT_LEARNED, isManaged } from '../netlink/index.js';
+import { NUD_NONE, NUD_PERMANENT, NTF_EXT_LEARNED, isManaged } from '../netlink/index.js';
 import type { Scratch } from './scratch.js';
 import type { FeatureSpec, ProbeOutcome } from './table.js';
 

@@ -16,7 +16,6 @@ import {
   nsExecAsync,
   startExtip,
   tcpdump,
-  testConfig,
   writePcap,
 } from './lab.js';
 
@@ -133,15 +132,7 @@ describe.skipIf(skip)('announcements on the wire', () => {
     fields.push('icmpv6.checksum.status');
     const r = spawnSync(
       'tshark',
-      [
-        '-r',
-        writePcap([frames[0]!]),
-        '-T',
-        'fields',
-        '-E',
-        'separator=|',
-        ...fields.flatMap((f) => ['-e', f]),
-      ],
+      ['-r', pcap, '-T', 'fields', '-E', 'separator=|', ...fields.flatMap((f) => ['-e', f])],
       { encoding: 'utf8' },
     );
     expect(r.status, r.stderr).toBe(0);

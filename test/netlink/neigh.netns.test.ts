@@ -19,7 +19,7 @@ import {
   RTPROT_ZEBRA,
   type Neigh,
 } from '../../src/netlink/index.js';
-import { ip, ipJson, makeNetns, privileged } from '../helpers/netns.js';
+import { ipJson, makeNetns, privileged } from '../helpers/netns.js';
 
 const { skip } = privileged();
 
