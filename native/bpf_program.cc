@@ -1,6 +1,7 @@
 // BpfProgram: a loaded BPF program, owned through its own file descriptor.
 #include <linux/bpf.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <vector>
 
@@ -88,7 +89,15 @@ class BpfProgram : public BpfFdObject<BpfProgram> {
         opts.ctx_size_out = static_cast<__u32>(ctx_out.size());
       }
     }
-    int rc = bpf_prog_test_run_opts(fd, &opts);
+    // The kernel abandons a repeated run with EINTR when a signal or a task-work
+    // notification is pending on this thread (Node 24's libuv queues epoll_ctl through
+    // io_uring, whose completions notify this way). The iterations already run did happen:
+    // a program that counts has counted them. The run is started again, a bounded number
+    // of times; callers that need exact side effects use repeat 1.
+    int rc = -EINTR;
+    for (int tries = 0; rc == -EINTR && tries < 100; tries++) {
+      rc = bpf_prog_test_run_opts(fd, &opts);
+    }
     if (rc != 0) ThrowLibbpf(env, rc, "bpf_prog_test_run_opts");
 
     Napi::Object out = Napi::Object::New(env);

@@ -2,6 +2,7 @@
 // and which processes hold a descriptor of it or of that link (from /proc/*/fdinfo).
 // Best effort: read-only, bounded, never throws.
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { basename } from 'node:path';
 import { BpfProgram, xdpLinksOn } from '../native/index.js';
 
 export interface ForeignProgram {
@@ -18,6 +19,18 @@ export interface ForeignProgram {
 
 /** Processes scanned at most (a host with more is only partly searched). */
 const MAX_PROCS = 4096;
+
+/**
+ * The name of the program a process runs: its executable's file name ("node", "xdp-loader"),
+ * else its main thread's name (Node 24 names that thread "MainThread").
+ */
+function processName(pid: string): string {
+  try {
+    return basename(readlinkSync(`/proc/${pid}/exe`));
+  } catch {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  }
+}
 
 function holdersOf(progId: number, linkId: number | undefined): string[] {
   const wanted = [`prog_id:\t${progId}`];
@@ -41,8 +54,7 @@ function holdersOf(progId: number, linkId: number | undefined): string[] {
         if (!readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith('anon_inode:bpf-')) continue;
         const info = readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8');
         if (!wanted.some((w) => info.includes(`${w}\n`))) continue;
-        const comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-        out.push(`${comm}[${pid}]`);
+        out.push(`${processName(pid)}[${pid}]`);
         break;
       } catch {
         /* the process or descriptor went away */

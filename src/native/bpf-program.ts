@@ -34,7 +34,11 @@ export interface TestRunOptions {
   xdpCtx?: { ingressIfindex?: number; rxQueueIndex?: number };
   /** Room for the output packet; default dataIn.length + 256. Ignored with live frames. */
   dataSizeOut?: number;
-  /** Runs (default 1). */
+  /**
+   * Runs (default 1). A run interrupted by a signal or task-work notification is started
+   * again, and the iterations it had done stay done (a program's counters include them):
+   * for exact side effects, call with repeat 1.
+   */
   repeat?: number;
   /** BPF_F_TEST_* flags. */
   flags?: number;
