@@ -20,6 +20,7 @@ export function registerAgentMetrics(registry: Registry, ready: () => boolean): 
     labelNames: ['result'],
     registers: [registry],
   });
+  for (const result of ['ok', 'error']) reloads.inc({ result }, 0); // series from the start
   return { reloads };
 }
 
