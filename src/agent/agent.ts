@@ -11,7 +11,7 @@ import {
   describeError,
   InvalidArgumentError,
 } from '../errors/index.js';
-import { ExternalIpSubsystem } from '../extip/index.js';
+import { ExternalIpSubsystem, onlyDuplicates } from '../extip/index.js';
 import { XdpForwarder, type XdpForwarderConfig } from '../fib/index.js';
 import type { Logger } from '../log/index.js';
 import {
@@ -199,8 +199,10 @@ export class Agent {
         checkIntervalMs: c.checkInterval,
         defendIntervalMs: c.defendInterval,
         defendRatePerSecond: c.defendRate,
-        ipv6Dad: c.ipv6Dad,
-        dadTimeoutMs: c.dadTimeout,
+        dad: c.dad,
+        dadProbes: c.dadProbes,
+        dadIntervalMs: c.dadInterval,
+        dadWaitMs: c.dadWait,
         arpResponder: c.arpResponder,
       },
       registry: this.registry,
@@ -215,7 +217,10 @@ export class Agent {
       if (err instanceof InvalidArgumentError) {
         throw new ConfigError('extip.static', describeError(err), { cause: err });
       }
-      throw err;
+      // IPs another host holds stay failed (health says so) and are probed again: no reason
+      // to refuse to start, which a restart could not cure
+      if (!onlyDuplicates(err)) throw err;
+      this.log.warn({ err: describeError(err) }, 'extip: external IPs held by other hosts');
     }
   }
 
@@ -353,7 +358,11 @@ export class Agent {
         applied.push('forwardable.static');
       }
       if (!same(next.extip.static, this.cfg.extip.static) && this.extip) {
-        await this.extip.setDesired([...new Set([...next.extip.static, ...this.state.extip])]);
+        const ips = [...new Set([...next.extip.static, ...this.state.extip])];
+        await this.extip.setDesired(ips).catch((err: unknown) => {
+          if (!onlyDuplicates(err)) throw err; // else: applied; those IPs stay failed
+          this.log.warn({ err: describeError(err) }, 'extip: external IPs held by other hosts');
+        });
         applied.push('extip.static');
       }
       // XDP options apply at once (programs swapped atomically); the device list is shared

@@ -12,6 +12,8 @@ export interface ExternalIpEntry {
   state: string;
   announcedAt: string | null;
   lastError: string | null;
+  /** The host that duplicate address detection found holding the IP (state failed). */
+  conflict?: { mac: string; what: string } | null;
 }
 
 /** What the agent provides to the API. Each call is atomic: all IPs valid, or nothing done. */
