@@ -43,6 +43,10 @@ describe.skipIf(skip)('no announcement beyond the rules', () => {
         reason: 'periodic',
       });
       expect(checks).toBeGreaterThanOrEqual((QUIET_SECONDS * 1000) / 50 / 3); // many checks ran
+      console.info(
+        `quiet: ${checks} periodic checks in ${QUIET_SECONDS}s; frames on the wire: ` +
+          `${cap.frames.filter(ours(EXT4)).length} GARP, ${cap.frames.filter(ours(EXT6)).length} NA`,
+      );
       for (const family of ['ipv4', 'ipv6']) {
         const sent = (reason: string) =>
           metric(registry, 'fibkeeper_extip_announcements_sent_total', { family, reason });
