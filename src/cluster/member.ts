@@ -56,6 +56,7 @@ export class ClusterMember {
   #syncRetry = 0;
   #syncTimer: TimerHandle | undefined;
   #syncing = false;
+  #fullRead = true;
   #kicked = false;
   #timers = new Set<TimerHandle>();
   readonly #claiming = new Set<string>();
@@ -259,21 +260,27 @@ export class ClusterMember {
   }
 
   #syncNow(): void {
-    if (this.#syncTimer === undefined) return; // running, or watching
+    if (this.#syncTimer === undefined) return; // reading, or watching
     this.#clock.clearTimeout(this.#syncTimer);
     this.#timers.delete(this.#syncTimer);
     this.#syncTimer = undefined;
-    this.#sync();
+    this.#syncStep();
   }
 
   #syncLater(ms: number): void {
     const t = this.#clock.setTimeout(() => {
       this.#timers.delete(t);
       this.#syncTimer = undefined;
-      if (!this.#stopping) this.#sync();
+      if (!this.#stopping) this.#syncStep();
     }, ms);
     this.#timers.add(t);
     this.#syncTimer = t;
+  }
+
+  /** The next step towards a current view: a full read, or resuming the watch. */
+  #syncStep(): void {
+    if (this.#viewReady && !this.#fullRead) this.#watchFrom(this.#view.revision + 1);
+    else this.#sync();
   }
 
   /** Reads every key under the prefix and watches from the next revision. */
@@ -285,24 +292,10 @@ export class ClusterMember {
         this.#syncing = false;
         if (this.#stopping) return;
         this.#syncRetry = 0;
+        this.#fullRead = false;
         this.#view.reset(kvs, revision, this.#clock.now());
         this.#viewReady = true;
-        this.#watch = this.#store.watchPrefix(this.#layout.prefix, revision + 1, {
-          onEvents: (events, rev) => {
-            if (this.#view.apply(events, rev, this.#clock.now())) this.#kick();
-          },
-          onEnd: (err) => {
-            this.#watch = undefined;
-            if (this.#stopping) return;
-            const compacted = err instanceof CompactedError;
-            this.#metrics.resync(compacted ? 'compacted' : 'error');
-            this.#log?.info(
-              { err: describeError(err) },
-              'cluster watch ended; reading everything again',
-            );
-            this.#syncLater(compacted ? 0 : this.options.retryMinMs);
-          },
-        });
+        this.#watchFrom(revision + 1);
         this.#checkReady();
         this.#kick();
       },
@@ -312,6 +305,35 @@ export class ClusterMember {
         this.#syncLater(this.#backoff(this.#syncRetry++));
       },
     );
+  }
+
+  /**
+   * Watches from `revision`. When the watch ends on an error it resumes from the last
+   * revision seen (nothing is missed); when that revision was compacted away, everything
+   * is read again.
+   */
+  #watchFrom(revision: number): void {
+    if (this.#stopping) return;
+    this.#watch = this.#store.watchPrefix(this.#layout.prefix, revision, {
+      onEvents: (events, rev) => {
+        this.#syncRetry = 0;
+        if (this.#view.apply(events, rev, this.#clock.now())) this.#kick();
+      },
+      onEnd: (err) => {
+        this.#watch = undefined;
+        if (this.#stopping) return;
+        const compacted = err instanceof CompactedError;
+        this.#metrics.resync(compacted ? 'compacted' : 'error');
+        this.#log?.info(
+          { err: describeError(err), revision: this.#view.revision },
+          compacted
+            ? 'cluster watch compacted; reading everything again'
+            : 'cluster watch ended; resuming',
+        );
+        if (compacted) this.#fullRead = true;
+        this.#syncLater(compacted ? 0 : this.#backoff(this.#syncRetry++));
+      },
+    });
   }
 
   #checkReady(): void {
