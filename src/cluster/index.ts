@@ -65,3 +65,4 @@ export {
   type HoldInterval,
   type Overlap,
 } from './history.js';
+export { clusterSettings } from './config.js';

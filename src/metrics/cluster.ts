@@ -29,7 +29,7 @@ export interface ClusterMetrics {
   ownership(change: OwnershipChange, n?: number): void;
   /** From seeing an IP without an owner to holding it, ms. */
   failover(ms: number): void;
-  /** The whole prefix was read again: the watch was compacted away or failed. */
+  /** The watch ended and was restarted (compacted: after reading everything again). */
   resync(reason: ClusterResyncReason): void;
   setMembers(n: number): void;
   setHeld(n: number): void;
@@ -72,7 +72,7 @@ export function registerClusterMetrics(registry: Registry): ClusterMetrics {
   });
   const resyncs = new Counter({
     name: 'fibkeeper_cluster_resyncs_total',
-    help: 'Full reads of the cluster keys after the watch ended, by reason (compacted: its revision was compacted away; error).',
+    help: 'Restarts of the cluster watch after it ended, by reason (compacted: its revision was compacted away, so every key was read again; error: the connection failed, resumed from the last revision seen).',
     labelNames: ['reason'],
     registers,
   });
