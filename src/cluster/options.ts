@@ -46,7 +46,7 @@ export function defaultOptions(): Omit<ClusterOptions, 'nodeName'> {
     // 150 ms: four keep-alives per hold window (TTL − margin = 750 ms), so three lost
     // or late ones in a row are survived; 7 requests/s per node is nothing for etcd.
     renewIntervalMs: 150,
-    // 250 ms: covers a timer firing late on a busy event loop (≈ 140 ms measured), the
+    // 250 ms: covers a timer firing late on a busy event loop (≤ 163 ms measured), the
     // holder address removal (≈ 1 ms) and clock-rate drift between nodes (≤ 1 ms per s).
     fenceMarginMs: 250,
     // 1 s: a member that crashes within a second of joining never receives IPs.
