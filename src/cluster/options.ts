@@ -30,8 +30,8 @@ export interface ClusterOptions {
 /**
  * The defaults, measured on a loaded 2-core machine against a local etcd with heartbeat
  * 50 ms / election timeout 500 ms (bench/cluster/lease.mjs; docs/cluster.md has the
- * figures): keep-alive round trips p99 ≈ 9 ms idle, ≈ 73 ms with a busy event loop; a
- * timer fires up to ≈ 140 ms late under that load; etcd deletes an expired lease's keys
+ * figures): keep-alive round trips p99 9-32 ms idle, 43-73 ms with a busy event loop; a
+ * timer fires up to 163 ms late under that load; etcd deletes an expired lease's keys
  * 0-500 ms after its expiry (its revoke loop runs every 500 ms).
  */
 export function defaultOptions(): Omit<ClusterOptions, 'nodeName'> {
