@@ -6,6 +6,7 @@ import {
   metricCatalog,
   metricsMarkdown,
   registerAgentMetrics,
+  registerClusterMetrics,
   registerExtipMetrics,
 } from './index.js';
 
@@ -34,6 +35,7 @@ describe('labelled counters', () => {
     const registry = new Registry();
     registerAgentMetrics(registry, () => true);
     registerExtipMetrics(registry);
+    registerClusterMetrics(registry);
     new NeighborMetrics({ registry });
     const json = await registry.getMetricsAsJSON();
     const series = (name: string) =>
