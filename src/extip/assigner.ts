@@ -258,22 +258,22 @@ export class Assigner {
     this.#setState(e, 'tentative');
     return new Promise<void>((resolve, reject) => {
       const timer = this.#p.clock.setTimeout(() => {
-        e.dad = undefined;
+        e.tentative = undefined;
         reject(
           new TimeoutError(
             `${e.ip.address} stayed tentative on the holder (the kernel's duplicate address detection) for ${TENTATIVE_TIMEOUT_MS} ms; does the holder have a carrier?`,
           ),
         );
       }, TENTATIVE_TIMEOUT_MS);
-      e.dad = { resolve, reject, timer };
+      e.tentative = { resolve, reject, timer };
     });
   }
 
   /** Ends a DAD wait: done (no failure), or failed with failure() (built only if waited). */
-  #finishDad(e: Entry, failure?: () => Error): void {
-    const d = e.dad;
+  #finishTentative(e: Entry, failure?: () => Error): void {
+    const d = e.tentative;
     if (d === undefined) return;
-    e.dad = undefined;
+    e.tentative = undefined;
     this.#p.clock.clearTimeout(d.timer);
     if (failure === undefined) d.resolve();
     else d.reject(failure());
@@ -334,8 +334,8 @@ export class Assigner {
     e.prefixlen = a.prefixlen;
     e.flags = a.flags;
     const dadFailedNow = (a.flags & IFA_F_DADFAILED) !== 0;
-    if (dadFailedNow) this.#finishDad(e, () => dadFailed(a.ip));
-    else if ((a.flags & IFA_F_TENTATIVE) === 0) this.#finishDad(e);
+    if (dadFailedNow) this.#finishTentative(e, () => dadFailed(a.ip));
+    else if ((a.flags & IFA_F_TENTATIVE) === 0) this.#finishTentative(e);
     if (!e.desired) {
       if (this.#loaded) this.#removeForeign(e);
     } else if (e.state === 'failed' && !dadFailedNow && !e.running) {
@@ -348,7 +348,7 @@ export class Assigner {
     if (e === undefined || !e.present) return;
     e.present = false;
     e.flags = undefined;
-    this.#finishDad(e, () => new FibkeeperError(`${ip.address} was removed during DAD`));
+    this.#finishTentative(e, () => new FibkeeperError(`${ip.address} was removed during DAD`));
     if (e.desired) {
       e.repairCause ??= 'address';
       this.#p.log.debug({ ip: ip.address }, 'extip: address removed from the holder; re-adding');
@@ -485,7 +485,7 @@ export class Assigner {
     this.#stopped = true;
     const err = stoppedError();
     for (const e of this.#entries.values()) {
-      this.#finishDad(e, () => err);
+      this.#finishTentative(e, () => err);
       for (const w of e.waiters) w.batch.settle(e.ip.address, err);
       e.waiters = [];
     }

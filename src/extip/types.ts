@@ -144,7 +144,7 @@ export interface Waiter {
   batch: Batch;
 }
 
-export interface DadWait {
+export interface TentativeWait {
   resolve(): void;
   reject(err: Error): void;
   timer: TimerHandle;
@@ -171,7 +171,8 @@ export interface Entry {
   repairCause: 'address' | 'holder' | undefined;
   /** Set when duplicate address detection failed for it. */
   conflict: DadConflict | undefined;
-  dad: DadWait | undefined;
+  /** Waiting for the kernel's DAD on the holder (an address someone else added with it). */
+  tentative: TentativeWait | undefined;
   /** Seen on the holder without being desired (removed once the desired set is loaded). */
   foreign: boolean;
   /** #epoch of our last kernel call for it: dumps started before it are stale for it. */
@@ -196,7 +197,7 @@ export function newEntry(ip: ParsedIp): Entry {
     dirty: false,
     repairCause: undefined,
     conflict: undefined,
-    dad: undefined,
+    tentative: undefined,
     foreign: false,
     epoch: 0,
   };
