@@ -282,6 +282,7 @@ export class Agent {
     const m = new MetricsServer({
       address: this.cfg.metrics.address,
       registry: this.registry,
+      live: () => this.live(),
       health: () => this.health(),
       ready: () => this.ready(),
       log: this.log.child({ component: 'metrics' }),
@@ -294,6 +295,16 @@ export class Agent {
   /** The metrics endpoint's port (after start). */
   get metricsPort(): number | undefined {
     return this.metricsServer?.port;
+  }
+
+  /**
+   * Alive while the process works: it answers (the caller is on its event loop) and its
+   * netlink sockets are open and polled. For liveness probes (/livez): nothing that an
+   * operator must fix (a foreign XDP program, a detach, a down NIC) makes it fail.
+   */
+  live(): HealthReport {
+    if (this.phase === 'stopped') return { ok: false, reasons: ['agent stopped'] };
+    return this.netlink?.liveness() ?? { ok: true, reasons: [] };
   }
 
   /** Ready once the initial dumps are done and the first reconciliation round finished. */

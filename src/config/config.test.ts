@@ -89,4 +89,24 @@ describe('config', () => {
     expect(flagName('extip.nodeIP')).toBe('extip-node-ip');
     expect(flagName('api.socketMode')).toBe('api-socket-mode');
   });
+  it('starts with external IPs off: they need an interface or the node IP, and a shared config must not list them', () => {
+    expect(defaultConfig().extip.enabled).toBe(false);
+    expect(buildConfig(exampleConfigYaml()).extip.enabled).toBe(false);
+  });
+
+  it('takes the metrics address as host:port, [IPv6]:port, or a bare IP for port 9470', () => {
+    const addr = (v: string) => buildConfig(`metrics:\n  address: "${v}"\n`).metrics.address;
+    expect(addr('10.0.0.5:9000')).toBe('10.0.0.5:9000');
+    expect(addr('[fd00::5]:9000')).toBe('[fd00::5]:9000');
+    // The downward API's status.hostIP is a bare address, IPv4 or IPv6.
+    expect(addr('10.0.0.5')).toBe('10.0.0.5:9470');
+    expect(addr('fd00::5')).toBe('[fd00::5]:9470');
+    expect(buildConfig(undefined, { 'metrics-address': 'FD00::0:5' }).metrics.address).toBe(
+      '[fd00::5]:9470',
+    );
+    expect(addr('')).toBe('');
+    expect(() => addr('fd00::5]:9470')).toThrow(/^metrics\.address: /);
+    expect(() => buildConfig('api:\n  tcp: "fd00::5"\n')).toThrow(/api\.tcp: .*\[fd00::5\]:PORT/);
+    expect(buildConfig('api:\n  tcp: "[::1]:7000"\n').api.tcp).toBe('[::1]:7000');
+  });
 });

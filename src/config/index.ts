@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError } from '../errors/index.js';
+import { formatHostPort, parseHostPort } from '../ipaddr/index.js';
 import { OPTIONS, flagName, type OptionSpec } from './schema.js';
 
 export { OPTIONS, flagName, type OptionSpec } from './schema.js';
@@ -252,14 +253,20 @@ function crossValidate(cfg: FibkeeperConfig): void {
   if (!/^[A-Za-z0-9_.-]{1,15}$/.test(cfg.extip.holderName)) {
     throw new ConfigError('extip.holderName', `"${cfg.extip.holderName}" is not a device name`);
   }
-  if (cfg.api.tcp !== '' && !/^(\[[0-9a-fA-F:.]+\]|[0-9.]+|localhost):\d{1,5}$/.test(cfg.api.tcp)) {
-    throw new ConfigError('api.tcp', `"${cfg.api.tcp}" must be an explicit host:port`);
-  }
-  if (
-    cfg.metrics.address !== '' &&
-    !/^(\[[0-9a-fA-F:.]+\]|[0-9.]+|localhost):\d{1,5}$/.test(cfg.metrics.address)
-  ) {
-    throw new ConfigError('metrics.address', `"${cfg.metrics.address}" must be host:port`);
+  cfg.api.tcp = listenAddress('api.tcp', cfg.api.tcp);
+  cfg.metrics.address = listenAddress('metrics.address', cfg.metrics.address, METRICS_PORT);
+}
+
+/** The metrics endpoint's port when metrics.address is a bare IP (status.hostIP in Kubernetes). */
+const METRICS_PORT = 9470;
+
+/** An explicit host:port (or, with a default port, a bare IP), in canonical form; "" stays off. */
+function listenAddress(option: string, text: string, defaultPort?: number): string {
+  if (text === '') return text;
+  try {
+    return formatHostPort(parseHostPort(text, defaultPort === undefined ? {} : { defaultPort }));
+  } catch (err) {
+    throw new ConfigError(option, (err as Error).message, { cause: err });
   }
 }
 

@@ -141,7 +141,12 @@ export const OPTIONS: readonly OptionSpec[] = [
     doc: 'Forwardable IPs from the config file (owner "config").',
   },
   // External IPs
-  { path: 'extip.enabled', type: 'bool', default: true, doc: 'Assign and announce external IPs.' },
+  {
+    path: 'extip.enabled',
+    type: 'bool',
+    default: false,
+    doc: 'Assign and announce external IPs (needs extip.interface or extip.nodeIP). Off by default: a config shared by many nodes must not hold external IPs, or every node would assign and announce each of them.',
+  },
   {
     path: 'extip.holderName',
     type: 'string',
@@ -258,13 +263,13 @@ export const OPTIONS: readonly OptionSpec[] = [
     path: 'api.tcp',
     type: 'string',
     default: '',
-    doc: 'Also serve the control API on this explicit host:port (empty: no TCP listener).',
+    doc: 'Also serve the control API on this explicit host:port, IPv6 as [addr]:port (empty: no TCP listener).',
   },
   {
     path: 'metrics.address',
     type: 'string',
     default: '127.0.0.1:9470',
-    doc: 'host:port of the Prometheus endpoint (also /healthz and /readyz). Empty: off.',
+    doc: 'Address of the Prometheus endpoint (also /livez, /readyz and /healthz): 10.0.0.5:9470, [fd00::5]:9470, or a bare IPv4 or IPv6 address for port 9470 (what the Kubernetes downward API gives). Empty: off.',
   },
   {
     path: 'log.level',

@@ -12,6 +12,8 @@ export interface SystemError extends Error {
   errno: number;
   /** the call that failed, e.g. "recvmsg" */
   syscall: string;
+  /** A receive error after which the socket is no longer polled (EBADF, a failed poll). */
+  fatal?: boolean;
 }
 
 /** What every object the addon hands out has. */
