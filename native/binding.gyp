@@ -14,6 +14,7 @@
         "mount.cc",
         "netlink_socket.cc",
         "netns.cc",
+        "notify.cc",
         "packet_socket.cc",
         "poller.cc",
         "receiving_socket.cc"

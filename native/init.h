@@ -10,5 +10,6 @@ void InitMount(Napi::Env env, Napi::Object exports);
 void InitNetlinkSocket(Napi::Env env, Napi::Object exports);
 void InitPacketSocket(Napi::Env env, Napi::Object exports);
 void InitBpf(Napi::Env env, Napi::Object exports);
+void InitNotify(Napi::Env env, Napi::Object exports);
 
 }  // namespace fk

@@ -73,7 +73,11 @@ export class Agent {
     this.cfg = p.config;
     this.state = new StateStore(p.config.stateFile);
     this.registry = createRegistry(p.version);
-    this.metrics = registerAgentMetrics(this.registry, () => this.ready().ok);
+    this.metrics = registerAgentMetrics(
+      this.registry,
+      () => this.ready().ok,
+      () => this.health().ok,
+    );
   }
 
   get log(): Logger {

@@ -5,6 +5,7 @@ import { describeError } from '../errors/index.js';
 import { createLogger } from '../log/index.js';
 import { setLibbpfLogger } from '../native/index.js';
 import { EXIT_FAILED, EXIT_OK, str, type Command, type OptionsSpec } from './command.js';
+import { SystemdNotifier } from './notify.js';
 import { packageVersion } from './version.js';
 
 const optionFlags: OptionsSpec = Object.fromEntries(
@@ -26,6 +27,8 @@ export const runCommand: Command = {
     'Flags win over the file. Lists are comma-separated; booleans take =true or =false.',
     'Signals: SIGTERM/SIGINT stop gracefully (forwarding state stays in place), SIGHUP reloads',
     'the config file (static forwardable and external IPs, log level, XDP options).',
+    'Under systemd (Type=notify, NOTIFY_SOCKET set) it sends READY=1 once ready (or after 30 s',
+    'with STATUS= naming what is not ready), RELOADING=1/READY=1 around a reload, STOPPING=1.',
   ].join('\n'),
   options: { config: { type: 'string' }, ...optionFlags },
   async run(args, io) {
@@ -39,6 +42,7 @@ export const runCommand: Command = {
     const log = createLogger(cfg.log.level);
     const libbpf = log.child({ component: 'libbpf' });
     setLibbpfLogger((level, msg) => libbpf[level === 'warn' ? 'warn' : 'debug'](msg.trimEnd()));
+    const systemd = new SystemdNotifier(log);
     const agent = new Agent({
       config: cfg,
       ...(configPath ? { configPath } : {}),
@@ -52,11 +56,15 @@ export const runCommand: Command = {
       io.err(`fibkeeper run: ${describeError(err)}\n`);
       return EXIT_FAILED;
     }
+    const stopped = new AbortController();
+    void systemd.started(agent, stopped.signal);
     return new Promise<number>((resolve) => {
       let stopping = false;
       const stop = (signal: string) => {
         if (stopping) return;
         stopping = true;
+        stopped.abort();
+        systemd.stopping();
         log.info({ signal }, 'stopping');
         agent.stop().then(
           () => resolve(EXIT_OK),
@@ -66,9 +74,15 @@ export const runCommand: Command = {
       process.on('SIGTERM', () => stop('SIGTERM'));
       process.on('SIGINT', () => stop('SIGINT'));
       process.on('SIGHUP', () => {
-        agent.reload().catch(() => {
-          /* logged by the agent; the running configuration stays */
-        });
+        systemd.reloading();
+        agent
+          .reload()
+          .catch(() => {
+            /* logged by the agent; the running configuration stays */
+          })
+          .finally(() => {
+            if (!stopping) systemd.ready(agent);
+          });
       });
     });
   },

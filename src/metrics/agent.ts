@@ -5,13 +5,25 @@ export interface AgentMetrics {
   reloads: Counter<'result'>;
 }
 
-export function registerAgentMetrics(registry: Registry, ready: () => boolean): AgentMetrics {
+export function registerAgentMetrics(
+  registry: Registry,
+  ready: () => boolean,
+  healthy: () => boolean = () => true,
+): AgentMetrics {
   new Gauge({
     name: 'fibkeeper_agent_ready',
     help: '1 once the initial dumps are done and the first reconciliation round has finished.',
     registers: [registry],
     collect() {
       this.set(ready() ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'fibkeeper_agent_healthy',
+    help: '1 while /healthz answers 200; 0 while something needs an operator (its reasons: /healthz, fibkeeper status).',
+    registers: [registry],
+    collect() {
+      this.set(healthy() ? 1 : 0);
     },
   });
   const reloads = new Counter({

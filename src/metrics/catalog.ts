@@ -15,7 +15,11 @@ export interface MetricInfo {
 
 export async function metricCatalog(): Promise<MetricInfo[]> {
   const registry = new Registry();
-  registerAgentMetrics(registry, () => true);
+  registerAgentMetrics(
+    registry,
+    () => true,
+    () => true,
+  );
   registerMissTrackerMetrics(registry, () => 0);
   registerExtipMetrics(registry);
   new NeighborMetrics({ registry });

@@ -235,6 +235,7 @@ export interface Binding {
   mountBpffs(path: string, mode: number): void;
   unmount(path: string, lazy: boolean): void;
   isBpffs(path: string): boolean;
+  sdNotify(socket: string, message: string): number;
 }
 
 const ADDON_PATH = '../../native/build/Release/fibkeeper.node';
