@@ -13,6 +13,9 @@ import { sdNotify } from '../native/index.js';
  */
 export const READY_WAIT_MS = 30_000;
 const POLL_MS = 100;
+
+/** What the notifier reads from the agent. */
+type Checks = Pick<Agent, 'ready' | 'health'>;
 const STATUS_MS = 5_000;
 
 export class SystemdNotifier {
@@ -51,9 +54,9 @@ export class SystemdNotifier {
    * READY=1 when `agent` is first ready, or after READY_WAIT_MS with the reasons; then keeps
    * STATUS= current. Resolves early when `signal` aborts (the agent is stopping).
    */
-  async started(agent: Agent, signal: AbortSignal): Promise<void> {
+  async started(agent: Checks, signal: AbortSignal, waitMs = READY_WAIT_MS): Promise<void> {
     if (!this.enabled) return;
-    const deadline = Date.now() + READY_WAIT_MS;
+    const deadline = Date.now() + waitMs;
     while (!agent.ready().ok && Date.now() < deadline && !signal.aborted) {
       this.status(agent, 'starting');
       await new Promise((r) => setTimeout(r, POLL_MS));
@@ -63,7 +66,7 @@ export class SystemdNotifier {
     this.#timer = setInterval(() => this.status(agent, 'running'), STATUS_MS).unref();
   }
 
-  ready(agent: Agent): void {
+  ready(agent: Checks): void {
     this.send({ READY: 1, STATUS: statusLine(agent, 'running') });
   }
 
@@ -76,7 +79,7 @@ export class SystemdNotifier {
     this.send({ STOPPING: 1, STATUS: 'stopping' });
   }
 
-  private status(agent: Agent, phase: string): void {
+  private status(agent: Checks, phase: string): void {
     const line = statusLine(agent, phase);
     if (line === this.#lastStatus) return;
     this.#lastStatus = line;
@@ -84,7 +87,7 @@ export class SystemdNotifier {
   }
 }
 
-function statusLine(agent: Agent, phase: string): string {
+function statusLine(agent: Checks, phase: string): string {
   const r = agent.ready();
   const h = r.ok ? agent.health() : r;
   const line = !r.ok

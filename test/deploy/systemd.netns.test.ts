@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { labDown } from '../../src/lab/index.js';
-import { ipJson, makeNetns, privileged, waitFor } from '../helpers/netns.js';
+import { ipJson, makeNetns, privileged } from '../helpers/netns.js';
 import { notifyReceiver, type NotifyReceiver } from '../helpers/notify.js';
 import { expectForwardingInXdp, httpIn, nodeLabUp, type NodeLab } from './lab.js';
 import { execLine, readUnit, type Unit } from './manifests.js';
