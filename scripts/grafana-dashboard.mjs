@@ -278,6 +278,57 @@ ts(
   'Full comparisons of the holder device with the desired set; overflow means notifications were lost.',
 );
 
+row('Cluster (etcd)');
+ts(
+  'Members, valid leases, IPs held',
+  12,
+  [
+    [`max(fibkeeper_cluster_members${sel})`, 'members seen'],
+    [`sum(fibkeeper_cluster_lease_valid${sel})`, 'nodes with a valid lease'],
+    [`sum by (instance) (fibkeeper_cluster_ips_held${sel})`, 'IPs held by {{instance}}'],
+  ],
+  'short',
+  'A node holds cluster external IPs only while it can prove its etcd lease valid.',
+);
+ts(
+  'Ownership changes',
+  12,
+  [[by('fibkeeper_cluster_ownership_changes_total', 'change'), '{{change}}']],
+  'ops',
+);
+ts(
+  'etcd requests (p99) and errors',
+  8,
+  [
+    [
+      `histogram_quantile(0.99, ${by('fibkeeper_cluster_etcd_request_duration_seconds_bucket', 'le, op')})`,
+      'p99 {{op}}',
+    ],
+    [by('fibkeeper_cluster_etcd_request_errors_total', 'op'), 'errors/s {{op}}'],
+  ],
+  's',
+);
+ts(
+  'Lease renew failures and watch resyncs',
+  8,
+  [
+    [by('fibkeeper_cluster_lease_renew_failures_total', 'reason'), 'renew failed ({{reason}})'],
+    [by('fibkeeper_cluster_resyncs_total', 'reason'), 'resync ({{reason}})'],
+  ],
+  'ops',
+);
+ts(
+  'Failover time (p99)',
+  8,
+  [
+    [
+      `histogram_quantile(0.99, ${by('fibkeeper_cluster_failover_duration_seconds_bucket', 'le')})`,
+      'failover p99',
+    ],
+  ],
+  's',
+);
+
 const dashboard = {
   title: 'fibkeeper',
   uid: 'fibkeeper',

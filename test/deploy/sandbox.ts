@@ -100,8 +100,9 @@ export function sandboxScript(s: SandboxSpec): string {
     'mount --rbind /dev "$R"/dev',
     'mount -t tmpfs -o mode=1777 tmpfs "$R"/tmp',
     'mount -t tmpfs -o mode=0755 tmpfs "$R"/run',
-    // Named network namespaces stay reachable (the netns option).
+    // Named network namespaces stay reachable (the netns option), read-only.
     'mkdir -p "$R"/run/netns && mount --rbind /run/netns "$R"/run/netns',
+    'mount -o remount,bind,ro "$R"/run/netns',
   ];
   for (const v of s.volumes) {
     const t = `"$R"${q(v.target)}`;
