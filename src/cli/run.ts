@@ -25,51 +25,70 @@ export const runCommand: Command = {
     '',
     'Flags win over the file. Lists are comma-separated; booleans take =true or =false.',
     'Signals: SIGTERM/SIGINT stop gracefully (forwarding state stays in place), SIGHUP reloads',
-    'the config file (static forwardable and external IPs, log level, XDP options).',
+    'the config file, all or nothing (static forwardable and external IPs, log level, XDP',
+    'options). During the start both wait for it to end.',
   ].join('\n'),
   options: { config: { type: 'string' }, ...optionFlags },
   async run(args, io) {
+    // Signals first: a SIGHUP during the start waits for it (then reloads), a SIGTERM or
+    // SIGINT during the start stops the agent once the start has ended.
+    let agent: Agent | undefined;
+    let hupEarly = false;
+    let stopping = false;
+    let exit: (code: number) => void = () => undefined;
+    const exited = new Promise<number>((r) => (exit = r));
+    const reload = () => {
+      agent?.reload().catch(() => {
+        /* logged by the agent; the running configuration stays */
+      });
+    };
+    const onHup = () => (agent ? reload() : (hupEarly = true));
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      const a = agent;
+      if (!a) return exit(EXIT_FAILED);
+      a.log.info({ signal }, 'stopping');
+      void a
+        .settled()
+        .then(() => a.stop())
+        .then(
+          () => exit(EXIT_OK),
+          () => exit(EXIT_FAILED),
+        );
+    };
+    const onTerm = () => stop('SIGTERM');
+    const onInt = () => stop('SIGINT');
+    process.on('SIGHUP', onHup);
+    process.on('SIGTERM', onTerm);
+    process.on('SIGINT', onInt);
     const flags: Record<string, string> = {};
     for (const o of OPTIONS) {
       const v = str(args, flagName(o.path));
       if (v !== undefined) flags[flagName(o.path)] = v;
     }
     const configPath = str(args, 'config');
-    const cfg = loadConfig(configPath, flags);
-    const log = createLogger(cfg.log.level);
-    const libbpf = log.child({ component: 'libbpf' });
-    setLibbpfLogger((level, msg) => libbpf[level === 'warn' ? 'warn' : 'debug'](msg.trimEnd()));
-    const agent = new Agent({
-      config: cfg,
-      ...(configPath ? { configPath } : {}),
-      flags,
-      version: packageVersion(),
-      log,
-    });
     try {
+      const cfg = loadConfig(configPath, flags);
+      const log = createLogger(cfg.log.level);
+      const libbpf = log.child({ component: 'libbpf' });
+      setLibbpfLogger((level, msg) => libbpf[level === 'warn' ? 'warn' : 'debug'](msg.trimEnd()));
+      agent = new Agent({
+        config: cfg,
+        ...(configPath ? { configPath } : {}),
+        flags,
+        version: packageVersion(),
+        log,
+      });
+      if (hupEarly) reload(); // waits for the start
       await agent.start();
     } catch (err) {
+      process.off('SIGHUP', onHup);
+      process.off('SIGTERM', onTerm);
+      process.off('SIGINT', onInt);
       io.err(`fibkeeper run: ${describeError(err)}\n`);
       return EXIT_FAILED;
     }
-    return new Promise<number>((resolve) => {
-      let stopping = false;
-      const stop = (signal: string) => {
-        if (stopping) return;
-        stopping = true;
-        log.info({ signal }, 'stopping');
-        agent.stop().then(
-          () => resolve(EXIT_OK),
-          () => resolve(EXIT_FAILED),
-        );
-      };
-      process.on('SIGTERM', () => stop('SIGTERM'));
-      process.on('SIGINT', () => stop('SIGINT'));
-      process.on('SIGHUP', () => {
-        agent.reload().catch(() => {
-          /* logged by the agent; the running configuration stays */
-        });
-      });
-    });
+    return exited;
   },
 };

@@ -233,6 +233,7 @@ export interface Binding {
   mountBpffs(path: string, mode: number): void;
   unmount(path: string, lazy: boolean): void;
   isBpffs(path: string): boolean;
+  flockFd(fd: number, exclusive: boolean, wait: boolean): boolean;
 }
 
 const ADDON_PATH = '../../native/build/Release/fibkeeper.node';

@@ -17,7 +17,7 @@ export {
   type PacketType,
   type FrameInfo,
 } from './packet-socket.js';
-export { runInNetns, mountBpffs, unmount, isBpffs } from './netns.js';
+export { runInNetns, mountBpffs, unmount, isBpffs, flockFd } from './netns.js';
 export {
   BpfObject,
   isVerifierError,
