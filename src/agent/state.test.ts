@@ -50,8 +50,10 @@ describe('state store', () => {
     await a.save(s);
     expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(readdirSync(join(path, '..'))).toEqual(['state.json']);
+    writeFileSync(`${path}.tmp`, '{"version": 1, "forw'); // a write killed halfway
     const b = new StateStore(path);
     const { usable, skipped } = b.load();
+    expect(readdirSync(join(path, '..'))).toEqual(['state.json']);
     expect(skipped).toEqual([]);
     expect(plain(usable)).toEqual(plain(s));
     expect(JSON.parse(readFileSync(path, 'utf8')).forwardable.lb).toEqual(['10.0.0.1', '10.0.0.2']);

@@ -8,7 +8,7 @@
 // a bad entry is reported and skipped, and never takes the valid ones with it. Skipped
 // entries stay in the file (they were the user's, and may become valid again); only entries
 // that cannot be IP strings at all are dropped.
-import { constants, mkdirSync, readFileSync } from 'node:fs';
+import { constants, mkdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { open, rename, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { checkIp, OWNER_RE, RESERVED_OWNERS } from '../config/index.js';
@@ -235,11 +235,18 @@ export class StateStore {
   constructor(readonly path: string) {}
 
   /**
-   * Reads the file (a missing one is an empty state). Throws StateFileError for an
-   * unreadable or corrupt file; returns the applicable entries and the skipped ones.
+   * Reads the file (a missing one is an empty state) and removes a temp file left by a write
+   * that was killed. Throws StateFileError for an unreadable or corrupt file; returns the
+   * applicable entries and the skipped ones. The caller holds the state-file lock.
    */
   load(statics?: StaticSets): { usable: ControlState; skipped: SkippedEntry[] } {
     if (this.path === '') return { usable: emptyState(), skipped: [] };
+    // A temp file is what a write killed before its rename left: never the state.
+    try {
+      unlinkSync(`${this.path}.tmp`);
+    } catch {
+      /* none (or not removable: the next save says why) */
+    }
     let text: string;
     try {
       text = readFileSync(this.path, 'utf8');
