@@ -165,3 +165,25 @@ describe('config', () => {
     expect(flagName('api.socketMode')).toBe('api-socket-mode');
   });
 });
+
+describe('cluster options', () => {
+  it('are off by default, parsed with the rest, and cluster.enabled is refused until wired', () => {
+    const c = buildConfig(
+      'cluster:\n  nodeName: node-a\n  labels: [zone=a]\n  etcd:\n    endpoints: ["127.0.0.1:2379"]\n  leaseTTL: 2s\n',
+    );
+    expect(c.cluster).toMatchObject({
+      enabled: false,
+      nodeName: 'node-a',
+      labels: ['zone=a'],
+      leaseTTL: 2000,
+      renewInterval: 150,
+      fenceMargin: 250,
+      handoverOnStop: true,
+      etcd: { endpoints: ['127.0.0.1:2379'], requestTimeout: 500 },
+    });
+    expect(() => buildConfig('cluster:\n  enabled: true\n')).toThrow(
+      /cluster\.enabled: .*not yet wired/,
+    );
+    expect(() => buildConfig('cluster:\n  leaseTTL: 500ms\n')).toThrow(/cluster\.leaseTTL/);
+  });
+});

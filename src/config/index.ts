@@ -67,6 +67,25 @@ export interface FibkeeperConfig {
     arpResponder: 'auto' | 'always' | 'never';
     static: string[];
   };
+  cluster: {
+    enabled: boolean;
+    nodeName: string;
+    labels: string[];
+    nodeIPs: string[];
+    prefix: string;
+    etcd: {
+      endpoints: string[];
+      caFile: string;
+      certFile: string;
+      keyFile: string;
+      requestTimeout: number;
+    };
+    leaseTTL: number;
+    renewInterval: number;
+    fenceMargin: number;
+    rebalanceDelay: number;
+    handoverOnStop: boolean;
+  };
   stateFile: string;
   api: {
     socket: string;

@@ -45,6 +45,12 @@ function formatDurationShort(ms: number): string {
 
 /** The rules between options; every command that reads a config applies them. */
 export function crossValidate(cfg: FibkeeperConfig): void {
+  if (cfg.cluster.enabled) {
+    throw new ConfigError(
+      'cluster.enabled',
+      'cluster mode is built (src/cluster) but not yet wired into the agent; leave it off until a release says it is',
+    );
+  }
   if (cfg.neighbor.retryMin > cfg.neighbor.retryMax) {
     throw new ConfigError(
       'neighbor.retryMin',

@@ -2,6 +2,7 @@
 // themselves (registered on a scratch registry), for the README and its test.
 import { Registry } from 'prom-client';
 import { registerAgentMetrics, registerMissTrackerMetrics } from './agent.js';
+import { registerClusterMetrics } from './cluster.js';
 import { registerExtipMetrics } from './extip.js';
 import { NeighborMetrics } from './neighbor.js';
 import { registerXdpMetrics } from './xdp.js';
@@ -18,6 +19,7 @@ export async function metricCatalog(): Promise<MetricInfo[]> {
   registerAgentMetrics(registry, () => true);
   registerMissTrackerMetrics(registry, () => 0);
   registerExtipMetrics(registry);
+  registerClusterMetrics(registry);
   new NeighborMetrics({ registry });
   registerXdpMetrics(registry);
   const json = await registry.getMetricsAsJSON();

@@ -4,6 +4,7 @@
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 
 export * from './agent.js';
+export * from './cluster.js';
 export * from './extip.js';
 export * from './neighbor.js';
 export * from './xdp.js';
