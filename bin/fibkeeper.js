@@ -12,6 +12,18 @@ if (!((major === 22 && minor >= 12) || major >= 24)) {
   process.exit(1);
 }
 
+// A reader that went away (`fibkeeper status | head`) ends the output quietly: no stack
+// trace, exit code 0.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+}
+// The agent reloads on SIGHUP; until it has set that up, a SIGHUP must not end it (the
+// config it is about to read is the newest anyway).
+if (process.argv[2] === 'run') process.on('SIGHUP', () => {});
+
 const { main } = await import('../dist/cli/index.js');
 main(process.argv.slice(2)).then(
   (code) => {

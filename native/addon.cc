@@ -11,6 +11,7 @@ namespace {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   fk::InitNetns(env, exports);
   fk::InitMount(env, exports);
+  fk::InitLock(env, exports);
   fk::InitNetlinkSocket(env, exports);
   fk::InitPacketSocket(env, exports);
   fk::InitBpf(env, exports);

@@ -106,13 +106,13 @@ stat('Forwardable IPs', `sum(fibkeeper_neighbor_forwardable_ips${sel})`);
 stat('Selected devices', `sum(fibkeeper_neighbor_selected_devices${sel})`);
 ts(
   'Versions running',
-  12,
+  8,
   [[`count by (version, node) (fibkeeper_build_info${sel})`, 'fibkeeper {{version}} on {{node}}']],
   'short',
 );
 ts(
   'Config reloads (SIGHUP)',
-  12,
+  8,
   [
     [
       `sum by (result) (increase(fibkeeper_config_reloads_total${sel}[$__rate_interval]))`,
@@ -121,6 +121,19 @@ ts(
   ],
   'short',
   'error: the file was refused and the running configuration kept (see the agent log).',
+);
+ts(
+  'State file: saves and skipped entries',
+  8,
+  [
+    [
+      `sum by (result) (increase(fibkeeper_state_saves_total${sel}[$__rate_interval]))`,
+      'saves {{result}}',
+    ],
+    [`sum by (instance) (fibkeeper_state_entries_skipped${sel})`, 'skipped on {{instance}}'],
+  ],
+  'short',
+  'A failed save fails the control API requests it holds (nothing of them is applied); skipped entries were not applied at the last start or reload (fibkeeper status lists them).',
 );
 
 row('XDP forwarding');

@@ -60,9 +60,14 @@ describe('placement (bounded-load rendezvous hashing)', () => {
     );
   });
 
-  it('moves few IPs when a member leaves or joins (every IP of a leaver; ≤ 1.5× the minimum + 2)', () => {
+  // How many IPs move is a statistical property of the hashing, not a bound: in 200,000
+  // random cases (2-8 members, 1-200 IPs) the IPs moved beyond the leaver's own were 0 in
+  // a quarter of the cases, at most 6 in 95%, and 16 at worst (200 IPs over 5 members).
+  // So the sample is fixed (seed) and the test checks the distribution over it.
+  it('moves few IPs when a member leaves or joins: every IP of a leaver, few others', () => {
     let movedTotal = 0;
     let neededTotal = 0;
+    const extras: number[] = [];
     fc.assert(
       fc.property(arbIps, arbMembers, fc.nat(), (ips, members, k) => {
         const before = place(ips, members);
@@ -75,17 +80,20 @@ describe('placement (bounded-load rendezvous hashing)', () => {
         for (const [ip, node] of before)
           if (node === gone.name) expect(after.get(ip)).not.toBe(gone.name);
         const m = moved(before, after);
-        expect(m).toBeLessThanOrEqual(Math.ceil(1.5 * needed) + 2);
+        expect(m).toBeGreaterThanOrEqual(needed);
+        extras.push(m - needed);
         movedTotal += m;
         neededTotal += needed;
         // Joining is leaving backwards.
         const back = place(ips, members);
         expect(moved(after, back)).toBe(m);
       }),
-      { numRuns: 200 },
+      { numRuns: 1000, seed: 20261201 },
     );
     // On average close to the minimum (plain rendezvous hashing: exactly the minimum).
     expect(movedTotal / neededTotal).toBeLessThan(1.35);
+    extras.sort((a, b) => a - b);
+    expect(extras[Math.floor(extras.length * 0.95)]).toBeLessThanOrEqual(8);
   });
 
   it('keeps an IP on its member while membership does not change (stability)', () => {

@@ -9,7 +9,8 @@
 // visited in descending weight order and a pair is taken while the IP is unplaced and the
 // member has room (a greedy matching on the rendezvous weights). Loads differ by at most one when
 // every IP may go everywhere; a membership change moves ~1.1-1.25× the minimum number of
-// IPs (placement.test.ts bounds it). An IP whose eligible members are all full goes to its
+// IPs on average, but with no hard bound (in random trials up to 16 IPs beyond the
+// leaver's own, of 200 over 5 members; placement.test.ts checks the distribution). An IP whose eligible members are all full goes to its
 // highest-weight eligible member anyway (eligibility wins over balance).
 
 /** Which members may hold an IP: all (no constraint), or those named or labelled so. */

@@ -3,11 +3,14 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 
 export interface AgentMetrics {
   reloads: Counter<'result'>;
+  /** Saves of the state file by result: ok, or error (the requests of that save failed). */
+  stateSaves: Counter<'result'>;
 }
 
 export function registerAgentMetrics(
   registry: Registry,
   ready: () => boolean,
+  stateSkipped: () => number = () => 0,
   healthy: () => boolean = () => true,
 ): AgentMetrics {
   new Gauge({
@@ -32,7 +35,23 @@ export function registerAgentMetrics(
     labelNames: ['result'],
     registers: [registry],
   });
-  return { reloads };
+  for (const result of ['ok', 'error']) reloads.inc({ result }, 0);
+  const stateSaves = new Counter({
+    name: 'fibkeeper_state_saves_total',
+    help: 'Durable saves of the state file (each before the control API requests it holds are answered), by result: ok, or error (those requests failed and nothing of them was applied).',
+    labelNames: ['result'],
+    registers: [registry],
+  });
+  for (const result of ['ok', 'error']) stateSaves.inc({ result }, 0);
+  new Gauge({
+    name: 'fibkeeper_state_entries_skipped',
+    help: 'Entries of the state file that the agent did not apply at its last start or reload (each logged with its reason; fibkeeper status lists them).',
+    registers: [registry],
+    collect() {
+      this.set(stateSkipped());
+    },
+  });
+  return { reloads, stateSaves };
 }
 
 export interface MissTrackerMetrics {

@@ -19,6 +19,7 @@ export async function metricCatalog(): Promise<MetricInfo[]> {
   registerAgentMetrics(
     registry,
     () => true,
+    () => 0,
     () => true,
   );
   registerMissTrackerMetrics(registry, () => 0);

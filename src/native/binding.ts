@@ -236,6 +236,7 @@ export interface Binding {
   unmount(path: string, lazy: boolean): void;
   isBpffs(path: string): boolean;
   sdNotify(socket: string, message: string): number;
+  flockFd(fd: number, exclusive: boolean, wait: boolean): boolean;
 }
 
 const ADDON_PATH = '../../native/build/Release/fibkeeper.node';

@@ -18,7 +18,7 @@ export {
   type PacketType,
   type FrameInfo,
 } from './packet-socket.js';
-export { runInNetns, mountBpffs, unmount, isBpffs } from './netns.js';
+export { runInNetns, mountBpffs, unmount, isBpffs, flockFd } from './netns.js';
 export { sdNotify } from './notify.js';
 export {
   BpfObject,
