@@ -70,6 +70,7 @@ export function baseConfig(w: AgentWorld, o: ConfigOptions = {}): string {
     'forwardable:',
     `  static: ${list(o.forwardableStatic)}`,
     'extip:',
+    '  enabled: true',
     '  holderKind: bridge',
     `  interface: ${w.dev}`,
     '  announceCount: 1',

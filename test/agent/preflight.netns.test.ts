@@ -255,7 +255,7 @@ describe.skipIf(skip)('capabilities are checked before anything is changed (find
       const script = [
         `mount -t bpf bpf ${join(w.dir, 'bpf')}`,
         `exec setpriv --inh-caps=${set} --ambient-caps=${set} --bounding-set=${set} node ${BIN} run` +
-          ` --devices=${w.dev} --extip-holder-kind=bridge --extip-interface=${w.dev}` +
+          ` --devices=${w.dev} --extip-enabled=true --extip-holder-kind=bridge --extip-interface=${w.dev}` +
           ` --xdp-pin-dir=${join(w.dir, 'bpf')} --api-socket=${w.sock} --state-file=${w.stateFile}` +
           ` --metrics-address= --forwardable-static=10.88.9.1`,
       ].join(' && ');
