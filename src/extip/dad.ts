@@ -52,21 +52,6 @@ export class DuplicateAddressError extends ConflictError {
   }
 }
 
-/**
- * True when `err` says only that other hosts hold IPs (one DuplicateAddressError, or a batch
- * whose every failure is one): those IPs stay desired and failed, probed again at every
- * periodic check; nothing is wrong with the request or the node.
- */
-export function onlyDuplicates(err: unknown): boolean {
-  if (err instanceof DuplicateAddressError) return true;
-  const failures = (err as { failures?: readonly { error: unknown }[] } | undefined)?.failures;
-  return (
-    Array.isArray(failures) &&
-    failures.length > 0 &&
-    failures.every((f) => f.error instanceof DuplicateAddressError)
-  );
-}
-
 interface Run {
   readonly ip: ParsedIp;
   readonly nonce: Buffer;

@@ -4,7 +4,7 @@
 // tells its owner when a new burst is due: the interface came up, changed its MAC, or came
 // back after being deleted. Its addresses play no part: advertisements are sent from the
 // external IP itself, as the kernel sends them for its own addresses.
-import { describeError, FibkeeperError } from '../errors/index.js';
+import { ClosedError, describeError, FibkeeperError } from '../errors/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 import type { ExtipMetrics } from '../metrics/extip.js';
@@ -259,7 +259,9 @@ export class ExternalWatch implements AnnounceSink {
     };
   }
 
+  /** Ends running probes and closes the sockets; for good (stop). */
   close(): void {
+    this.dad.stop(new ClosedError('extip: stopped during duplicate address detection'));
     this.#io.close();
   }
 }

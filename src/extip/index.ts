@@ -24,7 +24,7 @@ export {
   type ExternalIpState,
   type ExternalIpStatus,
 } from './types.js';
-export { DuplicateAddressError, onlyDuplicates } from './dad.js';
+export { DuplicateAddressError } from './dad.js';
 export type { Conflict } from './linkio.js';
 // The wire format, for tests and tools (capture decoding, conflicting hosts).
 export {

@@ -1,8 +1,7 @@
 // ExternalIpSubsystem: the component the agent wires. It owns the holder device, the
-// assigner, the announcer and the external interface's sockets (with duplicate address
-// detection); it follows link and address events (subscribed before the first dump), repairs
-// what others change, and runs the periodic check. start()/stop() are idempotent; stop()
-// leaves the addresses in place.
+// assigner, the announcer and the external interface's sockets and probes; it follows link
+// and address events (subscribed before the first dump), repairs what others change, and
+// runs the periodic check. start()/stop() are idempotent; stop() leaves the addresses.
 import type { Registry } from 'prom-client';
 import { ClosedError, describeError, errnoCode } from '../errors/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
@@ -168,9 +167,8 @@ export class ExternalIpSubsystem {
     this.#started = true;
     // lost notifications may be newer than the first dump: compare once more
     if (this.#overflowAtStart) void this.#check('overflow');
-    const adopted = this.#assigner.list().length;
-    const started = { holder: cfg.holderName, interface: this.#ext.link.name, adopted };
-    this.#log.info(started, 'extip: started');
+    const info = { holder: cfg.holderName, interface: this.#ext.link.name };
+    this.#log.info({ ...info, adopted: this.#assigner.list().length }, 'extip: started');
   }
 
   /** The external interface's watch; what its listeners see goes to the announcer and log. */
@@ -228,7 +226,6 @@ export class ExternalIpSubsystem {
     this.#checkTimer = undefined;
     for (const wake of [...this.#sleepers]) wake();
     this.#assigner?.stop();
-    this.#ext?.dad.stop(new ClosedError('extip: stopped during duplicate address detection'));
     this.#announcer?.stop();
     this.#conflictLog?.stop();
     this.#ext?.close();
@@ -246,9 +243,9 @@ export class ExternalIpSubsystem {
 
   /**
    * Assigns external IPs: validates every one first (InvalidArgumentError naming the bad IP,
-   * nothing changed), then adds each to the holder and sends its first announcement; the
-   * rest of the burst is scheduled. Already assigned = success. Concurrent calls end as in
-   * their serial order by call time.
+   * nothing changed), probes for each (DuplicateAddressError: another host holds it), adds it
+   * to the holder and sends its first announcement. Already assigned = success. Concurrent
+   * calls end as in their serial order by call time.
    */
   async assign(ips: readonly string[]): Promise<void> {
     const a = await this.#ready();
@@ -268,6 +265,13 @@ export class ExternalIpSubsystem {
   async setDesired(ips: readonly string[]): Promise<void> {
     const a = await this.#ready();
     return a.setDesired(this.#validate(ips, 'setDesired'));
+  }
+
+  /** Checks IPs as assign() does, assigning nothing; returns them canonical. After start(). */
+  validate(ips: readonly string[]): string[] {
+    if (this.#ext === undefined)
+      throw new ClosedError('extip: the external-IP subsystem is not started');
+    return this.#validate(ips, 'assign').map((ip) => ip.address);
   }
 
   /** A copy of the external IPs with their state, sorted by IP text. */
@@ -486,11 +490,8 @@ export class ExternalIpSubsystem {
     const reasons = [...r.reasons];
     if (this.#holderError !== undefined) reasons.push(`extip: holder: ${this.#holderError}`);
     const ext = this.#ext!;
-    if (ext.present && !ext.link.up) {
-      reasons.push(
-        `extip: external interface ${ext.link.name} is down; announcements cannot go out`,
-      );
-    }
+    const down = `extip: external interface ${ext.link.name} is down; nothing can go out`;
+    if (ext.present && !ext.link.up) reasons.push(down);
     if (ext.lastError !== undefined) reasons.push(`extip: ${ext.lastError}`);
     const { failed } = this.#assigner!.counts();
     if (failed > 0) reasons.push(`extip: ${failed} external IP(s) failed (see list)`);

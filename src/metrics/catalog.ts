@@ -16,7 +16,12 @@ export interface MetricInfo {
 
 export async function metricCatalog(): Promise<MetricInfo[]> {
   const registry = new Registry();
-  registerAgentMetrics(registry, () => true);
+  registerAgentMetrics(
+    registry,
+    () => true,
+    () => 0,
+    () => true,
+  );
   registerMissTrackerMetrics(registry, () => 0);
   registerExtipMetrics(registry);
   registerClusterMetrics(registry);

@@ -41,6 +41,7 @@ describe.skipIf(skip)('the agent with duplicate address detection', () => {
         'xdp:\n  enabled: false',
         'neighbor:\n  enabled: false',
         'extip:',
+        '  enabled: true',
         '  holderName: fkx0',
         '  holderKind: bridge',
         '  interface: ext0',

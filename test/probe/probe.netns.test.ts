@@ -34,11 +34,18 @@ describe.skipIf(skip)('probe on this kernel', () => {
     const features = await probeKernel({ pinDir: '/sys/fs/bpf/fibkeeper' });
     const dummy = features.find((f) => f.name === 'dummy_link');
     expect(dummy?.outcome).toBe(canCreate ? 'supported' : 'not supported');
-    // The default config needs dummy for the holder; bridge does not.
-    const withDummy = buildReport(features, buildConfig(undefined, { 'xdp-enabled': false }));
+    // External IPs on the default holder kind need dummy; bridge does not.
+    const withDummy = buildReport(
+      features,
+      buildConfig(undefined, { 'xdp-enabled': false, 'extip-enabled': true }),
+    );
     const withBridge = buildReport(
       features,
-      buildConfig(undefined, { 'xdp-enabled': false, 'extip-holder-kind': 'bridge' }),
+      buildConfig(undefined, {
+        'xdp-enabled': false,
+        'extip-enabled': true,
+        'extip-holder-kind': 'bridge',
+      }),
     );
     expect(withDummy.missing.some((f) => f.name === 'dummy_link')).toBe(!canCreate);
     expect(withBridge.missing.some((f) => f.name === 'dummy_link')).toBe(false);
