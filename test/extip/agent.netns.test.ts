@@ -4,6 +4,7 @@
 // named, and a free one is assigned.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -94,6 +95,26 @@ describe.skipIf(skip)('the agent with duplicate address detection', () => {
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/2001:db8:20::231: duplicate address/);
     expect(r.stderr).toContain(PEER_MAC);
+    // the API's answer: 409 with the conflict's code
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(
+        {
+          socketPath: sock,
+          path: '/v1/extip',
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => (body += d.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify({ ips: ['2001:db8:20::231'] }));
+    });
+    expect(answer.status).toBe(409);
+    expect(JSON.parse(answer.body)).toMatchObject({ error: { code: 'FIBKEEPER_ERR_CONFLICT' } });
     expect(list().find((e) => e.ip === '2001:db8:20::231')).toMatchObject({
       state: 'failed',
       conflict: { mac: PEER_MAC, what: 'neighbor advertisement' },
