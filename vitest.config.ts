@@ -1,8 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
-// Three projects:
+// Four projects:
 //  - unit:   pure logic, no root, runs anywhere, in parallel.
 //  - cluster: cluster members against a real etcd started by the tests (no root needed).
+//  - cluster-netns: agents in cluster mode on a namespace segment (root, a real etcd).
 //  - netns:  privileged tests that build their own network namespaces. They run one file
 //            at a time (the machine has few cores and some tests measure timing) and fail,
 //            never skip, when FIBKEEPER_REQUIRE_PRIVILEGED=1 and the process is not root.
@@ -23,16 +24,30 @@ export default defineConfig({
         test: {
           name: 'cluster',
           include: ['test/cluster/**/*.test.ts'],
+          exclude: ['**/*.netns.test.ts'],
           fileParallelism: false,
           testTimeout: 60_000,
           hookTimeout: 60_000,
         },
       },
       {
+        // Agents in cluster mode on a namespace segment with a real etcd (privileged): each
+        // file builds a lab of its own (unique names), so the files run side by side, in a
+        // group of their own after the unit tests and before the one-at-a-time files.
+        test: {
+          name: 'cluster-netns',
+          include: ['test/cluster/**/*.netns.test.ts'],
+          maxWorkers: 2,
+          sequence: { groupOrder: 1 },
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
         test: {
           name: 'netns',
           include: ['src/**/*.netns.test.ts', 'test/**/*.netns.test.ts'],
-          exclude: ['node_modules/**', 'dist/**'],
+          exclude: ['test/cluster/**', 'node_modules/**', 'dist/**'],
           fileParallelism: false,
           testTimeout: 60_000,
           hookTimeout: 60_000,

@@ -5,10 +5,13 @@
 // before its first kernel change. Then XDP (a verifier refusal fails the start before
 // anything else is touched), the neighbor tables and reconciler, external IPs and the miss
 // tracker. Stop runs in reverse and leaves neighbor entries, external IPs and (by default)
-// XDP in place.
+// XDP in place. In cluster mode the first kernel change removes from the holder whatever is
+// not a node-local external IP (cluster IPs of an earlier run, another node's by now), the
+// cluster member starts after the external IPs and stops before them (dropping its IPs and
+// handing them over), and its peers' node IPs become forwardable (owner `cluster`).
 import type { Registry } from 'prom-client';
 import { ApiServer } from '../api/index.js';
-import { checkRunnable, type FibkeeperConfig } from '../config/index.js';
+import { CLUSTER_OWNER, checkRunnable, type FibkeeperConfig } from '../config/index.js';
 import { ClosedError, NotSupportedError, describeError } from '../errors/index.js';
 import { ExternalIpSubsystem } from '../extip/index.js';
 import { XdpForwarder, type XdpForwarderConfig } from '../fib/index.js';
@@ -30,6 +33,7 @@ import {
   type FeatureResult,
   type ProbeReport,
 } from '../probe/index.js';
+import { AgentCluster, dropLeftovers, setPeers } from './cluster.js';
 import { ControlPlane } from './control.js';
 import { handlersFor } from './handlers.js';
 import { acquireAgentLock, type AgentLock } from './lock.js';
@@ -68,6 +72,9 @@ export class Agent {
   extip: ExternalIpSubsystem | undefined;
   xdp: XdpForwarder | undefined;
   missTracker: MissTracker | undefined;
+  cluster: AgentCluster | undefined;
+  /** Done once the cluster's node IPs are in the neighbor table (its first prune waits). */
+  #peersLoaded: (() => void) | undefined;
   /** What the control API added: durable before a request is answered, restored on start. */
   readonly store: StateStore;
   /** The one ordered write path of every change (API, reload, miss tracker). */
@@ -103,6 +110,7 @@ export class Agent {
           problems: () => this.extip!.health().reasons,
         },
       statics: () => staticSets(this.cfg),
+      clusterIps: () => this.cluster?.clusterIps(),
       log: this.log.child({ component: 'control' }),
       onSave: (ok) => this.metrics.stateSaves.inc({ result: ok ? 'ok' : 'error' }),
     });
@@ -158,9 +166,14 @@ export class Agent {
       // Act.
       this.netlink = NetlinkHandle.open(this.netns ? { netns: this.netns } : {});
       this.stoppers.push(() => this.netlink?.close());
+      if (this.cfg.cluster.enabled) {
+        const keep = new Set([...staticSets(this.cfg).extip, ...usable.extip]);
+        await dropLeftovers(this.netlink, this.cfg.extip.holderName, keep, this.log);
+      }
       if (this.cfg.xdp.enabled) await this.startXdp();
       if (this.cfg.neighbor.enabled) await this.startNeighbor(usable);
       if (this.cfg.extip.enabled) await this.startExtip(usable);
+      if (this.cfg.cluster.enabled) await this.startCluster();
       if (this.cfg.xdp.enabled && this.cfg.xdp.missTracker.enabled) this.startMissTracker();
       this.reportSkipped('state file entries not applied');
       this.#phase = 'running';
@@ -170,6 +183,7 @@ export class Agent {
           xdp: this.cfg.xdp.enabled,
           neighbor: this.cfg.neighbor.enabled,
           extip: this.cfg.extip.enabled,
+          cluster: this.cfg.cluster.enabled,
           stateFile: this.cfg.stateFile || '(none)',
         },
         'fibkeeper agent started',
@@ -240,6 +254,7 @@ export class Agent {
       log: this.log, // the subsystem names itself (component: neighbor)
     });
     const configLoaded = n.registerInitializer('config');
+    if (this.cfg.cluster.enabled) this.#peersLoaded = n.registerInitializer(CLUSTER_OWNER);
     this.neighbor = n;
     this.stoppers.push(() => n.stop());
     await n.start();
@@ -275,6 +290,9 @@ export class Agent {
       },
       registry: this.registry,
       log: this.log.child({ component: 'extip' }),
+      ...(this.cfg.cluster.enabled
+        ? { cluster: { mayHold: (ip: string) => this.cluster?.member.mayHold(ip) === true } }
+        : {}),
     });
     this.extip = x;
     this.stoppers.push(() => x.stop());
@@ -285,6 +303,23 @@ export class Agent {
       // The set is desired whatever the kernel said; the assigner retries and reports.
       this.log.error({ err: describeError(err) }, 'extip: some external IPs are not assigned yet');
     });
+  }
+
+  private async startCluster(): Promise<void> {
+    const x = this.extip as ExternalIpSubsystem;
+    const c = new AgentCluster({
+      cfg: this.cfg,
+      registry: this.registry,
+      log: this.log.child({ component: 'cluster' }),
+      hold: (ips) => x.setClusterIps(ips),
+      peers: (ips) =>
+        void this.control.exclusive('cluster peers', () =>
+          setPeers(this.neighbor, ips, this.log.child({ component: 'cluster' })),
+        ),
+    });
+    this.cluster = c;
+    this.stoppers.push(() => c.stop());
+    await c.start(this.cfg.cluster.static, this.#peersLoaded);
   }
 
   private async startXdp(): Promise<void> {
@@ -404,6 +439,7 @@ export class Agent {
     if (ex && !ex.ok) reasons.push(...ex.reasons.map((r) => `extip: ${r}`));
     const xr = this.xdp?.ready();
     if (xr && !xr.ok) reasons.push(...xr.reasons.map((r) => `xdp: ${r}`));
+    reasons.push(...(this.cluster?.ready() ?? []));
     return { ok: reasons.length === 0, reasons };
   }
 
@@ -424,6 +460,7 @@ export class Agent {
     if (e && !e.ok) reasons.push(...e.reasons.map((r) => `extip: ${r}`));
     const x = this.xdp?.health();
     if (x && !x.ok) reasons.push(...x.reasons.map((r) => `xdp: ${r}`));
+    reasons.push(...(this.cluster?.health() ?? []));
     return { ok: reasons.length === 0, reasons };
   }
 

@@ -71,11 +71,13 @@ function world(opts: { nodeAddresses?: string[]; path?: string } = {}) {
   dirs.push(join(path, '..'));
   const store = new FakeStore(path);
   const statics = { forwardable: new Set<string>(['10.9.9.9']), extip: new Set<string>() };
+  const cluster = new Set<string>();
   const cp = new ControlPlane({
     store,
     forwardable: () => forwardable,
     extip: () => extip,
     statics: () => statics,
+    clusterIps: () => cluster,
     log: silentLogger(),
   });
   return {
@@ -85,6 +87,7 @@ function world(opts: { nodeAddresses?: string[]; path?: string } = {}) {
     assigned,
     node,
     path,
+    cluster,
     stick: (v: boolean) => (stuck = v),
   };
 }
@@ -140,6 +143,19 @@ describe('the control plane write queue', () => {
       w.cp.submit({ op: 'forwardable.add', owner: 'lb', ips: ['192.0.2.7'] }),
     ).rejects.toMatchObject({ code: 'FIBKEEPER_ERR_CONFLICT' });
     expect([...w.store.state.extip]).toEqual(['192.0.2.7']);
+  });
+
+  it('refuses a node-local external IP that is a cluster IP, saving and assigning nothing', async () => {
+    const w = world();
+    w.cluster.add('192.0.2.50');
+    await expect(w.cp.submit({ op: 'extip.add', ips: ['192.0.2.50'] })).rejects.toMatchObject({
+      code: 'FIBKEEPER_ERR_CONFLICT',
+      message: expect.stringMatching(
+        /192\.0\.2\.50 is a cluster external IP.*fibkeeper cluster extip del 192\.0\.2\.50/,
+      ),
+    });
+    expect(w.store.saves).toEqual([]);
+    expect(w.log).toEqual([]);
   });
 
   it('takes a change that became invalid while the file was written out of the file again', async () => {

@@ -49,6 +49,8 @@ export interface ControlPlaneParams {
   extip: () => ExtipTarget | undefined;
   /** The config's own lists (`forwardable.static`, `extip.static`), canonical. */
   statics: () => { forwardable: ReadonlySet<string>; extip: ReadonlySet<string> };
+  /** Cluster mode: the cluster external IPs (desired in etcd, cluster.static). */
+  clusterIps?: () => ReadonlySet<string> | undefined;
   log: Logger;
   /** Called after each save attempt. */
   onSave?: (ok: boolean) => void;
@@ -312,7 +314,13 @@ export class ControlPlane {
       return [...c.ips];
     }
     const ips = x.check(c.ips);
+    const cluster = this.#p.clusterIps?.();
     for (const ip of ips) {
+      if (cluster?.has(ip)) {
+        throw new ConflictError(
+          `${ip} is a cluster external IP (held by one node of the cluster at a time), so it cannot also be a node-local one; delete it from the cluster first (fibkeeper cluster extip del ${ip})`,
+        );
+      }
       const owners = this.#ownersOf(ip, draft);
       if (owners.length > 0) {
         throw conflictError(

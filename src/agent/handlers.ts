@@ -3,9 +3,17 @@
 // which answers once it is durable and applied. Until the agent runs (and while it stops),
 // every call but status answers 503.
 import type { ControlHandlers } from '../api/index.js';
-import { NotSupportedError } from '../errors/index.js';
+import { conflictError } from '../config/index.js';
+import {
+  ConflictError,
+  FibkeeperError,
+  NotSupportedError,
+  TimeoutError,
+  describeError,
+} from '../errors/index.js';
 import type { Agent } from './agent.js';
-import { buildStatus } from './status.js';
+import { staticSets } from './restore.js';
+import { buildStatus, clusterStatus } from './status.js';
 
 export function handlersFor(agent: Agent): ControlHandlers {
   const neighbor = () => {
@@ -23,6 +31,46 @@ export function handlersFor(agent: Agent): ControlHandlers {
     if (!agent.extip)
       throw new NotSupportedError('extip', 'external IPs are off (extip.enabled: false)');
     return agent.extip;
+  };
+  const cluster = () => {
+    agent.assertRunning();
+    if (!agent.cluster) {
+      throw new NotSupportedError('cluster', 'cluster mode is off (cluster.enabled: false)');
+    }
+    return agent.cluster;
+  };
+  /** An etcd request: what failed below our own errors is etcd being out of reach. */
+  const etcd = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof FibkeeperError && err.code !== 'FIBKEEPER_ERR_TIMEOUT') throw err;
+      throw new TimeoutError(
+        `${what}: etcd did not answer (${describeError(err)}); the desired set may or may not have changed: fibkeeper cluster extip list shows it`,
+        { cause: err },
+      );
+    }
+  };
+  /** A cluster IP must not be node-local or forwardable here, nor one of this node's addresses. */
+  const checkClusterIps = (ips: readonly string[]): void => {
+    const local = new Set([...agent.store.state.extip, ...staticSets(agent.cfg).extip]);
+    for (const ip of ips) {
+      if (local.has(ip)) {
+        throw new ConflictError(
+          `${ip} is a node-local external IP of this node, so it cannot also be a cluster external IP; remove it first (fibkeeper extip del ${ip}, or from extip.static)`,
+        );
+      }
+      const owners = agent.neighbor?.owners(ip) ?? [];
+      if (owners.length > 0) {
+        throw conflictError(
+          ip,
+          `forwardable (owner ${owners.join(', ')})`,
+          'external',
+          `remove it first: fibkeeper forwardable del ${ip} --owner ${owners[0]}`,
+        );
+      }
+    }
+    agent.extip?.validate(ips, { forCluster: true });
   };
   const submit = (...args: Parameters<Agent['control']['submit']>) => {
     agent.assertRunning();
@@ -66,6 +114,32 @@ export function handlersFor(agent: Agent): ControlHandlers {
     async probe() {
       agent.assertRunning();
       return agent.probeReport ?? null;
+    },
+    async clusterStatus() {
+      cluster();
+      return clusterStatus(agent);
+    },
+    async clusterExtipList() {
+      const list = await etcd('cluster extip list', () => cluster().admin.list());
+      return list.map((d) => ({
+        ip: d.ip,
+        nodes: [...(d.eligible.nodes ?? [])],
+        labels: { ...(d.eligible.labels ?? {}) },
+        owner: d.owner ?? null,
+      }));
+    },
+    async clusterExtipAdd(ips, eligible) {
+      const c = cluster();
+      // In the write queue: checked against the node-local IPs as they are now, and no
+      // extip add of the same IP can pass in between.
+      await agent.control.exclusive('a cluster extip add', async () => {
+        checkClusterIps(ips);
+        await etcd('cluster extip add', () => c.add(ips, eligible));
+      });
+    },
+    async clusterExtipDelete(ips) {
+      const c = cluster();
+      return etcd('cluster extip del', () => c.del(ips));
     },
     async xdpDetach() {
       agent.assertRunning();

@@ -1,8 +1,8 @@
 // SIGHUP: re-read the config file, all or nothing. Everything is checked first — the file,
 // what `run` needs of it, the static lists against the node (its own addresses, IPv6 on the
 // external interface) — and the XDP program swap, the one step that can still fail, goes
-// before the rest. Only then are `forwardable.static`, `extip.static` and the log level
-// applied; the state file's entries are applied again (those skipped before may pass now).
+// before the rest. Only then are `forwardable.static`, `extip.static`, `cluster.static`
+// (seeded into etcd) and the log level applied; the state file's entries are applied again (those skipped before may pass now).
 // Other changes are logged as needing a restart. Runs alone in the write queue.
 import { checkRunnable, loadConfig, type FibkeeperConfig } from '../config/index.js';
 import { describeError } from '../errors/index.js';
@@ -76,6 +76,10 @@ export async function reloadAgent(
       agent.log.error({ err: describeError(err) }, 'extip: some external IPs are not assigned yet'),
     );
     if (!same(next.extip.static, cur.extip.static)) applied.push('extip.static');
+  }
+  if (agent.cluster && !same(next.cluster.static, cur.cluster.static)) {
+    agent.cluster.reseed(next.cluster.static); // added in the background when etcd answers
+    applied.push('cluster.static');
   }
   agent.skipped = [
     ...plan.skipped,

@@ -1,4 +1,6 @@
 // The agent's status document: what `fibkeeper status` shows and GET /v1/status returns.
+import { describeError } from '../errors/index.js';
+import { readClusterSysctls } from '../extip/index.js';
 import type { Agent } from './agent.js';
 
 export interface StatusOptions {
@@ -37,10 +39,29 @@ export function buildStatus(agent: Agent, opts: StatusOptions = {}): Record<stri
         }
       : null,
     missTracker: agent.missTracker ? { tracked: agent.missTracker.tracked } : null,
+    cluster: agent.cluster ? clusterStatus(agent, limit) : null,
     stateFile: {
       path: agent.cfg.stateFile || null,
       skipped: agent.skipped.slice(0, limit),
       queued: agent.control.depth,
     },
   };
+}
+
+/**
+ * Cluster mode: this member's lease and view (members with their lease age, every cluster IP
+ * with its owner, placement and last move), and the sysctls that keep the kernel quiet.
+ */
+export function clusterStatus(agent: Agent, limit = 1000): Record<string, unknown> | null {
+  const c = agent.cluster;
+  if (!c) return null;
+  const st = c.status();
+  const ext = agent.extip?.externalInterface;
+  let sysctls: unknown;
+  try {
+    sysctls = ext ? readClusterSysctls(agent.netns, ext.name) : [];
+  } catch (err) {
+    sysctls = describeError(err);
+  }
+  return { ...st, ips: st.ips.slice(0, limit), totalIps: st.ips.length, sysctls };
 }

@@ -51,6 +51,19 @@ function handlers(): ControlHandlers {
     async xdpDetach() {
       return { detached: [] };
     },
+    async clusterStatus() {
+      return { node: 'a' };
+    },
+    async clusterExtipList() {
+      return [];
+    },
+    async clusterExtipAdd(ips, eligible) {
+      calls.push(`cluster add ${ips.join(',')} ${JSON.stringify(eligible)}`);
+    },
+    async clusterExtipDelete(ips) {
+      calls.push(`cluster del ${ips.join(',')}`);
+      return ips.slice(0, 1);
+    },
   };
 }
 
@@ -152,6 +165,38 @@ describe('control API', () => {
     expect((await raw('/v1/status', 'DELETE', '')).status).toBe(405);
     const big = await raw('/v1/extip', 'POST', Buffer.alloc(MAX_BODY_BYTES + 10, 0x20));
     expect(big.status).toBe(413);
+  });
+
+  it('checks cluster IPs and their eligibility before the handler sees them', async () => {
+    const c = new ApiClient(join(dir, 'api.sock'));
+    await expect(
+      c.call('POST', '/v1/cluster/extip', { ips: ['192.0.2.1', '192.0.2.256'] }),
+    ).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/192\.0\.2\.256/) });
+    await expect(
+      c.call('POST', '/v1/cluster/extip', { ips: ['192.0.2.1'], nodes: ['-x'] }),
+    ).rejects.toThrow(/eligible node "-x" is not valid/);
+    await expect(
+      c.call('POST', '/v1/cluster/extip', { ips: ['192.0.2.1'], labels: { zone: 'a b' } }),
+    ).rejects.toThrow(/label zone/);
+    await expect(
+      c.call('POST', '/v1/cluster/extip', { ips: ['192.0.2.1'], labels: ['zone=a'] }),
+    ).rejects.toThrow(/"labels" must be an object/);
+    expect(calls).toEqual([]);
+    expect(
+      await c.call('POST', '/v1/cluster/extip', {
+        ips: ['2001:DB8::1', '192.0.2.1'],
+        nodes: ['b', 'a', 'b'],
+        labels: { zone: 'a' },
+      }),
+    ).toEqual({ ok: true, ips: ['2001:db8::1', '192.0.2.1'] });
+    expect(
+      await c.call('DELETE', '/v1/cluster/extip', { ips: ['192.0.2.1', '192.0.2.2'] }),
+    ).toEqual({ ok: true, deleted: ['192.0.2.1'] });
+    expect(calls).toEqual([
+      'cluster add 2001:db8::1,192.0.2.1 {"nodes":["b","a"],"labels":{"zone":"a"}}',
+      'cluster del 192.0.2.1,192.0.2.2',
+    ]);
+    expect(await c.call('GET', '/v1/cluster/status')).toEqual({ node: 'a' });
   });
 
   it('refuses to start when another agent serves the socket, and replaces a stale one', async () => {

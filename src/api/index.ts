@@ -9,6 +9,8 @@ export {
 export { ApiClient, ApiError } from './client.js';
 export {
   ROUTES,
+  type ClusterEligibility,
+  type ClusterIpEntry,
   type ControlHandlers,
   type ForwardableEntry,
   type ExternalIpEntry,

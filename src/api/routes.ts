@@ -1,6 +1,7 @@
 // The endpoints of the control API and the checks on their bodies. Every mutation validates
 // the whole request (with the rules of src/config/rules, the same the state file and the
 // config are held to) before it changes anything, so nothing is half-applied.
+import { validateLabels, validateNodeName } from '../cluster/index.js';
 import { checkIps, checkIpsToRelease, checkOwner } from '../config/index.js';
 import { InvalidArgumentError } from '../errors/index.js';
 
@@ -16,6 +17,21 @@ export interface ExternalIpEntry {
   lastError: string | null;
   /** The host that duplicate address detection found holding the IP (state failed). */
   conflict?: { mac: string; what: string } | null;
+}
+
+/** A cluster external IP as etcd has it: where it may go and who holds it now. */
+export interface ClusterIpEntry {
+  ip: string;
+  /** Eligible node names ([]: any) and labels ({}: any). */
+  nodes: string[];
+  labels: Record<string, string>;
+  owner: string | null;
+}
+
+/** Where a cluster IP may be held: named nodes and/or nodes with all these labels. */
+export interface ClusterEligibility {
+  nodes: string[];
+  labels: Record<string, string>;
 }
 
 /**
@@ -34,6 +50,13 @@ export interface ControlHandlers {
   status(): Promise<unknown>;
   probe(): Promise<unknown>;
   xdpDetach(): Promise<unknown>;
+  /** Cluster mode: this member's view (members, lease, every cluster IP). */
+  clusterStatus(): Promise<unknown>;
+  clusterExtipList(): Promise<ClusterIpEntry[]>;
+  /** Adds (or re-scopes) cluster IPs in etcd's desired set. */
+  clusterExtipAdd(ips: string[], eligible: ClusterEligibility, signal?: AbortSignal): Promise<void>;
+  /** Removes cluster IPs from the desired set; resolves with those that were there. */
+  clusterExtipDelete(ips: string[], signal?: AbortSignal): Promise<string[]>;
 }
 
 export interface RequestContext {
@@ -66,6 +89,21 @@ function ips(body: Record<string, unknown>, mode: 'add' | 'set' | 'release'): st
     throw new InvalidArgumentError('"ips" must be a list of IP address strings');
   if (mode !== 'set' && v.length === 0) throw new InvalidArgumentError('"ips" is empty');
   return mode === 'release' ? checkIpsToRelease(v, '"ips"') : checkIps(v, '"ips"');
+}
+
+/** The body's optional "nodes" and "labels" (eligibility of a cluster IP), checked. */
+function eligibility(body: Record<string, unknown>): ClusterEligibility {
+  const { nodes = [], labels = {} } = body;
+  if (!Array.isArray(nodes) || nodes.some((n) => typeof n !== 'string')) {
+    throw new InvalidArgumentError('"nodes" must be a list of node names');
+  }
+  if (typeof labels !== 'object' || labels === null || Array.isArray(labels)) {
+    throw new InvalidArgumentError('"labels" must be an object of label values by key');
+  }
+  return {
+    nodes: [...new Set(nodes as string[])].map((n) => validateNodeName(n, 'eligible node')),
+    labels: validateLabels(labels as Record<string, string>),
+  };
 }
 
 function noBody(ctx: RequestContext): void {
@@ -112,6 +150,26 @@ export const ROUTES: readonly Route[] = [
         return { ok: true };
       },
     },
+  },
+  {
+    path: /^\/v1\/cluster\/extip$/,
+    methods: {
+      GET: async (h, ctx) => (noBody(ctx), { extip: await h.clusterExtipList() }),
+      POST: async (h, ctx) => {
+        const b = obj(ctx.body);
+        const list = ips(b, 'add');
+        await h.clusterExtipAdd(list, eligibility(b), ctx.signal);
+        return { ok: true, ips: list };
+      },
+      DELETE: async (h, ctx) => {
+        const deleted = await h.clusterExtipDelete(ips(obj(ctx.body), 'release'), ctx.signal);
+        return { ok: true, deleted };
+      },
+    },
+  },
+  {
+    path: /^\/v1\/cluster\/status$/,
+    methods: { GET: async (h, ctx) => (noBody(ctx), h.clusterStatus()) },
   },
   { path: /^\/v1\/status$/, methods: { GET: async (h, ctx) => (noBody(ctx), h.status()) } },
   { path: /^\/v1\/probe$/, methods: { GET: async (h, ctx) => (noBody(ctx), h.probe()) } },

@@ -32,7 +32,17 @@ describe('cli', () => {
     const noOwner = await run('forwardable', 'add', '10.0.0.1', '--socket', '/nonexistent.sock');
     expect(noOwner.code).toBe(2);
     expect(noOwner.err).toMatch(/--owner NAME is required/);
-    for (const cmd of ['run', 'status', 'extip', 'xdp', 'lab', 'demo', 'config', 'version']) {
+    for (const cmd of [
+      'run',
+      'status',
+      'extip',
+      'cluster',
+      'xdp',
+      'lab',
+      'demo',
+      'config',
+      'version',
+    ]) {
       const h = await run(...cmd.split(' '), '--help');
       expect(h.code, cmd).toBe(0);
       expect(h.out, cmd).toMatch(/Usage: fibkeeper/);
@@ -131,6 +141,100 @@ describe('cli', () => {
       await server.stop();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('cluster extip add/del/list and cluster status talk to the agent and print the answer', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fk-cli-'));
+    const sock = join(dir, 'run', 'api.sock');
+    const seen: unknown[] = [];
+    const server = new ApiServer({
+      socketPath: sock,
+      socketMode: 0o600,
+      handlers: {
+        clusterExtipAdd: async (ips: string[], eligible: unknown) =>
+          void seen.push({ ips, eligible }),
+        clusterExtipDelete: async (ips: string[]) => ips.slice(1),
+        clusterExtipList: async () => [
+          { ip: '192.0.2.10', nodes: ['a', 'b'], labels: {}, owner: 'b' },
+          { ip: '2001:db8::10', nodes: [], labels: { zone: 'x' }, owner: null },
+        ],
+        clusterStatus: async () => ({
+          node: 'a',
+          ready: true,
+          lease: { id: '7', ttlMs: 1000, ageMs: 12_345, holdForMs: 640 },
+          members: [{ name: 'a', labels: { zone: 'x' }, ips: ['10.0.0.1'], seenForMs: 900 }],
+          ips: [
+            { ip: '192.0.2.10', owner: 'b', placement: 'b', lastMoveAgoMs: 1500, heldHere: false },
+          ],
+          sysctls: [{ key: 'net.ipv4.conf.eth0.arp_ignore', effective: 1, want: 1 }],
+          problems: [],
+        }),
+      } as unknown as ControlHandlers,
+      log: silentLogger(),
+    });
+    await server.start();
+    try {
+      const add = await run(
+        'cluster',
+        'extip',
+        'add',
+        '192.0.2.10',
+        '2001:db8::10',
+        '--node',
+        'a',
+        '--node',
+        'b',
+        '--label',
+        'zone=x',
+        '--socket',
+        sock,
+      );
+      expect(add.code, add.err).toBe(0);
+      expect(add.out).toBe('added to the cluster: 192.0.2.10 2001:db8::10\n');
+      expect(seen).toEqual([
+        {
+          ips: ['192.0.2.10', '2001:db8::10'],
+          eligible: { nodes: ['a', 'b'], labels: { zone: 'x' } },
+        },
+      ]);
+      const badLabel = await run(
+        'cluster',
+        'extip',
+        'add',
+        '192.0.2.1',
+        '--label',
+        'zone',
+        '--socket',
+        sock,
+      );
+      expect(badLabel.code).toBe(2);
+      expect(badLabel.err).toMatch(/--label zone: write it as KEY=VALUE/);
+      const del = await run('cluster', 'extip', 'del', '192.0.2.9', '192.0.2.10', '--socket', sock);
+      expect(del.out).toBe('removed from the cluster: 192.0.2.10 (1 not in the desired set)\n');
+      const list = await run('cluster', 'extip', 'list', '--socket', sock);
+      expect(list.out.split('\n')).toEqual([
+        'IP            OWNER  NODES  LABELS',
+        '192.0.2.10    b      a,b    *',
+        '2001:db8::10  -      *      zone=x',
+        '',
+      ]);
+      const st = await run('cluster', 'status', '--socket', sock);
+      expect(st.out).toMatch(/^Cluster: node a, registered; lease 7 \(TTL 1000 ms, age 12s/);
+      expect(st.out).toMatch(/net\.ipv4\.conf\.eth0\.arp_ignore=1/);
+      expect(st.out).toMatch(/192\.0\.2\.10 +b +b +1500ms ago/);
+      const group = await run('cluster');
+      expect(group.code).toBe(2);
+      expect(group.err).toMatch(/^Usage: fibkeeper cluster <extip\|status\|prepare> \.\.\./);
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('cluster prepare does nothing when cluster mode is off', async () => {
+    const r = await run('cluster', 'prepare');
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toBe('cluster mode is off (cluster.enabled: false): nothing to set\n');
   });
 
   it('tells the user when no agent answers', async () => {

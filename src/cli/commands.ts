@@ -1,6 +1,7 @@
 // The table of subcommands.
 import type { Command } from './command.js';
 import { extipCommands, forwardableCommands, statusCommand } from './client-commands.js';
+import { clusterCommands } from './cluster.js';
 import { configCheckCommand, configExampleCommand } from './config.js';
 import { demoCommand } from './demo.js';
 import { labDownCommand, labUpCommand } from './lab.js';
@@ -14,6 +15,7 @@ export const COMMANDS: readonly Command[] = [
   statusCommand,
   ...forwardableCommands,
   ...extipCommands,
+  ...clusterCommands,
   xdpDetachCommand,
   probeCommand,
   demoCommand,

@@ -62,7 +62,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     if (group.length > 0) {
       const wantsHelp = argv.includes('--help') || argv.includes('-h');
       io[wantsHelp ? 'out' : 'err'](
-        `Usage: fibkeeper ${argv[0]} <${group.map((c) => c.name.split(' ')[1]).join('|')}> ...\n\n` +
+        `Usage: fibkeeper ${argv[0]} <${[...new Set(group.map((c) => c.name.split(' ')[1]))].join('|')}> ...\n\n` +
           group.map((c) => `  fibkeeper ${c.name} ${c.usage}\n      ${c.summary}\n`).join(''),
       );
       return wantsHelp ? EXIT_OK : EXIT_USAGE;

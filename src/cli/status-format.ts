@@ -129,12 +129,13 @@ function extipSection(e: Obj): string {
   const ext = obj(e.externalInterface);
   let out = `\nExternal IPs (holder ${s(holder.name)}, announced from ${s(ext.name)})\n`;
   out += table(
-    ['IP', 'STATE', 'ANNOUNCED', 'ERROR'],
+    ['IP', 'STATE', 'SOURCE', 'ANNOUNCED', 'ERROR'],
     arr(e.ips)
       .map(obj)
       .map((i) => [
         s(i.ip),
         s(i.state),
+        i.cluster ? 'cluster' : 'local',
         typeof i.announcedAt === 'number'
           ? new Date(i.announcedAt).toISOString()
           : s(i.announcedAt),
@@ -144,11 +145,66 @@ function extipSection(e: Obj): string {
   return out;
 }
 
+const ago = (ms: unknown): string =>
+  typeof ms === 'number' ? (ms >= 10_000 ? `${Math.round(ms / 1000)}s` : `${ms}ms`) : '-';
+
+/** `fibkeeper cluster status` and the cluster part of `fibkeeper status`. */
+export function formatClusterStatus(c: Obj): string {
+  const lease = obj(c.lease);
+  let out = `Cluster: node ${s(c.node)}, ${c.ready ? 'registered' : 'NOT registered'}; lease ${s(lease.id)} (TTL ${s(lease.ttlMs)} ms, age ${ago(lease.ageMs)}, holds for ${s(lease.holdForMs)} ms more without a renewal)\n`;
+  const sys = c.sysctls;
+  if (Array.isArray(sys) && sys.length > 0) {
+    out += `  kernel quiet for holder addresses: ${sys
+      .map(obj)
+      .map(
+        (x) =>
+          `${s(x.key)}=${s(x.effective)}${Number(x.effective) < Number(x.want) ? ` (NEEDS ${s(x.want)})` : ''}`,
+      )
+      .join(', ')}\n`;
+  } else if (typeof sys === 'string') out += `  sysctls: ${sys}\n`;
+  out += '\nMembers\n';
+  out += table(
+    ['NODE', 'SEEN FOR', 'LABELS', 'NODE IPS'],
+    arr(c.members)
+      .map(obj)
+      .map((m) => [
+        s(m.name),
+        ago(m.seenForMs),
+        Object.entries(obj(m.labels))
+          .map(([k, v]) => `${k}=${s(v)}`)
+          .join(',') || '-',
+        s(m.ips),
+      ]),
+  );
+  out += `\nCluster external IPs${c.totalIps !== undefined && c.totalIps !== arr(c.ips).length ? ` (first ${arr(c.ips).length} of ${s(c.totalIps)})` : ''}\n`;
+  out += table(
+    ['IP', 'OWNER', 'PLACEMENT', 'LAST MOVE', 'HERE'],
+    arr(c.ips)
+      .map(obj)
+      .map((i) => [
+        s(i.ip),
+        s(i.owner),
+        s(i.placement),
+        i.lastMoveAgoMs === undefined ? '-' : `${ago(i.lastMoveAgoMs)} ago`,
+        i.heldHere ? 'held' : '',
+      ]),
+  );
+  const problems = arr(c.problems).map(obj);
+  if (problems.length > 0) {
+    out +=
+      '  keys ignored:\n' +
+      problems.map((p) => `    ${s(p.key)}: ${s(p.problem)}`).join('\n') +
+      '\n';
+  }
+  return out;
+}
+
 export function formatStatus(st: Obj): string {
   let out = agentSection(st);
   if (st.xdp) out += xdpSection(obj(st.xdp));
   if (st.neighbor) out += neighborSection(obj(st.neighbor));
   if (st.extip) out += extipSection(obj(st.extip));
+  if (st.cluster) out += '\n' + formatClusterStatus(obj(st.cluster));
   if (st.missTracker)
     out += `\nXDP miss tracker: ${s(obj(st.missTracker).tracked)} next hops learned\n`;
   if (st.stateFile) out += stateFileSection(obj(st.stateFile));

@@ -36,6 +36,20 @@ export class ClusterAdmin {
     return canonical;
   }
 
+  /**
+   * Adds each IP that is not in the desired set yet, eligible on any node (the config's
+   * cluster.static); one that exists keeps its eligibility. Returns the IPs added.
+   */
+  async seed(ips: readonly string[]): Promise<string[]> {
+    const canonical = [...new Set(ips.map(validateClusterIp))];
+    const added: string[] = [];
+    for (const ip of canonical) {
+      const rev = await this.#store.createIfAbsent(this.#layout.ip(ip), encodeDesired({}), '0');
+      if (rev > 0) added.push(ip);
+    }
+    return added;
+  }
+
   /** Removes a cluster IP; its owner drops it and deletes its owner key. False if absent. */
   async del(ip: string): Promise<boolean> {
     let canonical: string;

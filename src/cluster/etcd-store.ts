@@ -91,6 +91,8 @@ export class EtcdStore implements ClusterStore {
   #ka: KeepAliveStream | undefined;
   #kaOpening: Promise<KeepAliveStream> | undefined;
   readonly #kaPending: PendingKeepAlive[] = [];
+  /** Stops the call of every open watch (close() ends them all). */
+  readonly #watches = new Set<() => void>();
 
   constructor(options: EtcdStoreOptions) {
     this.#opts = options;
@@ -173,6 +175,7 @@ export class EtcdStore implements ClusterStore {
     if (s) {
       s.on('error', () => undefined);
       s.end();
+      s.cancel(); // ends the call: a half-closed stream would keep the connection open
     }
     for (const p of this.#kaPending.splice(0)) {
       clearTimeout(p.timer);
@@ -261,18 +264,27 @@ export class EtcdStore implements ClusterStore {
   watchPrefix(prefix: string, fromRevision: number, handlers: WatchHandlers): WatchHandle {
     let stream: IDuplexStream<IWatchRequest, IWatchResponse> | undefined;
     let done = false;
+    // etcd keeps a watch stream that the client only half-closed: cancel the call.
+    const stop = (): void => {
+      this.#watches.delete(stop);
+      if (!stream) return;
+      stream.on('error', () => undefined);
+      stream.end();
+      stream.cancel();
+    };
     const end = (err: Error): void => {
       if (done) return;
       done = true;
-      stream?.end();
+      stop();
       handlers.onEnd(err);
     };
+    this.#watches.add(stop);
     const key = Buffer.from(prefix);
     this.#client.watchClient.watch().then(
       (s) => {
         stream = s;
         if (done) {
-          s.end();
+          stop();
           return;
         }
         s.on('data', (res: IWatchResponse) => {
@@ -307,7 +319,7 @@ export class EtcdStore implements ClusterStore {
       cancel: () => {
         if (done) return;
         done = true;
-        stream?.end();
+        stop();
       },
     };
   }
@@ -316,6 +328,7 @@ export class EtcdStore implements ClusterStore {
     if (this.#closed) return;
     this.#resetKeepAlive(new ClosedError('etcd store closed'));
     this.#closed = true;
+    for (const stop of [...this.#watches]) stop();
     this.#client.close();
   }
 }

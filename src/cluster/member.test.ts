@@ -355,4 +355,20 @@ describe('ClusterAdmin', () => {
     await settle();
     etcd.stop();
   });
+
+  it('seeds only the IPs that are absent, keeping the eligibility of those present', async () => {
+    const clock = new FakeClock();
+    const etcd = new FakeEtcd(clock);
+    const admin = new ClusterAdmin(etcd.client());
+    await admin.add('192.0.2.1', { nodes: ['a'] });
+    await expect(admin.seed(['192.0.2.1', '192.0.2.999'])).rejects.toThrow(/192\.0\.2\.999/);
+    expect(await admin.seed(['192.0.2.1', '2001:DB8::2', '2001:db8::2'])).toEqual(['2001:db8::2']);
+    expect(await admin.seed(['2001:db8::2'])).toEqual([]);
+    expect(await admin.list()).toEqual([
+      { ip: '192.0.2.1', eligible: { nodes: ['a'], labels: {} }, owner: undefined },
+      { ip: '2001:db8::2', eligible: { nodes: [], labels: {} }, owner: undefined },
+    ]);
+    await settle();
+    etcd.stop();
+  });
 });

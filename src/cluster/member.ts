@@ -115,6 +115,11 @@ export class ClusterMember {
     return !this.#stopping && this.#hold.current.ips.includes(ip) && this.#lease.mayHold();
   }
 
+  /** The desired cluster IPs as this node last read them from etcd (canonical). */
+  desiredIps(): ReadonlySet<string> {
+    return new Set(this.#view.desired.keys());
+  }
+
   /** The other live members' node IPs (for forwardable IPs with owner `cluster`). */
   peerNodeIps(): readonly string[] {
     return this.#peers;

@@ -190,7 +190,7 @@ describe('config', () => {
 });
 
 describe('cluster options', () => {
-  it('are off by default, parsed with the rest, and cluster.enabled is refused until wired', () => {
+  it('are off by default and parsed with the rest', () => {
     const c = buildConfig(
       'cluster:\n  nodeName: node-a\n  labels: [zone=a]\n  etcd:\n    endpoints: ["127.0.0.1:2379"]\n  leaseTTL: 2s\n',
     );
@@ -204,9 +204,51 @@ describe('cluster options', () => {
       handoverOnStop: true,
       etcd: { endpoints: ['127.0.0.1:2379'], requestTimeout: 500 },
     });
-    expect(() => buildConfig('cluster:\n  enabled: true\n')).toThrow(
-      /cluster\.enabled: .*not yet wired/,
-    );
     expect(() => buildConfig('cluster:\n  leaseTTL: 500ms\n')).toThrow(/cluster\.leaseTTL/);
+  });
+
+  const on = (more = '', extip = 'extip:\n  enabled: true\n  interface: eth0\n') =>
+    `${extip}cluster:\n  enabled: true\n  nodeName: node-a\n  etcd:\n    endpoints: ["127.0.0.1:2379"]\n${more}`;
+
+  it('cluster.enabled needs external IPs, an ARP responder and etcd endpoints', () => {
+    expect(buildConfig(on()).cluster.enabled).toBe(true);
+    expect(() => buildConfig(on('', ''))).toThrow(/^cluster\.enabled: .*extip\.enabled: true/);
+    expect(() =>
+      buildConfig(on('', 'extip:\n  enabled: true\n  interface: eth0\n  arpResponder: never\n')),
+    ).toThrow(/^extip\.arpResponder: .*auto or always/);
+    expect(() =>
+      buildConfig('extip:\n  enabled: true\n  interface: eth0\ncluster:\n  enabled: true\n'),
+    ).toThrow(/^cluster\.etcd\.endpoints: /);
+  });
+
+  it('cluster.static holds valid IPs that are neither node-local external nor forwardable', () => {
+    const c = buildConfig(on('  static: ["192.0.2.10", "2001:DB8::0:1"]\n'));
+    expect(c.cluster.static).toEqual(['192.0.2.10', '2001:DB8::0:1']);
+    expect(() => buildConfig(on('  static: ["10.0.0.300"]\n'))).toThrow(/^cluster\.static: /);
+    expect(() =>
+      buildConfig(
+        on(
+          '  static: ["192.0.2.10"]\n',
+          'extip:\n  enabled: true\n  interface: eth0\n  static: ["192.0.2.10"]\n',
+        ),
+      ),
+    ).toThrow(/^cluster\.static: 192\.0\.2\.10 is in extip\.static .*remove it from one/);
+    expect(() =>
+      buildConfig(`forwardable:\n  static: ["2001:db8::1"]\n${on('  static: ["2001:db8::1"]\n')}`),
+    ).toThrow(/^cluster\.static: 2001:db8::1 is in forwardable\.static/);
+  });
+
+  it('checkRunnable refuses what the agent would: a bad node name, a missing PEM file', () => {
+    expect(() => checkRunnable(buildConfig(on()))).not.toThrow();
+    expect(() =>
+      checkRunnable(buildConfig(on().replace('nodeName: node-a', 'nodeName: "-bad-"'))),
+    ).toThrow(/^cluster\.nodeName: /);
+    const withCa = on().replace(
+      'endpoints: ["127.0.0.1:2379"]',
+      'endpoints: ["127.0.0.1:2379"]\n    caFile: /nonexistent/ca.pem',
+    );
+    expect(() => checkRunnable(buildConfig(withCa))).toThrow(
+      /^cluster\.etcd\.caFile: \/nonexistent\/ca\.pem: /,
+    );
   });
 });

@@ -16,6 +16,7 @@ export {
   MIN_TOKEN_LENGTH,
 } from './validate.js';
 export {
+  CLUSTER_OWNER,
   CONFIG_OWNER,
   MAX_IPS_PER_REQUEST,
   MISS_OWNER,
@@ -75,6 +76,7 @@ export interface FibkeeperConfig {
     labels: string[];
     nodeIPs: string[];
     prefix: string;
+    static: string[];
     etcd: {
       endpoints: string[];
       caFile: string;

@@ -13,11 +13,14 @@ export const OWNER_RE = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,62}$/;
 export const CONFIG_OWNER = 'config';
 /** The owner of next hops learned from XDP misses. */
 export const MISS_OWNER = 'xdp-miss';
+/** The owner of the other cluster members' node IPs (cluster mode). */
+export const CLUSTER_OWNER = 'cluster';
 
 /** Owners the agent manages itself, with where their IPs come from. */
 export const RESERVED_OWNERS: ReadonlyMap<string, string> = new Map([
   [CONFIG_OWNER, 'forwardable.static in the config file'],
   [MISS_OWNER, 'the XDP miss tracker'],
+  [CLUSTER_OWNER, "the other cluster members' node IPs (cluster mode)"],
 ]);
 
 /** The most IPs one request (or one config list) may carry. */

@@ -271,7 +271,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     path: 'cluster.enabled',
     type: 'bool',
     default: false,
-    doc: 'Cluster mode: cluster external IPs owned by one node at a time through etcd. Not yet wired into the agent: turning it on is refused until it is.',
+    doc: 'Cluster mode: cluster external IPs, each held by one node at a time, coordinated through etcd (docs/cluster.md). Needs extip.enabled and cluster.etcd.endpoints; sets arp_ignore=1 and arp_announce=2 on the external interface.',
   },
   {
     path: 'cluster.nodeName',
@@ -296,6 +296,12 @@ export const OPTIONS: readonly OptionSpec[] = [
     type: 'string',
     default: '/fibkeeper/',
     doc: 'etcd key prefix of the cluster (members/, ips/, owners/ under it).',
+  },
+  {
+    path: 'cluster.static',
+    type: 'list',
+    default: [],
+    doc: 'Cluster external IPs to seed: each is added to the desired set in etcd at start and reload when it is not there yet (eligibility: any node). `fibkeeper cluster extip del` removes one until the next start or reload; remove it here too.',
   },
   {
     path: 'cluster.etcd.endpoints',

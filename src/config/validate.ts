@@ -3,6 +3,7 @@
 // (and SIGHUP, and `fibkeeper config check`) needs before the agent may start — so that
 // `config check` refuses exactly what `run` refuses.
 import { readFileSync, statSync } from 'node:fs';
+import { clusterSettings } from '../cluster/index.js';
 import { ConfigError } from '../errors/index.js';
 import { formatHostPort, parseHostPort, parseIp } from '../ipaddr/index.js';
 import type { FibkeeperConfig } from './index.js';
@@ -45,12 +46,6 @@ function formatDurationShort(ms: number): string {
 
 /** The rules between options; every command that reads a config applies them. */
 export function crossValidate(cfg: FibkeeperConfig): void {
-  if (cfg.cluster.enabled) {
-    throw new ConfigError(
-      'cluster.enabled',
-      'cluster mode is built (src/cluster) but not yet wired into the agent; leave it off until a release says it is',
-    );
-  }
   if (cfg.neighbor.retryMin > cfg.neighbor.retryMax) {
     throw new ConfigError(
       'neighbor.retryMin',
@@ -75,10 +70,11 @@ export function crossValidate(cfg: FibkeeperConfig): void {
       throw new ConfigError('extip.nodeIP', (err as Error).message, { cause: err });
     }
   }
-  const lists = { forwardable: [] as string[], extip: [] as string[] };
+  const lists = { forwardable: [] as string[], extip: [] as string[], cluster: [] as string[] };
   for (const [option, key] of [
     ['forwardable.static', 'forwardable'],
     ['extip.static', 'extip'],
+    ['cluster.static', 'cluster'],
   ] as const) {
     try {
       lists[key] = checkIps(cfg[key].static, option);
@@ -101,6 +97,8 @@ export function crossValidate(cfg: FibkeeperConfig): void {
       ).message,
     );
   }
+  checkClusterLists(lists.cluster, forwardable, new Set(lists.extip));
+  if (cfg.cluster.enabled) checkClusterMode(cfg);
   if (Buffer.byteLength(cfg.api.socket) > MAX_SOCKET_PATH) {
     throw new ConfigError(
       'api.socket',
@@ -117,6 +115,66 @@ export function crossValidate(cfg: FibkeeperConfig): void {
     }
   }
   cfg.metrics.address = listenAddress('metrics.address', cfg.metrics.address, METRICS_PORT);
+}
+
+/** A cluster IP is held by whichever node owns it: never also forwardable or node-local. */
+function checkClusterLists(
+  cluster: readonly string[],
+  forwardable: ReadonlySet<string>,
+  extip: ReadonlySet<string>,
+): void {
+  for (const ip of cluster) {
+    if (forwardable.has(ip)) {
+      throw new ConfigError(
+        'cluster.static',
+        conflictError(
+          ip,
+          'in forwardable.static',
+          'external',
+          'remove it from one of the two lists',
+        ).message,
+      );
+    }
+    if (extip.has(ip)) {
+      throw new ConfigError(
+        'cluster.static',
+        `${ip} is in extip.static (a node-local external IP, held by this node alone), so it cannot also be a cluster external IP (held by one node of the cluster at a time); remove it from one of the two lists`,
+      );
+    }
+  }
+}
+
+/** What cluster mode needs of the other options. */
+function checkClusterMode(cfg: FibkeeperConfig): void {
+  if (!cfg.extip.enabled) {
+    throw new ConfigError(
+      'cluster.enabled',
+      'cluster mode puts the cluster external IPs on the external-IP holder and announces them from the external interface: set extip.enabled: true (with extip.interface or extip.nodeIP)',
+    );
+  }
+  if (cfg.extip.arpResponder === 'never') {
+    throw new ConfigError(
+      'extip.arpResponder',
+      'cluster mode keeps the kernel from answering ARP for the holder addresses (arp_ignore=1), so fibkeeper must answer for the IPs it holds: set extip.arpResponder to auto or always',
+    );
+  }
+  if (cfg.cluster.etcd.endpoints.length === 0) {
+    throw new ConfigError(
+      'cluster.etcd.endpoints',
+      'cluster mode needs etcd: give at least one endpoint (host:port or https://host:port)',
+    );
+  }
+}
+
+/** A PEM file of cluster.etcd.* must be a readable file. */
+function checkPemFile(option: string, path: string): void {
+  if (path === '') return;
+  try {
+    if (!statSync(path).isFile()) throw new Error('not a regular file');
+    readFileSync(path);
+  } catch (err) {
+    throw new ConfigError(option, `${path}: ${(err as Error).message}`, { cause: err });
+  }
 }
 
 /**
@@ -156,6 +214,12 @@ export function checkRunnable(cfg: FibkeeperConfig): { token: Buffer | undefined
       'extip.enabled',
       'external IPs need the interface to announce them from: set extip.interface (a device name) or extip.nodeIP (the node IP that device carries), or set extip.enabled: false',
     );
+  }
+  if (cfg.cluster.enabled) {
+    clusterSettings(cfg.cluster, { nodeIP: cfg.extip.nodeIP }); // names, labels, timers, TLS pairs
+    checkPemFile('cluster.etcd.caFile', cfg.cluster.etcd.caFile);
+    checkPemFile('cluster.etcd.certFile', cfg.cluster.etcd.certFile);
+    checkPemFile('cluster.etcd.keyFile', cfg.cluster.etcd.keyFile);
   }
   const token = cfg.api.tokenFile === '' ? undefined : readTokenFile(cfg.api.tokenFile);
   return { token };

@@ -166,6 +166,22 @@ describe('Announcer', () => {
     expect(results.map((r) => r.err === undefined)).toEqual([false, true]);
   });
 
+  it('asks allowed() right before every frame: a fenced cluster IP is never announced', () => {
+    let may = true;
+    const { clock, sink, counts, a, t0 } = setup({ allowed: () => may });
+    a.add(v4);
+    clock.advance(1000);
+    may = false; // the lease can no longer be proven valid: the timer fires, nothing goes out
+    clock.advance(1000);
+    expect(a.defend('192.0.2.10')).toBe(true); // not an error, and nothing sent
+    expect(sink.times('192.0.2.10')).toEqual([t0, t0 + 1000]);
+    expect(counts.get('announced ipv4 burst')).toBe(1);
+    expect(a.announcedAt('192.0.2.10')).toBe(t0 + 1000);
+    may = true;
+    a.add(v4);
+    expect(sink.times('192.0.2.10')).toEqual([t0, t0 + 1000, t0 + 2000]);
+  });
+
   it('stop() cancels all timers and later calls do nothing', () => {
     const { clock, sink, a } = setup({ refreshIntervalMs: 1000 });
     a.add(v4);

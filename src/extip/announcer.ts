@@ -29,6 +29,11 @@ export interface AnnouncerParams {
   clock: Clock;
   log: Logger;
   metrics: ExtipMetrics;
+  /**
+   * Checked right before every frame (cluster mode: the node may hold the IP by its lease
+   * now, as timers can fire late); false skips the frame.
+   */
+  allowed?: (ip: string) => boolean;
   /** Told about every attempt: when it was made, and the error if it failed. */
   onResult?: (ip: string, at: number, err: Error | undefined) => void;
 }
@@ -166,6 +171,11 @@ export class Announcer {
   #send(a: Announced, reason: ExtipAnnounceReason, failures: Failure[]): void {
     const now = this.#p.clock.now();
     let err: Error | undefined;
+    if (this.#p.allowed?.(a.ip.address) === false) {
+      if (a.remaining > 0) a.remaining--;
+      this.#scheduleNext(a, now);
+      return;
+    }
     try {
       this.#p.sink.announce(a.ip);
       a.announcedAt = now;

@@ -22,6 +22,7 @@ import {
 } from './external.js';
 import { LinkIo, type Conflict, type FrameSocket, type LinkIoSettings } from './linkio.js';
 import type { ExternalIpConfig } from './options.js';
+import { enforceClusterSysctls, readClusterSysctls } from './sysctl.js';
 
 export interface ExternalWatchParams {
   nl: NetlinkHandle;
@@ -35,6 +36,8 @@ export interface ExternalWatchParams {
   /** A burst is due for every IP. */
   onLinkChange(): void;
   openSocket?: (o: PacketSocketOptions) => FrameSocket;
+  /** Cluster mode: the kernel must not answer for holder addresses (sysctl.ts), set and kept. */
+  clusterMode?: boolean;
 }
 
 /** How old the sysctls behind the NA flags may be when a burst starts, ms. */
@@ -47,6 +50,7 @@ export class ExternalWatch implements AnnounceSink {
   #sysctlsAt: number;
   readonly #io: LinkIo;
   readonly dad: DadProber;
+  #sysctlError: string | undefined;
   /** The interface exists (it may have been deleted since). */
   present = true;
 
@@ -82,6 +86,13 @@ export class ExternalWatch implements AnnounceSink {
   static async open(p: ExternalWatchParams): Promise<ExternalWatch> {
     const { cfg } = p;
     const link = await findExternal(p.nl, cfg.interface, cfg.nodeIP, cfg.holderName);
+    if (p.clusterMode) {
+      const set = enforceClusterSysctls(p.netns, link.name);
+      p.log.info(
+        { interface: link.name, set, now: readClusterSysctls(p.netns, link.name) },
+        'extip: cluster mode: the kernel answers no ARP for the holder addresses',
+      );
+    }
     const w = new ExternalWatch(p, link, readExternalSysctls(p.netns, link.name));
     w.#io.open();
     p.log.info(
@@ -123,7 +134,7 @@ export class ExternalWatch implements AnnounceSink {
   }
 
   get lastError(): string | undefined {
-    return this.#io.lastError;
+    return this.#sysctlError ?? this.#io.lastError;
   }
 
   announce(ip: ParsedIp): void {
@@ -198,6 +209,7 @@ export class ExternalWatch implements AnnounceSink {
   #reattach(l: Link): void {
     try {
       this.#link = externalFromLink(l);
+      this.#keepClusterSysctls(); // a new device starts from net.ipv4.conf.default
       this.#sysctls = readExternalSysctls(this.#p.netns, this.#link.name);
       this.#sysctlsAt = this.#p.clock.now();
       this.#io.close();
@@ -215,6 +227,7 @@ export class ExternalWatch implements AnnounceSink {
   #rereadSysctls(): void {
     let s: ExternalSysctls;
     try {
+      this.#keepClusterSysctls();
       s = readExternalSysctls(this.#p.netns, this.#link.name);
     } catch (err) {
       this.#p.log.debug({ err: describeError(err) }, 'extip: cannot read the sysctls');
@@ -231,6 +244,28 @@ export class ExternalWatch implements AnnounceSink {
       } catch (err) {
         this.#p.log.warn({ err: describeError(err) }, 'extip: cannot reopen the packet sockets');
       }
+    }
+  }
+
+  /** Cluster mode: sets arp_ignore/arp_announce back when someone lowered them. */
+  #keepClusterSysctls(): void {
+    if (!this.#p.clusterMode) return;
+    try {
+      const set = enforceClusterSysctls(this.#p.netns, this.#link.name);
+      if (set.length === 0) {
+        if (this.#sysctlError !== undefined) this.#sysctlError = undefined;
+        return;
+      }
+      this.#sysctlError = undefined;
+      this.#p.metrics.repaired('sysctl', set.length);
+      this.#p.log.warn(
+        { interface: this.#link.name, set },
+        'extip: cluster mode: a sysctl that keeps the kernel from answering for holder addresses was lowered; set it back',
+      );
+    } catch (err) {
+      this.#sysctlError = describeError(err);
+      this.#p.metrics.error('repair');
+      this.#p.log.error({ err: this.#sysctlError }, 'extip: cluster mode sysctl');
     }
   }
 

@@ -203,3 +203,35 @@ export class Holder implements HolderOps {
     }
   }
 }
+
+/**
+ * Cluster mode, before anything else at start: removes from the holder device (when it
+ * exists) every external IP that is not in `keep` — the cluster IPs an earlier run of the
+ * agent held, which another node may own by now. Like `ip addr del` for each; returns the
+ * IPs removed. A missing holder is not an error.
+ */
+export async function removeHolderAddresses(
+  nl: NetlinkHandle,
+  holderName: string,
+  keep: ReadonlySet<string>,
+): Promise<string[]> {
+  let link: Link;
+  try {
+    link = await nl.linkGet(holderName);
+  } catch (err) {
+    if (errnoCode(err) === 'ENODEV') return [];
+    throw new FibkeeperError(`holder device ${holderName}: look-up failed`, { cause: err });
+  }
+  const removed: string[] = [];
+  for (const a of await nl.addrList({ ifindex: link.index })) {
+    const o = a.index === link.index ? observe(a) : undefined;
+    if (o === undefined || keep.has(o.ip.address)) continue;
+    try {
+      await nl.addrDel({ ifindex: link.index, address: o.ip.address, prefixlen: o.prefixlen });
+      removed.push(o.ip.address);
+    } catch (err) {
+      if (errnoCode(err) !== 'EADDRNOTAVAIL') throw err;
+    }
+  }
+  return removed;
+}

@@ -10,6 +10,12 @@
 //   await extip.assign(['192.0.2.10']);       // probed, on the holder, first announcement sent
 //   extip.list();                             // [{ ip, state, announcedAt, lastError, ... }]
 //   await extip.stop();                       // addresses stay
+//
+// Cluster mode (`cluster: { mayHold }`): `setClusterIps(holdSet.ips)` follows the cluster
+// component's hold set (removals first, awaited; no duplicate address detection); every
+// announcement of and answer for a cluster IP asks `mayHold(ip)` first; the external
+// interface's arp_ignore/arp_announce are set so that the kernel never answers for the
+// holder's addresses (sysctl.ts).
 export { ExternalIpSubsystem, type ExternalIpParams, type ExtipHealth } from './subsystem.js';
 export {
   defaultOptions,
@@ -25,6 +31,16 @@ export {
   type ExternalIpStatus,
 } from './types.js';
 export { DuplicateAddressError } from './dad.js';
+// Cluster mode: the gate, the sysctls that keep the kernel quiet, the clean-up at start.
+export type { ClusterGate } from './cluster.js';
+export {
+  CLUSTER_SYSCTLS,
+  enforceClusterSysctls,
+  readClusterSysctls,
+  type SysctlState,
+} from './sysctl.js';
+export { removeHolderAddresses } from './holder.js';
+export { findExternal, type ExternalLink } from './external.js';
 export type { Conflict } from './linkio.js';
 // The wire format, for tests and tools (capture decoding, conflicting hosts).
 export {

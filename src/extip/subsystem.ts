@@ -4,7 +4,7 @@
 // runs the periodic check. start()/stop() are idempotent; stop() leaves the addresses.
 import type { Registry } from 'prom-client';
 import { ClosedError, describeError, errnoCode } from '../errors/index.js';
-import type { ParsedIp } from '../ipaddr/index.js';
+import { parseIp, type ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 import { noopExtipMetrics, registerExtipMetrics, type ExtipMetrics } from '../metrics/extip.js';
 import {
@@ -18,6 +18,8 @@ import {
 import { systemClock, type Clock, type TimerHandle } from '../statedb/index.js';
 import { Announcer } from './announcer.js';
 import { Assigner } from './assigner.js';
+import { ClusterIps, type ClusterGate } from './cluster.js';
+import { NodeAddresses } from './node-addresses.js';
 import { ConflictLog } from './conflict-log.js';
 import { ExternalWatch } from './external-watch.js';
 import { Holder, observe } from './holder.js';
@@ -40,6 +42,11 @@ export interface ExternalIpParams {
   clock?: Clock;
   /** Tests: opens the packet sockets. */
   openSocket?: (o: PacketSocketOptions) => FrameSocket;
+  /**
+   * Cluster mode: cluster IPs come through setClusterIps() and are spoken for only while the
+   * gate allows; the external interface's arp_ignore/arp_announce are set and kept.
+   */
+  cluster?: ClusterGate;
 }
 
 /** Same shape as the metrics server's HealthReport. */
@@ -61,12 +68,13 @@ export class ExternalIpSubsystem {
   #assigner: Assigner | undefined;
   #ext: ExternalWatch | undefined;
   #conflictLog: ConflictLog | undefined;
+  readonly #cluster: ClusterIps | undefined;
+  /** Node-local external IPs wanted (extip add, setDesired), canonical. */
+  readonly #local = new Set<string>();
   /** Events that arrive before the first dump is applied, replayed after it. */
   #queued: SubscriptionEvent[] | undefined;
-  /** The node's addresses on devices other than the holder: ip → ifindex and ip → name. */
-  readonly #nodeAddrIndex = new Map<string, number>();
-  readonly #nodeAddrs = new Map<string, string>();
-  readonly #linkNames = new Map<number, string>();
+  /** The node's addresses on devices other than the holder. */
+  readonly #node = new NodeAddresses();
   #starting: Promise<void> | undefined;
   #started = false;
   #stopped = false;
@@ -84,6 +92,7 @@ export class ExternalIpSubsystem {
     this.#log = p.log;
     this.#clock = p.clock ?? systemClock;
     this.#metrics = p.registry ? registerExtipMetrics(p.registry) : noopExtipMetrics();
+    this.#cluster = p.cluster && new ClusterIps(p.cluster, this.#log);
   }
 
   /** The resolved options. */
@@ -149,6 +158,7 @@ export class ExternalIpSubsystem {
       clock: this.#clock,
       log: this.#log,
       metrics: this.#metrics,
+      ...(this.#cluster ? { allowed: (ip: string) => this.#cluster!.mayAnswer(ip) } : {}),
     });
     this.#assigner = new Assigner({
       ops: holder,
@@ -156,7 +166,7 @@ export class ExternalIpSubsystem {
       clock: this.#clock,
       log: this.#log,
       metrics: this.#metrics,
-      ...(cfg.dad ? { dad: (ip: ParsedIp) => this.#ext!.dad.probe(ip) } : {}),
+      ...(cfg.dad ? { dad: (ip: ParsedIp) => this.#probe(ip) } : {}),
     });
     await this.#loadAll(nl);
     this.#throwIfStopped();
@@ -196,13 +206,20 @@ export class ExternalIpSubsystem {
         this.#assigner?.retryFailed(); // probes can go out again
       },
       openSocket: this.#p.openSocket,
+      clusterMode: this.#cluster !== undefined,
     });
+  }
+
+  /** Duplicate address detection, but never for a cluster IP (its previous holder is fenced). */
+  #probe(ip: ParsedIp): Promise<void> {
+    if (this.#cluster?.isCluster(ip.address)) return Promise.resolve();
+    return this.#ext!.dad.probe(ip);
   }
 
   /** The first dump: links, node addresses, the holder's addresses (adopted). */
   async #loadAll(nl: NetlinkHandle): Promise<void> {
     const [links, addrs] = await Promise.all([nl.linkList(), nl.addrList()]);
-    for (const l of links) if (l.name !== undefined) this.#linkNames.set(l.index, l.name);
+    this.#node.resetLinks(links);
     this.#assigner!.adopt(this.#takeAddresses(addrs));
   }
 
@@ -212,7 +229,7 @@ export class ExternalIpSubsystem {
     for (const a of addrs) {
       const o = a.index === this.#holder!.ifindex ? observe(a) : undefined;
       if (o !== undefined) onHolder.push(o);
-      else if (a.index !== this.#holder!.ifindex) this.#nodeAddress('new', a);
+      else if (a.index !== this.#holder!.ifindex) this.#node.address('new', a);
     }
     return onHolder;
   }
@@ -249,13 +266,17 @@ export class ExternalIpSubsystem {
    */
   async assign(ips: readonly string[]): Promise<void> {
     const a = await this.#ready();
-    return a.request(this.#validate(ips, 'assign'), true);
+    const valid = this.#validate(ips, 'assign');
+    for (const ip of valid) this.#local.add(ip.address);
+    return a.request(valid, true);
   }
 
   /** Unassigns external IPs (validated first, like assign). Not assigned = success. */
   async unassign(ips: readonly string[]): Promise<void> {
     const a = await this.#ready();
-    return a.request(this.#validate(ips, 'unassign'), false);
+    const valid = this.#validate(ips, 'unassign');
+    for (const ip of valid) this.#local.delete(ip.address);
+    return a.request(valid, false);
   }
 
   /**
@@ -264,19 +285,55 @@ export class ExternalIpSubsystem {
    */
   async setDesired(ips: readonly string[]): Promise<void> {
     const a = await this.#ready();
-    return a.setDesired(this.#validate(ips, 'setDesired'));
+    const valid = this.#validate(ips, 'setDesired');
+    this.#local.clear();
+    for (const ip of valid) this.#local.add(ip.address);
+    const cluster = (this.#cluster?.held() ?? []).map((ip) => parseIp(ip));
+    return a.setDesired([...valid, ...cluster]);
   }
 
-  /** Checks IPs as assign() does, assigning nothing; returns them canonical. After start(). */
-  validate(ips: readonly string[]): string[] {
+  /**
+   * Cluster mode: the IPs this node may hold now (the cluster component's hold set). Removes
+   * those that left the set and resolves once they are off the holder and nothing announces
+   * or answers for them; then adds the new ones (no duplicate address detection) in the
+   * background. IPs that are node-local here, or that this node cannot hold (one of its own
+   * addresses, IPv6 without IPv6 on the interface), are refused and reported in health().
+   */
+  async setClusterIps(ips: readonly string[]): Promise<void> {
+    const c = this.#cluster;
+    if (c === undefined) throw new ClosedError('extip: not in cluster mode');
+    const a = await this.#ready();
+    await c.apply(ips, (ip) => this.#clusterProblem(ip), a);
+  }
+
+  #clusterProblem(ip: string): string | undefined {
+    if (this.#local.has(ip))
+      return 'it is a node-local external IP here (extip add / extip.static)';
+    try {
+      this.#validate([ip], 'hold');
+      return undefined;
+    } catch (err) {
+      return describeError(err);
+    }
+  }
+
+  /**
+   * Checks IPs as assign() does, assigning nothing; returns them canonical. After start().
+   * `forCluster`: as a cluster IP (one this node holds now is fine).
+   */
+  validate(ips: readonly string[], opts: { forCluster?: boolean } = {}): string[] {
     if (this.#ext === undefined)
       throw new ClosedError('extip: the external-IP subsystem is not started');
-    return this.#validate(ips, 'assign').map((ip) => ip.address);
+    const verb = opts.forCluster ? 'cluster extip add' : 'assign';
+    return this.#validate(ips, verb).map((ip) => ip.address);
   }
 
   /** A copy of the external IPs with their state, sorted by IP text. */
   list(): ExternalIpStatus[] {
-    const out = this.#assigner?.list() ?? [];
+    const out = (this.#assigner?.list() ?? []).map((s) => ({
+      ...s,
+      cluster: this.#cluster?.isCluster(s.ip) ?? false,
+    }));
     return out.sort((x, y) => (x.ip < y.ip ? -1 : x.ip > y.ip ? 1 : 0));
   }
 
@@ -291,15 +348,20 @@ export class ExternalIpSubsystem {
 
   #validate(ips: readonly string[], verb: string): ParsedIp[] {
     const ext = this.#ext!;
-    return validateExternalIps(ips, verb, {
-      nodeAddresses: this.#nodeAddrs,
+    const valid = validateExternalIps(ips, verb, {
+      nodeAddresses: this.#node.byIp,
       ipv6: ext.ipv6,
       interfaceName: ext.link.name,
     });
+    if (verb === 'assign' || verb === 'setDesired') {
+      for (const ip of valid) this.#cluster?.checkLocal(ip.address);
+    }
+    return valid;
   }
 
+  /** Assigned, and (a cluster IP) held with a valid lease right now: answer and defend it. */
   #owns(ip: string): boolean {
-    return this.#assigner?.isAssigned(ip) === true;
+    return this.#assigner?.isAssigned(ip) === true && (this.#cluster?.mayAnswer(ip) ?? true);
   }
 
   // --- events -----------------------------------------------------------------------------
@@ -320,8 +382,7 @@ export class ExternalIpSubsystem {
   }
 
   #onLink(kind: 'new' | 'del', l: Link): void {
-    if (kind === 'del') this.#linkNames.delete(l.index);
-    else if (l.name !== undefined) this.#linkNames.set(l.index, l.name);
+    this.#node.link(kind, l);
     const holder = this.#holder!;
     if (l.index === holder.ifindex) {
       if (kind === 'del') this.#holderDeleted();
@@ -348,19 +409,7 @@ export class ExternalIpSubsystem {
       if (o !== undefined) this.#assigner!.onAddress(kind, o);
       return;
     }
-    this.#nodeAddress(kind, a);
-  }
-
-  #nodeAddress(kind: 'new' | 'del', a: Address): void {
-    const ip = a.local ?? a.address;
-    if (ip === undefined) return;
-    if (kind === 'new') {
-      this.#nodeAddrIndex.set(ip, a.index);
-      this.#nodeAddrs.set(ip, this.#linkNames.get(a.index) ?? '');
-    } else if (this.#nodeAddrIndex.get(ip) === a.index) {
-      this.#nodeAddrIndex.delete(ip);
-      this.#nodeAddrs.delete(ip);
-    }
+    this.#node.address(kind, a);
   }
 
   // --- repair -----------------------------------------------------------------------------
@@ -448,8 +497,7 @@ export class ExternalIpSubsystem {
       const since = this.#assigner!.epoch();
       const [links, addrs] = await Promise.all([nl.linkList(), nl.addrList()]);
       if (this.#stopped) return;
-      this.#linkNames.clear();
-      for (const l of links) if (l.name !== undefined) this.#linkNames.set(l.index, l.name);
+      this.#node.resetLinks(links);
       const h = links.find((l) => l.name === holder.name);
       if (h === undefined || h.index !== holder.ifindex) {
         if (holder.ifindex !== 0) this.#holderDeleted();
@@ -457,8 +505,7 @@ export class ExternalIpSubsystem {
         return;
       }
       if ((h.flags & IFF_UP) === 0) this.#onLink('new', h);
-      this.#nodeAddrIndex.clear();
-      this.#nodeAddrs.clear();
+      this.#node.clearAddresses();
       const onHolder = this.#takeAddresses(addrs);
       this.#ext!.resync(links);
       this.#assigner!.reconcile(onHolder, since);
@@ -495,6 +542,9 @@ export class ExternalIpSubsystem {
     if (ext.lastError !== undefined) reasons.push(`extip: ${ext.lastError}`);
     const { failed } = this.#assigner!.counts();
     if (failed > 0) reasons.push(`extip: ${failed} external IP(s) failed (see list)`);
+    for (const r of this.#cluster?.refused() ?? []) {
+      reasons.push(`extip: cluster IP ${r.ip} is owned by this node but not held: ${r.reason}`);
+    }
     return { ok: reasons.length === 0, reasons };
   }
 }

@@ -50,6 +50,8 @@ export interface ExternalIpStatus {
   lastError: string | undefined;
   /** The host that duplicate address detection found holding the IP (state failed). */
   conflict: DadConflict | undefined;
+  /** A cluster external IP (cluster mode), held while this node owns it; else node-local. */
+  cluster?: boolean;
 }
 
 /** Another host that holds an IP: its MAC and the frame that said so. */

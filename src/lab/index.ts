@@ -6,6 +6,15 @@ import { BpfProgram, xdpAttachLegacy } from '../native/index.js';
 import { PREFIX_RE, describeLab, labBatch, labSysctls, type Lab } from './topology.js';
 
 export { describeLab, PREFIX_RE, type Lab, type LabHost, type LabLink } from './topology.js';
+export {
+  clusterAgentConfig,
+  clusterLabDown,
+  clusterLabUp,
+  describeClusterLab,
+  type ClusterAgentOptions,
+  type ClusterLab,
+  type ClusterLabNode,
+} from './cluster.js';
 
 function run(cmd: string, args: string[], input?: string): string {
   const r = spawnSync(cmd, args, { encoding: 'utf8', input });

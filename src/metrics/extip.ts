@@ -23,6 +23,7 @@ const REPAIR_KINDS = [
   'holder', // the holder device deleted, recreated and refilled
   'holder-up', // the holder device set down, set up again
   'foreign', // an address nobody asked for removed from the holder (after start-up)
+  'sysctl', // cluster mode: arp_ignore/arp_announce of the external interface set back
 ] as const;
 export type ExtipRepairKind = (typeof REPAIR_KINDS)[number];
 
@@ -133,7 +134,7 @@ export function registerExtipMetrics(registry: Registry): ExtipMetrics {
   );
   const repairs = new Counter({
     name: 'fibkeeper_extip_repairs_total',
-    help: 'Repairs of the holder device and its addresses after someone else changed them, by kind.',
+    help: 'Repairs of the holder device and its addresses after someone else changed them, by kind (sysctl: cluster mode set arp_ignore or arp_announce of the external interface back).',
     labelNames: ['kind'],
     registers,
   });

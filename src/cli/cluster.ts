@@ -1,0 +1,191 @@
+// `fibkeeper cluster ...`: the cluster external IPs (the desired set in etcd, through the
+// local agent's control API), the member's view, and `cluster prepare` (the sysctls cluster
+// mode needs, for an init container that may write /proc/sys when the agent may not).
+import type { ClusterIpEntry } from '../api/index.js';
+import { OPTIONS, flagName, loadConfig } from '../config/index.js';
+import { enforceClusterSysctls, findExternal, readClusterSysctls } from '../extip/index.js';
+import { NetlinkHandle } from '../netlink/index.js';
+import { clientFor } from './client-commands.js';
+import {
+  EXIT_OK,
+  UsageError,
+  flag,
+  str,
+  type Command,
+  type OptionsSpec,
+  type ParsedArgs,
+} from './command.js';
+import { formatClusterStatus } from './status-format.js';
+
+const COMMON: OptionsSpec = { socket: { type: 'string' }, config: { type: 'string' } };
+const COMMON_HELP = [
+  '  --socket PATH   control socket of the agent (default: api.socket of --config)',
+  '  --config FILE   read api.socket from this config file',
+];
+
+function needIps(args: ParsedArgs): string[] {
+  if (args.positionals.length === 0) throw new UsageError('give at least one IP address');
+  return args.positionals;
+}
+
+/** --label k=v (repeated) as an object; a malformed one is a usage error. */
+function labelsOf(args: ParsedArgs): Record<string, string> {
+  const out: Record<string, string> = {};
+  const given = args.values.label;
+  for (const item of Array.isArray(given) ? given : []) {
+    const eq = item.indexOf('=');
+    if (eq <= 0) throw new UsageError(`--label ${item}: write it as KEY=VALUE`);
+    out[item.slice(0, eq)] = item.slice(eq + 1);
+  }
+  return out;
+}
+
+const addCommand: Command = {
+  name: 'cluster extip add',
+  summary:
+    'Add cluster external IPs to the desired set in etcd (one node of the cluster holds each)',
+  usage: 'IP... [--node NAME]... [--label KEY=VALUE]...',
+  help: [
+    'Options:',
+    '  --node NAME         only these nodes may hold the IPs (repeat; default: any node)',
+    '  --label KEY=VALUE   only nodes with all these labels (cluster.labels) may hold them',
+    ...COMMON_HELP,
+    '',
+    'Adding an IP that is there already replaces its eligibility. The owner is chosen by',
+    'placement over the live eligible members: `fibkeeper cluster status` shows it.',
+  ].join('\n'),
+  options: {
+    ...COMMON,
+    node: { type: 'string', multiple: true },
+    label: { type: 'string', multiple: true },
+  },
+  positionals: true,
+  async run(args, io) {
+    const ips = needIps(args);
+    const nodes = Array.isArray(args.values.node) ? args.values.node : [];
+    const r = await clientFor(args).call<{ ips: string[] }>('POST', '/v1/cluster/extip', {
+      ips,
+      nodes,
+      labels: labelsOf(args),
+    });
+    io.out(`added to the cluster: ${r.ips.join(' ')}\n`);
+    return EXIT_OK;
+  },
+};
+
+const delCommand: Command = {
+  name: 'cluster extip del',
+  summary: 'Remove cluster external IPs from the desired set (their owner drops them)',
+  usage: 'IP...',
+  help: ['Options:', ...COMMON_HELP].join('\n'),
+  options: { ...COMMON },
+  positionals: true,
+  async run(args, io) {
+    const ips = needIps(args);
+    const r = await clientFor(args).call<{ deleted: string[] }>('DELETE', '/v1/cluster/extip', {
+      ips,
+    });
+    const absent = ips.length - r.deleted.length;
+    io.out(
+      `removed from the cluster: ${r.deleted.join(' ') || '(none)'}${absent > 0 ? ` (${absent} not in the desired set)` : ''}\n`,
+    );
+    return EXIT_OK;
+  },
+};
+
+const listCommand: Command = {
+  name: 'cluster extip list',
+  summary: 'List the cluster external IPs as etcd has them, with eligibility and owner',
+  usage: '[--json]',
+  help: ['Options:', '  --json          machine-readable output', ...COMMON_HELP].join('\n'),
+  options: { ...COMMON, json: { type: 'boolean' } },
+  async run(args, io) {
+    const r = await clientFor(args).call<{ extip: ClusterIpEntry[] }>('GET', '/v1/cluster/extip');
+    if (flag(args, 'json')) {
+      io.out(JSON.stringify(r.extip, null, 2) + '\n');
+      return EXIT_OK;
+    }
+    const rows = r.extip.map((e) => [
+      e.ip,
+      e.owner ?? '-',
+      e.nodes.join(',') || '*',
+      Object.entries(e.labels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(',') || '*',
+    ]);
+    const head = ['IP', 'OWNER', 'NODES', 'LABELS'];
+    const w = head.map((h, i) => Math.max(h.length, ...rows.map((x) => (x[i] ?? '').length)));
+    for (const row of [head, ...rows]) {
+      io.out(row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(w[i] ?? 0))).join('  ') + '\n');
+    }
+    return EXIT_OK;
+  },
+};
+
+const statusCommand: Command = {
+  name: 'cluster status',
+  summary: "This member's view: members and their lease age, every cluster IP with its owner",
+  usage: '[--json]',
+  help: ['Options:', '  --json          the full document', ...COMMON_HELP].join('\n'),
+  options: { ...COMMON, json: { type: 'boolean' } },
+  async run(args, io) {
+    const s = await clientFor(args).call<Record<string, unknown>>('GET', '/v1/cluster/status');
+    io.out(flag(args, 'json') ? JSON.stringify(s, null, 2) + '\n' : formatClusterStatus(s));
+    return EXIT_OK;
+  },
+};
+
+const optionFlags: OptionsSpec = Object.fromEntries(
+  OPTIONS.map((o) => [flagName(o.path), { type: 'string' as const }]),
+);
+
+const prepareCommand: Command = {
+  name: 'cluster prepare',
+  summary: 'Set the sysctls cluster mode needs on the external interface (for init containers)',
+  usage: '[--config FILE] [--<option>=VALUE ...]',
+  help: [
+    'Options:',
+    '  --config FILE   the agent config; option flags as for `fibkeeper run`',
+    '',
+    'With cluster.enabled, sets net.ipv4.conf.IFACE.arp_ignore=1 and arp_announce=2 on the',
+    'external interface (extip.interface, or the device that carries extip.nodeIP) in the',
+    'managed namespace, so that the kernel never answers for the holder addresses, and prints',
+    'the values. The agent sets them itself where it may write /proc/sys; in a container it',
+    'may not (the DaemonSet runs this in its privileged init container). Does nothing when',
+    'cluster mode is off.',
+  ].join('\n'),
+  options: { config: { type: 'string' }, ...optionFlags },
+  async run(args, io) {
+    const flags: Record<string, string> = {};
+    for (const o of OPTIONS) {
+      const v = str(args, flagName(o.path));
+      if (v !== undefined) flags[flagName(o.path)] = v;
+    }
+    const cfg = loadConfig(str(args, 'config'), flags);
+    if (!cfg.cluster.enabled) {
+      io.out('cluster mode is off (cluster.enabled: false): nothing to set\n');
+      return EXIT_OK;
+    }
+    const netns = cfg.netns || undefined;
+    const nl = NetlinkHandle.open(netns ? { netns } : {});
+    try {
+      const x = cfg.extip;
+      const ext = await findExternal(nl, x.interface, x.nodeIP, x.holderName);
+      const set = enforceClusterSysctls(netns, ext.name);
+      for (const s of readClusterSysctls(netns, ext.name)) {
+        io.out(`${s.key} = ${s.effective}${set.includes(s.key) ? ' (set)' : ''}\n`);
+      }
+    } finally {
+      nl.close();
+    }
+    return EXIT_OK;
+  },
+};
+
+export const clusterCommands: Command[] = [
+  addCommand,
+  delCommand,
+  listCommand,
+  statusCommand,
+  prepareCommand,
+];

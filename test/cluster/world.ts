@@ -1,0 +1,398 @@
+// A cluster of real agents for the integration tests: three node namespaces and a client on
+// one L2 segment (src/lab/cluster.ts), a real etcd on loopback (random ports, temp data
+// dir), and `fibkeeper run` per node in cluster mode, each reaching etcd through a TCP proxy
+// the test can cut. What the agents did comes from their own logs (every hold set, debug
+// level); what the segment saw comes from tcpdump on the bridge. Everything is removed at
+// the end of the file, also when a test fails; processes are ended by their PID.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, expect } from 'vitest';
+import {
+  LocalEtcd,
+  findOverlaps,
+  holdIntervals,
+  monotonicClock,
+  type HoldRecord,
+} from '../../src/cluster/index.js';
+import { buildArp } from '../../src/extip/index.js';
+import {
+  clusterAgentConfig,
+  clusterLabDown,
+  clusterLabUp,
+  type ClusterLab,
+  type ClusterLabNode,
+} from '../../src/lab/index.js';
+import { PacketSocket } from '../../src/native/index.js';
+import { neighborSolicit } from '../extip/lab.js';
+import { call } from '../agent/harness.js';
+import { ifindexOf, ipJson, waitFor } from '../helpers/netns.js';
+import { CutProxy } from './proxy.js';
+
+const BIN = resolve('bin/fibkeeper.js');
+
+export interface AgentNode extends ClusterLabNode {
+  dir: string;
+  sock: string;
+  configFile: string;
+  logFile: string;
+  proxy: CutProxy;
+  proc: ChildProcess | undefined;
+}
+
+/** One frame on the segment in which a node speaks for an IP (ARP reply/GARP, NA). */
+export interface Speaker {
+  /** CLOCK_MONOTONIC ms (comparable with the agents' hold sets). */
+  at: number;
+  mac: string;
+  ip: string;
+  line: string;
+}
+
+/** Realtime (epoch ms) minus CLOCK_MONOTONIC (ms), measured once: tcpdump prints realtime. */
+const REAL_MINUS_MONO = performance.timeOrigin + performance.now() - monotonicClock.now();
+
+export class ClusterWorld {
+  readonly lab: ClusterLab;
+  readonly etcd: LocalEtcd;
+  readonly nodes: AgentNode[];
+  readonly dir: string;
+  readonly speakers: Speaker[] = [];
+  readonly #wire: ChildProcess;
+  #asker: { timer: ReturnType<typeof setInterval>; sock: PacketSocket } | undefined;
+
+  private constructor(lab: ClusterLab, etcd: LocalEtcd, nodes: AgentNode[], dir: string) {
+    this.lab = lab;
+    this.etcd = etcd;
+    this.nodes = nodes;
+    this.dir = dir;
+    this.#wire = this.#tcpdump();
+  }
+
+  /** Builds the lab, etcd, proxies and configs (agents not started); torn down after the file. */
+  static async create(tag: string, cluster: string[] = []): Promise<ClusterWorld> {
+    const prefix = `fk${tag}${randomBytes(2).toString('hex')}`.slice(0, 8);
+    const etcd = await LocalEtcd.start();
+    const dir = mkdtempSync(join(tmpdir(), `fk-cluster-${tag}-`));
+    let lab: ClusterLab | undefined;
+    const nodes: AgentNode[] = [];
+    let world: ClusterWorld | undefined;
+    afterAll(async () => {
+      world?.stopAsking();
+      for (const n of nodes) {
+        if (n.proc && n.proc.exitCode === null && n.proc.signalCode === null) {
+          n.proc.kill('SIGCONT');
+          n.proc.kill('SIGKILL');
+        }
+      }
+      if (world && world.#wire.exitCode === null) world.#wire.kill('SIGTERM');
+      for (const n of nodes) await n.proxy.close();
+      await new Promise((r) => setTimeout(r, 100));
+      if (lab) clusterLabDown(lab.prefix);
+      await etcd.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    lab = clusterLabUp(prefix);
+    for (const n of lab.nodes) {
+      const d = join(dir, n.name);
+      mkdirSync(d, { mode: 0o750 });
+      const proxy = await CutProxy.start(etcd.clientPort);
+      const node: AgentNode = {
+        ...n,
+        dir: d,
+        sock: join(d, 'api.sock'),
+        configFile: join(d, 'config.yaml'),
+        logFile: join(d, 'agent.log'),
+        proxy,
+        proc: undefined,
+      };
+      writeFileSync(
+        node.configFile,
+        clusterAgentConfig(n, { etcd: proxy.endpoint, dir: d, logLevel: 'debug', cluster }) + '\n',
+      );
+      nodes.push(node);
+    }
+    world = new ClusterWorld(lab, etcd, nodes, dir);
+    await waitFor(() => world.#listening, { what: 'tcpdump to listen', timeoutMs: 10_000 });
+    return world;
+  }
+
+  node(name: string): AgentNode {
+    const n = this.nodes.find((x) => x.name === name);
+    if (!n) throw new Error(`no node ${name}`);
+    return n;
+  }
+
+  byMac(mac: string): AgentNode | undefined {
+    return this.nodes.find((n) => n.mac === mac);
+  }
+
+  // --- agents -----------------------------------------------------------------------------
+
+  /** Starts the node's agent and waits until it reports ready (registered in the cluster). */
+  async start(n: AgentNode): Promise<void> {
+    const fd = openSync(n.logFile, 'a');
+    n.proc = spawn(process.execPath, [BIN, 'run', '--config', n.configFile], {
+      stdio: ['ignore', fd, fd],
+    });
+    await this.ready(n);
+  }
+
+  async ready(n: AgentNode, timeoutMs = 30_000): Promise<void> {
+    await waitFor(
+      async () => {
+        const p = n.proc;
+        if (!p || p.exitCode !== null || p.signalCode !== null) {
+          throw new Error(`agent ${n.name} exited: ${this.log(n).slice(-1500)}`);
+        }
+        const r = await call(n.sock, 'GET', '/v1/status', undefined, { timeoutMs: 5000 }).catch(
+          () => undefined,
+        );
+        return r?.status === 200 && r.body.ready === true;
+      },
+      { timeoutMs, intervalMs: 50, what: `agent ${n.name} ready` },
+    );
+  }
+
+  /** Sends a signal to the node's agent; SIGKILL and SIGTERM wait for its exit. */
+  async signal(n: AgentNode, sig: NodeJS.Signals): Promise<void> {
+    const p = n.proc;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    const exited = new Promise((r) => p.once('exit', r));
+    p.kill(sig);
+    if (sig === 'SIGKILL' || sig === 'SIGTERM') await exited;
+  }
+
+  log(n: AgentNode): string {
+    try {
+      return readFileSync(n.logFile, 'utf8');
+    } catch {
+      return '';
+    }
+  }
+
+  /** Parsed log lines of a node's agent (all its runs). */
+  logLines(n: AgentNode): Record<string, unknown>[] {
+    return this.log(n)
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
+
+  async api(n: AgentNode, method: string, path: string, body?: unknown) {
+    const r = await call(n.sock, method, path, body, { timeoutMs: 20_000 });
+    if (r.status >= 400)
+      throw new Error(`${method} ${path} on ${n.name}: ${JSON.stringify(r.body)}`);
+    return r.body;
+  }
+
+  // --- what the kernel shows ---------------------------------------------------------------
+
+  /** The global addresses on a node's holder device (ip -j addr show dev fibkeeper0). */
+  held(n: AgentNode): string[] {
+    try {
+      const links = ipJson<{ addr_info: { local: string; scope: string }[] }[]>(
+        n.netns,
+        'addr',
+        'show',
+        'dev',
+        'fibkeeper0',
+      );
+      return (links[0]?.addr_info ?? [])
+        .filter((a) => a.scope === 'global')
+        .map((a) => a.local)
+        .sort();
+    } catch {
+      return [];
+    }
+  }
+
+  /** Node names whose holder carries `ip` now. */
+  holdersOf(ip: string): string[] {
+    return this.nodes.filter((n) => this.held(n).includes(ip)).map((n) => n.name);
+  }
+
+  /** The client's neighbor entry for `ip`: its MAC, or undefined. */
+  clientEntry(ip: string): string | undefined {
+    const e = ipJson<{ lladdr?: string }[]>(this.lab.client.netns, 'neigh', 'show', ip);
+    return e[0]?.lladdr;
+  }
+
+  /** One ping from the client (async: the test's own event loop runs the proxies). */
+  clientPing(ip: string, timeoutS = 1): Promise<boolean> {
+    return new Promise((done) => {
+      const c = spawn(
+        'ip',
+        ['netns', 'exec', this.lab.client.netns, 'ping', '-c1', `-W${timeoutS}`, ip],
+        {
+          stdio: 'ignore',
+        },
+      );
+      c.on('exit', (code) => done(code === 0));
+    });
+  }
+
+  // --- the segment -------------------------------------------------------------------------
+
+  #listening = false;
+
+  #tcpdump(): ChildProcess {
+    const filter = 'arp or (icmp6 and (ip6[40] == 135 or ip6[40] == 136))';
+    const child = spawn(
+      'ip',
+      [
+        'netns',
+        'exec',
+        this.lab.bridge,
+        'tcpdump',
+        '-i',
+        'br0',
+        '-l',
+        '-n',
+        '-e',
+        '-tt',
+        '--immediate-mode',
+        filter,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let buf = '';
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (s: string) => {
+      buf += s;
+      const lines = buf.split('\n');
+      buf = lines.pop() ?? '';
+      for (const l of lines) {
+        const sp = speakerOf(l);
+        if (sp) this.speakers.push(sp);
+      }
+    });
+    child.stderr!.on('data', (d: Buffer) => {
+      if (d.toString().includes('listening on')) this.#listening = true;
+    });
+    return child;
+  }
+
+  /**
+   * The client asks for `ips` every `everyMs` (ARP requests, neighbor solicitations), as a
+   * client whose entry went stale would: whoever answers shows on the segment.
+   */
+  askFor(ips: readonly string[], everyMs = 100): void {
+    this.stopAsking();
+    const c = this.lab.client;
+    const sock = PacketSocket.open({
+      ifindex: ifindexOf(c.netns, c.dev),
+      netns: c.netns,
+      protocol: 0,
+    });
+    const frames = ips.map((ip) =>
+      ip.includes(':')
+        ? neighborSolicit({ ethSrc: c.mac, srcIp: c.v6, target: ip })
+        : buildArp({
+            op: 1,
+            ethDst: 'ff:ff:ff:ff:ff:ff',
+            senderMac: c.mac,
+            senderIp: c.v4,
+            targetMac: '00:00:00:00:00:00',
+            targetIp: ip,
+          }),
+    );
+    const timer = setInterval(() => {
+      for (const f of frames) sock.send(f);
+    }, everyMs);
+    this.#asker = { timer, sock };
+  }
+
+  stopAsking(): void {
+    const a = this.#asker;
+    if (!a) return;
+    clearInterval(a.timer);
+    a.sock.close();
+    this.#asker = undefined;
+  }
+
+  /** Frames on the segment from `mac` speaking for `ip` at or after `since` (monotonic ms). */
+  spoke(mac: string, ip: string, since = -Infinity): Speaker[] {
+    return this.speakers.filter((s) => s.mac === mac && s.ip === ip && s.at >= since);
+  }
+
+  // --- the checks ----------------------------------------------------------------------------
+
+  /** Every hold set every agent published (debug log lines), as history.ts takes them. */
+  holdRecords(): HoldRecord[] {
+    const out: HoldRecord[] = [];
+    for (const n of this.nodes) {
+      for (const l of this.logLines(n)) {
+        if (l.msg !== 'cluster hold set') continue;
+        out.push({
+          node: n.name,
+          at: l.at as number,
+          ips: l.ips as string[],
+          deadline: (l.deadline as number | null) ?? -Infinity,
+        });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Never two holders, by the agents' own histories (no two nodes' hold intervals of one IP
+   * overlap) and by the segment: every frame in which a node spoke for an IP lies inside a
+   * hold interval of that node (20 ms for the capture's clock), and no two nodes spoke for
+   * one IP in overlapping spans. Returns the number of frames checked.
+   */
+  expectNeverTwoHolders(): number {
+    const records = this.holdRecords();
+    expect(findOverlaps(records)).toEqual([]);
+    const intervals = holdIntervals(records);
+    const outside: string[] = [];
+    const own = new Set([this.lab.client, ...this.nodes].flatMap((h) => [h.v4, h.v6]));
+    const cluster = (s: Speaker) => !own.has(s.ip) && !s.ip.startsWith('fe80:');
+    for (const s of this.speakers.filter(cluster)) {
+      const n = this.byMac(s.mac);
+      if (!n) continue; // the client
+      const ok = intervals.some(
+        (i) => i.node === n.name && i.ip === s.ip && s.at >= i.from - 20 && s.at <= i.to + 20,
+      );
+      if (!ok) outside.push(`${n.name} @${s.at.toFixed(1)}: ${s.line}`);
+    }
+    expect(outside).toEqual([]);
+    return this.speakers.filter((s) => cluster(s) && this.byMac(s.mac)).length;
+  }
+}
+
+/** The IP a line of `tcpdump -n -e -tt` speaks for, and who speaks (ARP reply/GARP, NA). */
+export function speakerOf(line: string): Speaker | undefined {
+  const m = /^(\d+\.\d+) ([0-9a-f:]{17}) > /.exec(line);
+  if (!m) return undefined;
+  const at = Number(m[1]) * 1000 - REAL_MINUS_MONO;
+  const mac = m[2] as string;
+  const reply = /Reply (\S+) is-at /.exec(line);
+  if (reply) return { at, mac, ip: reply[1] as string, line };
+  const req = /Request who-has (\S+) tell (\S+),/.exec(line);
+  if (req && req[1] === req[2]) return { at, mac, ip: req[1] as string, line };
+  const na = /neighbor advertisement, tgt is (\S+?),/.exec(line);
+  if (na) return { at, mac, ip: na[1] as string, line };
+  return undefined;
+}
+
+/** Polls until `pred` holds (true) or throws after `timeoutMs`. */
+export async function until(
+  pred: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+) {
+  await waitFor(async () => ((await pred()) ? true : undefined), {
+    timeoutMs,
+    intervalMs: 20,
+    what,
+  });
+}
+
+export const now = (): number => monotonicClock.now();
+
+export function sh(cmd: string, ...args: string[]): string {
+  return spawnSync(cmd, args, { encoding: 'utf8' }).stdout ?? '';
+}
