@@ -123,9 +123,16 @@ export class AgentCluster {
     return this.member.status();
   }
 
-  /** For /readyz: registered with a live lease and the cluster read. */
+  /** For /readyz: registered, the cluster read, and the lease provably valid now. */
   ready(): string[] {
-    return this.member.status().ready ? [] : ['cluster: not yet a registered member'];
+    const s = this.member.status();
+    if (!s.ready) return ['cluster: not yet a registered member'];
+    if ((s.lease.holdForMs ?? 0) <= 0) {
+      return [
+        'cluster: the lease cannot be proven valid (etcd unreachable?); no cluster IP is held',
+      ];
+    }
+    return [];
   }
 
   /** For /healthz: a member that has not been registered for a while needs a look. */

@@ -106,6 +106,30 @@ describe('ClusterMember against a fake etcd', () => {
     expect(overlaps).toEqual([]);
   });
 
+  it('nodes that lost their leases together come back to their own IPs, no one taking all', async () => {
+    const { clock, etcd, nodes, admin, records, held } = lab(['a', 'b', 'c'], {
+      rebalanceDelayMs: 1000,
+    });
+    await addIps(admin, 6);
+    for (const n of nodes) await n.member.start();
+    await clock.advance(3000);
+    const before = nodes.map((n) => [...held(n)]);
+    expect(before.map((ips) => ips.length)).toEqual([2, 2, 2]);
+    // etcd expires every lease at once (it stalled); b and c hear of it 300 ms after a.
+    const mark = clock.now();
+    nodes[1]!.store.setPartitioned(true);
+    nodes[2]!.store.setPartitioned(true);
+    for (const id of [...etcd.leases.keys()]) etcd.revoke(id);
+    await clock.advance(300);
+    nodes[1]!.store.setPartitioned(false);
+    nodes[2]!.store.setPartitioned(false);
+    await clock.advance(4000);
+    expect(nodes.map((n) => [...held(n)])).toEqual(before);
+    const most = Math.max(...records.filter((r) => r.at >= mark).map((r) => r.ips.length));
+    expect(most).toBe(2);
+    expect(findOverlaps(records)).toEqual([]);
+  });
+
   it('a hung process (no timers run) answers mayHold false once its deadline passed', async () => {
     const { clock, nodes, admin } = lab(['a']);
     const [ip] = await addIps(admin, 1);
@@ -322,7 +346,7 @@ describe('ClusterMember against a fake etcd', () => {
     const store = etcd.client();
     const m = new ClusterMember({ store, clock, metrics, options: { nodeName: 'a' } });
     await m.start();
-    await clock.advance(300);
+    await clock.advance(1300); // a node that has just registered claims after 1 s
     store.setPartitioned(true);
     await clock.advance(1000);
     const text = await registry.metrics();

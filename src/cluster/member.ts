@@ -51,6 +51,8 @@ export class ClusterMember {
   #registeredLease: string | undefined;
   #registering = false;
   #registerSince = 0;
+  /** Clock time before which this node claims nothing (it registered a moment ago). */
+  #claimFrom = 0;
   #viewReady = false;
   #watch: WatchHandle | undefined;
   #syncRetry = 0;
@@ -239,6 +241,10 @@ export class ClusterMember {
         if (this.#lease.id !== id) return this.#register(0);
         if (rev > 0) {
           this.#registeredLease = id;
+          // Nodes that lost their leases together (etcd stalled, or was down past every
+          // TTL) register again one after the other: the first must not take every IP
+          // only to hand most of them over a moment later.
+          this.#claimFrom = this.#clock.now() + this.options.rebalanceDelayMs;
           this.#view.local(key, value, id, rev, this.#clock.now());
           this.#log?.info({ node: this.options.nodeName, lease: id }, 'cluster member registered');
           this.#checkReady();
@@ -382,7 +388,9 @@ export class ClusterMember {
       const target = placement.get(ip);
       if (!owner) {
         if (!this.#unownedSince.has(ip)) this.#unownedSince.set(ip, now);
-        if (target === me && this.#lease.mayHold()) this.#claim(ip, lease);
+        if (target !== me || !this.#lease.mayHold()) continue;
+        if (now < this.#claimFrom) wake = Math.min(wake, this.#claimFrom);
+        else this.#claim(ip, lease);
         continue;
       }
       this.#unownedSince.delete(ip);

@@ -159,11 +159,11 @@ describe.skipIf(skip)('cluster mode: three agents and a client on one segment', 
     await failover(
       X,
       async (old) => {
-        old.proxy.cut();
+        await old.proxy.cut();
         await until(() => !w.held(old).includes(X), 3000, 'the cut-off holder drops the IP');
       },
       async (old) => {
-        old.proxy.heal();
+        await old.proxy.heal();
         await w.ready(old);
       },
     );

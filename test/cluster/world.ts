@@ -29,7 +29,96 @@ import { PacketSocket } from '../../src/native/index.js';
 import { neighborSolicit } from '../extip/lab.js';
 import { call } from '../agent/harness.js';
 import { ifindexOf, ipJson, waitFor } from '../helpers/netns.js';
-import { CutProxy } from './proxy.js';
+const PROXY = new URL('./proxy.ts', import.meta.url).href;
+
+/**
+ * test/cluster/proxy.ts in a process of its own: the agents' etcd traffic must not wait for
+ * the test's event loop (its polls, its spawnSync calls), or a busy test would look like a
+ * partition to every agent at once.
+ */
+export class ProxyProc {
+  readonly #child: ChildProcess;
+  readonly port: number;
+  #lines: string[] = [];
+  #waiters: (() => void)[] = [];
+
+  private constructor(child: ChildProcess, port: number) {
+    this.#child = child;
+    this.port = port;
+  }
+
+  static async start(target: number): Promise<ProxyProc> {
+    const script = [
+      `const { CutProxy } = await import(${JSON.stringify(PROXY)});`,
+      `const p = await CutProxy.start(${target});`,
+      "process.stdout.write('port ' + p.port + '\\n');",
+      "let buf = '';",
+      "process.stdin.setEncoding('utf8');",
+      "process.stdin.on('data', (s) => { buf += s; let i;",
+      "  while ((i = buf.indexOf('\\n')) >= 0) { const c = buf.slice(0, i); buf = buf.slice(i + 1);",
+      "    if (c === 'cut') p.cut(); else if (c === 'heal') p.heal();",
+      "    process.stdout.write('ok ' + c + '\\n'); } });",
+      "process.stdin.on('end', () => process.exit(0));",
+    ].join('\n');
+    const child = spawn(process.execPath, ['--no-warnings', '--input-type=module', '-e', script], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    const lines: string[] = [];
+    let wake: (() => void)[] = [];
+    let buf = '';
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (s: string) => {
+      buf += s;
+      const parts = buf.split('\n');
+      buf = parts.pop() ?? '';
+      lines.push(...parts);
+      for (const w of wake.splice(0)) w();
+    });
+    const first = await new Promise<string>((resolve, reject) => {
+      const check = (): void => {
+        if (lines.length > 0) resolve(lines.shift() as string);
+        else wake.push(check);
+      };
+      child.once('exit', (code) => reject(new Error(`the etcd proxy exited (${code})`)));
+      check();
+    });
+    const p = new ProxyProc(child, Number(first.split(' ')[1]));
+    p.#lines = lines;
+    wake = p.#waiters;
+    return p;
+  }
+
+  get endpoint(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  async #command(c: 'cut' | 'heal'): Promise<void> {
+    this.#child.stdin!.write(`${c}\n`);
+    await new Promise<void>((resolve) => {
+      const check = (): void => {
+        const i = this.#lines.indexOf(`ok ${c}`);
+        if (i >= 0) {
+          this.#lines.splice(i, 1);
+          resolve();
+        } else this.#waiters.push(check);
+      };
+      check();
+    });
+  }
+
+  /** Black-holes the path to etcd (no RST: as a partition looks). */
+  cut(): Promise<void> {
+    return this.#command('cut');
+  }
+
+  heal(): Promise<void> {
+    return this.#command('heal');
+  }
+
+  close(): void {
+    if (this.#child.exitCode === null) this.#child.kill('SIGKILL');
+  }
+}
 
 const BIN = resolve('bin/fibkeeper.js');
 
@@ -38,7 +127,7 @@ export interface AgentNode extends ClusterLabNode {
   sock: string;
   configFile: string;
   logFile: string;
-  proxy: CutProxy;
+  proxy: ProxyProc;
   proc: ChildProcess | undefined;
 }
 
@@ -88,7 +177,7 @@ export class ClusterWorld {
         }
       }
       if (world && world.#wire.exitCode === null) world.#wire.kill('SIGTERM');
-      for (const n of nodes) await n.proxy.close();
+      for (const n of nodes) n.proxy.close();
       await new Promise((r) => setTimeout(r, 100));
       if (lab) clusterLabDown(lab.prefix);
       await etcd.destroy();
@@ -98,7 +187,7 @@ export class ClusterWorld {
     for (const n of lab.nodes) {
       const d = join(dir, n.name);
       mkdirSync(d, { mode: 0o750 });
-      const proxy = await CutProxy.start(etcd.clientPort);
+      const proxy = await ProxyProc.start(etcd.clientPort);
       const node: AgentNode = {
         ...n,
         dir: d,

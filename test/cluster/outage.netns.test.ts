@@ -1,0 +1,164 @@
+// etcd failing under a cluster of real agents (see failover.netns.test.ts for the lab): the
+// policy of docs/cluster.md, checked in the kernel of every node and in the agents' hold
+// histories. An etcd restart and an outage for everyone end with every IP on the node that
+// held it before, and no IP is held by another node meanwhile (no flapping); during an
+// outage longer than the hold window every node drops its IPs (an outage for everyone is an
+// outage of the cluster IPs: it cannot be told apart from a partition). A member cut off
+// while the desired set changed and etcd compacted its history reads everything again when
+// it returns and converges with the others.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { EtcdStore } from '../../src/cluster/index.js';
+import { privileged } from '../helpers/netns.js';
+import { ClusterWorld, now, until, type AgentNode } from './world.js';
+
+const { skip } = privileged();
+
+let w: ClusterWorld;
+const IPS = ['10.78.0.210', '10.78.0.211', '10.78.0.212', 'fd78::210', 'fd78::211', 'fd78::212'];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** ip → the one node whose holder carries it (throws unless exactly one). */
+function owners(ips: readonly string[]): Map<string, string> {
+  return new Map(
+    ips.map((ip) => {
+      const on = w.holdersOf(ip);
+      if (on.length !== 1) throw new Error(`${ip} is on ${on.length} holders`);
+      return [ip, on[0] as string];
+    }),
+  );
+}
+
+/**
+ * Waits until every IP is on exactly one holder, every live node holding some, and it stays
+ * so for longer than the rebalance delay (1 s).
+ */
+async function settled(
+  ips: readonly string[],
+  live: readonly AgentNode[] = w.nodes,
+): Promise<Map<string, string>> {
+  const even = (m: Map<string, string>) =>
+    live.every((n) => [...m.values()].filter((v) => v === n.name).length >= 1);
+  for (;;) {
+    let got = new Map<string, string>();
+    await until(
+      () => {
+        try {
+          got = owners(ips);
+          return even(got);
+        } catch {
+          return false;
+        }
+      },
+      20_000,
+      'every IP on exactly one holder, spread over the nodes',
+    );
+    await sleep(1200);
+    try {
+      if (JSON.stringify([...owners(ips)]) === JSON.stringify([...got])) return got;
+    } catch {
+      // moving: wait again
+    }
+  }
+}
+
+/** Since `mark`, every hold set of every agent held only IPs that `before` gives to it. */
+function onlyTheirOwn(before: Map<string, string>, mark: number): void {
+  const wrong = w
+    .holdRecords()
+    .filter((r) => r.at >= mark)
+    .flatMap((r) => r.ips.filter((ip) => before.get(ip) !== r.node).map((ip) => `${r.node} ${ip}`));
+  expect(wrong).toEqual([]);
+}
+
+describe.skipIf(skip)('cluster mode when etcd fails', () => {
+  beforeAll(async () => {
+    w = await ClusterWorld.create('o');
+    await Promise.all(w.nodes.map((n) => w.start(n)));
+    await w.api(w.node('n1'), 'POST', '/v1/cluster/extip', { ips: IPS });
+  }, 90_000);
+
+  it('an etcd restart leaves every IP where it was', async () => {
+    const before = await settled(IPS);
+    const mark = now();
+    await w.etcd.restart('SIGTERM');
+    await Promise.all(w.nodes.map((n) => w.ready(n)));
+    await sleep(1500); // a late fence or claim would show by now
+    expect(await settled(IPS)).toEqual(before);
+    onlyTheirOwn(before, mark);
+    w.expectNeverTwoHolders();
+  });
+
+  it('an outage for everyone: every node drops its IPs, then the same nodes hold them again', async () => {
+    const before = await settled(IPS);
+    const mark = now();
+    await w.etcd.stop('SIGKILL');
+    await until(
+      () => w.nodes.every((n) => w.held(n).length === 0),
+      3000,
+      'every node dropped its IPs (no lease can be proven valid)',
+    );
+    for (const n of w.nodes) {
+      const st = (await w.api(n, 'GET', '/v1/status')) as { unhealthy: string[]; ready: boolean };
+      expect(st.ready).toBe(false);
+    }
+    await sleep(2000);
+    await w.etcd.resume();
+    await until(
+      () => {
+        try {
+          return JSON.stringify([...owners(IPS)]) === JSON.stringify([...before]);
+        } catch {
+          return false;
+        }
+      },
+      15_000,
+      'the same nodes hold the same IPs again',
+    );
+    onlyTheirOwn(before, mark);
+    w.expectNeverTwoHolders();
+  });
+
+  it('a member cut off while the set changed and etcd compacted converges when it returns', async () => {
+    await settled(IPS);
+    const n3 = w.node('n3');
+    await n3.proxy.cut();
+    await until(() => w.held(n3).length === 0, 3000, 'the cut-off member dropped its IPs');
+    const added = ['10.78.0.220', 'fd78::220'];
+    await w.api(w.node('n1'), 'POST', '/v1/cluster/extip', { ips: added });
+    await w.api(w.node('n1'), 'DELETE', '/v1/cluster/extip', { ips: ['10.78.0.210'] });
+    const desired = [...IPS.filter((ip) => ip !== '10.78.0.210'), ...added];
+    await settled(desired, [w.node('n1'), w.node('n2')]);
+    const store = new EtcdStore({ endpoints: [w.etcd.endpoint], requestTimeoutMs: 2000 });
+    try {
+      const { revision } = await store.getPrefix('/');
+      await store.compact(revision);
+    } finally {
+      store.close();
+    }
+    await n3.proxy.heal();
+    await w.ready(n3);
+    const view = async (name: string) => {
+      const s = (await w.api(w.node(name), 'GET', '/v1/cluster/status')) as {
+        ips: { ip: string; owner?: string }[];
+      };
+      return JSON.stringify(s.ips.map((i) => [i.ip, i.owner ?? '']));
+    };
+    await until(
+      async () => (await view('n3')) === (await view('n1')),
+      15_000,
+      'n3 sees what n1 sees',
+    );
+    expect(
+      JSON.parse(await view('n3'))
+        .map((x: string[]) => x[0])
+        .sort(),
+    ).toEqual([...desired].sort());
+    const final = await settled(desired);
+    expect([...final.values()]).toContain('n3'); // it holds its share again
+    expect(w.holdersOf('10.78.0.210')).toEqual([]);
+    expect(
+      w.logLines(n3).some((l) => l.msg === 'cluster watch compacted; reading everything again'),
+    ).toBe(true);
+    w.expectNeverTwoHolders();
+  });
+});
