@@ -56,7 +56,7 @@ export {
   type WatchHandle,
   type WatchHandlers,
 } from './store.js';
-export { LocalEtcd, freePort, type LocalEtcdOptions } from './local-etcd.js';
+export { LocalEtcd, findEtcd, freePort, type LocalEtcdOptions } from './local-etcd.js';
 export { monotonicClock } from './clock.js';
 export {
   findOverlaps,

@@ -182,7 +182,8 @@ async function healthy(port: number): Promise<boolean> {
   }
 }
 
-function findEtcd(): string {
+/** The etcd binary: `etcd` on PATH or /usr/bin/etcd; NotFoundError saying what to install. */
+export function findEtcd(): string {
   for (const dir of (process.env['PATH'] ?? '').split(':').concat('/usr/bin')) {
     const p = join(dir, 'etcd');
     if (dir && existsSync(p)) return p;

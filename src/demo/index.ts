@@ -15,6 +15,7 @@ import { decodeFrame } from '../extip/index.js';
 import { labDown, labUp, type Lab } from '../lab/index.js';
 import { PacketSocket, unmount, isBpffs } from '../native/index.js';
 import { NetlinkHandle } from '../netlink/index.js';
+import { clusterAct, etcdAvailable } from './cluster.js';
 import { countersByAction, countersByResult, scrape, type Scrape } from './scrape.js';
 import { stopFlows, udpFlow } from './traffic.js';
 
@@ -30,6 +31,8 @@ interface Ctx {
   metricsUrl: string;
   agent: ChildProcess | undefined;
   api: ApiClient;
+  /** Removes what the cluster act made (its own lab, agents and etcd). */
+  clusterCleanup: (() => Promise<void>) | undefined;
 }
 
 const BIN = fileURLToPath(new URL('../../bin/fibkeeper.js', import.meta.url));
@@ -260,6 +263,11 @@ async function extipDemo(c: Ctx): Promise<void> {
 
 async function cleanup(c: Ctx): Promise<void> {
   await stopFlows();
+  try {
+    await c.clusterCleanup?.();
+  } catch (err) {
+    c.io.out(`  cleanup: ${describeError(err)}\n`);
+  }
   if (c.agent && c.agent.exitCode === null) {
     const exited = new Promise((r) => c.agent?.once('exit', r));
     c.agent.kill('SIGTERM');
@@ -301,11 +309,13 @@ export async function runDemo(rawIo: DemoIo): Promise<number> {
   const dir = join(tmpdir(), `fibkeeper-demo-${prefix}`);
   mkdirSync(join(dir, 'run'), { recursive: true, mode: 0o750 });
   const port = await freePort();
+  const cluster = etcdAvailable();
+  const of = cluster ? 6 : 5;
   io.out(
-    `fibkeeper demo (lab "${prefix}": network namespaces ${prefix}-client, -router, -server1, -gw, -server2)\n`,
+    `fibkeeper demo (lab "${prefix}": network namespaces ${prefix}-client, -router, -server1, -gw, -server2${cluster ? `; ${prefix}c-n1..n3, -client, -br for the cluster act` : ''})\n`,
   );
   io.out(
-    `[1/5] lab: client -- router -- server1, and router -- gw -- server2; fibkeeper runs in the router\n`,
+    `[1/${of}] lab: client -- router -- server1, and router -- gw -- server2; fibkeeper runs in the router\n`,
   );
   const lab = labUp(prefix);
   const c: Ctx = {
@@ -316,6 +326,7 @@ export async function runDemo(rawIo: DemoIo): Promise<number> {
     metricsUrl: `http://127.0.0.1:${port}`,
     agent: undefined,
     api: new ApiClient(join(dir, 'run', 'api.sock')),
+    clusterCleanup: undefined,
   };
   const onSignal = () => {
     interrupted = true;
@@ -330,7 +341,7 @@ export async function runDemo(rawIo: DemoIo): Promise<number> {
   try {
     await startAgent(c, port);
     io.out(
-      `[2/5] forwardable: server1 ${lab.addr.server1} / ${lab.addr.server1v6} (on-link), server2 ${lab.addr.server2} / ${lab.addr.server2v6} (via gw)\n`,
+      `[2/${of}] forwardable: server1 ${lab.addr.server1} / ${lab.addr.server1v6} (on-link), server2 ${lab.addr.server2} / ${lab.addr.server2v6} (via gw)\n`,
     );
     await c.api.call('POST', '/v1/forwardable', {
       owner: 'demo',
@@ -347,12 +358,24 @@ export async function runDemo(rawIo: DemoIo): Promise<number> {
       'neighbor entries',
     );
     showNeighbors(c);
-    io.out(`[3/5] traffic from the client\n`);
+    io.out(`[3/${of}] traffic from the client\n`);
     await traffic(c, 'sent');
-    io.out(`[4/5] repair: delete the router's neighbor entry for server1\n`);
+    io.out(`[4/${of}] repair: delete the router's neighbor entry for server1\n`);
     await repairDemo(c);
-    io.out(`[5/5] external IP on the holder device, announced from r-client\n`);
+    io.out(`[5/${of}] external IP on the holder device, announced from r-client\n`);
     await extipDemo(c);
+    if (cluster) {
+      io.out(
+        `[6/6] cluster mode: three nodes and a client on one segment, one cluster IP, the holder killed\n`,
+      );
+      await clusterAct(io, {
+        prefix: `${prefix}c`,
+        dir: join(dir, 'cluster'),
+        onCleanup: (fn) => (c.clusterCleanup = fn),
+      });
+    } else {
+      io.out(`(the cluster act needs etcd: apt-get install etcd-server)\n`);
+    }
     const m = await scrape(c.metricsUrl);
     const pick = (prefix: string) =>
       [...m].filter(([k, v]) => k.startsWith(prefix) && v > 0).map(([k, v]) => `${k} ${v}`);
