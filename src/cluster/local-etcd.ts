@@ -19,6 +19,9 @@ export interface LocalEtcdOptions {
   electionMs?: number;
   /** How long to wait for the server to answer after a (re)start. */
   startTimeoutMs?: number;
+  /** Called with the PID of every etcd process started (start and each restart), e.g. for a
+   * watchdog that ends it should the caller die before it could. */
+  onSpawn?: (pid: number) => void;
 }
 
 /** A running (or stopped) local etcd; `restart()` keeps the data dir and ports. */
@@ -30,14 +33,20 @@ export class LocalEtcd {
   readonly electionMs: number;
   readonly #binary: string;
   readonly #startTimeoutMs: number;
+  readonly #onSpawn: ((pid: number) => void) | undefined;
   #child: ChildProcess | undefined;
   #log: string[] = [];
 
-  private constructor(opts: Required<LocalEtcdOptions>, ports: [number, number], dir: string) {
+  private constructor(
+    opts: Required<Omit<LocalEtcdOptions, 'onSpawn'>> & LocalEtcdOptions,
+    ports: [number, number],
+    dir: string,
+  ) {
     this.#binary = opts.binary;
     this.heartbeatMs = opts.heartbeatMs;
     this.electionMs = opts.electionMs;
     this.#startTimeoutMs = opts.startTimeoutMs;
+    this.#onSpawn = opts.onSpawn;
     [this.clientPort, this.peerPort] = ports;
     this.dataDir = dir;
   }
@@ -50,6 +59,7 @@ export class LocalEtcd {
       heartbeatMs: options.heartbeatMs ?? 50,
       electionMs: options.electionMs ?? 500,
       startTimeoutMs: options.startTimeoutMs ?? 15_000,
+      onSpawn: options.onSpawn,
     };
     const dir = mkdtempSync(join(memoryDir(), 'fk-etcd-'));
     const etcd = new LocalEtcd(opts, [await freePort(), await freePort()], dir);
@@ -100,6 +110,7 @@ export class LocalEtcd {
     ];
     const child = spawn(this.#binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     this.#child = child;
+    if (child.pid !== undefined) this.#onSpawn?.(child.pid);
     this.#log = [];
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (s: string) => {

@@ -3,7 +3,7 @@
 // with SIGKILL and another node takes the IP over while the client keeps pinging it. What is
 // shown comes from the kernel (`ip addr`, the client's neighbor entry) and the client's wire.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiClient } from '../api/index.js';
@@ -12,8 +12,11 @@ import { decodeFrame } from '../extip/index.js';
 import {
   clusterAgentConfig,
   clusterLabDown,
+  clusterLabNamespaces,
   clusterLabUp,
+  describeClusterLab,
   type ClusterLab,
+  type Reaper,
   type ClusterLabNode,
 } from '../lab/index.js';
 import { PacketSocket } from '../native/index.js';
@@ -85,22 +88,31 @@ async function clientEntry(lab: ClusterLab, ip: string): Promise<string | undefi
  */
 export async function clusterAct(
   io: ClusterActIo,
-  o: { prefix: string; dir: string; onCleanup(fn: () => Promise<void>): void },
+  o: { prefix: string; dir: string; reaper: Reaper; onCleanup(fn: () => Promise<void>): void },
 ): Promise<void> {
   const procs: ChildProcess[] = [];
   let etcd: LocalEtcd | undefined;
   let lab: ClusterLab | undefined;
   let pinger: ChildProcess | undefined;
   let sock: PacketSocket | undefined;
-  o.onCleanup(async () => {
+  // Set by the cleanup: a step still in flight (etcd starting) ends what it made and stops.
+  let cancelled = false;
+  const cleanup = async () => {
+    cancelled = true;
     sock?.close();
-    if (pinger?.exitCode === null) pinger.kill('SIGKILL');
+    sock = undefined;
     for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
     await sleep(100);
-    if (lab) clusterLabDown(lab.prefix);
+    clusterLabDown(o.prefix);
     await etcd?.destroy();
-  });
-  etcd = await LocalEtcd.start();
+  };
+  o.onCleanup(cleanup);
+  o.reaper.netns(...clusterLabNamespaces(describeClusterLab(o.prefix)));
+  etcd = await LocalEtcd.start({ onSpawn: (pid) => o.reaper.process(pid) });
+  if (cancelled) {
+    await etcd.destroy();
+    throw new Error('interrupted');
+  }
   lab = clusterLabUp(o.prefix);
   const nodes: Node[] = lab.nodes.map((n) => {
     const dir = join(o.dir, n.name);
@@ -113,9 +125,12 @@ export async function clusterAct(
   });
   const start = (n: Node) => {
     const log = openSync(join(n.dir, 'agent.log'), 'a');
-    n.proc = spawn(process.execPath, [BIN, 'run', '--config', join(n.dir, 'config.yaml')], {
-      stdio: ['ignore', log, log],
-    });
+    n.proc = o.reaper.agent(
+      spawn(process.execPath, [BIN, 'run', '--config', join(n.dir, 'config.yaml')], {
+        stdio: ['ignore', log, log],
+      }),
+    );
+    closeSync(log);
     procs.push(n.proc);
   };
   nodes.forEach(start);
@@ -172,9 +187,10 @@ export async function clusterAct(
     },
     onError() {},
   });
-  pinger = spawn('ip', ['netns', 'exec', c.netns, 'ping', '-q', '-i', '0.02', ip], {
-    stdio: 'ignore',
-  });
+  pinger = o.reaper.child(
+    spawn('ip', ['netns', 'exec', c.netns, 'ping', '-q', '-i', '0.02', ip], { stdio: 'ignore' }),
+  );
+  procs.push(pinger);
   await until(() => (replies.length >= 5 ? true : undefined), 5000, 'ping replies');
   io.out(
     `  the client pings ${ip} every 20 ms; its neighbor entry: ${await clientEntry(lab, ip)} (${holder.name})\n`,

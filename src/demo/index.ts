@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { ApiClient } from '../api/index.js';
 import { describeError } from '../errors/index.js';
 import { decodeFrame } from '../extip/index.js';
-import { labDown, labUp, type Lab } from '../lab/index.js';
+import { Reaper, describeLab, labDown, labUp, type Lab } from '../lab/index.js';
 import { PacketSocket, unmount, isBpffs } from '../native/index.js';
 import { NetlinkHandle } from '../netlink/index.js';
 import { clusterAct, etcdAvailable } from './cluster.js';
@@ -33,6 +33,8 @@ interface Ctx {
   api: ApiClient;
   /** Removes what the cluster act made (its own lab, agents and etcd). */
   clusterCleanup: (() => Promise<void>) | undefined;
+  /** Ends what the demo started and deletes its namespaces should the demo die first. */
+  reaper: Reaper;
 }
 
 const BIN = fileURLToPath(new URL('../../bin/fibkeeper.js', import.meta.url));
@@ -95,7 +97,7 @@ async function startAgent(c: Ctx, port: number): Promise<void> {
     `--metrics-address=127.0.0.1:${port}`,
   ];
   const started = Date.now();
-  c.agent = spawn(process.execPath, args, { stdio: ['ignore', log, log] });
+  c.agent = c.reaper.agent(spawn(process.execPath, args, { stdio: ['ignore', log, log] }));
   const exited = new Promise<number>((resolve) =>
     c.agent?.once('exit', (code) => resolve(code ?? 1)),
   );
@@ -317,8 +319,13 @@ export async function runDemo(rawIo: DemoIo): Promise<number> {
   io.out(
     `[1/${of}] lab: client -- router -- server1, and router -- gw -- server2; fibkeeper runs in the router\n`,
   );
+  // Should the demo die before its cleanup (SIGKILL, a signal during a synchronous step),
+  // the reaper removes the labs and ends the agents and etcd it started.
+  const reaper = Reaper.start();
+  reaper.netns(...Object.values(describeLab(prefix).hosts));
   const lab = labUp(prefix);
   const c: Ctx = {
+    reaper,
     io,
     lab,
     dir,
@@ -332,6 +339,7 @@ export async function runDemo(rawIo: DemoIo): Promise<number> {
     interrupted = true;
     rawIo.out('\ninterrupted: cleaning up\n');
     void cleanup({ ...c, io: rawIo }).then(() => {
+      reaper.close();
       rawIo.out('cleanup: agent stopped, XDP detached, namespaces removed\n');
       process.exit(130);
     });
@@ -371,6 +379,7 @@ export async function runDemo(rawIo: DemoIo): Promise<number> {
       await clusterAct(io, {
         prefix: `${prefix}c`,
         dir: join(dir, 'cluster'),
+        reaper,
         onCleanup: (fn) => (c.clusterCleanup = fn),
       });
     } else {
@@ -403,6 +412,7 @@ export async function runDemo(rawIo: DemoIo): Promise<number> {
     process.off('SIGTERM', onSignal);
     if (!interrupted) {
       await cleanup(c);
+      reaper.close();
       io.out(`cleanup: agent stopped, XDP detached, namespaces removed\n`);
     }
   }

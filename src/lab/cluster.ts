@@ -75,7 +75,8 @@ function run(cmd: string, args: string[], input?: string): void {
   }
 }
 
-function namespaces(lab: ClusterLab): string[] {
+/** The lab's namespace names (for a Reaper to delete should cleanup never run). */
+export function clusterLabNamespaces(lab: ClusterLab): string[] {
   return [lab.bridge, lab.client.netns, ...lab.nodes.map((n) => n.netns)];
 }
 
@@ -85,13 +86,13 @@ function namespaces(lab: ClusterLab): string[] {
  */
 export function clusterLabUp(prefix: string, nodes = 3): ClusterLab {
   const lab = describeClusterLab(prefix, nodes);
-  if (namespaces(lab).some((ns) => existsSync(`/run/netns/${ns}`))) {
+  if (clusterLabNamespaces(lab).some((ns) => existsSync(`/run/netns/${ns}`))) {
     throw new FibkeeperError(`a cluster lab with prefix "${prefix}" exists already`, {
       code: 'FIBKEEPER_ERR_CONFLICT',
     });
   }
   try {
-    for (const ns of namespaces(lab)) {
+    for (const ns of clusterLabNamespaces(lab)) {
       run('ip', ['netns', 'add', ns]);
       for (const key of ['all', 'default']) {
         run('ip', ['netns', 'exec', ns, 'sysctl', '-q', '-w', `net.ipv6.conf.${key}.accept_dad=0`]);
@@ -129,7 +130,7 @@ export function clusterLabUp(prefix: string, nodes = 3): ClusterLab {
 export function clusterLabDown(prefix: string, nodes = 3): string[] {
   const lab = describeClusterLab(prefix, nodes);
   const removed: string[] = [];
-  for (const ns of namespaces(lab)) {
+  for (const ns of clusterLabNamespaces(lab)) {
     if (!existsSync(`/run/netns/${ns}`)) continue;
     const pids = spawnSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).stdout ?? '';
     for (const pid of pids.split(/\s+/).filter(Boolean)) {

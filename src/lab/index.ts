@@ -9,12 +9,14 @@ export { describeLab, PREFIX_RE, type Lab, type LabHost, type LabLink } from './
 export {
   clusterAgentConfig,
   clusterLabDown,
+  clusterLabNamespaces,
   clusterLabUp,
   describeClusterLab,
   type ClusterAgentOptions,
   type ClusterLab,
   type ClusterLabNode,
 } from './cluster.js';
+export { Reaper, processStartTime } from './reaper.js';
 
 function run(cmd: string, args: string[], input?: string): string {
   const r = spawnSync(cmd, args, { encoding: 'utf8', input });

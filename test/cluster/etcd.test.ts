@@ -14,7 +14,7 @@ import {
 } from '../../src/cluster/index.js';
 import { CompactedError } from '../../src/cluster/index.js';
 import { cleanupLater } from '../helpers/cleanup.js';
-import { eventually, holders, MemberProc } from './harness.js';
+import { eventually, holders, MemberProc, reaper } from './harness.js';
 import { CutProxy } from './proxy.js';
 
 let etcd: LocalEtcd;
@@ -23,7 +23,7 @@ let store: EtcdStore;
 let prefixN = 0;
 
 beforeAll(async () => {
-  etcd = await LocalEtcd.start();
+  etcd = await LocalEtcd.start({ onSpawn: (pid) => reaper.process(pid) });
   store = new EtcdStore({ endpoints: [etcd.endpoint], requestTimeoutMs: 2000 });
 });
 afterAll(async () => {

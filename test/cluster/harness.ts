@@ -1,10 +1,16 @@
 // Cluster members as child processes (test/cluster/member-proc.mjs) against a real etcd,
 // with their hold-set histories collected for the checks. Every process is ended by its
-// own PID when the test ends.
+// own PID when the test ends (and by the reaper, or on their stdin's end, should we die).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
 import { cleanupLater } from '../helpers/cleanup.js';
 import type { ClusterOptions, HoldRecord } from '../../src/cluster/index.js';
+import { Reaper } from '../../src/lab/index.js';
+
+/** Ends the members and the etcd of this file by PID should the file never reach afterAll. */
+export const reaper = Reaper.start();
+afterAll(() => reaper.close());
 
 const SCRIPT = fileURLToPath(new URL('./member-proc.mjs', import.meta.url));
 const NODE = process.execPath;
@@ -30,9 +36,11 @@ export class MemberProc {
 
   constructor(endpoint: string, name: string, options: Partial<ClusterOptions> = {}) {
     this.name = name;
-    this.proc = spawn(NODE, [SCRIPT, JSON.stringify({ endpoint, nodeName: name, options })], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    this.proc = reaper.child(
+      spawn(NODE, [SCRIPT, JSON.stringify({ endpoint, nodeName: name, options })], {
+        stdio: ['pipe', 'pipe', 'inherit'],
+      }),
+    );
     let buf = '';
     this.proc.stdout!.setEncoding('utf8');
     this.proc.stdout!.on('data', (s: string) => {

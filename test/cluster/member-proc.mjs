@@ -27,6 +27,9 @@ const member = new ClusterMember({
       reason: s.reason,
     }),
 });
+// Our parent (the test) is gone when our stdin ends: so are we.
+process.stdin.on('end', () => process.exit(1));
+process.stdin.resume();
 let stopping = false;
 process.on('SIGTERM', () => {
   if (stopping) return;

@@ -6,13 +6,22 @@
 // the end of the file, also when a test fails; processes are ended by their PID.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, expect } from 'vitest';
 import {
   LocalEtcd,
   findOverlaps,
+  freePort,
   holdIntervals,
   monotonicClock,
   type HoldRecord,
@@ -20,8 +29,11 @@ import {
 import { buildArp } from '../../src/extip/index.js';
 import {
   clusterAgentConfig,
+  Reaper,
   clusterLabDown,
+  clusterLabNamespaces,
   clusterLabUp,
+  describeClusterLab,
   type ClusterLab,
   type ClusterLabNode,
 } from '../../src/lab/index.js';
@@ -60,9 +72,11 @@ export class ProxyProc {
       "    process.stdout.write('ok ' + c + '\\n'); } });",
       "process.stdin.on('end', () => process.exit(0));",
     ].join('\n');
-    const child = spawn(process.execPath, ['--no-warnings', '--input-type=module', '-e', script], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
+    const child = reaper.child(
+      spawn(process.execPath, ['--no-warnings', '--input-type=module', '-e', script], {
+        stdio: ['pipe', 'pipe', 'inherit'],
+      }),
+    );
     const lines: string[] = [];
     let wake: (() => void)[] = [];
     let buf = '';
@@ -122,12 +136,22 @@ export class ProxyProc {
 
 const BIN = resolve('bin/fibkeeper.js');
 
+/** Ends what the worlds of this file spawned and deletes their namespaces, should we die. */
+const reaper = Reaper.start();
+const teardowns: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const t of teardowns.splice(0)) await t();
+  reaper.close();
+});
+
 export interface AgentNode extends ClusterLabNode {
   dir: string;
   sock: string;
   configFile: string;
   logFile: string;
   proxy: ProxyProc;
+  /** The agent's Prometheus endpoint (http://127.0.0.1:PORT/metrics). */
+  metricsUrl: string;
   proc: ChildProcess | undefined;
 }
 
@@ -149,6 +173,8 @@ export class ClusterWorld {
   readonly nodes: AgentNode[];
   readonly dir: string;
   readonly speakers: Speaker[] = [];
+  /** Every agent process started (all runs of every node), ended by PID at teardown. */
+  readonly agents: ChildProcess[] = [];
   readonly #wire: ChildProcess;
   #asker: { timer: ReturnType<typeof setInterval>; sock: PacketSocket } | undefined;
 
@@ -160,34 +186,40 @@ export class ClusterWorld {
     this.#wire = this.#tcpdump();
   }
 
-  /** Builds the lab, etcd, proxies and configs (agents not started); torn down after the file. */
+  /**
+   * Builds the lab, etcd, proxies and configs (agents not started). Everything is removed
+   * after the file (world.ts's own afterAll; a hook registered from inside beforeAll would
+   * never run), and should that never happen — the worker died, the run was killed — the
+   * reaper ends the processes by PID and deletes the namespaces.
+   */
   static async create(tag: string, cluster: string[] = []): Promise<ClusterWorld> {
     const prefix = `fk${tag}${randomBytes(2).toString('hex')}`.slice(0, 8);
-    const etcd = await LocalEtcd.start();
-    const dir = mkdtempSync(join(tmpdir(), `fk-cluster-${tag}-`));
+    reaper.netns(...clusterLabNamespaces(describeClusterLab(prefix)));
+    let etcd: LocalEtcd | undefined;
     let lab: ClusterLab | undefined;
     const nodes: AgentNode[] = [];
+    const proxies: ProxyProc[] = [];
     let world: ClusterWorld | undefined;
-    afterAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), `fk-cluster-${tag}-`));
+    teardowns.push(async () => {
       world?.stopAsking();
-      for (const n of nodes) {
-        if (n.proc && n.proc.exitCode === null && n.proc.signalCode === null) {
-          n.proc.kill('SIGCONT');
-          n.proc.kill('SIGKILL');
-        }
+      for (const p of world?.agents ?? []) {
+        if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
       }
-      if (world && world.#wire.exitCode === null) world.#wire.kill('SIGTERM');
-      for (const n of nodes) n.proxy.close();
-      await new Promise((r) => setTimeout(r, 100));
-      if (lab) clusterLabDown(lab.prefix);
-      await etcd.destroy();
+      if (world && world.#wire.exitCode === null) world.#wire.kill('SIGKILL');
+      for (const p of proxies) p.close();
+      clusterLabDown(prefix);
+      await etcd?.destroy();
       rmSync(dir, { recursive: true, force: true });
     });
+    etcd = await LocalEtcd.start({ onSpawn: (pid) => reaper.process(pid) });
     lab = clusterLabUp(prefix);
     for (const n of lab.nodes) {
       const d = join(dir, n.name);
       mkdirSync(d, { mode: 0o750 });
       const proxy = await ProxyProc.start(etcd.clientPort);
+      proxies.push(proxy);
+      const metrics = `127.0.0.1:${await freePort()}`;
       const node: AgentNode = {
         ...n,
         dir: d,
@@ -195,11 +227,18 @@ export class ClusterWorld {
         configFile: join(d, 'config.yaml'),
         logFile: join(d, 'agent.log'),
         proxy,
+        metricsUrl: `http://${metrics}/metrics`,
         proc: undefined,
       };
       writeFileSync(
         node.configFile,
-        clusterAgentConfig(n, { etcd: proxy.endpoint, dir: d, logLevel: 'debug', cluster }) + '\n',
+        clusterAgentConfig(n, {
+          etcd: proxy.endpoint,
+          dir: d,
+          logLevel: 'debug',
+          cluster,
+          metrics,
+        }) + '\n',
       );
       nodes.push(node);
     }
@@ -223,9 +262,13 @@ export class ClusterWorld {
   /** Starts the node's agent and waits until it reports ready (registered in the cluster). */
   async start(n: AgentNode): Promise<void> {
     const fd = openSync(n.logFile, 'a');
-    n.proc = spawn(process.execPath, [BIN, 'run', '--config', n.configFile], {
-      stdio: ['ignore', fd, fd],
-    });
+    n.proc = reaper.agent(
+      spawn(process.execPath, [BIN, 'run', '--config', n.configFile], {
+        stdio: ['ignore', fd, fd],
+      }),
+    );
+    closeSync(fd);
+    this.agents.push(n.proc);
     await this.ready(n);
   }
 
@@ -275,6 +318,18 @@ export class ClusterWorld {
     if (r.status >= 400)
       throw new Error(`${method} ${path} on ${n.name}: ${JSON.stringify(r.body)}`);
     return r.body;
+  }
+
+  /** The node's metrics: series (name with labels, as exposed) → value. */
+  async metrics(n: AgentNode): Promise<Map<string, number>> {
+    const text = await (await fetch(n.metricsUrl, { signal: AbortSignal.timeout(5000) })).text();
+    const out = new Map<string, number>();
+    for (const line of text.split('\n')) {
+      if (line === '' || line.startsWith('#')) continue;
+      const i = line.lastIndexOf(' ');
+      out.set(line.slice(0, i), Number(line.slice(i + 1)));
+    }
+    return out;
   }
 
   // --- what the kernel shows ---------------------------------------------------------------
@@ -347,6 +402,7 @@ export class ClusterWorld {
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
+    reaper.child(child);
     let buf = '';
     child.stdout!.setEncoding('utf8');
     child.stdout!.on('data', (s: string) => {
