@@ -6,8 +6,9 @@
 // two nodes hold it: checked on the agents' own hold-set histories and on the segment
 // (tcpdump on the bridge: every ARP reply, gratuitous ARP and NA lies inside a hold interval
 // of the node that sent it), while the client keeps asking for the IP.
+import { execFileSync } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { privileged } from '../helpers/netns.js';
+import { ipJson, privileged } from '../helpers/netns.js';
 import { ClusterWorld, now, until, type AgentNode } from './world.js';
 
 const { skip } = privileged();
@@ -55,6 +56,29 @@ describe.skipIf(skip)('cluster mode: three agents and a client on one segment', 
         10_000,
         `${n.name}: the other nodes' IPs forwardable with owner cluster`,
       );
+      // ...and the kernel has them: entries fibkeeper keeps (proto 241) with the peers' MACs.
+      await until(
+        () => {
+          const got = ipJson<{ dst: string; lladdr?: string; protocol?: string }[]>(
+            n.netns,
+            'neigh',
+            'show',
+            'dev',
+            n.dev,
+            'nud',
+            'all',
+          );
+          return w.nodes
+            .filter((o) => o !== n)
+            .every((o) =>
+              [o.v4, o.v6].every((ip) =>
+                got.some((e) => e.dst === ip && e.lladdr === o.mac && e.protocol === '241'),
+              ),
+            );
+        },
+        10_000,
+        `${n.name}: kernel neighbor entries for the other nodes`,
+      );
     }
     const ips = Array.from({ length: 30 }, (_, i) => w.lab.ip4(i));
     await w.api(w.node('n1'), 'POST', '/v1/cluster/extip', { ips });
@@ -68,6 +92,19 @@ describe.skipIf(skip)('cluster mode: three agents and a client on one segment', 
       '10 IPs on each holder',
     );
     const first = placementNow(ips);
+    // Each agent's metrics say the same: three members, a valid lease, its ten IPs, each
+    // acquired once; etcd requests timed.
+    for (const n of w.nodes) {
+      const m = await w.metrics(n);
+      expect(m.get('fibkeeper_cluster_members'), n.name).toBe(3);
+      expect(m.get('fibkeeper_cluster_lease_valid'), n.name).toBe(1);
+      expect(m.get('fibkeeper_cluster_ips_held'), n.name).toBe(10);
+      expect(m.get('fibkeeper_cluster_ownership_changes_total{change="acquired"}')).toBe(10);
+      expect(m.get('fibkeeper_cluster_ownership_changes_total{change="lost"}')).toBe(0);
+      expect(
+        m.get('fibkeeper_cluster_etcd_request_duration_seconds_count{op="keepalive"}'),
+      ).toBeGreaterThan(0);
+    }
     for (const [name, sig] of [
       ['n2', 'SIGTERM'],
       ['n3', 'SIGKILL'],
@@ -81,6 +118,18 @@ describe.skipIf(skip)('cluster mode: three agents and a client on one segment', 
       extip: { ip: string; owner: string | null }[];
     };
     expect(new Map(list.extip.map((e) => [e.ip, e.owner ?? '']))).toEqual(first);
+    // `fibkeeper cluster status`, the command an operator runs: every member, and every IP
+    // with the owner the kernels show.
+    const out = execFileSync(
+      process.execPath,
+      ['bin/fibkeeper.js', 'cluster', 'status', '--socket', w.node('n2').sock],
+      { encoding: 'utf8' },
+    );
+    expect(out).toMatch(/^Cluster: node n2, registered; lease \S+ \(TTL 1000 ms, age /);
+    for (const n of w.nodes) expect(out).toMatch(new RegExp(`^ +${n.name} .*${n.v4}`, 'm'));
+    for (const [ip, on] of first) {
+      expect(out).toMatch(new RegExp(`^ +${ip.replaceAll('.', '\\.')} +${on} +${on} `, 'm'));
+    }
     await w.api(w.node('n3'), 'DELETE', '/v1/cluster/extip', { ips });
     await until(() => w.nodes.every((n) => w.held(n).length === 0), 10_000, 'every IP released');
     w.expectNeverTwoHolders();
@@ -104,6 +153,9 @@ describe.skipIf(skip)('cluster mode: three agents and a client on one segment', 
     expect(await w.clientPing(ip)).toBe(true);
     expect(w.clientEntry(ip)).toBe(old.mac);
     w.askFor([X, X6]);
+    const before = new Map(
+      await Promise.all(w.nodes.map(async (n) => [n, await w.metrics(n)] as const)),
+    );
     const t0 = now();
     await fault(old);
     await until(
@@ -116,6 +168,12 @@ describe.skipIf(skip)('cluster mode: three agents and a client on one segment', 
     await until(() => w.clientEntry(ip) === next.mac, 5000, "the client's entry follows");
     expect(await w.clientPing(ip)).toBe(true);
     const firstWord = (w.spoke(next.mac, ip, t0)[0] as { at: number }).at;
+    // The new owner's metrics count the take-over: an acquired IP, one more failover timed.
+    const m = await w.metrics(next);
+    const was = before.get(next) as Map<string, number>;
+    const grew = (k: string) => (m.get(k) ?? 0) - (was.get(k) ?? 0);
+    expect(grew('fibkeeper_cluster_ownership_changes_total{change="acquired"}')).toBeGreaterThan(0);
+    expect(grew('fibkeeper_cluster_failover_duration_seconds_count')).toBeGreaterThan(0);
     await after(old, next);
     w.stopAsking();
     // After the new holder's first word, the old one never spoke for the IP again.
@@ -165,6 +223,15 @@ describe.skipIf(skip)('cluster mode: three agents and a client on one segment', 
       async (old) => {
         await old.proxy.heal();
         await w.ready(old);
+        // Its metrics count the failed keep-alives and the fence (the agent kept running).
+        const m = await w.metrics(old);
+        const failures = [...m]
+          .filter(([k]) => k.startsWith('fibkeeper_cluster_lease_renew_failures_total{'))
+          .reduce((a, [, v]) => a + v, 0);
+        expect(failures).toBeGreaterThan(0);
+        expect(m.get('fibkeeper_cluster_ownership_changes_total{change="fenced"}')).toBeGreaterThan(
+          0,
+        );
       },
     );
   });
