@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0)
 /*
  * fibkeeper XDP forwarder. Forwards IPv4 and IPv6 with bpf_fib_lookup (the
- * kernel's own routes and neighbors) and hands everything it cannot forward
- * to the kernel with XDP_PASS; it never drops. Layouts, names and counter
- * indexes: xdp_fwd.h.
+ * kernel's own routes and neighbors), but only what the kernel itself would
+ * forward, with the same bytes and out of the same multipath leg; every
+ * other frame goes to the kernel with XDP_PASS, which decides. It never
+ * drops. The checks mirror the kernel's receive and forwarding path:
+ * ip_rcv_core/ip6_rcv_core (PACKET_OTHERHOST, header, checksum, lengths),
+ * ip_route_input_slow and fib_validate_source (martians, local sources,
+ * rp_filter), ip_forward/ip6_forward (TTL, options, hairpin) and the
+ * multipath hash (fib_multipath_hash, rt6_multipath_hash). Layouts, names
+ * and counter indexes: xdp_fwd.h.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -18,8 +24,17 @@
 #define IP_MF	  0x2000 /* more fragments */
 #define IP_OFFSET 0x1fff /* fragment offset */
 
-/* IPv6 extension headers skipped on the way to the L4 header. */
-#define IP6_EXT_MAX 4
+/*
+ * IPv6 extension headers walked to the upper-layer protocol, as the flow
+ * dissector walks them (it allows 15); a longer chain goes to the kernel.
+ */
+#define IP6_EXT_MAX 8
+
+/* IPv4 options area: at most 40 bytes. */
+#define IP4_OPT_MAX 40
+
+/* Continue to bpf_fib_lookup (the parse helpers return a reason or this). */
+#define FK_GO (-1)
 
 _Static_assert(sizeof(struct fk_ctr) == 16, "fk_ctr size");
 _Static_assert(sizeof(struct fk_stats) == FK_STATS_SIZE, "fk_stats size");
@@ -32,6 +47,13 @@ _Static_assert(__builtin_offsetof(struct fk_miss_val, nh_family) == 32, "nhf");
 _Static_assert(sizeof(struct fk_config) == FK_CONFIG_SIZE, "fk_config size");
 _Static_assert(__builtin_offsetof(struct fk_config, ipv4) == 16, "ipv4");
 _Static_assert(__builtin_offsetof(struct fk_config, dev_mac) == 24, "dev_mac");
+_Static_assert(sizeof(struct fk_dev_state) == 8, "fk_dev_state size");
+_Static_assert(sizeof(struct fk_state) == FK_STATE_SIZE, "fk_state size");
+_Static_assert(__builtin_offsetof(struct fk_state, dev) == 8, "dev");
+_Static_assert(sizeof(struct fk_local4) == 16384, "fk_local4 size");
+_Static_assert((FK_MAX_SLOTS & (FK_MAX_SLOTS - 1)) == 0, "slots: power of 2");
+_Static_assert(sizeof(struct fk_lpm4_key) == 8, "fk_lpm4_key size");
+_Static_assert(sizeof(struct fk_lpm6_key) == 20, "fk_lpm6_key size");
 _Static_assert(FK_RESULT_SUCCESS == BPF_FIB_LKUP_RET_SUCCESS, "result");
 _Static_assert(FK_RESULT_BLACKHOLE == BPF_FIB_LKUP_RET_BLACKHOLE, "result");
 _Static_assert(FK_RESULT_UNREACHABLE == BPF_FIB_LKUP_RET_UNREACHABLE, "result");
@@ -49,7 +71,6 @@ _Static_assert(sizeof(struct bpf_fib_lookup) == 64, "bpf_fib_lookup size");
 const volatile struct fk_config fk_cfg = {
 	.ipv4 = 1,
 	.ipv6 = 1,
-	.ip4_options = 1,
 	.miss_track = 1,
 };
 
@@ -74,10 +95,56 @@ struct {
 	__type(value, struct fk_miss_val);
 } fk_miss SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fk_state);
+} fk_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fk_local4);
+} fk_local4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, FK_LPM_MAX);
+	__type(key, struct fk_lpm4_key);
+	__type(value, __u8);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} fk_local4w SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, FK_LPM_MAX);
+	__type(key, struct fk_lpm4_key);
+	__type(value, __u8);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} fk_mpath4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, FK_LPM_MAX);
+	__type(key, struct fk_lpm6_key);
+	__type(value, __u8);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} fk_mpath6 SEC(".maps");
+
 /* Parse position: the next unread byte and the end of the frame. */
 struct cursor {
 	void *pos;
 	void *end;
+};
+
+/* What parsing learned for the steps after the lookup. */
+struct pkt {
+	/* the IP packet's length per its header (bytes past it are trimmed) */
+	__u32 l3_len;
+	/* the kernel's multipath hash differs from bpf_fib_lookup's */
+	int mp_check;
 };
 
 /* Ethernet header: returns the EtherType (network order) or -1. */
@@ -93,103 +160,27 @@ static __always_inline int parse_ethhdr(struct cursor *c, struct ethhdr **eth)
 }
 
 /*
- * IPv4 header with options (IHL words): returns the L4 protocol or -1 if
- * truncated or invalid (version, IHL < 5, total length below the header
- * or beyond the frame). Leaves the cursor on the L4 header.
+ * Destination MAC equals the configured one. b is rodata: read it through
+ * volatile, or clang folds the compile-time default (zeros) into the code.
  */
-static __always_inline int parse_iphdr(struct cursor *c, struct iphdr **iph)
+static __always_inline int mac_eq(const __u8 *a, const volatile __u8 *b)
 {
-	struct iphdr *h = c->pos;
-	__u32 hlen, tot;
+	const volatile __u16 *w = (const volatile __u16 *)b;
+	const __u16 *p = (const __u16 *)a;
 
-	if ((void *)(h + 1) > c->end)
-		return -1;
-	if (h->version != 4 || h->ihl < 5)
-		return -1;
-	hlen = h->ihl * 4;
-	tot = bpf_ntohs(h->tot_len);
-	if (tot < hlen || (void *)h + tot > c->end)
-		return -1;
-	c->pos = (void *)h + hlen;
-	*iph = h;
-	return h->protocol;
+	return p[0] == w[0] && p[1] == w[1] && p[2] == w[2];
 }
 
 /*
- * IPv6 fixed header: returns the next header value or -1 if truncated or
- * invalid (version, payload beyond the frame). Cursor after the header.
+ * The "ports" the kernel's flow dissector reports (proto_ports_offset):
+ * bytes 0-3 of TCP, UDP, UDP-Lite, SCTP, DCCP and ESP (the SPI), bytes 4-7
+ * of AH (its SPI). limit is the end of the IP packet; ports outside it are
+ * left zero, as the dissector leaves them.
  */
-static __always_inline int parse_ip6hdr(struct cursor *c, struct ipv6hdr **ip6h)
-{
-	struct ipv6hdr *h = c->pos;
-
-	if ((void *)(h + 1) > c->end)
-		return -1;
-	if (h->version != 6 ||
-	    (void *)(h + 1) + bpf_ntohs(h->payload_len) > c->end)
-		return -1;
-	c->pos = h + 1;
-	*ip6h = h;
-	return h->nexthdr;
-}
-
-/*
- * IPv6 extension headers after the fixed header: skips up to IP6_EXT_MAX
- * routing, destination options, fragment and AH headers and returns the
- * upper-layer protocol, or -1 for a hop-by-hop header (the stack must see
- * it), a header that does not fit in the frame, or a longer chain. *frag is
- * set if a fragment header was seen (then there are no ports to read).
- */
-static __always_inline int parse_ip6ext(struct cursor *c, int nexthdr,
-					int *frag)
-{
-	struct ipv6_opt_hdr *h;
-	__u32 len;
-	int i;
-
-#pragma unroll
-	for (i = 0; i <= IP6_EXT_MAX; i++) {
-		switch (nexthdr) {
-		case IPPROTO_ROUTING:
-		case IPPROTO_DSTOPTS:
-		case IPPROTO_FRAGMENT:
-		case IPPROTO_AH:
-			break;
-		case IPPROTO_HOPOPTS:
-			return -1;
-		default:
-			return nexthdr;
-		}
-		if (i == IP6_EXT_MAX)
-			return -1;
-		h = c->pos;
-		if ((void *)h + 8 > c->end)
-			return -1;
-		if (nexthdr == IPPROTO_FRAGMENT) {
-			*frag = 1;
-			len = 8;
-		} else if (nexthdr == IPPROTO_AH) {
-			len = (h->hdrlen + 2) * 4;
-		} else {
-			len = (h->hdrlen + 1) * 8;
-		}
-		if ((void *)h + len > c->end)
-			return -1;
-		nexthdr = h->nexthdr;
-		c->pos = (void *)h + len;
-	}
-	return -1;
-}
-
-/*
- * Source and destination ports of TCP, UDP, UDP-Lite, SCTP and DCCP for the
- * multipath hash, as the kernel's flow dissector reads them. limit is the
- * end of the L3 packet; ports outside it are left zero.
- */
-static __always_inline void parse_ports(struct cursor *c, void *limit,
+static __always_inline void parse_ports(void *l4, void *limit, void *end,
 					int proto, struct bpf_fib_lookup *fib)
 {
-	__be16 *p = c->pos;
+	__be16 *p;
 
 	switch (proto) {
 	case IPPROTO_TCP:
@@ -197,14 +188,423 @@ static __always_inline void parse_ports(struct cursor *c, void *limit,
 	case IPPROTO_UDPLITE:
 	case IPPROTO_SCTP:
 	case IPPROTO_DCCP:
+	case IPPROTO_ESP:
+		p = l4;
+		break;
+	case IPPROTO_AH:
+		p = l4 + 4;
 		break;
 	default:
 		return;
 	}
-	if ((void *)(p + 2) > c->end || (void *)(p + 2) > limit)
+	if ((void *)(p + 2) > end || (void *)(p + 2) > limit)
 		return;
 	fib->sport = p[0];
 	fib->dport = p[1];
+}
+
+/* One's complement sum folded to 16 bits: 0xffff when a header is right. */
+static __always_inline __u16 csum_fold_ok(__u64 sum)
+{
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return sum == 0xffff;
+}
+
+/* The 20 bytes of an IPv4 header without options, as u32 words. */
+static __always_inline __u64 csum_hdr20(const struct iphdr *h)
+{
+	const __u32 *w = (const __u32 *)h;
+
+	return (__u64)w[0] + w[1] + w[2] + w[3] + w[4];
+}
+
+/* The options area, copied to the stack (with ip4_options only). */
+struct ip4_opts {
+	__u8 b[IP4_OPT_MAX];
+	__u32 len;
+	__u32 i;
+	int eol;
+	int ok;
+};
+
+/*
+ * One step of the options walk (a bpf_loop callback, so that the verifier
+ * checks it once): the options the kernel forwards unchanged are NOP, end
+ * of list followed by zeros only (the kernel zeroes anything else after it),
+ * and kinds ip_options_compile does not act on, with a valid length. Record
+ * route, timestamp, source routes, router alert and CIPSO are the kernel's.
+ */
+static long ip4_opt_step(__u32 n, void *arg)
+{
+	struct ip4_opts *o = arg;
+	__u32 i = o->i;
+	__u8 t, l;
+
+	(void)n;
+	if (i >= o->len) {
+		o->ok = 1;
+		return 1;
+	}
+	if (i >= IP4_OPT_MAX)
+		return 1;
+	t = o->b[i];
+	if (o->eol || t <= 1) {
+		if (o->eol && t != 0)
+			return 1; /* garbage after the end of the list */
+		o->eol = o->eol || t == 0;
+		o->i = i + 1;
+		return 0;
+	}
+	switch (t) {
+	case 7: /* record route */
+	case 68: /* timestamp */
+	case 131: /* loose source route */
+	case 134: /* CIPSO */
+	case 137: /* strict source route */
+	case 148: /* router alert */
+		return 1;
+	}
+	if (i + 1 >= o->len || i + 1 >= IP4_OPT_MAX)
+		return 1;
+	l = o->b[i + 1];
+	if (l < 2 || l > o->len - i)
+		return 1;
+	o->i = i + l;
+	return 0;
+}
+
+/*
+ * An IPv4 header with options (ip4_options on): returns FK_GO when the
+ * checksum is right and every option is one the kernel forwards unchanged,
+ * else the reason. The options are read with bpf_xdp_load_bytes (5.18+)
+ * and walked with bpf_loop (5.17+); with ip4_options off none of this is
+ * in the verified program.
+ */
+static __always_inline int ip4_options(struct xdp_md *ctx,
+				       const struct iphdr *h, __u32 hlen)
+{
+	struct ip4_opts o = {};
+	__u64 sum = csum_hdr20(h);
+	__u64 len = (__u64)hlen - 20; /* 64 bits: compared and passed as is */
+	int i;
+
+	/* two separate checks on one register: the verifier must see both */
+	barrier_var(len);
+	if (len > IP4_OPT_MAX)
+		return FK_REASON_IP4_BAD;
+	barrier_var(len);
+	if (len < 4)
+		return FK_REASON_IP4_BAD;
+	if (bpf_xdp_load_bytes(ctx, sizeof(struct ethhdr) + 20, o.b, len))
+		return FK_REASON_IP4_BAD;
+	for (i = 0; i < IP4_OPT_MAX / 4; i++) {
+		if ((__u64)i * 4 >= len)
+			break;
+		sum += *(__u32 *)&o.b[i * 4];
+	}
+	if (!csum_fold_ok(sum))
+		return FK_REASON_IP4_CSUM;
+	o.len = len;
+	bpf_loop(IP4_OPT_MAX, ip4_opt_step, &o, 0);
+	return o.ok ? FK_GO : FK_REASON_IP4_OPTIONS;
+}
+
+/* Source or destination class the kernel never forwards (IPv4). */
+static __always_inline int ip4_martian(__be32 a)
+{
+	__u32 top = bpf_ntohl(a) >> 24;
+
+	/* 0/8, 127/8, multicast, class E and limited broadcast */
+	return top == 0 || top == 127 || top >= 224;
+}
+
+/* The source is one of the node's own (fk_local4, fk_local4w). */
+static __always_inline int ip4_local(__be32 a, const struct fk_state *ks)
+{
+	__u32 zero = 0, i = FK_LOCAL4_HASH(a);
+	const struct fk_local4 *t = bpf_map_lookup_elem(&fk_local4, &zero);
+
+	if (t) {
+		const __u32 m = FK_LOCAL4_SLOTS - 1;
+
+		if (t->slot[i & m] == a || t->slot[(i + 1) & m] == a ||
+		    t->slot[(i + 2) & m] == a || t->slot[(i + 3) & m] == a)
+			return 1;
+	}
+	if (ks->local4w) {
+		struct fk_lpm4_key key = { .prefixlen = 32, .addr = a };
+
+		if (bpf_map_lookup_elem(&fk_local4w, &key))
+			return 1;
+	}
+	return 0;
+}
+
+/* ICMP types the kernel hashes by the quoted header (icmp_is_err). */
+static __always_inline int icmp4_is_err(__u8 type)
+{
+	return type == 3 || type == 4 || type == 5 || type == 11 || type == 12;
+}
+
+/* Protocols the flow dissector enters (encapsulation, policy 2). */
+static __always_inline int is_encap(int proto)
+{
+	return proto == IPPROTO_IPIP || proto == IPPROTO_IPV6 ||
+	       proto == IPPROTO_GRE || proto == IPPROTO_MPLS;
+}
+
+/*
+ * IPv4: every check before the lookup; fills fib. Returns a reason to pass
+ * or FK_GO. The order is the kernel's: header, checksum, options, then the
+ * routing input checks.
+ */
+static __always_inline int ip4_prepare(struct xdp_md *ctx, struct cursor *c,
+				       const struct fk_state *ks,
+				       struct bpf_fib_lookup *fib,
+				       struct iphdr **iphp, struct pkt *pk)
+{
+	struct iphdr *h = c->pos;
+	__u32 hlen, tot;
+	void *l4, *l3_end;
+	int proto, pol, rc;
+
+	if (!fk_cfg.ipv4)
+		return FK_REASON_IP4_OFF;
+	if ((void *)(h + 1) > c->end)
+		return FK_REASON_IP4_BAD;
+	if (h->version != 4 || h->ihl < 5)
+		return FK_REASON_IP4_BAD;
+	hlen = h->ihl * 4;
+	tot = bpf_ntohs(h->tot_len);
+	if (tot < hlen || (void *)h + tot > c->end)
+		return FK_REASON_IP4_BAD;
+	if (hlen > 20) {
+		if (!fk_cfg.ip4_options)
+			return FK_REASON_IP4_OPTIONS;
+		rc = ip4_options(ctx, h, hlen);
+		if (rc != FK_GO)
+			return rc;
+	} else if (!csum_fold_ok(csum_hdr20(h))) {
+		return FK_REASON_IP4_CSUM;
+	}
+	if (h->ttl <= 1)
+		return FK_REASON_TTL;
+	if (ip4_martian(h->saddr))
+		return FK_REASON_MARTIAN_SRC;
+	if (ip4_martian(h->daddr))
+		return FK_REASON_MARTIAN_DST;
+	if (ip4_local(h->saddr, ks))
+		return FK_REASON_LOCAL_SRC;
+
+	proto = h->protocol;
+	l4 = (void *)h + hlen;
+	l3_end = (void *)h + tot;
+	if (!(h->frag_off & bpf_htons(IP_MF | IP_OFFSET)))
+		parse_ports(l4, l3_end, c->end, proto, fib);
+	pol = ks->mp_policy4;
+	if (pol == 0) {
+		if (proto == IPPROTO_ICMP &&
+		    !(h->frag_off & bpf_htons(IP_OFFSET))) {
+			__u8 *type = l4;
+
+			pk->mp_check = (void *)(type + 1) <= c->end &&
+				       icmp4_is_err(*type);
+		}
+	} else if (pol == 2) {
+		pk->mp_check = is_encap(proto);
+	} else if (pol != 1) {
+		pk->mp_check = 1;
+	}
+	fib->family = FK_AF_INET;
+	fib->tos = h->tos;
+	fib->l4_protocol = proto;
+	fib->tot_len = tot;
+	fib->ipv4_src = h->saddr;
+	fib->ipv4_dst = h->daddr;
+	pk->l3_len = tot;
+	*iphp = h;
+	return FK_GO;
+}
+
+/*
+ * IPv6 extension headers after the fixed header, walked as the flow
+ * dissector walks them: destination options and routing headers are
+ * skipped; a fragment header ends the walk with its next header (and no
+ * ports); anything else (AH and ESP included) is the protocol. Returns it,
+ * or -1 for hop-by-hop (the kernel's), a header past limit or a chain
+ * longer than IP6_EXT_MAX. *walked: at least one header was skipped.
+ */
+static __always_inline int ip6_walk(struct cursor *c, void *limit, int next,
+				    int *walked, int *frag)
+{
+	struct ipv6_opt_hdr *h;
+	int i;
+
+#pragma unroll
+	for (i = 0; i <= IP6_EXT_MAX; i++) {
+		switch (next) {
+		case IPPROTO_ROUTING:
+		case IPPROTO_DSTOPTS:
+		case IPPROTO_FRAGMENT:
+			break;
+		case IPPROTO_HOPOPTS:
+			return -1;
+		default:
+			return next;
+		}
+		if (i == IP6_EXT_MAX)
+			return -1;
+		h = c->pos;
+		if ((void *)h + 8 > c->end || (void *)h + 8 > limit)
+			return -1;
+		*walked = 1;
+		if (next == IPPROTO_FRAGMENT) {
+			*frag = 1;
+			c->pos = (void *)h + 8;
+			return h->nexthdr;
+		}
+		next = h->nexthdr;
+		c->pos = (void *)h + (h->hdrlen + 1) * 8;
+		if (c->pos > limit)
+			return -1;
+	}
+	return -1;
+}
+
+/* Source or destination the kernel never forwards (IPv6). */
+static __always_inline int ip6_martian(const struct in6_addr *a)
+{
+	__u32 w0 = bpf_ntohl(a->in6_u.u6_addr32[0]);
+
+	/* ::/64 (unspecified, loopback, IPv4-mapped), multicast, link-local */
+	return (w0 == 0 && a->in6_u.u6_addr32[1] == 0) || (w0 >> 24) == 0xff ||
+	       (w0 & 0xffc00000) == 0xfe800000;
+}
+
+/* IPv6: every check before the lookup; fills fib. A reason or FK_GO. */
+static __always_inline int ip6_prepare(struct cursor *c,
+				       const struct fk_state *ks,
+				       const struct fk_dev_state *dev,
+				       struct bpf_fib_lookup *fib,
+				       struct ipv6hdr **ip6hp, struct pkt *pk)
+{
+	struct ipv6hdr *h = c->pos;
+	int proto, pol, walked = 0, frag = 0;
+	void *l3_end;
+	__u32 plen;
+
+	if (!fk_cfg.ipv6)
+		return FK_REASON_IP6_OFF;
+	if ((void *)(h + 1) > c->end || h->version != 6)
+		return FK_REASON_IP6_BAD;
+	if (dev->ip6_off)
+		return FK_REASON_IP6_DISABLED;
+	plen = bpf_ntohs(h->payload_len);
+	if (plen == 0 && h->nexthdr == IPPROTO_HOPOPTS)
+		return FK_REASON_IP6_EXT; /* jumbogram */
+	l3_end = (void *)(h + 1) + plen;
+	if (l3_end > c->end)
+		return FK_REASON_IP6_BAD;
+	if (ip6_martian(&h->saddr))
+		return FK_REASON_MARTIAN_SRC;
+	if (ip6_martian(&h->daddr))
+		return FK_REASON_MARTIAN_DST;
+	c->pos = h + 1;
+	proto = ip6_walk(c, l3_end, h->nexthdr, &walked, &frag);
+	if (proto < 0)
+		return FK_REASON_IP6_EXT;
+	if (h->hop_limit <= 1)
+		return FK_REASON_TTL;
+	if (proto == IPPROTO_ICMPV6 && !frag) {
+		__u8 *type = c->pos;
+
+		if ((void *)(type + 1) <= c->end && (void *)(type + 1) <= l3_end) {
+			if (*type >= 133 && *type <= 137)
+				return FK_REASON_NDISC;
+			pk->mp_check = *type < 128;
+		}
+	}
+	if (!frag)
+		parse_ports(c->pos, l3_end, c->end, proto, fib);
+	pol = ks->mp_policy6;
+	if (pol == 0)
+		pk->mp_check |= walked;
+	else if (pol == 2)
+		pk->mp_check = is_encap(proto);
+	else if (pol == 1)
+		pk->mp_check = 0;
+	else
+		pk->mp_check = 1;
+	fib->family = FK_AF_INET6;
+	fib->flowinfo = *(__be32 *)h & bpf_htonl(0x0fffffff);
+	fib->l4_protocol = proto;
+	fib->tot_len = sizeof(*h) + plen;
+	__builtin_memcpy(fib->ipv6_src, &h->saddr, 16);
+	__builtin_memcpy(fib->ipv6_dst, &h->daddr, 16);
+	pk->l3_len = sizeof(*h) + plen;
+	*ip6hp = h;
+	return FK_GO;
+}
+
+/*
+ * The packet's destination is inside a multipath route (fk_mpath4/6). Read
+ * from the header: after a lookup, fib->ipv4_dst holds the gateway.
+ */
+static __always_inline int mp_covered(const struct fk_state *ks,
+				      const void *l3, int v6)
+{
+	if (v6) {
+		struct fk_lpm6_key k6 = { .prefixlen = 128 };
+
+		if (!ks->mpath6)
+			return 0;
+		__builtin_memcpy(k6.addr, &((struct ipv6hdr *)l3)->daddr, 16);
+		return bpf_map_lookup_elem(&fk_mpath6, &k6) != NULL;
+	} else {
+		struct fk_lpm4_key k4 = { .prefixlen = 32,
+					  .addr = ((struct iphdr *)l3)->daddr };
+
+		if (!ks->mpath4)
+			return 0;
+		return bpf_map_lookup_elem(&fk_mpath4, &k4) != NULL;
+	}
+}
+
+/*
+ * rp_filter (fib_validate_source) proven in XDP: the route back to the
+ * source, looked up as the kernel does (from the egress device, source and
+ * destination swapped), is unicast and leaves through the ingress device
+ * (strict, 1), or is unicast and the ingress device has an IPv4 address
+ * (loose, 2). Anything else (a multipath route back whose chosen leg is
+ * another device, say) is left to the kernel.
+ */
+static __always_inline int rp_ok(struct xdp_md *ctx,
+				 const struct bpf_fib_lookup *fwd,
+				 const struct iphdr *iph,
+				 const struct fk_dev_state *dev)
+{
+	struct bpf_fib_lookup r = {};
+	__u32 flags = BPF_FIB_LOOKUP_SKIP_NEIGH |
+		      (fk_cfg.fib_flags &
+		       (BPF_FIB_LOOKUP_DIRECT | BPF_FIB_LOOKUP_TBID));
+	int rc;
+
+	r.family = FK_AF_INET;
+	r.tos = iph->tos;
+	r.ipv4_src = iph->daddr;
+	r.ipv4_dst = iph->saddr;
+	r.ifindex = fwd->ifindex;
+	if (flags & BPF_FIB_LOOKUP_TBID)
+		r.tbid = fk_cfg.tbid;
+	rc = bpf_fib_lookup(ctx, &r, sizeof(r), flags);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+		return 0;
+	if (r.ifindex == ctx->ingress_ifindex)
+		return 1;
+	return dev->rp_filter == 2 && dev->v4_addr;
 }
 
 /* Decrement the TTL and patch the header checksum (RFC 1624). */
@@ -215,18 +615,6 @@ static __always_inline void ip4_dec_ttl(struct iphdr *iph)
 	sum += bpf_htons(0x0100);
 	iph->check = (__sum16)(sum + (sum >= 0xffff));
 	iph->ttl--;
-}
-
-/*
- * Destination MAC equals the configured one. b is rodata: read it through
- * volatile, or clang folds the compile-time default (zeros) into the code.
- */
-static __always_inline int mac_eq(const __u8 *a, const volatile __u8 *b)
-{
-	const volatile __u16 *w = (const volatile __u16 *)b;
-	const __u16 *p = (const __u16 *)a;
-
-	return p[0] == w[0] && p[1] == w[1] && p[2] == w[2];
 }
 
 /* Rewrite the Ethernet addresses with the FIB's (16-bit stores). */
@@ -287,6 +675,31 @@ static __always_inline void record_miss(const struct bpf_fib_lookup *fib,
 		bpf_map_update_elem(&fk_miss, &key, &init, BPF_NOEXIST);
 }
 
+/*
+ * Cut the frame to the IP packet (Ethernet padding, trailing bytes), as
+ * the kernel trims the skb to the IP length, and point eth/l3 at the new
+ * data. Returns 0, or -1 when the tail cannot be adjusted.
+ */
+static __always_inline int trim(struct xdp_md *ctx, __u32 l3_len,
+				struct ethhdr **eth, void **l3)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	long excess = (data_end - data) - (long)sizeof(struct ethhdr) - l3_len;
+
+	if (excess <= 0)
+		return 0;
+	if (bpf_xdp_adjust_tail(ctx, (int)-excess))
+		return -1;
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	if (data + sizeof(struct ethhdr) > data_end)
+		return -1;
+	*eth = data;
+	*l3 = data + sizeof(struct ethhdr);
+	return 0;
+}
+
 SEC("xdp")
 int fk_xdp_fwd(struct xdp_md *ctx)
 {
@@ -295,18 +708,33 @@ int fk_xdp_fwd(struct xdp_md *ctx)
 	struct cursor c = { .pos = data, .end = data_end };
 	__u64 bytes = data_end - data;
 	struct bpf_fib_lookup fib = {};
+	struct pkt pk = {};
 	struct ipv6hdr *ip6h = NULL;
 	struct iphdr *iph = NULL;
 	__u32 slot = fk_cfg.slot < FK_MAX_SLOTS ? fk_cfg.slot : FK_SLOT_OTHER;
+	__u32 zero = 0;
+	const struct fk_dev_state *dev;
+	const struct fk_state *ks;
 	struct ethhdr *eth;
 	struct fk_stats *st;
 	int action = XDP_PASS;
 	int reason, proto, rc;
-	void *l3, *l3_end;
+	void *l3;
 
 	st = bpf_map_lookup_elem(&fk_stats, &slot);
 	if (!st)
 		return XDP_PASS; /* cannot happen: slot < FK_MAX_SLOTS */
+	ks = bpf_map_lookup_elem(&fk_state, &zero);
+	if (!ks) {
+		reason = FK_REASON_NOT_READY; /* cannot happen: one entry */
+		goto pass;
+	}
+	/* slot went through the stack (the lookup's key): bound it again */
+	dev = &ks->dev[slot & (FK_MAX_SLOTS - 1)];
+	if (!dev->ready) {
+		reason = FK_REASON_NOT_READY;
+		goto pass;
+	}
 
 	proto = parse_ethhdr(&c, &eth);
 	if (proto < 0) {
@@ -325,76 +753,24 @@ int fk_xdp_fwd(struct xdp_md *ctx)
 
 	switch (proto) {
 	case bpf_htons(ETH_P_IP):
-		if (!fk_cfg.ipv4) {
-			reason = FK_REASON_IP4_OFF;
-			goto pass;
-		}
-		proto = parse_iphdr(&c, &iph);
-		if (proto < 0) {
-			reason = FK_REASON_IP4_BAD;
-			goto pass;
-		}
-		if (!fk_cfg.ip4_options && iph->ihl != 5) {
-			reason = FK_REASON_IP4_OPTIONS;
-			goto pass;
-		}
-		if (iph->ttl <= 1) {
-			reason = FK_REASON_TTL;
-			goto pass;
-		}
-		l3_end = l3 + bpf_ntohs(iph->tot_len);
-		if (!(iph->frag_off & bpf_htons(IP_MF | IP_OFFSET)))
-			parse_ports(&c, l3_end, proto, &fib);
-		fib.family = FK_AF_INET;
-		fib.tos = iph->tos;
-		fib.l4_protocol = proto;
-		fib.tot_len = bpf_ntohs(iph->tot_len);
-		fib.ipv4_src = iph->saddr;
-		fib.ipv4_dst = iph->daddr;
+		reason = ip4_prepare(ctx, &c, ks, &fib, &iph, &pk);
 		break;
-	case bpf_htons(ETH_P_IPV6): {
-		int frag = 0;
-
-		if (!fk_cfg.ipv6) {
-			reason = FK_REASON_IP6_OFF;
-			goto pass;
-		}
-		proto = parse_ip6hdr(&c, &ip6h);
-		if (proto < 0) {
-			reason = FK_REASON_IP6_BAD;
-			goto pass;
-		}
-		proto = parse_ip6ext(&c, proto, &frag);
-		if (proto < 0) {
-			reason = FK_REASON_IP6_EXT;
-			goto pass;
-		}
-		if (ip6h->hop_limit <= 1) {
-			reason = FK_REASON_TTL;
-			goto pass;
-		}
-		l3_end = (void *)(ip6h + 1) + bpf_ntohs(ip6h->payload_len);
-		if (!frag)
-			parse_ports(&c, l3_end, proto, &fib);
-		fib.family = FK_AF_INET6;
-		fib.flowinfo = *(__be32 *)ip6h & bpf_htonl(0x0fffffff);
-		fib.l4_protocol = proto;
-		fib.tot_len = sizeof(*ip6h) + bpf_ntohs(ip6h->payload_len);
-		__builtin_memcpy(fib.ipv6_src, &ip6h->saddr, 16);
-		__builtin_memcpy(fib.ipv6_dst, &ip6h->daddr, 16);
+	case bpf_htons(ETH_P_IPV6):
+		reason = ip6_prepare(&c, ks, dev, &fib, &ip6h, &pk);
 		break;
-	}
 	case bpf_htons(ETH_P_ARP):
 		reason = FK_REASON_ARP;
-		goto pass;
+		break;
 	case bpf_htons(ETH_P_8021Q):
 	case bpf_htons(ETH_P_8021AD):
 		reason = FK_REASON_VLAN;
-		goto pass;
+		break;
 	default:
 		reason = FK_REASON_NON_IP;
-		goto pass;
+		break;
 	}
+	if (reason != FK_GO)
+		goto pass;
 
 	fib.ifindex = ctx->ingress_ifindex;
 	if (fk_cfg.fib_flags & BPF_FIB_LOOKUP_TBID)
@@ -427,21 +803,50 @@ int fk_xdp_fwd(struct xdp_md *ctx)
 		goto out;
 	}
 
+	/* The kernel sends a redirect (and forwards) out the same device. */
+	if (fib.ifindex == ctx->ingress_ifindex) {
+		reason = FK_REASON_HAIRPIN;
+		goto pass;
+	}
+	if (pk.mp_check && mp_covered(ks, l3, ip6h != NULL)) {
+		reason = FK_REASON_MULTIPATH;
+		goto pass;
+	}
+	if (iph && dev->rp_filter && !rp_ok(ctx, &fib, iph, dev)) {
+		reason = FK_REASON_RP_FILTER;
+		goto pass;
+	}
 	/* Only redirect to devices fibkeeper manages; else the stack. */
 	action = bpf_redirect_map(&fk_tx_ports, fib.ifindex, XDP_PASS);
 	if (action != XDP_REDIRECT) {
-		action = XDP_PASS;
 		reason = FK_REASON_NO_TXPORT;
 		goto pass;
 	}
-	if (iph)
+	if (trim(ctx, pk.l3_len, &eth, &l3)) {
+		reason = FK_REASON_TRIM_ERROR;
+		goto pass;
+	}
+	if (iph) {
+		iph = l3;
+		if ((void *)(iph + 1) > (void *)(long)ctx->data_end) {
+			reason = FK_REASON_TRIM_ERROR;
+			goto pass;
+		}
 		ip4_dec_ttl(iph);
-	else if (ip6h)
+	} else if (ip6h) {
+		ip6h = l3;
+		if ((void *)(ip6h + 1) > (void *)(long)ctx->data_end) {
+			reason = FK_REASON_TRIM_ERROR;
+			goto pass;
+		}
 		ip6h->hop_limit--;
+	}
 	set_macs(eth, &fib);
 	goto out;
 
 pass:
+	if ((__u32)reason >= FK_REASON_MAX)
+		reason = FK_REASON_NON_IP; /* cannot happen */
 	ctr_add(&st->reason[reason], bytes);
 	action = XDP_PASS;
 out:

@@ -50,11 +50,33 @@ export { selectDevice, type DeviceVerdict, type SelectionConfig } from './select
 export { pinPaths, type PinPaths } from './pins.js';
 export type { ForeignProgram } from './owner.js';
 export type { DatapathOps, HookMode, HookQuery, RecordInfo } from './ops.js';
-export { defaultObjectPath, loadInstance, type Instance, type SharedMaps } from './instance.js';
+export {
+  SHARED_MAP_NAMES,
+  defaultObjectPath,
+  loadInstance,
+  type Instance,
+  type SharedMaps,
+} from './instance.js';
+export {
+  NOT_READY,
+  buildLocal4,
+  decodeState,
+  encodeState,
+  lpm4Key,
+  lpm6Key,
+  zeroRedirectErrors,
+  REDIRECT_ERROR_NAMES,
+  type RedirectErrorName,
+  type DevState,
+  type KernelState,
+} from './layout-state.js';
+export { mirrorKernel, type KernelMirror, type NetSysctls, type SlotDevice } from './kstate.js';
 export {
   ACTION_NAMES,
   REASON_NAMES,
   RESULT_NAMES,
+  FK_REASON_POST_LOOKUP,
+  POST_LOOKUP_REASONS,
   FK_MAX_SLOTS,
   FK_SLOT_OTHER,
   BPF_FIB_LOOKUP_DIRECT,
