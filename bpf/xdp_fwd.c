@@ -49,8 +49,9 @@ _Static_assert(__builtin_offsetof(struct fk_config, ipv4) == 16, "ipv4");
 _Static_assert(__builtin_offsetof(struct fk_config, dev_mac) == 24, "dev_mac");
 _Static_assert(sizeof(struct fk_dev_state) == 8, "fk_dev_state size");
 _Static_assert(sizeof(struct fk_state) == FK_STATE_SIZE, "fk_state size");
-_Static_assert(__builtin_offsetof(struct fk_state, dev) == 8, "dev");
-_Static_assert(sizeof(struct fk_local4) == 16384, "fk_local4 size");
+_Static_assert(__builtin_offsetof(struct fk_state, dev) == 16, "dev");
+_Static_assert(__builtin_offsetof(struct fk_state, route_mtu4) == 6, "mtu4");
+_Static_assert(__builtin_offsetof(struct fk_state, local4) == 528, "local4");
 _Static_assert((FK_MAX_SLOTS & (FK_MAX_SLOTS - 1)) == 0, "slots: power of 2");
 _Static_assert(sizeof(struct fk_lpm4_key) == 8, "fk_lpm4_key size");
 _Static_assert(sizeof(struct fk_lpm6_key) == 20, "fk_lpm6_key size");
@@ -101,13 +102,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fk_state);
 } fk_state SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct fk_local4);
-} fk_local4 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -312,28 +306,24 @@ static __always_inline int ip4_options(struct xdp_md *ctx,
 	return o.ok ? FK_GO : FK_REASON_IP4_OPTIONS;
 }
 
-/* Source or destination class the kernel never forwards (IPv4). */
-static __always_inline int ip4_martian(__be32 a)
+/*
+ * Source or destination class the kernel never forwards (IPv4), from the
+ * address's first byte: 0/8, 127/8, multicast, class E, limited broadcast.
+ */
+static __always_inline int ip4_martian(__u8 top)
 {
-	__u32 top = bpf_ntohl(a) >> 24;
-
-	/* 0/8, 127/8, multicast, class E and limited broadcast */
 	return top == 0 || top == 127 || top >= 224;
 }
 
-/* The source is one of the node's own (fk_local4, fk_local4w). */
+/* The source is one of the node's own (fk_state.local4, fk_local4w). */
 static __always_inline int ip4_local(__be32 a, const struct fk_state *ks)
 {
-	__u32 zero = 0, i = FK_LOCAL4_HASH(a);
-	const struct fk_local4 *t = bpf_map_lookup_elem(&fk_local4, &zero);
+	const __u32 m = FK_LOCAL4_SLOTS - 1;
+	__u32 i = FK_LOCAL4_HASH(a);
 
-	if (t) {
-		const __u32 m = FK_LOCAL4_SLOTS - 1;
-
-		if (t->slot[i & m] == a || t->slot[(i + 1) & m] == a ||
-		    t->slot[(i + 2) & m] == a || t->slot[(i + 3) & m] == a)
-			return 1;
-	}
+	if (ks->local4[i & m] == a || ks->local4[(i + 1) & m] == a ||
+	    ks->local4[(i + 2) & m] == a || ks->local4[(i + 3) & m] == a)
+		return 1;
 	if (ks->local4w) {
 		struct fk_lpm4_key key = { .prefixlen = 32, .addr = a };
 
@@ -392,9 +382,9 @@ static __always_inline int ip4_prepare(struct xdp_md *ctx, struct cursor *c,
 	}
 	if (h->ttl <= 1)
 		return FK_REASON_TTL;
-	if (ip4_martian(h->saddr))
+	if (ip4_martian(*(__u8 *)&h->saddr))
 		return FK_REASON_MARTIAN_SRC;
-	if (ip4_martian(h->daddr))
+	if (ip4_martian(*(__u8 *)&h->daddr))
 		return FK_REASON_MARTIAN_DST;
 	if (ip4_local(h->saddr, ks))
 		return FK_REASON_LOCAL_SRC;
@@ -443,7 +433,6 @@ static __always_inline int ip6_walk(struct cursor *c, void *limit, int next,
 	struct ipv6_opt_hdr *h;
 	int i;
 
-#pragma unroll
 	for (i = 0; i <= IP6_EXT_MAX; i++) {
 		switch (next) {
 		case IPPROTO_ROUTING:
@@ -677,18 +666,16 @@ static __always_inline void record_miss(const struct bpf_fib_lookup *fib,
 
 /*
  * Cut the frame to the IP packet (Ethernet padding, trailing bytes), as
- * the kernel trims the skb to the IP length, and point eth/l3 at the new
- * data. Returns 0, or -1 when the tail cannot be adjusted.
+ * the kernel trims the skb to the IP length, so that what leaves is what
+ * the kernel would send and fits the egress MTU the lookup checked. Only
+ * called when there is something to cut. Returns 0 and points eth/l3 at
+ * the new data, or -1 when the tail cannot be adjusted.
  */
-static __always_inline int trim(struct xdp_md *ctx, __u32 l3_len,
+static __always_inline int trim(struct xdp_md *ctx, long excess,
 				struct ethhdr **eth, void **l3)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-	long excess = (data_end - data) - (long)sizeof(struct ethhdr) - l3_len;
+	void *data, *data_end;
 
-	if (excess <= 0)
-		return 0;
 	if (bpf_xdp_adjust_tail(ctx, (int)-excess))
 		return -1;
 	data = (void *)(long)ctx->data;
@@ -719,6 +706,7 @@ int fk_xdp_fwd(struct xdp_md *ctx)
 	struct fk_stats *st;
 	int action = XDP_PASS;
 	int reason, proto, rc;
+	long excess;
 	void *l3;
 
 	st = bpf_map_lookup_elem(&fk_stats, &slot);
@@ -816,31 +804,43 @@ int fk_xdp_fwd(struct xdp_md *ctx)
 		reason = FK_REASON_RP_FILTER;
 		goto pass;
 	}
+	/* fib.tot_len holds the MTU now (a union): the packet's length is pk's */
+	rc = iph ? ks->route_mtu4 : ks->route_mtu6;
+	if (rc && pk.l3_len > (__u32)rc) {
+		reason = FK_REASON_ROUTE_MTU;
+		goto pass;
+	}
 	/* Only redirect to devices fibkeeper manages; else the stack. */
 	action = bpf_redirect_map(&fk_tx_ports, fib.ifindex, XDP_PASS);
 	if (action != XDP_REDIRECT) {
 		reason = FK_REASON_NO_TXPORT;
 		goto pass;
 	}
-	if (trim(ctx, pk.l3_len, &eth, &l3)) {
-		reason = FK_REASON_TRIM_ERROR;
-		goto pass;
-	}
-	if (iph) {
-		iph = l3;
-		if ((void *)(iph + 1) > (void *)(long)ctx->data_end) {
+	excess = (long)(data_end - l3) - (long)pk.l3_len;
+	if (excess > 0) {
+		if (trim(ctx, excess, &eth, &l3)) {
 			reason = FK_REASON_TRIM_ERROR;
 			goto pass;
 		}
+		data_end = (void *)(long)ctx->data_end;
+		if (iph) {
+			iph = l3;
+			if ((void *)(iph + 1) > data_end) {
+				reason = FK_REASON_TRIM_ERROR;
+				goto pass;
+			}
+		} else if (ip6h) {
+			ip6h = l3;
+			if ((void *)(ip6h + 1) > data_end) {
+				reason = FK_REASON_TRIM_ERROR;
+				goto pass;
+			}
+		}
+	}
+	if (iph)
 		ip4_dec_ttl(iph);
-	} else if (ip6h) {
-		ip6h = l3;
-		if ((void *)(ip6h + 1) > (void *)(long)ctx->data_end) {
-			reason = FK_REASON_TRIM_ERROR;
-			goto pass;
-		}
+	else if (ip6h)
 		ip6h->hop_limit--;
-	}
 	set_macs(eth, &fib);
 	goto out;
 

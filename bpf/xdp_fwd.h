@@ -15,7 +15,6 @@
  *   map      fk_stats        PERCPU_ARRAY u32 slot / fk_stats        64
  *   map      fk_miss         LRU_HASH fk_miss_key / fk_miss_val    4096
  *   map      fk_state        ARRAY u32 0 / fk_state                  1
- *   map      fk_local4       ARRAY u32 0 / fk_local4                 1
  *   map      fk_local4w      LPM_TRIE fk_lpm4_key / u8           65536
  *   map      fk_mpath4       LPM_TRIE fk_lpm4_key / u8           65536
  *   map      fk_mpath6       LPM_TRIE fk_lpm6_key / u8           65536
@@ -27,7 +26,7 @@
  * loads the object once per device with fk_cfg.slot (and, with dmac_check,
  * dev_mac) set, reusing the maps of the first instance for the others
  * (bpf_map__reuse_fd), so all instances share fk_tx_ports, fk_stats and
- * fk_miss and the kernel-state maps (fk_state, fk_local4, ...). Per packet, counting is one inlined PERCPU_ARRAY lookup with a
+ * fk_miss and the kernel-state maps (fk_state and the LPM tries). Per packet, counting is one inlined PERCPU_ARRAY lookup with a
  * load-time-constant key plus two counter updates: about 2 ns over no
  * counters in bpf_prog_test_run. Looking the slot up by ingress ifindex
  * cost the same with an ARRAY indexed by ifindex (bounded ifindex) and
@@ -42,8 +41,8 @@
  * the same device (and multipath leg); everything else is XDP_PASS, and the
  * kernel decides. What the kernel decides from its own configuration (own
  * addresses, local routes, rp_filter, disable_ipv6, multipath routes and
- * hash policies) the agent mirrors into fk_state, fk_local4, fk_local4w,
- * fk_mpath4 and fk_mpath6, from netlink events and sysctls. A slot whose
+ * hash policies) the agent mirrors into fk_state, fk_local4w, fk_mpath4
+ * and fk_mpath6, from netlink events and sysctls. A slot whose
  * fk_state entry is not ready passes everything (FK_REASON_NOT_READY).
  */
 #ifndef FIBKEEPER_XDP_FWD_H
@@ -57,7 +56,6 @@
 #define FK_MAP_STATS	"fk_stats"
 #define FK_MAP_MISS	"fk_miss"
 #define FK_MAP_STATE	"fk_state"
-#define FK_MAP_LOCAL4	"fk_local4"
 #define FK_MAP_LOCAL4W	"fk_local4w"
 #define FK_MAP_MPATH4	"fk_mpath4"
 #define FK_MAP_MPATH6	"fk_mpath6"
@@ -129,8 +127,9 @@
 #define FK_REASON_HAIRPIN	21 /* egress is the ingress device */
 #define FK_REASON_MULTIPATH	22 /* multipath leg not computable here */
 #define FK_REASON_RP_FILTER	23 /* rp_filter check not passed in XDP */
-#define FK_REASON_TRIM_ERROR	24 /* bpf_xdp_adjust_tail failed */
-#define FK_REASON_MAX		25
+#define FK_REASON_ROUTE_MTU	24 /* above an unlocked route MTU */
+#define FK_REASON_TRIM_ERROR	25 /* bpf_xdp_adjust_tail failed */
+#define FK_REASON_MAX		26
 
 /*
  * A packet and a byte counter. Bytes are frame lengths: Ethernet header
@@ -144,13 +143,13 @@ struct fk_ctr {
 /*
  * Value of fk_stats: every counter of one slot (device) on one CPU. A
  * user-space lookup returns one fk_stats per possible CPU (each rounded to
- * 8 bytes, so 656 apart); sum them. Every packet counts once in action[];
+ * 8 bytes, so 672 apart); sum them. Every packet counts once in action[];
  * one that reached bpf_fib_lookup counts once in result[]; one passed for a
  * reason counts once in reason[]. Hence
  *   sum(action) = sum(result) + sum(reason[0 .. FK_REASON_POST_LOOKUP - 1])
  *   action[REDIRECT] = result[SUCCESS] - sum(reason[FK_REASON_POST_LOOKUP ..])
- * Size 656: action[] at offset 0 (80 bytes), result[] at 80 (176 bytes),
- * reason[] at 256 (400 bytes).
+ * Size 672: action[] at offset 0 (80 bytes), result[] at 80 (176 bytes),
+ * reason[] at 256 (416 bytes).
  */
 struct fk_stats {
 	struct fk_ctr action[FK_ACTION_MAX];
@@ -158,7 +157,7 @@ struct fk_stats {
 	struct fk_ctr reason[FK_REASON_MAX];
 };
 
-#define FK_STATS_SIZE 656
+#define FK_STATS_SIZE 672
 
 /* Address families in fk_miss_key and fk_miss_val (AF_INET, AF_INET6). */
 #define FK_AF_INET  2
@@ -279,8 +278,27 @@ struct fk_dev_state {
 };
 
 /*
- * Value of fk_state (one entry, key 0): the namespace's settings and one
- * fk_dev_state per counter slot. Size 520.
+ * fk_state.local4: the node's local IPv4 addresses (every interface
+ * address, every /32 of a local, broadcast, anycast, multicast or NAT
+ * route) in an open-addressed table. An address a (as the 4 bytes of the
+ * packet, loaded as a host-order u32) lives in one of the FK_LOCAL4_PROBES
+ * slots from FK_LOCAL4_HASH(a), wrapping at the end; 0 is an empty slot.
+ * What does not fit, and every wider local route, is in fk_local4w
+ * instead. Size 16384. (Inside fk_state: one map lookup per packet for
+ * both.)
+ */
+#define FK_LOCAL4_BITS	 12
+#define FK_LOCAL4_SLOTS	 (1U << FK_LOCAL4_BITS)
+#define FK_LOCAL4_PROBES 4
+#define FK_LOCAL4_MUL	 0x9e3779b1U
+
+
+/* The first slot of address a (u32 arithmetic). */
+#define FK_LOCAL4_HASH(a) (((__u32)(a) * FK_LOCAL4_MUL) >> (32 - FK_LOCAL4_BITS))
+
+/*
+ * Value of fk_state (one entry, key 0): the namespace's settings, one
+ * fk_dev_state per counter slot and the local-address table. Size 16912.
  */
 struct fk_state {
 	/* offset 0: net.ipv4.fib_multipath_hash_policy */
@@ -294,38 +312,29 @@ struct fk_state {
 	/* offset 4: fk_local4w has entries */
 	__u8 local4w;
 	/* offset 5: zero */
-	__u8 pad[3];
-	/* offset 8: per counter slot */
+	__u8 pad0;
+	/*
+	 * offset 6, 8: the smallest unlocked route MTU (RTAX_MTU without the
+	 * lock) of any IPv4 / IPv6 route, 0 when none: bpf_fib_lookup enforces
+	 * only locked ones, the kernel's forwarding both, so larger packets go
+	 * to the kernel (FK_REASON_ROUTE_MTU)
+	 */
+	__u16 route_mtu4;
+	__u16 route_mtu6;
+	/* offset 10: zero */
+	__u8 pad1[6];
+	/* offset 16: per counter slot */
 	struct fk_dev_state dev[FK_MAX_SLOTS];
+	/* offset 528: local IPv4 addresses (see above) */
+	__u32 local4[FK_LOCAL4_SLOTS];
 };
 
-#define FK_STATE_SIZE 520
-
-/*
- * Value of fk_local4 (one entry, key 0): the node's local IPv4 addresses
- * (every interface address, every /32 of a local, broadcast, anycast,
- * multicast or NAT route) in an open-addressed table. An address a (as
- * the 4 bytes of the packet, loaded as a host-order u32) lives in one of
- * the FK_LOCAL4_PROBES slots from FK_LOCAL4_HASH(a), wrapping at the end;
- * 0 is an empty slot. What does not fit, and every wider local route, is
- * in fk_local4w instead. Size 16384.
- */
-#define FK_LOCAL4_BITS	 12
-#define FK_LOCAL4_SLOTS	 (1U << FK_LOCAL4_BITS)
-#define FK_LOCAL4_PROBES 4
-#define FK_LOCAL4_MUL	 0x9e3779b1U
-
-struct fk_local4 {
-	__u32 slot[FK_LOCAL4_SLOTS];
-};
-
-/* The first slot of address a (u32 arithmetic). */
-#define FK_LOCAL4_HASH(a) (((__u32)(a) * FK_LOCAL4_MUL) >> (32 - FK_LOCAL4_BITS))
+#define FK_STATE_SIZE 16912
 
 /*
  * Keys of the LPM tries: prefix length, then the address in network
  * order. fk_local4w: local routes wider than /32 (and addresses that did
- * not fit in fk_local4); fk_mpath4/6: destinations of multipath routes
+ * not fit in fk_state.local4); fk_mpath4/6: destinations of multipath routes
  * (any table; a route through a nexthop object counts as multipath).
  * Values: one byte, 1. Sizes 8 and 20.
  */

@@ -474,8 +474,6 @@ export class Datapath implements DatapathOps {
   writeMirror(m: KernelMirror): void {
     const maps = this.#sharedMaps();
     const zero = u32(0);
-    const local4 = maps.local4.lookup(zero);
-    if (local4 === undefined || !local4.equals(m.local4)) maps.local4.update(zero, m.local4);
     syncKeys(maps.local4w, m.local4w);
     syncKeys(maps.mpath4, m.mpath4);
     syncKeys(maps.mpath6, m.mpath6);

@@ -22,12 +22,10 @@ import {
 } from './layout.js';
 import {
   FK_LPM_MAX,
-  FK_MAP_LOCAL4,
   FK_MAP_LOCAL4W,
   FK_MAP_MPATH4,
   FK_MAP_MPATH6,
   FK_MAP_STATE,
-  SIZEOF_FK_LOCAL4,
   SIZEOF_FK_LPM4_KEY,
   SIZEOF_FK_LPM6_KEY,
   SIZEOF_FK_STATE,
@@ -43,9 +41,8 @@ export interface SharedMaps {
   txPorts: BpfMap;
   stats: BpfMap;
   miss: BpfMap;
-  /** The kernel state the agent mirrors (fk_state, fk_local4, the LPM tries). */
+  /** The kernel state the agent mirrors (fk_state and the LPM tries). */
   state: BpfMap;
-  local4: BpfMap;
   local4w: BpfMap;
   mpath4: BpfMap;
   mpath6: BpfMap;
@@ -56,7 +53,6 @@ export const SHARED_MAP_NAMES: Record<keyof SharedMaps, string> = {
   stats: FK_MAP_STATS,
   miss: FK_MAP_MISS,
   state: FK_MAP_STATE,
-  local4: FK_MAP_LOCAL4,
   local4w: FK_MAP_LOCAL4W,
   mpath4: FK_MAP_MPATH4,
   mpath6: FK_MAP_MPATH6,
@@ -71,7 +67,6 @@ const MAP_SHAPES: Record<
   stats: { type: 'percpu_array', key: 4, value: SIZEOF_FK_STATS, max: FK_MAX_SLOTS },
   miss: { type: 'lru_hash', key: SIZEOF_FK_MISS_KEY, value: SIZEOF_FK_MISS_VAL, max: FK_MISS_MAX },
   state: { type: 'array', key: 4, value: SIZEOF_FK_STATE, max: 1 },
-  local4: { type: 'array', key: 4, value: SIZEOF_FK_LOCAL4, max: 1 },
   local4w: { type: 'lpm_trie', key: SIZEOF_FK_LPM4_KEY, value: 1, max: FK_LPM_MAX },
   mpath4: { type: 'lpm_trie', key: SIZEOF_FK_LPM4_KEY, value: 1, max: FK_LPM_MAX },
   mpath6: { type: 'lpm_trie', key: SIZEOF_FK_LPM6_KEY, value: 1, max: FK_LPM_MAX },

@@ -81,8 +81,8 @@ describe('mirrorKernel', () => {
       devices,
     });
     for (const a of ['10.0.0.1', '10.0.0.255', '192.0.2.7'])
-      expect(inTable(m.local4, a), a).toBe(true);
-    expect(inTable(m.local4, '127.0.0.1')).toBe(false); // martian already
+      expect(inTable(m.state.local4!, a), a).toBe(true);
+    expect(inTable(m.state.local4!, '127.0.0.1')).toBe(false); // martian already
     expect(m.local4w.map((k) => k.toString('hex'))).toEqual([
       lpm4Key('10.62.0.0', 24).toString('hex'),
     ]);
@@ -112,6 +112,28 @@ describe('mirrorKernel', () => {
     );
     expect(m.mpath6.map((k) => k.toString('hex'))).toEqual([lpm6Key('fd99::', 16).toString('hex')]);
     expect([m.state.mpath4, m.state.mpath6]).toEqual([true, true]);
+  });
+
+  it('the smallest unlocked route MTU per family (locked ones are enforced by the lookup)', () => {
+    const metric = (type: number, v: number) => {
+      const value = Buffer.alloc(4);
+      value.writeUInt32LE(v);
+      return { type, value };
+    };
+    const m = mirrorKernel({
+      addresses: [],
+      routes: [
+        route(AF_INET, '10.1.0.0', 16, { metrics: [metric(2, 1400)] }),
+        route(AF_INET, '10.2.0.0', 16, { metrics: [metric(2, 1000), metric(1, 1 << 2)] }),
+        route(AF_INET, '10.3.0.0', 16, { metrics: [metric(2, 1200)] }),
+        route(AF_INET6, 'fd00::', 16, { metrics: [metric(2, 1300)] }),
+      ],
+      sysctls: sysctls(),
+      devices,
+    });
+    expect([m.state.routeMtu4, m.state.routeMtu6]).toEqual([1200, 1300]);
+    const none = mirrorKernel({ addresses: [], routes: [], sysctls: sysctls(), devices });
+    expect([none.state.routeMtu4, none.state.routeMtu6]).toEqual([0, 0]);
   });
 
   it('devices: rp_filter is the max of all and the device; IPv6 off with disable_ipv6 or forwarding off', () => {

@@ -1,7 +1,6 @@
 // What the XDP program must know of the kernel's configuration to forward only what the
 // kernel would: computed here, purely, from the namespace's addresses, routes and sysctls
-// (kwatch.ts reads them, the datapath writes the result into fk_state, fk_local4 and the
-// LPM tries). Every value errs on the side of passing frames to the kernel.
+// (kwatch.ts reads them, the datapath writes the result into fk_state and the LPM tries). Every value errs on the side of passing frames to the kernel.
 import {
   AF_INET,
   AF_INET6,
@@ -52,9 +51,8 @@ export interface KernelInputs {
 }
 
 export interface KernelMirror {
+  /** fk_state, the local-address table included. */
   state: KernelState;
-  /** fk_local4's value. */
-  local4: Buffer;
   /** Keys of fk_local4w, fk_mpath4, fk_mpath6. */
   local4w: Buffer[];
   mpath4: Buffer[];
@@ -80,7 +78,7 @@ function localType(type: number): boolean {
   ].includes(type);
 }
 
-/** The program refuses these sources before it looks at fk_local4 (0/8, 127/8, 224/3). */
+/** The program refuses these sources before it looks at local4 (0/8, 127/8, 224/3). */
 function martianAlready(dst: string, len: number): boolean {
   const top = Number(dst.split('.')[0]);
   return ((top === 0 || top === 127) && len >= 8) || (top >= 224 && len >= 3);
@@ -128,6 +126,31 @@ function prefixKeys(
     out.set(key.toString('hex'), key);
   }
   return out;
+}
+
+const RTAX_LOCK = 1;
+const RTAX_MTU = 2;
+
+/**
+ * The smallest route MTU that is not locked, per family (0: none). The kernel forwards with
+ * a route's MTU; bpf_fib_lookup enforces it only when locked, so the program passes packets
+ * larger than this to the kernel (any route counts, whichever the packet takes).
+ */
+function unlockedMtu(routes: readonly Route[], family: number): number {
+  let min = 0;
+  for (const r of routes) {
+    if (r.family !== family || r.metrics === undefined) continue;
+    const mtu = r.metrics.find((m) => m.type === RTAX_MTU);
+    const lock = r.metrics.find((m) => m.type === RTAX_LOCK);
+    if (mtu === undefined || mtu.value.length < 4) continue;
+    const locked =
+      lock !== undefined &&
+      lock.value.length >= 4 &&
+      (lock.value.readUInt32LE(0) & (1 << RTAX_MTU)) !== 0;
+    const v = mtu.value.readUInt32LE(0);
+    if (!locked && v > 0) min = min === 0 ? v : Math.min(min, v);
+  }
+  return Math.min(min, 0xffff);
 }
 
 /**
@@ -195,11 +218,13 @@ export function mirrorKernel(k: KernelInputs): KernelMirror {
     mpath4: mpath4.length > 0,
     mpath6: mpath6.length > 0,
     local4w: wide.size > 0,
+    routeMtu4: unlockedMtu(k.routes, AF_INET),
+    routeMtu6: unlockedMtu(k.routes, AF_INET6),
     dev,
+    local4: table,
   };
   return {
     state,
-    local4: table,
     local4w: [...wide.values()],
     mpath4,
     mpath6,

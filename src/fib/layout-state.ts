@@ -1,14 +1,15 @@
-// The kernel-state maps of bpf/xdp_fwd.h as TypeScript: fk_state (the namespace's settings
-// and one entry per counter slot), the open-addressed table of local IPv4 addresses
-// fk_local4, and the keys of the LPM tries fk_local4w, fk_mpath4 and fk_mpath6.
+// The kernel-state maps of bpf/xdp_fwd.h as TypeScript: fk_state (the namespace's settings,
+// one entry per counter slot, the open-addressed table of local IPv4 addresses), the keys of
+// the LPM tries fk_local4w, fk_mpath4 and fk_mpath6, and the redirect-error tracer's layouts.
 // layout.test.ts checks every number here against the header.
 import { endianness } from 'node:os';
 import { InvalidArgumentError } from '../errors/index.js';
 import { ipToBytes } from '../ipaddr/index.js';
 import { FK_MAX_SLOTS } from './layout.js';
 
+const LE = endianness() === 'LE';
+
 export const FK_MAP_STATE = 'fk_state';
-export const FK_MAP_LOCAL4 = 'fk_local4';
 export const FK_MAP_LOCAL4W = 'fk_local4w';
 export const FK_MAP_MPATH4 = 'fk_mpath4';
 export const FK_MAP_MPATH6 = 'fk_mpath6';
@@ -25,13 +26,16 @@ export const OFFSETOF_DEV_RP_FILTER = 1;
 export const OFFSETOF_DEV_V4_ADDR = 2;
 export const OFFSETOF_DEV_IP6_OFF = 3;
 
-export const SIZEOF_FK_STATE = 520;
+export const SIZEOF_FK_STATE = 16912;
 export const OFFSETOF_STATE_MP_POLICY4 = 0;
 export const OFFSETOF_STATE_MP_POLICY6 = 1;
 export const OFFSETOF_STATE_MPATH4 = 2;
 export const OFFSETOF_STATE_MPATH6 = 3;
 export const OFFSETOF_STATE_LOCAL4W = 4;
-export const OFFSETOF_STATE_DEV = 8;
+export const OFFSETOF_STATE_ROUTE_MTU4 = 6;
+export const OFFSETOF_STATE_ROUTE_MTU6 = 8;
+export const OFFSETOF_STATE_DEV = 16;
+export const OFFSETOF_STATE_LOCAL4 = 528;
 
 export const SIZEOF_FK_LOCAL4 = FK_LOCAL4_SLOTS * 4;
 export const SIZEOF_FK_LPM4_KEY = 8;
@@ -57,8 +61,13 @@ export interface KernelState {
   mpath4: boolean;
   mpath6: boolean;
   local4w: boolean;
+  /** The smallest unlocked route MTU of any IPv4 / IPv6 route; 0: none. */
+  routeMtu4?: number;
+  routeMtu6?: number;
   /** One per counter slot (FK_MAX_SLOTS); missing slots are not ready. */
   dev: DevState[];
+  /** The local-address table (buildLocal4's); absent: empty. */
+  local4?: Buffer;
 }
 
 export const NOT_READY: DevState = { ready: false, rpFilter: 0, v4Addr: false, ip6Off: false };
@@ -76,6 +85,16 @@ export function encodeState(s: KernelState): Buffer {
   b[OFFSETOF_STATE_MPATH4] = s.mpath4 ? 1 : 0;
   b[OFFSETOF_STATE_MPATH6] = s.mpath6 ? 1 : 0;
   b[OFFSETOF_STATE_LOCAL4W] = s.local4w ? 1 : 0;
+  for (const [name, v, off] of [
+    ['routeMtu4', s.routeMtu4 ?? 0, OFFSETOF_STATE_ROUTE_MTU4],
+    ['routeMtu6', s.routeMtu6 ?? 0, OFFSETOF_STATE_ROUTE_MTU6],
+  ] as const) {
+    if (!Number.isInteger(v) || v < 0 || v > 0xffff) {
+      throw new InvalidArgumentError(`fk_state.${name} must be a u16, got ${v}`);
+    }
+    if (LE) b.writeUInt16LE(v, off);
+    else b.writeUInt16BE(v, off);
+  }
   if (s.dev.length > FK_MAX_SLOTS) {
     throw new InvalidArgumentError(
       `fk_state has ${FK_MAX_SLOTS} device slots, got ${s.dev.length}`,
@@ -88,6 +107,14 @@ export function encodeState(s: KernelState): Buffer {
     b[o + OFFSETOF_DEV_V4_ADDR] = d.v4Addr ? 1 : 0;
     b[o + OFFSETOF_DEV_IP6_OFF] = d.ip6Off ? 1 : 0;
   });
+  if (s.local4 !== undefined) {
+    if (s.local4.length !== SIZEOF_FK_LOCAL4) {
+      throw new InvalidArgumentError(
+        `fk_state.local4 is ${SIZEOF_FK_LOCAL4} bytes, got ${s.local4.length}`,
+      );
+    }
+    s.local4.copy(b, OFFSETOF_STATE_LOCAL4);
+  }
   return b;
 }
 
@@ -111,12 +138,20 @@ export function decodeState(b: Buffer): KernelState {
     mpath4: b[OFFSETOF_STATE_MPATH4] !== 0,
     mpath6: b[OFFSETOF_STATE_MPATH6] !== 0,
     local4w: b[OFFSETOF_STATE_LOCAL4W] !== 0,
+    routeMtu4: LE
+      ? b.readUInt16LE(OFFSETOF_STATE_ROUTE_MTU4)
+      : b.readUInt16BE(OFFSETOF_STATE_ROUTE_MTU4),
+    routeMtu6: LE
+      ? b.readUInt16LE(OFFSETOF_STATE_ROUTE_MTU6)
+      : b.readUInt16BE(OFFSETOF_STATE_ROUTE_MTU6),
     dev,
+    local4: Buffer.from(
+      b.subarray(OFFSETOF_STATE_LOCAL4, OFFSETOF_STATE_LOCAL4 + SIZEOF_FK_LOCAL4),
+    ),
   };
 }
 
-// --- fk_local4 ------------------------------------------------------------------------------
-const LE = endianness() === 'LE';
+// --- fk_state.local4 ------------------------------------------------------------------------
 
 /** The u32 the program loads for an address (its 4 bytes in host order). */
 function loaded(addr: Buffer): number {
@@ -129,7 +164,7 @@ export function local4Hash(address: string): number {
 }
 
 /**
- * The value of fk_local4 for `addresses` (IPv4, no 0.0.0.0): each in the first free slot of
+ * fk_state.local4 for `addresses` (IPv4, no 0.0.0.0): each in the first free slot of
  * its probe window, in the order given. `overflow` holds those that found no free slot
  * (they go to fk_local4w as /32s).
  */
@@ -143,7 +178,7 @@ export function buildLocal4(addresses: readonly string[]): { table: Buffer; over
     const bytes = ipToBytes(a);
     if (bytes.length !== 4) throw new InvalidArgumentError(`${a} is not an IPv4 address`);
     const v = loaded(bytes);
-    if (v === 0) throw new InvalidArgumentError('0.0.0.0 marks an empty slot of fk_local4');
+    if (v === 0) throw new InvalidArgumentError('0.0.0.0 marks an empty slot of fk_state.local4');
     const h = local4Hash(a);
     let placed = false;
     for (let p = 0; p < FK_LOCAL4_PROBES && !placed; p++) {

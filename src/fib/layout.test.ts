@@ -22,13 +22,7 @@ function expected(): Map<string, string> {
   m.set('FK_MAP_STATS', L.FK_MAP_STATS);
   m.set('FK_MAP_MISS', L.FK_MAP_MISS);
   m.set('FK_CFG_VAR', L.FK_CFG_VAR);
-  for (const k of [
-    'FK_MAP_STATE',
-    'FK_MAP_LOCAL4',
-    'FK_MAP_LOCAL4W',
-    'FK_MAP_MPATH4',
-    'FK_MAP_MPATH6',
-  ] as const) {
+  for (const k of ['FK_MAP_STATE', 'FK_MAP_LOCAL4W', 'FK_MAP_MPATH4', 'FK_MAP_MPATH6'] as const) {
     m.set(k, S[k]);
   }
   for (const k of [
@@ -113,8 +107,11 @@ const EXPRS: Record<string, string> = {
   OFFSETOF_STATE_MPATH4: 'offsetof(struct fk_state, mpath4)',
   OFFSETOF_STATE_MPATH6: 'offsetof(struct fk_state, mpath6)',
   OFFSETOF_STATE_LOCAL4W: 'offsetof(struct fk_state, local4w)',
+  OFFSETOF_STATE_ROUTE_MTU4: 'offsetof(struct fk_state, route_mtu4)',
+  OFFSETOF_STATE_ROUTE_MTU6: 'offsetof(struct fk_state, route_mtu6)',
   OFFSETOF_STATE_DEV: 'offsetof(struct fk_state, dev)',
-  SIZEOF_FK_LOCAL4: 'sizeof(struct fk_local4)',
+  OFFSETOF_STATE_LOCAL4: 'offsetof(struct fk_state, local4)',
+  SIZEOF_FK_LOCAL4: 'sizeof(((struct fk_state *)0)->local4)',
   SIZEOF_FK_LPM4_KEY: 'sizeof(struct fk_lpm4_key)',
   SIZEOF_FK_LPM6_KEY: 'sizeof(struct fk_lpm6_key)',
   SIZEOF_FK_RERR_KEY: 'sizeof(struct fk_rerr_key)',
@@ -258,7 +255,7 @@ describe('fk_miss', () => {
   });
 });
 
-describe.skipIf(CC === undefined)('fk_local4 against FK_LOCAL4_HASH', () => {
+describe.skipIf(CC === undefined)('fk_state.local4 against FK_LOCAL4_HASH', () => {
   it('the table puts every address where the program probes for it', () => {
     const addrs = ['10.61.1.1', '192.0.2.1', '172.16.0.9', '100.64.3.2', '10.0.0.1'];
     const dir = mkdtempSync(join(tmpdir(), 'fk-local4-'));
@@ -307,7 +304,7 @@ describe.skipIf(CC === undefined)('fk_local4 against FK_LOCAL4_HASH', () => {
   });
 });
 
-describe('fk_local4, fk_state and the LPM keys', () => {
+describe('fk_state, its local-address table and the LPM keys', () => {
   it('an address that finds its probe window full overflows (to fk_local4w)', () => {
     // addresses with the same first slot: the fifth has no room
     const same: string[] = [];
@@ -325,12 +322,17 @@ describe('fk_local4, fk_state and the LPM keys', () => {
   it('fk_state encodes and decodes every field', () => {
     const dev = Array.from({ length: 64 }, () => ({ ...S.NOT_READY }));
     dev[3] = { ready: true, rpFilter: 2, v4Addr: true, ip6Off: true };
-    const st = { mpPolicy4: 3, mpPolicy6: 1, mpath4: true, mpath6: false, local4w: true, dev };
+    const st = {
+      ...{ mpPolicy4: 3, mpPolicy6: 1, mpath4: true, mpath6: false, local4w: true },
+      ...{ routeMtu4: 1400, routeMtu6: 0, dev },
+    };
     const b = S.encodeState(st);
     expect(b.length).toBe(S.SIZEOF_FK_STATE);
-    expect(b.subarray(0, 8).toString('hex')).toBe('0301010001000000');
-    expect(b.subarray(8 + 3 * 8, 8 + 4 * 8).toString('hex')).toBe('0102010100000000');
-    expect(S.decodeState(b)).toEqual(st);
+    expect(b.subarray(0, 16).toString('hex')).toBe('03010100010078050000000000000000');
+    expect(b.subarray(16 + 3 * 8, 16 + 4 * 8).toString('hex')).toBe('0102010100000000');
+    expect(S.decodeState(b)).toEqual({ ...st, local4: Buffer.alloc(S.SIZEOF_FK_LOCAL4) });
+    const { table } = S.buildLocal4(['10.0.0.1']);
+    expect(S.decodeState(S.encodeState({ ...st, local4: table })).local4).toEqual(table);
     expect(() => S.encodeState({ ...st, mpPolicy4: 256 })).toThrow(/mpPolicy4/);
   });
 

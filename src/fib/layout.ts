@@ -67,6 +67,7 @@ export const REASON_NAMES = [
   'hairpin',
   'multipath',
   'rp_filter',
+  'route_mtu',
   'trim_error',
 ] as const;
 export type ReasonName = (typeof REASON_NAMES)[number];
@@ -80,7 +81,7 @@ export const FK_REASON_MAX = REASON_NAMES.length;
 
 // --- struct sizes and offsets ---------------------------------------------------------------
 export const SIZEOF_FK_CTR = 16;
-export const SIZEOF_FK_STATS = 656;
+export const SIZEOF_FK_STATS = 672;
 export const OFFSETOF_STATS_ACTION = 0;
 export const OFFSETOF_STATS_RESULT = 80;
 export const OFFSETOF_STATS_REASON = 256;

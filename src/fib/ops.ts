@@ -64,8 +64,8 @@ export interface DatapathOps {
   /** Deletes one miss entry; false when it was not there. */
   deleteMiss(key: MissKey): boolean;
   /**
-   * Writes the kernel's state into the shared maps: fk_local4 and the LPM tries first (the
-   * tries made to hold exactly the mirror's keys), fk_state last. Writing what is already
+   * Writes the kernel's state into the shared maps: the LPM tries first (made to hold exactly
+   * the mirror's keys), fk_state last. Writing what is already
    * there changes nothing.
    */
   writeMirror(m: KernelMirror): void;

@@ -35,7 +35,9 @@ export function v6Cases(): Case[] {
     c('IPv6 traffic class and flow label', f6({ tcfl: 0x0b812345 }), 'fwd'),
     c('IPv6 to a multipath route', f6({ dst: 'fd99::1' }), 'fwd'),
     c('IPv6 to a single-path gateway route', f6({ dst: 'fd98::1' }), 'fwd'),
-    c('IPv6 1400 bytes to a 1400 MTU', f6({ l4: udp(1, 2, 1400 - 48) }), 'fwd'),
+    // an unlocked route MTU of 1280 in the lab: larger packets are the kernel's
+    c('IPv6 1400 bytes to a 1400 MTU', f6({ l4: udp(1, 2, 1400 - 48) }), 'reason:route_mtu'),
+    c('IPv6 1280 bytes to a 1400 MTU', f6({ l4: udp(1, 2, 1280 - 48) }), 'fwd'),
     c('IPv6 1401 bytes to a 1400 MTU', f6({ l4: udp(1, 2, 1401 - 48) }), 'result:frag_needed'),
     c('IPv6 hop limit 1', f6({ hop: 1 }), 'reason:ttl'),
     c('IPv6 hop limit 0', f6({ hop: 0 }), 'reason:ttl'),
@@ -110,6 +112,11 @@ export function v6Cases(): Case[] {
       'IPv6 1300 bytes, locked route MTU 1280',
       f6({ dst: 'fd61:9:8::1', l4: udp(1, 2, 1300 - 48) }),
       'result:frag_needed',
+    ),
+    c(
+      'IPv6 1300 bytes, unlocked route MTU 1280',
+      f6({ dst: 'fd61:9:7::1', l4: udp(1, 2, 1300 - 48) }),
+      'reason:route_mtu',
     ),
     c('IPv6 out the device it came in on (hairpin)', f6({ dst: A6.hairpin }), 'reason:hairpin'),
   ];

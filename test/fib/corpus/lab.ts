@@ -154,6 +154,7 @@ function routes(r: string): void {
   ip(r, 'route', 'add', '10.9.7.0/24', 'via', A.server, 'mtu', '1000'); // unlocked route MTU
   ip(r, 'route', 'add', '10.9.8.0/24', 'via', A.server, 'mtu', 'lock', '1000');
   ip(r, '-6', 'route', 'add', 'fd61:9:8::/64', 'via', A6.server, 'mtu', 'lock', '1280');
+  ip(r, '-6', 'route', 'add', 'fd61:9:7::/64', 'via', A6.server, 'mtu', '1280'); // unlocked
   ip(r, 'route', 'add', '10.9.5.0/24', 'encap', 'ip', 'id', '1', 'dst', '192.0.2.1', 'dev', 'r2');
   ip(r, 'addr', 'add', `${A.lo}/32`, 'dev', 'lo');
   ip(r, 'addr', 'add', `${A6.lo}/128`, 'dev', 'lo');
@@ -284,9 +285,9 @@ export function makeDiffLab(tag: string): DiffLab {
         }
       }
       const start = Date.now();
-      await sleep(12);
-      // quiet for 8 ms, at most 300 ms in all
-      while (Date.now() - lastAt < 8 && Date.now() - start < 300) await sleep(4);
+      await sleep(20);
+      // quiet for 10 ms, at most 300 ms in all
+      while (Date.now() - lastAt < 10 && Date.now() - start < 300) await sleep(4);
       return captured.splice(0);
     },
   };
