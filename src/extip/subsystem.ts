@@ -256,6 +256,13 @@ export class ExternalIpSubsystem {
     return a.setDesired(this.#validate(ips, 'setDesired'));
   }
 
+  /** Checks IPs as assign() does, assigning nothing; returns them canonical. After start(). */
+  validate(ips: readonly string[]): string[] {
+    if (this.#ext === undefined)
+      throw new ClosedError('extip: the external-IP subsystem is not started');
+    return this.#validate(ips, 'assign').map((ip) => ip.address);
+  }
+
   /** A copy of the external IPs with their state, sorted by IP text. */
   list(): ExternalIpStatus[] {
     const out = this.#assigner?.list() ?? [];

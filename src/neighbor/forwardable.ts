@@ -150,6 +150,11 @@ export class ForwardableIPs implements Initializable {
     return out;
   }
 
+  /** Checks IPs as upsert() does, changing nothing; returns them canonical, without duplicates. */
+  check(ips: readonly string[]): string[] {
+    return [...new Set(this.validateForAdd(ips))];
+  }
+
   /** Adds `owner` to each IP (creating rows). Atomic; idempotent. */
   upsert(owner: string, ips: readonly string[]): void {
     validateOwner(owner);
