@@ -5,6 +5,8 @@ import { describe, expect, it } from 'vitest';
 import {
   POST_LOOKUP_REASONS,
   decodeConfig,
+  decodeState,
+  encodeState,
   defaultConfig,
   loadInstance,
   type ReasonName,
@@ -234,11 +236,11 @@ describe.skipIf(skip)('fk_xdp_fwd: bookkeeping', () => {
 
   it('a slot the agent has not written yet passes everything (not_ready)', () => {
     const off = variant(9, {});
-    const st = fk.maps.state.lookup(u32(0))!;
-    const saved = Buffer.from(st);
+    const saved = fk.maps.state.lookup(u32(0))!;
     try {
-      st[8 + 9 * 8] = 0; // fk_state.dev[9].ready
-      fk.maps.state.update(u32(0), st);
+      const st = decodeState(saved);
+      st.dev[9] = { ...st.dev[9]!, ready: false };
+      fk.maps.state.update(u32(0), encodeState(st));
       expect(run(off, v4(V4.server), { slot: 9 }).moved.sort()).toEqual(
         passed('reasons.not_ready'),
       );
