@@ -144,8 +144,11 @@ struct fk_ctr {
  * Value of fk_stats: every counter of one slot (device) on one CPU. A
  * user-space lookup returns one fk_stats per possible CPU (each rounded to
  * 8 bytes, so 672 apart); sum them. Every packet counts once in action[];
- * one that reached bpf_fib_lookup counts once in result[]; one passed for a
- * reason counts once in reason[]. Hence
+ * one passed for a reason counts once in reason[]; one that reached
+ * bpf_fib_lookup counts once in result[], except a SUCCESS that was
+ * redirected: result[SUCCESS] holds only SUCCESS lookups passed afterwards,
+ * and readers add action[REDIRECT] (one counter update less per forwarded
+ * packet). With that sum as result[SUCCESS]:
  *   sum(action) = sum(result) + sum(reason[0 .. FK_REASON_POST_LOOKUP - 1])
  *   action[REDIRECT] = result[SUCCESS] - sum(reason[FK_REASON_POST_LOOKUP ..])
  * Size 672: action[] at offset 0 (80 bytes), result[] at 80 (176 bytes),

@@ -212,6 +212,8 @@ describe('fk_stats', () => {
     };
     const s = L.decodeStats([cpu(1), cpu(2)]);
     expect(s.actions.redirect).toEqual({ packets: 30, bytes: 3000 });
+    // a redirected SUCCESS is counted only as action[REDIRECT]; results.success includes it
+    expect(s.results.success).toEqual({ packets: 30, bytes: 3000 });
     expect(s.actions.pass).toEqual({ packets: 0, bytes: 0 });
     expect(s.results.no_neigh).toEqual({ packets: 9, bytes: 900 });
     expect(s.results.error).toEqual({ packets: 3, bytes: 192 });

@@ -241,11 +241,14 @@ export function decodeStats(perCpu: readonly Buffer[]): SlotCounters {
       throw new InvalidArgumentError(`fk_stats is ${SIZEOF_FK_STATS} bytes, got ${b.length}`);
     }
   }
-  return {
-    actions: readCtrs(perCpu, ACTION_NAMES, OFFSETOF_STATS_ACTION),
-    results: readCtrs(perCpu, RESULT_NAMES, OFFSETOF_STATS_RESULT),
-    reasons: readCtrs(perCpu, REASON_NAMES, OFFSETOF_STATS_REASON),
+  const actions = readCtrs(perCpu, ACTION_NAMES, OFFSETOF_STATS_ACTION);
+  const results = readCtrs(perCpu, RESULT_NAMES, OFFSETOF_STATS_RESULT);
+  // the program counts a redirected SUCCESS only as action[REDIRECT] (xdp_fwd.h)
+  results.success = {
+    packets: results.success.packets + actions.redirect.packets,
+    bytes: results.success.bytes + actions.redirect.bytes,
   };
+  return { actions, results, reasons: readCtrs(perCpu, REASON_NAMES, OFFSETOF_STATS_REASON) };
 }
 
 /** An all-zero SlotCounters. */

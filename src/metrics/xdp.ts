@@ -112,7 +112,7 @@ export function registerXdpMetrics(
   counter(
     registry,
     'fibkeeper_xdp_not_handled_total',
-    'Packets the XDP program passed to the kernel stack without a lookup (or, no_txport, after a successful one), by device and reason.',
+    'Packets the XDP program passed to the kernel stack, by device and reason: before any lookup (l2_otherhost, ip4_csum, martian_src, local_src, ...) or after a SUCCESS one (no_txport, hairpin, multipath, rp_filter, route_mtu, trim_error).',
     'reason',
     'reasons',
     'packets',
