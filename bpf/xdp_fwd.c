@@ -171,7 +171,7 @@ static __always_inline int mac_eq(const __u8 *a, const volatile __u8 *b)
  * The packet's destination is inside a multipath route (fk_mpath4/6). Read
  * from the header: after a lookup, fib->ipv4_dst holds the gateway.
  */
-static __always_inline int mp_covered(const struct fk_state *ks,
+static __noinline int mp_covered(const struct fk_state *ks,
 				      const void *l3, int v6)
 {
 	if (v6) {
@@ -199,7 +199,7 @@ static __always_inline int mp_covered(const struct fk_state *ks,
  * (loose, 2). Anything else (a multipath route back whose chosen leg is
  * another device, say) is left to the kernel.
  */
-static __always_inline int rp_ok(struct xdp_md *ctx,
+static __noinline int rp_ok(struct xdp_md *ctx,
 				 const struct bpf_fib_lookup *fwd,
 				 const struct iphdr *iph,
 				 const struct fk_dev_state *dev)
@@ -300,7 +300,7 @@ static __always_inline void record_miss(const struct bpf_fib_lookup *fib,
  * called when there is something to cut. Returns 0 and points eth/l3 at
  * the new data, or -1 when the tail cannot be adjusted.
  */
-static __always_inline int trim(struct xdp_md *ctx, long excess,
+static __noinline int trim(struct xdp_md *ctx, long excess,
 				struct ethhdr **eth, void **l3)
 {
 	void *data, *data_end;

@@ -272,8 +272,8 @@ static __always_inline int ip4_prepare(struct xdp_md *ctx, struct cursor *c,
  * or -1 for hop-by-hop (the kernel's), a header past limit or a chain
  * longer than IP6_EXT_MAX. *walked: at least one header was skipped.
  */
-static __always_inline int ip6_walk(struct cursor *c, void *limit, int next,
-				    int *walked, int *frag)
+static __noinline int ip6_walk(struct cursor *c, void *limit, int next,
+			       int *walked, int *frag)
 {
 	struct ipv6_opt_hdr *h;
 	int i;
@@ -347,9 +347,18 @@ static __always_inline int ip6_prepare(struct cursor *c,
 	if (ip6_martian(&h->daddr))
 		return FK_REASON_MARTIAN_DST;
 	c->pos = h + 1;
-	proto = ip6_walk(c, l3_end, h->nexthdr, &walked, &frag);
-	if (proto < 0)
-		return FK_REASON_IP6_EXT;
+	switch (h->nexthdr) {
+	case IPPROTO_HOPOPTS:
+	case IPPROTO_ROUTING:
+	case IPPROTO_DSTOPTS:
+	case IPPROTO_FRAGMENT:
+		proto = ip6_walk(c, l3_end, h->nexthdr, &walked, &frag);
+		if (proto < 0)
+			return FK_REASON_IP6_EXT;
+		break;
+	default:
+		proto = h->nexthdr;
+	}
 	if (h->hop_limit <= 1)
 		return FK_REASON_TTL;
 	if (proto == IPPROTO_ICMPV6 && !frag) {
