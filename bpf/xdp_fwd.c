@@ -154,15 +154,14 @@ static __always_inline int parse_ethhdr(struct cursor *c, struct ethhdr **eth)
 }
 
 /*
- * Destination MAC equals the configured one. b is rodata: read it through
- * volatile, or clang folds the compile-time default (zeros) into the code.
+ * Destination MAC equals the configured one, as a 4-byte and a 2-byte
+ * compare. b is rodata: read it through volatile, or clang folds the
+ * compile-time default (zeros) into the code.
  */
 static __always_inline int mac_eq(const __u8 *a, const volatile __u8 *b)
 {
-	const volatile __u16 *w = (const volatile __u16 *)b;
-	const __u16 *p = (const __u16 *)a;
-
-	return p[0] == w[0] && p[1] == w[1] && p[2] == w[2];
+	return *(const __u32 *)a == *(const volatile __u32 *)b &&
+	       *(const __u16 *)(a + 4) == *(const volatile __u16 *)(b + 4);
 }
 
 #include "xdp_fwd_checks.h"

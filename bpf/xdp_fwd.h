@@ -283,9 +283,10 @@ struct fk_dev_state {
 /*
  * fk_state.local4: the node's local IPv4 addresses (every interface
  * address, every /32 of a local, broadcast, anycast, multicast or NAT
- * route) in an open-addressed table. An address a (as the 4 bytes of the
- * packet, loaded as a host-order u32) lives in one of the FK_LOCAL4_PROBES
- * slots from FK_LOCAL4_HASH(a), wrapping at the end; 0 is an empty slot.
+ * route) in a hash table of buckets of FK_LOCAL4_PROBES slots: an address
+ * a (as the 4 bytes of the packet, loaded as a host-order u32) lives in
+ * one of the slots of the bucket starting at FK_LOCAL4_HASH(a) (read with
+ * four loads at constant offsets); 0 is an empty slot.
  * What does not fit, and every wider local route, is in fk_local4w
  * instead. Size 16384. (Inside fk_state: one map lookup per packet for
  * both.)
@@ -296,8 +297,10 @@ struct fk_dev_state {
 #define FK_LOCAL4_MUL	 0x9e3779b1U
 
 
-/* The first slot of address a (u32 arithmetic). */
-#define FK_LOCAL4_HASH(a) (((__u32)(a) * FK_LOCAL4_MUL) >> (32 - FK_LOCAL4_BITS))
+/* The first slot of address a's bucket (u32 arithmetic). */
+#define FK_LOCAL4_HASH(a)                                                      \
+	((((__u32)(a) * FK_LOCAL4_MUL) >> (32 - FK_LOCAL4_BITS)) &            \
+	 ~(FK_LOCAL4_PROBES - 1))
 
 /*
  * Value of fk_state (one entry, key 0): the namespace's settings, one

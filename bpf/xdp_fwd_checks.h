@@ -163,11 +163,10 @@ static __always_inline int ip4_martian(__u8 top)
 /* The source is one of the node's own (fk_state.local4, fk_local4w). */
 static __always_inline int ip4_local(__be32 a, const struct fk_state *ks)
 {
-	const __u32 m = FK_LOCAL4_SLOTS - 1;
-	__u32 i = FK_LOCAL4_HASH(a);
+	const __u32 *b = &ks->local4[FK_LOCAL4_HASH(a)];
 
-	if (ks->local4[i & m] == a || ks->local4[(i + 1) & m] == a ||
-	    ks->local4[(i + 2) & m] == a || ks->local4[(i + 3) & m] == a)
+	_Static_assert(FK_LOCAL4_PROBES == 4, "four loads below");
+	if (b[0] == a || b[1] == a || b[2] == a || b[3] == a)
 		return 1;
 	if (ks->local4w) {
 		struct fk_lpm4_key key = { .prefixlen = 32, .addr = a };
@@ -240,7 +239,9 @@ static __always_inline int ip4_prepare(struct xdp_md *ctx, struct cursor *c,
 	if (!(h->frag_off & bpf_htons(IP_MF | IP_OFFSET)))
 		parse_ports(l4, l3_end, c->end, proto, fib);
 	pol = ks->mp_policy4;
-	if (pol == 0) {
+	if (!ks->mpath4) {
+		/* no multipath route: every hash gives the one leg */
+	} else if (pol == 0) {
 		if (proto == IPPROTO_ICMP &&
 		    !(h->frag_off & bpf_htons(IP_OFFSET))) {
 			__u8 *type = l4;

@@ -158,14 +158,15 @@ function loaded(addr: Buffer): number {
   return LE ? addr.readUInt32LE(0) : addr.readUInt32BE(0);
 }
 
-/** FK_LOCAL4_HASH of an address. */
+/** FK_LOCAL4_HASH of an address: the first slot of its bucket. */
 export function local4Hash(address: string): number {
-  return Math.imul(loaded(ipToBytes(address)), FK_LOCAL4_MUL) >>> (32 - FK_LOCAL4_BITS);
+  const h = Math.imul(loaded(ipToBytes(address)), FK_LOCAL4_MUL) >>> (32 - FK_LOCAL4_BITS);
+  return h & ~(FK_LOCAL4_PROBES - 1);
 }
 
 /**
  * fk_state.local4 for `addresses` (IPv4, no 0.0.0.0): each in the first free slot of
- * its probe window, in the order given. `overflow` holds those that found no free slot
+ * its bucket, in the order given. `overflow` holds those that found no free slot
  * (they go to fk_local4w as /32s).
  */
 export function buildLocal4(addresses: readonly string[]): { table: Buffer; overflow: string[] } {
@@ -182,7 +183,7 @@ export function buildLocal4(addresses: readonly string[]): { table: Buffer; over
     const h = local4Hash(a);
     let placed = false;
     for (let p = 0; p < FK_LOCAL4_PROBES && !placed; p++) {
-      const off = ((h + p) & (FK_LOCAL4_SLOTS - 1)) * 4;
+      const off = (h + p) * 4;
       if (table.readUInt32LE(off) === 0) {
         bytes.copy(table, off);
         placed = true;
