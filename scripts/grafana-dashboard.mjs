@@ -290,11 +290,14 @@ ts(
   'ops',
 );
 ts(
-  'Holder resyncs',
+  'Holder resyncs and duplicate address detection',
   12,
-  [[by('fibkeeper_extip_resyncs_total', 'reason'), '{{reason}}']],
+  [
+    [by('fibkeeper_extip_resyncs_total', 'reason'), 'resyncs {{reason}}'],
+    [by('fibkeeper_extip_dad_total', 'family, result'), 'DAD {{family}} {{result}}'],
+  ],
   'ops',
-  'Full comparisons of the holder device with the desired set; overflow means notifications were lost.',
+  'Full comparisons of the holder device with the desired set (overflow: notifications were lost), and duplicate address detections by result (duplicate: another host holds the IP; it was not assigned).',
 );
 
 row('Cluster (etcd)');

@@ -57,6 +57,7 @@ export function handlersFor(agent: Agent): ControlHandlers {
           state: s.state,
           announcedAt: s.announcedAt === undefined ? null : new Date(s.announcedAt).toISOString(),
           lastError: s.lastError ?? null,
+          conflict: s.conflict ?? null,
         }));
     },
     async status() {

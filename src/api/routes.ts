@@ -14,6 +14,8 @@ export interface ExternalIpEntry {
   state: string;
   announcedAt: string | null;
   lastError: string | null;
+  /** The host that duplicate address detection found holding the IP (state failed). */
+  conflict?: { mac: string; what: string } | null;
 }
 
 /**

@@ -62,8 +62,10 @@ export interface FibkeeperConfig {
     checkInterval: number;
     defendInterval: number;
     defendRate: number;
-    ipv6Dad: boolean;
-    dadTimeout: number;
+    dad: boolean;
+    dadProbes: number;
+    dadInterval: number;
+    dadWait: number;
     arpResponder: 'auto' | 'always' | 'never';
     static: string[];
   };

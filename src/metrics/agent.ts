@@ -35,7 +35,7 @@ export function registerAgentMetrics(
     labelNames: ['result'],
     registers: [registry],
   });
-  for (const result of ['ok', 'error']) reloads.inc({ result }, 0);
+  for (const result of ['ok', 'error']) reloads.inc({ result }, 0); // series from the start
   const stateSaves = new Counter({
     name: 'fibkeeper_state_saves_total',
     help: 'Durable saves of the state file (each before the control API requests it holds are answered), by result: ok, or error (those requests failed and nothing of them was applied).',

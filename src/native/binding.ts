@@ -79,6 +79,8 @@ export interface RawPacketOptions {
 
 export interface RawPacketSocket extends RawPolledSocket {
   send(frame: Buffer): number;
+  membership(mac: Buffer, join: boolean): void;
+  attachFilter(program: Buffer): void;
   /** `meta` holds 5 words per frame: offset, length, ifindex, protocol, pkttype. */
   receive(
     onFrames: (frames: Buffer, meta: Uint32Array) => void,

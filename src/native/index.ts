@@ -13,6 +13,7 @@ export {
   ETH_P_ARP,
   ETH_P_IP,
   ETH_P_IPV6,
+  bpfInsn,
   type PacketSocketOptions,
   type PacketReceiver,
   type PacketType,
