@@ -24,8 +24,11 @@ let n;
 let profiler;
 
 const handlers = {
-  /** Starts the subsystem; `tuning` overrides its tuning defaults (experiments). */
-  async start({ tuning }) {
+  /**
+   * Starts the subsystem; `config` overrides the agent's neighbor options (the defaults of
+   * src/config but devices and holder), `tuning` its tuning defaults (experiments).
+   */
+  async start({ tuning, config = {} }) {
     n = new NeighborSubsystem({
       netns,
       config: {
@@ -36,6 +39,7 @@ const handlers = {
         retryMinMs: 100,
         retryMaxMs: 60_000,
         rateLimit: 1000,
+        ...config,
       },
       managedSupported: true,
       log: silentLogger(),
@@ -72,7 +76,7 @@ const handlers = {
   },
   async status() {
     const s = n.status({ limit: 0 });
-    return { summary: s.summary, counters: s.counters, health: n.health().level };
+    return { mode: s.mode, summary: s.summary, counters: s.counters, health: n.health().level };
   },
   /** Resident memory now and at its peak (getrusage maxrss), in bytes. */
   async rss() {

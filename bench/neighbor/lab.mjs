@@ -37,8 +37,12 @@ export function sysctl(ns, ...kv) {
   execFileSync('ip', ['netns', 'exec', ns, 'sysctl', '-qw', ...kv]);
 }
 
-/** Router R with DEV towards peer P; P answers ARP for all of 10.0.0.0/12 (proxy ARP). */
-export function setup(r, p) {
+/**
+ * Router R with DEV towards peer P; P answers ARP for all of 10.0.0.0/12 (proxy ARP).
+ * `reachableMs`: base_reachable_time of DEV (default one hour: no re-probing while the
+ * convergence and latency figures are measured; null keeps the kernel default of 30 s).
+ */
+export function setup(r, p, { reachableMs = 3_600_000 } = {}) {
   for (const ns of [r, p]) execFileSync('ip', ['netns', 'add', ns]);
   ip(r, 'link', 'set', 'lo', 'up');
   ip(r, 'link', 'add', DEV, 'type', 'veth', 'peer', 'name', 'fkp0', 'netns', p);
@@ -46,7 +50,9 @@ export function setup(r, p) {
   for (const d of ['fkp0', 'fkq0', 'fkq1']) ip(p, 'link', 'set', d, 'up');
   ip(r, 'link', 'set', DEV, 'up');
   ip(r, 'addr', 'add', '10.0.0.1/12', 'dev', DEV);
-  sysctl(r, `net.ipv4.neigh.${DEV}.base_reachable_time_ms=3600000`);
+  if (reachableMs !== null) {
+    sysctl(r, `net.ipv4.neigh.${DEV}.base_reachable_time_ms=${reachableMs}`);
+  }
   sysctl(
     p,
     'net.ipv4.ip_forward=1',
@@ -83,6 +89,7 @@ export async function spawnAgent(r, execArgv = []) {
   const exited = new Promise((resolve) => child.once('exit', resolve));
   return {
     call,
+    pid: child.pid,
     pause: () => child.kill('SIGSTOP'),
     resume: () => child.kill('SIGCONT'),
     stop: async () => (await call('stop'), await exited),

@@ -74,14 +74,21 @@ describe('observed neighbors', () => {
         neigh(2, '10.0.0.1', { state: NUD_REACHABLE, protocol: P, flags: NTF_EXT_LEARNED }),
       ),
     ).toBeUndefined();
-    expect(o.apply('new', neigh(2, '10.0.0.2', { state: NUD_STALE, protocol: P }))).toMatchObject({
-      state: NUD_STALE,
-      protocol: P,
-    });
+    expect(
+      o.apply(
+        'new',
+        neigh(2, '10.0.0.2', { state: NUD_STALE, protocol: P, flags: NTF_EXT_LEARNED }),
+      ),
+    ).toMatchObject({ state: NUD_STALE, protocol: P });
     expect(o.apply('new', neigh(3, '10.0.0.3', { state: NUD_PERMANENT }))).toBeDefined();
     expect(o.size).toBe(3);
-    expect(Object.fromEntries(o.ownedByState(P))).toEqual({ reachable: 1, stale: 1 });
-    const c = o.load([neigh(2, '10.0.0.2', { state: NUD_REACHABLE, protocol: P })]);
+    const census = o.census(() => true);
+    expect(Object.fromEntries(census.byState)).toEqual({ reachable: 1, stale: 1 });
+    expect(census.foreignWanted).toBe(1); // the PERMANENT one
+    expect(o.census(() => false).foreignWanted).toBe(0);
+    const c = o.load([
+      neigh(2, '10.0.0.2', { state: NUD_REACHABLE, protocol: P, flags: NTF_EXT_LEARNED }),
+    ]);
     expect(c.map((x) => `${x.ifindex}|${x.ip} ${x.after ? 'new' : 'gone'}`).sort()).toEqual([
       '2|10.0.0.1 gone',
       '2|10.0.0.2 new',
@@ -125,5 +132,16 @@ describe('observed neighbors', () => {
       o.apply('new', neigh(4, '2001:db8::7', { state: NUD_PERMANENT, lladdr: '0a:0b' })),
     ).toBeUndefined();
     expect([...o.values()]).toHaveLength(1);
+  });
+
+  it('counts FAILED reported again as a change: it ends a new resolution attempt', () => {
+    const o = new ObservedNeighbors();
+    const failed = () =>
+      neigh(2, '10.0.0.9', { state: NUD_FAILED, flags: NTF_EXT_LEARNED, protocol: P });
+    expect(o.apply('new', failed())).toMatchObject({ state: NUD_FAILED });
+    // The kernel does not report FAILED → INCOMPLETE: the next FAILED looks the same.
+    expect(o.apply('new', failed())).toMatchObject({ state: NUD_FAILED });
+    // A dump reports it again too (a resync after lost events restarts the retries).
+    expect(o.load([failed()]).map((c) => c.after?.state)).toEqual([NUD_FAILED]);
   });
 });

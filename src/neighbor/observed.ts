@@ -18,7 +18,12 @@ import {
   type Neigh,
 } from '../netlink/index.js';
 import type { Initializable } from '../statedb/index.js';
-import { splitNeighKey, type ObservedNeighbor, type RefreshMode } from './types.js';
+import {
+  FIBKEEPER_NEIGH_PROTOCOL,
+  splitNeighKey,
+  type ObservedNeighbor,
+  type RefreshMode,
+} from './types.js';
 
 /** What the reactions and the ownership rules read of an entry. */
 export interface NeighState {
@@ -30,22 +35,37 @@ export interface NeighState {
   readonly flagsExt: number;
   /** NDA_PROTOCOL; undefined when the entry carries none. */
   readonly protocol: number | undefined;
+  /**
+   * The observed table found the entry foreign once and remembers it until the entry
+   * disappears (see isForeign); absent on a row read from a dump.
+   */
+  readonly foreign?: boolean;
 }
 
-/** The entry carries fibkeeper's protocol mark. */
+/** fibkeeper wrote the entry and nobody has written over it since. */
 export function isOwned(n: NeighState, protocol: number): boolean {
-  return n.protocol === protocol;
+  return n.protocol === protocol && !isForeign(n, protocol);
 }
 
 /**
- * Someone else owns the entry: an operator's permanent or extern_learn entry, or one marked
- * by another protocol. fibkeeper neither overwrites nor deletes it. A plain entry the kernel
- * learned by itself (no mark, not permanent, not extern_learn) is not foreign: fibkeeper
- * adopts it by writing its own flags over it (the state and lladdr are kept).
+ * Someone else owns the entry; fibkeeper neither writes over it nor deletes it, and takes the
+ * next hop back only once the entry is gone. Foreign is:
+ *   - a PERMANENT or NOARP entry, whoever wrote it (the kernel never puts fibkeeper's
+ *     entries in these states; `nud noarp`/`nud permanent` are how an operator pins one);
+ *   - an entry with another protocol, or with extern_learn but without fibkeeper's mark;
+ *   - fibkeeper's mark without its extern_learn flag in any state but FAILED: another writer
+ *     replaced the entry (an admin write sets the flags it is given and keeps the protocol)
+ *     — FAILED without the flags is the first half of `ip neigh del`, whose deletion follows;
+ *   - an entry the observed table has seen foreign before (`foreign`), until it disappears.
+ * A plain entry the kernel learned by itself (no mark, no flags, a dynamic state) is not
+ * foreign: fibkeeper adopts it by writing its own flags over it (state and lladdr are kept).
  */
 export function isForeign(n: NeighState, protocol: number): boolean {
-  if (n.protocol === protocol) return false;
-  if ((n.flags & NTF_EXT_LEARNED) !== 0 || (n.state & NUD_PERMANENT) !== 0) return true;
+  if (n.foreign === true || (n.state & (NUD_PERMANENT | NUD_NOARP)) !== 0) return true;
+  if (n.protocol === protocol) {
+    return (n.flags & NTF_EXT_LEARNED) === 0 && (n.state & NUD_FAILED) === 0;
+  }
+  if ((n.flags & NTF_EXT_LEARNED) !== 0) return true;
   return n.protocol !== undefined && n.protocol !== 0;
 }
 
@@ -61,7 +81,7 @@ export type Reaction =
   /** Resolved (REACHABLE, or on its way: DELAY/PROBE): forget past losses. */
   | 'healthy';
 
-const HEALTHY = NUD_REACHABLE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT | NUD_NOARP;
+const HEALTHY = NUD_REACHABLE | NUD_DELAY | NUD_PROBE;
 
 /**
  * What an observed change of a desired entry calls for. `after` is undefined when the entry
@@ -114,6 +134,8 @@ export interface ObservedChange {
 /** The kernel's "no protocol" and the bits an entry keeps of NDA_FLAGS_EXT. */
 const NO_PROTOCOL = 0x1ff;
 const EXT_BITS = 0x3;
+/** Seen foreign (sticky until the entry disappears): above the protocol's 9 bits. */
+const FOREIGN = 1 << 27;
 
 /**
  * One entry, packed: state, flags, the low NDA_FLAGS_EXT bits and the protocol in one small
@@ -121,7 +143,10 @@ const EXT_BITS = 0x3;
  * place by events, so an event that changes an entry allocates nothing here.
  */
 class Entry implements NeighState {
-  /** state | flags << 8 | (flagsExt & EXT_BITS) << 16 | (protocol ?? NO_PROTOCOL) << 18 */
+  /**
+   * state | flags << 8 | (flagsExt & EXT_BITS) << 16 | (protocol ?? NO_PROTOCOL) << 18
+   * | FOREIGN
+   */
   bits = 0;
   macHi = -1;
   macLo = -1;
@@ -137,8 +162,11 @@ class Entry implements NeighState {
     return (this.bits >>> 16) & EXT_BITS;
   }
   get protocol(): number | undefined {
-    const p = this.bits >>> 18;
+    const p = (this.bits >>> 18) & NO_PROTOCOL;
     return p === NO_PROTOCOL ? undefined : p;
+  }
+  get foreign(): boolean {
+    return (this.bits & FOREIGN) !== 0;
   }
   get lladdr(): string | undefined {
     if (this.macText !== undefined) return this.macText;
@@ -146,11 +174,18 @@ class Entry implements NeighState {
     return `${hex3(this.macHi)}:${hex3(this.macLo)}`;
   }
 
-  /** Sets the entry from a message; false when nothing changed. */
-  set(n: NeighMessage): boolean {
+  /**
+   * Sets the entry from a message; false when nothing changed. Marks it foreign (for good)
+   * when it looks foreign to `protocol`, fibkeeper's mark.
+   */
+  set(n: NeighMessage, protocol: number): boolean {
     const p = n.protocol === undefined || n.protocol > 0xff ? NO_PROTOCOL : n.protocol;
     const bits =
-      (n.state & 0xff) | ((n.flags & 0xff) << 8) | ((n.flagsExt & EXT_BITS) << 16) | (p << 18);
+      (n.state & 0xff) |
+      ((n.flags & 0xff) << 8) |
+      ((n.flagsExt & EXT_BITS) << 16) |
+      (p << 18) |
+      (this.bits & FOREIGN);
     let hi = -1;
     let lo = -1;
     let text: string | undefined = undefined;
@@ -168,6 +203,7 @@ class Entry implements NeighState {
       return false;
     }
     this.bits = bits;
+    if ((bits & FOREIGN) === 0 && isForeign(this, protocol)) this.bits |= FOREIGN;
     this.macHi = hi;
     this.macLo = lo;
     this.macText = text;
@@ -228,10 +264,18 @@ function kept(n: NeighMessage): n is NeighMessage & { dst: string } {
  */
 export class ObservedNeighbors implements Initializable {
   readonly name = 'neighbors';
+  /** fibkeeper's mark: what foreign is judged against. */
+  readonly protocol: number;
   /** ifindex → ip → entry */
   private readonly byDevice = new Map<number, Map<string, Entry>>();
   private count = 0;
+  /** Grows with every change (apply, load): what a cached census is checked against. */
+  version = 0;
   private readonly init = deferred();
+
+  constructor(protocol = FIBKEEPER_NEIGH_PROTOCOL) {
+    this.protocol = protocol;
+  }
 
   get initialized(): boolean {
     return this.init.done;
@@ -285,7 +329,9 @@ export class ObservedNeighbors implements Initializable {
 
   /**
    * A neighbor event. Returns the entry after the change (the live entry: read it at once),
-   * null when the entry went away, undefined when nothing changed.
+   * null when the entry went away, undefined when nothing changed. A FAILED entry reported
+   * FAILED again counts as a change: the kernel does not report FAILED → INCOMPLETE, so a
+   * second FAILED is the end of a new resolution attempt (which the legacy path retries).
    */
   apply(kind: 'new' | 'del', n: NeighMessage): NeighState | null | undefined {
     if (!kept(n)) return undefined;
@@ -293,14 +339,20 @@ export class ObservedNeighbors implements Initializable {
     const cur = m?.get(n.dst);
     if (kind === 'del') {
       if (cur === undefined || m === undefined) return undefined;
+      this.version++;
       m.delete(n.dst);
       this.count--;
       if (m.size === 0) this.byDevice.delete(n.ifindex);
       return null;
     }
-    if (cur !== undefined) return cur.set(n) ? cur : undefined;
+    if (cur !== undefined) {
+      if (!cur.set(n, this.protocol)) return (n.state & NUD_FAILED) !== 0 ? cur : undefined;
+      this.version++;
+      return cur;
+    }
+    this.version++;
     const e = new Entry();
-    e.set(n);
+    e.set(n, this.protocol);
     if (m === undefined) this.byDevice.set(n.ifindex, (m = new Map()));
     m.set(n.dst, e);
     this.count++;
@@ -325,6 +377,7 @@ export class ObservedNeighbors implements Initializable {
         if (s?.has(ip)) continue;
         m.delete(ip);
         this.count--;
+        this.version++;
         changes.push({ ifindex, ip, after: undefined });
       }
       if (m.size === 0) this.byDevice.delete(ifindex);
@@ -332,22 +385,34 @@ export class ObservedNeighbors implements Initializable {
     return changes;
   }
 
-  /** Entries with fibkeeper's mark, by NUD state name (lower case, as metrics label them). */
-  ownedByState(protocol: number): Map<string, number> {
-    const out = new Map<string, number>();
-    for (const m of this.byDevice.values()) {
-      for (const e of m.values()) {
-        if (e.protocol !== protocol) continue;
+  /**
+   * fibkeeper's own entries by NUD state name (lower case, as metrics label them), and how
+   * many foreign entries hold a next hop that `wanted` says fibkeeper wants.
+   */
+  census(wanted: (ifindex: number, ip: string) => boolean): {
+    byState: Map<string, number>;
+    foreignWanted: number;
+  } {
+    const byState = new Map<string, number>();
+    let foreignWanted = 0;
+    for (const [ifindex, m] of this.byDevice) {
+      for (const [ip, e] of m) {
+        if (isForeign(e, this.protocol)) {
+          if (wanted(ifindex, ip)) foreignWanted++;
+          continue;
+        }
+        if (e.protocol !== this.protocol) continue;
         const name = (nudStateNames(e.state)[0] ?? 'none').toLowerCase();
-        out.set(name, (out.get(name) ?? 0) + 1);
+        byState.set(name, (byState.get(name) ?? 0) + 1);
       }
     }
-    return out;
+    return { byState, foreignWanted };
   }
 }
 
 function snapshot(n: NeighState): NeighState {
-  return { state: n.state, flags: n.flags, flagsExt: n.flagsExt, protocol: n.protocol };
+  const { state, flags, flagsExt, protocol, foreign } = n;
+  return { state, flags, flagsExt, protocol, foreign };
 }
 
 function rowOf(ifindex: number, ip: string, e: Entry): ObservedNeighbor {

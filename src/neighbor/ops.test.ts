@@ -32,7 +32,7 @@ function setup(mode: RefreshMode = 'managed', twoStep = false) {
   const missing: string[] = [];
   const ops = new NeighborOps({
     kernel,
-    mode,
+    mode: () => mode,
     protocol: P,
     observed,
     metrics,

@@ -17,7 +17,7 @@ import {
   type NeighSpec,
 } from '../netlink/index.js';
 import type { BatchResult, Operations } from '../statedb/index.js';
-import { isForeign, observedRow, type ObservedNeighbors } from './observed.js';
+import { isForeign, isOwned, observedRow, type ObservedNeighbors } from './observed.js';
 import type { RequeueCause } from './reactor.js';
 import { neighKey, type DesiredNeighbor, type RefreshMode } from './types.js';
 
@@ -31,7 +31,8 @@ export interface NeighborKernel {
 
 export interface NeighborOpsParams {
   kernel: NeighborKernel;
-  mode: RefreshMode;
+  /** The refresh path entries are written for now (auto switches it with the table size). */
+  mode: () => RefreshMode;
   protocol: number;
   observed: ObservedNeighbors;
   metrics: NeighborMetrics;
@@ -57,10 +58,10 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     this.p = p;
   }
 
-  /** The entry as fibkeeper writes it. */
-  spec(d: DesiredNeighbor): NeighSpec {
+  /** The entry as fibkeeper writes it on the `mode` path. */
+  spec(d: DesiredNeighbor, mode: RefreshMode = this.p.mode()): NeighSpec {
     // One object literal per mode: every spec of a batch has the same shape.
-    if (this.p.mode === 'managed') {
+    if (mode === 'managed') {
       return {
         ifindex: d.ifindex,
         dst: d.nexthop,
@@ -94,19 +95,20 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     const results = new Array<Error | undefined>(objs.length);
     const todo: number[] = [];
     const specs: NeighSpec[] = [];
+    const mode = this.p.mode();
     for (let i = 0; i < objs.length; i++) {
       const d = objs[i]!;
       const seen = this.p.observed.find(d.ifindex, d.nexthop);
       if (seen !== undefined && isForeign(seen, this.p.protocol)) continue;
       todo.push(i);
-      specs.push(this.spec(d));
+      specs.push(this.spec(d, mode));
     }
     if (todo.length === 0) return results;
-    if (this.p.mode === 'legacy' && this.p.twoStep) await this.createFirst(objs, todo);
+    if (mode === 'legacy' && this.p.twoStep) await this.createFirst(objs, todo);
     const out = await this.p.kernel.neighSetMany(specs);
     for (const f of out.failures) results[todo[f.index]!] = f.error;
     let inserts = 0;
-    const by: Record<RequeueCause, number> = { deleted: 0, failed: 0, refresh: 0 };
+    const by: Record<RequeueCause, number> = { deleted: 0, failed: 0, refresh: 0, mode: 0 };
     const causes = this.p.causes;
     if (causes.size === 0) inserts = todo.length - out.failures.length;
     else {
@@ -194,7 +196,7 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     for (let i = 0; i < objs.length; i++) {
       const d = objs[i]!;
       const seen = this.p.observed.find(d.ifindex, d.nexthop);
-      if (seen !== undefined) out[i] = seen.protocol === this.p.protocol;
+      if (seen !== undefined) out[i] = isOwned(seen, this.p.protocol);
       else if (!ask) out[i] = true;
       else asked.push(this.askKernel(d).then((o) => void (out[i] = o)));
     }
@@ -206,7 +208,8 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
   private async askKernel(d: DesiredNeighbor): Promise<boolean | Error | undefined> {
     try {
       const n = await this.p.kernel.neighGet({ ifindex: d.ifindex, dst: d.nexthop });
-      return observedRow(n)?.protocol === this.p.protocol;
+      const row = observedRow(n);
+      return row === undefined ? undefined : isOwned(row, this.p.protocol);
     } catch (err) {
       if (isErrno(err, 'ENOENT', 'ENODEV')) return undefined;
       return err instanceof Error ? err : new Error(describeError(err));
@@ -228,9 +231,12 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
       if (row === undefined) continue;
       const key = neighKey(row.ifindex, row.ip);
       present.add(key);
-      if (row.protocol === this.p.protocol && !want.has(key)) {
-        stale.push({ ifindex: row.ifindex, dst: row.ip });
-      }
+      if (row.protocol !== this.p.protocol || want.has(key)) continue;
+      // Carries the mark but someone wrote over it, now or before (the observed table
+      // remembers): not fibkeeper's to delete.
+      const seen = this.p.observed.find(row.ifindex, row.ip);
+      if (!isOwned(row, this.p.protocol) || (seen !== undefined && seen.foreign === true)) continue;
+      stale.push({ ifindex: row.ifindex, dst: row.ip });
     }
     let failed: Error | undefined;
     if (stale.length > 0) {

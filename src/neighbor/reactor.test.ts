@@ -27,7 +27,7 @@ function setup(mode: RefreshMode) {
   const r = new Reactor({
     desired,
     devices,
-    mode,
+    mode: () => mode,
     protocol: P,
     clock,
     retryMinMs: 100,

@@ -16,12 +16,14 @@ import type { DeviceTracker } from './devices.js';
 import { reactionTo, type NeighState, type ObservedChange } from './observed.js';
 import { neighKey, type DesiredNeighbor, type RefreshMode } from './types.js';
 
-export type RequeueCause = 'deleted' | 'failed' | 'refresh';
+/** Why an entry is written again: lost, FAILED (legacy), STALE (legacy), or a mode switch. */
+export type RequeueCause = 'deleted' | 'failed' | 'refresh' | 'mode';
 
 export interface ReactorParams {
   desired: Table<DesiredNeighbor>;
   devices: DeviceTracker;
-  mode: RefreshMode;
+  /** The refresh path now (auto switches it with the table size). */
+  mode: () => RefreshMode;
   protocol: number;
   clock: Clock;
   retryMinMs: number;
@@ -156,7 +158,7 @@ export class Reactor {
    * reaction comes first: most events (an entry resolving) need no table lookup at all.
    */
   observedEntry(ifindex: number, ip: string, after: NeighState | undefined): void {
-    const reaction = reactionTo(after, this.p.mode, this.p.protocol);
+    const reaction = reactionTo(after, this.p.mode(), this.p.protocol);
     if (reaction === 'none') return;
     if (reaction === 'healthy') {
       if (this.losses.size > 0) this.forget(neighKey(ifindex, ip));

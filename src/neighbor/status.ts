@@ -29,7 +29,11 @@ export interface KernelEntryStatus {
   flags: string[];
   lladdr?: string;
   protocol?: number;
-  /** fibkeeper wrote it (its protocol mark), someone else owns it, or the kernel learned it. */
+  /**
+   * fibkeeper wrote it (its protocol mark, nobody wrote over it), someone else owns it (left
+   * alone until it disappears: observed.ts isForeign), or the kernel learned it (adopted on
+   * the next write).
+   */
   owner: 'fibkeeper' | 'foreign' | 'kernel';
 }
 
@@ -81,6 +85,8 @@ export interface NeighborStatus {
     desiredByStatus: { pending: number; done: number; error: number };
     selectedDevices: number;
     kernelEntriesByState: Record<string, number>;
+    /** Desired next hops whose kernel entry belongs to someone else (left alone). */
+    foreignEntries: number;
     pendingLookups: number;
     failingLookups: number;
     scheduledRetries: number;
@@ -112,6 +118,7 @@ export interface StatusSources {
   calculator: Calculator;
   reactor: Reactor;
   counters: NeighborCounters;
+  census: { byState: ReadonlyMap<string, number>; foreignWanted: number };
   pendingLookups: number;
   scheduledRetries: number;
   sharedLookups: { ipv4: boolean; ipv6: boolean };
@@ -123,8 +130,11 @@ function kernelEntry(s: StatusSources, ifindex: number, ip: string): KernelEntry
   const out: KernelEntryStatus = {
     state: nudStateNames(n.state),
     flags: neighFlagNames(n.flags, n.flagsExt),
-    owner:
-      n.protocol === s.protocol ? 'fibkeeper' : isForeign(n, s.protocol) ? 'foreign' : 'kernel',
+    owner: isForeign(n, s.protocol)
+      ? 'foreign'
+      : n.protocol === s.protocol
+        ? 'fibkeeper'
+        : 'kernel',
   };
   if (n.lladdr !== undefined) out.lladdr = n.lladdr;
   if (n.protocol !== undefined) out.protocol = n.protocol;
@@ -229,7 +239,8 @@ export function buildStatus(s: StatusSources, q: StatusQuery): NeighborStatus {
       desiredEntries: s.desired.size,
       desiredByStatus: s.desired.statusCounts(),
       selectedDevices: s.devices.selected().length,
-      kernelEntriesByState: Object.fromEntries(s.observed.ownedByState(s.protocol)),
+      kernelEntriesByState: Object.fromEntries(s.census.byState),
+      foreignEntries: s.census.foreignWanted,
       pendingLookups: s.pendingLookups,
       failingLookups: s.calculator.failingLookups,
       scheduledRetries: s.scheduledRetries,

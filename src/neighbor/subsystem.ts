@@ -12,6 +12,7 @@ import type { Logger } from '../log/index.js';
 import { NeighborMetrics, type NeighborCounters } from '../metrics/neighbor.js';
 import {
   NetlinkHandle,
+  NTF_EXT_MANAGED,
   type Address,
   type Link,
   type Neigh,
@@ -39,14 +40,19 @@ import {
 import { DeviceTracker } from './devices.js';
 import { makeFeeds, type Feed } from './feeds.js';
 import { ForwardableIPs } from './forwardable.js';
-import { ObservedNeighbors } from './observed.js';
+import { isOwned, ObservedNeighbors } from './observed.js';
 import type { GroupKey } from './prefixes.js';
 import { NeighborOps } from './ops.js';
 import { Reactor, type RequeueCause } from './reactor.js';
 import { RouteTracker } from './routes.js';
 import { RuleTracker } from './rules.js';
 import { buildStatus, type NeighborStatus, type StatusQuery } from './status.js';
-import { FIBKEEPER_NEIGH_PROTOCOL, type DesiredNeighbor, type RefreshMode } from './types.js';
+import {
+  FIBKEEPER_NEIGH_PROTOCOL,
+  neighKey,
+  type DesiredNeighbor,
+  type RefreshMode,
+} from './types.js';
 
 export interface NeighborSubsystemParams {
   /** Network namespace to manage (a name under /run/netns or a path); default: our own. */
@@ -76,7 +82,9 @@ export interface NeighborHealth {
 type State = 'new' | 'starting' | 'running' | 'stopped';
 
 export class NeighborSubsystem {
-  readonly mode: RefreshMode;
+  private modeNow: RefreshMode;
+  /** `neighbor.refresh: auto` on a kernel with managed entries: the mode follows the size. */
+  private readonly autoMode: boolean;
   readonly protocol = FIBKEEPER_NEIGH_PROTOCOL;
   readonly metrics: NeighborMetrics;
   private readonly forwardable: ForwardableIPs;
@@ -106,7 +114,8 @@ export class NeighborSubsystem {
   constructor(p: NeighborSubsystemParams) {
     validateConfig(p.config);
     this.p = p;
-    this.mode = resolveMode(p.config.refresh, p.managedSupported);
+    this.modeNow = resolveMode(p.config.refresh, p.managedSupported);
+    this.autoMode = p.config.refresh === 'auto' && p.managedSupported;
     this.tuning = { ...defaultTuning(), ...stripUndefined(p.tuning ?? {}) };
     this.clock = p.clock ?? systemClock;
     this.log = p.log.child({ component: 'neighbor' });
@@ -118,7 +127,7 @@ export class NeighborSubsystem {
     );
     this.forwardable = new ForwardableIPs({ nodeAddresses: () => this.devices.nodeAddresses() });
     this.routes = new RouteTracker(now);
-    this.observed = new ObservedNeighbors();
+    this.observed = new ObservedNeighbors(this.protocol);
     this.desired = new Table<DesiredNeighbor>({
       name: 'desired-neighbors',
       primaryKey: (d) => d.key,
@@ -146,7 +155,7 @@ export class NeighborSubsystem {
     this.reactor = new Reactor({
       desired: this.desired,
       devices: this.devices,
-      mode: this.mode,
+      mode: () => this.currentMode(),
       protocol: this.protocol,
       clock: this.clock,
       retryMinMs: p.config.retryMinMs,
@@ -159,7 +168,68 @@ export class NeighborSubsystem {
       forwardableIps: () => this.forwardable.size,
       selectedDevices: () => this.devices.selected().length,
       desiredByStatus: () => this.desired.statusCounts(),
-      kernelEntriesByState: () => this.observed.ownedByState(this.protocol),
+      kernelEntriesByState: () => this.census().byState,
+      foreignEntries: () => this.census().foreignWanted,
+      refreshMode: () => this.modeNow,
+    });
+  }
+
+  private censusCache:
+    | { observed: number; desired: number; value: ReturnType<ObservedNeighbors['census']> }
+    | undefined;
+
+  /** The observed table's census, computed again only after a change of either table. */
+  private census(): ReturnType<ObservedNeighbors['census']> {
+    const c = this.censusCache;
+    const observed = this.observed.version;
+    const desired = this.desired.revision;
+    if (c !== undefined && c.observed === observed && c.desired === desired) return c.value;
+    const value = this.observed.census((ifindex, ip) => this.desired.has(neighKey(ifindex, ip)));
+    this.censusCache = { observed, desired, value };
+    return value;
+  }
+
+  /** How entries stay fresh right now: managed (the kernel re-resolves) or legacy. */
+  get mode(): RefreshMode {
+    return this.modeNow;
+  }
+
+  /**
+   * The refresh path, switched first when `auto` calls for it: managed while fibkeeper wants
+   * at most `neighbor.rateLimit` entries, legacy above, managed again at half of that (see
+   * docs/neighbor.md, "Why auto switches to legacy refresh above rateLimit entries"). Asked
+   * before every write and every observed change, so entries are written for the mode the
+   * table's size calls for.
+   */
+  private currentMode(): RefreshMode {
+    if (!this.autoMode) return this.modeNow;
+    const size = this.desired.size;
+    const limit = this.p.config.rateLimit;
+    if (this.modeNow === 'managed' && size > limit) this.switchMode('legacy', size);
+    else if (this.modeNow === 'legacy' && size <= limit / 2) this.switchMode('managed', size);
+    return this.modeNow;
+  }
+
+  /**
+   * Switches the refresh path and writes the entries that carry the other path's flags again
+   * (rate-limited: at the switch there are about rateLimit of them).
+   */
+  private switchMode(to: RefreshMode, size: number): void {
+    this.modeNow = to;
+    this.metrics.modeSwitched(to);
+    this.log.info(
+      { mode: to, desiredEntries: size, rateLimit: this.p.config.rateLimit },
+      'neighbor.refresh auto: switched the refresh path',
+    );
+    setImmediate(() => {
+      if (this.state !== 'running' || this.modeNow !== to) return;
+      for (const r of this.desired.rows()) {
+        const d = r.object;
+        const seen = this.observed.find(d.ifindex, d.nexthop);
+        if (seen === undefined || !isOwned(seen, this.protocol)) continue;
+        const managed = (seen.flagsExt & NTF_EXT_MANAGED) !== 0;
+        if (managed !== (to === 'managed')) this.requeue(r.key, 'mode');
+      }
     });
   }
 
@@ -172,7 +242,7 @@ export class NeighborSubsystem {
         neighGet: (k) => this.handle().neighGet(k),
         neighList: (f) => this.handle().neighList(f),
       },
-      mode: this.mode,
+      mode: () => this.currentMode(),
       protocol: this.protocol,
       observed: this.observed,
       metrics: this.metrics,
@@ -200,9 +270,11 @@ export class NeighborSubsystem {
       configPath: 'neighbor',
       metrics: this.metrics,
       clock: this.clock,
+      // A burst of a tenth of a second: refreshes that come due together (a table whose
+      // entries went STALE at once) leave as an even stream, not one second's worth at once.
       limiter: new RateLimiter({
         rate: c.rateLimit,
-        burst: c.rateLimit,
+        burst: Math.max(1, Math.ceil(c.rateLimit / 10)),
         now: () => this.clock.now(),
       }),
       log: this.log,
@@ -471,6 +543,7 @@ export class NeighborSubsystem {
         calculator: this.calculator,
         reactor: this.reactor,
         counters: this.metrics.counters(),
+        census: this.census(),
         pendingLookups: this.calculator.pending,
         scheduledRetries: this.reconciler.scheduledRetries,
         sharedLookups: {
