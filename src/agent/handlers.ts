@@ -34,25 +34,26 @@ export function handlersFor(agent: Agent): ControlHandlers {
    * Applies `next` as the owner's whole set, then writes the state file; if the write
    * fails the owner's previous set is restored, so the API never half-applies.
    */
-  const commitOwner = (
+  const commitOwner = <T>(
     owner: string,
-    apply: () => void,
+    apply: () => T,
     next: (prev: Set<string>) => Set<string>,
-  ) => {
+  ): T => {
     const prev = state().owner(owner);
-    apply();
+    const changed = apply();
     try {
       state().setOwner(owner, [...next(new Set(prev))]);
     } catch (err) {
       neighbor().setOwner(owner, prev);
       throw err;
     }
+    return changed;
   };
   const canon = (ips: readonly string[]) => ips.map((ip) => canonicalIp(ip));
   return {
     async forwardableAdd(owner, ips) {
       checkOwnerFree(owner);
-      commitOwner(
+      return commitOwner(
         owner,
         () => neighbor().upsert(owner, ips),
         (prev) => new Set([...prev, ...canon(ips)]),
@@ -60,7 +61,7 @@ export function handlersFor(agent: Agent): ControlHandlers {
     },
     async forwardableDelete(owner, ips) {
       checkOwnerFree(owner);
-      commitOwner(
+      return commitOwner(
         owner,
         () => neighbor().delete(owner, ips),
         (prev) => {
@@ -71,7 +72,7 @@ export function handlersFor(agent: Agent): ControlHandlers {
     },
     async forwardableSetOwner(owner, ips) {
       checkOwnerFree(owner);
-      commitOwner(
+      return commitOwner(
         owner,
         () => neighbor().setOwner(owner, ips),
         () => new Set(canon(ips)),

@@ -14,12 +14,18 @@ export interface ExternalIpEntry {
   lastError: string | null;
 }
 
+/** What a forwardable call changed for its owner: IPs it took that it did not hold, IPs it gave up. */
+export interface ForwardableChange {
+  added: number;
+  removed: number;
+}
+
 /** What the agent provides to the API. Each call is atomic: all IPs valid, or nothing done. */
 export interface ControlHandlers {
-  forwardableAdd(owner: string, ips: string[]): Promise<void>;
-  forwardableDelete(owner: string, ips: string[]): Promise<void>;
+  forwardableAdd(owner: string, ips: string[]): Promise<ForwardableChange | void>;
+  forwardableDelete(owner: string, ips: string[]): Promise<ForwardableChange | void>;
   /** Replaces the whole set of one owner. */
-  forwardableSetOwner(owner: string, ips: string[]): Promise<void>;
+  forwardableSetOwner(owner: string, ips: string[]): Promise<ForwardableChange | void>;
   forwardableList(): Promise<ForwardableEntry[]>;
   extipAdd(ips: string[]): Promise<void>;
   extipDelete(ips: string[]): Promise<void>;
@@ -87,13 +93,11 @@ export const ROUTES: readonly Route[] = [
       GET: async (h, ctx) => (noBody(ctx), { forwardable: await h.forwardableList() }),
       POST: async (h, ctx) => {
         const b = obj(ctx.body);
-        await h.forwardableAdd(checkOwner(b.owner), ips(b, false));
-        return { ok: true };
+        return { ok: true, ...(await h.forwardableAdd(checkOwner(b.owner), ips(b, false))) };
       },
       DELETE: async (h, ctx) => {
         const b = obj(ctx.body);
-        await h.forwardableDelete(checkOwner(b.owner), ips(b, false));
-        return { ok: true };
+        return { ok: true, ...(await h.forwardableDelete(checkOwner(b.owner), ips(b, false))) };
       },
     },
   },
@@ -102,8 +106,7 @@ export const ROUTES: readonly Route[] = [
     methods: {
       PUT: async (h, ctx) => {
         const owner = checkOwner(decodeURIComponent(ctx.params.owner ?? ''));
-        await h.forwardableSetOwner(owner, ips(obj(ctx.body), true));
-        return { ok: true };
+        return { ok: true, ...(await h.forwardableSetOwner(owner, ips(obj(ctx.body), true))) };
       },
     },
   },

@@ -39,7 +39,7 @@ import {
 } from './config.js';
 import { DeviceTracker } from './devices.js';
 import { makeFeeds, type Feed } from './feeds.js';
-import { ForwardableIPs } from './forwardable.js';
+import { ForwardableIPs, type OwnerChange } from './forwardable.js';
 import { isOwned, ObservedNeighbors } from './observed.js';
 import type { GroupKey } from './prefixes.js';
 import { NeighborOps } from './ops.js';
@@ -470,19 +470,25 @@ export class NeighborSubsystem {
 
   // ---- forwardable IPs ---------------------------------------------------------------
 
-  /** Adds `owner` to each IP. All or nothing: throws InvalidArgumentError naming bad IPs. */
-  upsert(owner: string, ips: readonly string[]): void {
-    this.forwardable.upsert(owner, ips);
+  /**
+   * Adds `owner` to each IP. All or nothing: throws InvalidArgumentError naming bad IPs.
+   * Returns how many IPs the owner did not hold before.
+   */
+  upsert(owner: string, ips: readonly string[]): OwnerChange {
+    return this.forwardable.upsert(owner, ips);
   }
 
-  /** Removes `owner` from each IP; an IP goes when its last owner does. All or nothing. */
-  delete(owner: string, ips: readonly string[]): void {
-    this.forwardable.delete(owner, ips);
+  /**
+   * Removes `owner` from each IP; an IP goes when its last owner does. All or nothing.
+   * Returns how many of the IPs the owner held (the others are no error).
+   */
+  delete(owner: string, ips: readonly string[]): OwnerChange {
+    return this.forwardable.delete(owner, ips);
   }
 
-  /** Makes `ips` exactly what `owner` holds. All or nothing. */
-  setOwner(owner: string, ips: readonly string[]): void {
-    this.forwardable.setOwner(owner, ips);
+  /** Makes `ips` exactly what `owner` holds. All or nothing. Returns what changed. */
+  setOwner(owner: string, ips: readonly string[]): OwnerChange {
+    return this.forwardable.setOwner(owner, ips);
   }
 
   /** Every forwardable IP with its owners. */
