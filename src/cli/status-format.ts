@@ -94,9 +94,12 @@ function neighborSection(n: Obj): string {
       .map(obj)
       .filter((d) => arr(d.nexthops).length > 0 || d.lookupError);
     if (devs.length === 0) {
-      const why = f.nodeAddress
-        ? `node address (${s(f.nodeAddress)})`
-        : 'not routed via a selected device';
+      const why =
+        typeof f.reason === 'string'
+          ? f.reason
+          : f.nodeAddress
+            ? `node address (${s(f.nodeAddress)})`
+            : 'not routed via a selected device';
       rows.push([s(f.ip), s(f.owners), '-', why, '', '']);
     }
     for (const d of devs) {

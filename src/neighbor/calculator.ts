@@ -15,7 +15,7 @@ import { backoff } from './config.js';
 import type { NeighborMetrics } from '../metrics/neighbor.js';
 import type { DeviceTracker } from './devices.js';
 import type { ForwardableIPs } from './forwardable.js';
-import { familyOfText, type LookupOutcome } from './nexthop.js';
+import { familyOfText, notableReason, type LookupOutcome } from './nexthop.js';
 import type { GroupKey } from './prefixes.js';
 import type { RouteTracker } from './routes.js';
 import { DesiredRow, type RefSet } from './refset.js';
@@ -64,6 +64,13 @@ export class Calculator {
   private readonly urgent = new Map<number, Set<string>>();
   /** Whole devices to look up (selection, full resync), in chunks. */
   private bulk: { ifindex: number; ips: string[]; pos: number }[] = [];
+  /**
+   * ifindex → forwardable IP → why it has no next hop on that device, when the reason says
+   * more than "no route via this device" (a broadcast address, a blackhole route, a nexthop
+   * object...): for status. One string per distinct reason.
+   */
+  private readonly noEntry = new Map<number, Map<string, string>>();
+  private readonly reasonText = new Map<string, string>();
   /** "ifindex|ip" → the failed lookup waiting for its retry. */
   private readonly failed = new Map<string, LookupFailure>();
   private retryTimer: TimerHandle | undefined = undefined;
@@ -177,6 +184,11 @@ export class Calculator {
       if (nh !== undefined) out.set(d, hopList(nh));
     }
     return out;
+  }
+
+  /** Why an IP has no next hop on a device, when there is more to say than "no route". */
+  noEntryReason(ifindex: number, ip: string): string | undefined {
+    return this.noEntry.get(ifindex)?.get(ip);
   }
 
   /** The last lookup error of a pair, while it is being retried. */
@@ -327,9 +339,26 @@ export class Calculator {
           continue;
         }
         if (this.failed.size > 0) this.failed.delete(neighKey(ifindex, ip));
+        this.noteReason(ifindex, ip, outcome.kind === 'unreachable' ? outcome.reason : undefined);
         this.assign(w, ifindex, ip, outcome.kind === 'nexthops' ? outcome.nexthops : NONE);
       }
     });
+  }
+
+  /** Keeps (or forgets) the notable reason why (ifindex, ip) has no next hop. */
+  private noteReason(ifindex: number, ip: string, reason: string | undefined): void {
+    let text = reason === undefined ? undefined : this.reasonText.get(reason);
+    if (reason !== undefined && text === undefined) {
+      text = notableReason(reason);
+      if (text !== undefined && this.reasonText.size < 1024) this.reasonText.set(reason, text);
+    }
+    let m = this.noEntry.get(ifindex);
+    if (text === undefined) {
+      if (m !== undefined && m.delete(ip) && m.size === 0) this.noEntry.delete(ifindex);
+      return;
+    }
+    if (m === undefined) this.noEntry.set(ifindex, (m = new Map()));
+    m.set(ip, text);
   }
 
   private lookupFailed(ifindex: number, ip: string, error: string): void {
@@ -398,6 +427,8 @@ export class Calculator {
     this.p.desired.write((w) => {
       for (const ip of ips) {
         for (const [d] of this.byDevice) this.assign(w, d, ip, NONE);
+        if (this.noEntry.size > 0)
+          for (const d of [...this.noEntry.keys()]) this.noteReason(d, ip, undefined);
         for (const d of this.urgent.values()) d.delete(ip);
         for (const d of this.byDevice.keys()) this.failed.delete(neighKey(d, ip));
       }
@@ -407,6 +438,7 @@ export class Calculator {
 
   private dropDevice(ifindex: number): void {
     this.urgent.delete(ifindex);
+    this.noEntry.delete(ifindex);
     this.bulk = this.bulk.filter((b) => b.ifindex !== ifindex);
     const m = this.byDevice.get(ifindex);
     for (const key of [...this.failed.keys()]) {

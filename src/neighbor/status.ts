@@ -10,6 +10,7 @@ import type { DeviceTracker } from './devices.js';
 import type { ForwardableIPs } from './forwardable.js';
 import { isForeign, type ObservedNeighbors } from './observed.js';
 import type { Reactor } from './reactor.js';
+import type { RouteTracker } from './routes.js';
 import { neighKey, type DesiredNeighbor, type ForwardableIP, type RefreshMode } from './types.js';
 
 export interface StatusQuery {
@@ -49,7 +50,21 @@ export interface ForwardableStatus {
   owners: readonly string[];
   /** Set when the IP is now an address of this node (then it is not forwarded to). */
   nodeAddress?: string;
-  devices: { ifindex: number; device: string; nexthops: NexthopStatus[]; lookupError?: string }[];
+  /**
+   * Why the IP has no next hop on any selected device: the node's own address, a broadcast
+   * or local address, a blackhole/prohibit/unreachable route, a route through a nexthop
+   * object whose legs the kernel does not show (each "… on DEV"), or "not routed via a
+   * selected device". Absent when it has next hops or a lookup is failing.
+   */
+  reason?: string;
+  devices: {
+    ifindex: number;
+    device: string;
+    nexthops: NexthopStatus[];
+    lookupError?: string;
+    /** Why there is no next hop on this device, when there is more to say than "no route". */
+    noEntry?: string;
+  }[];
 }
 
 export interface DesiredStatus {
@@ -116,6 +131,7 @@ export interface StatusSources {
   desired: Table<DesiredNeighbor>;
   observed: ObservedNeighbors;
   calculator: Calculator;
+  routes: RouteTracker;
   reactor: Reactor;
   counters: NeighborCounters;
   census: { byState: ReadonlyMap<string, number>; foreignWanted: number };
@@ -168,9 +184,24 @@ function forwardableRow(s: StatusSources, f: ForwardableIP, q: StatusQuery): For
     };
     const err = s.calculator.lookupError(d.ifindex, f.ip);
     if (err !== undefined) row.lookupError = err;
+    const why = nh.length === 0 ? s.calculator.noEntryReason(d.ifindex, f.ip) : undefined;
+    if (why !== undefined) row.noEntry = why;
     out.devices.push(row);
   }
+  const reason = noEntryReason(s, out);
+  if (reason !== undefined) out.reason = reason;
   return out;
+}
+
+/** The forwardable row's `reason` (see ForwardableStatus.reason). */
+function noEntryReason(s: StatusSources, f: ForwardableStatus): string | undefined {
+  if (f.nodeAddress !== undefined) return `an address of this node (on ${f.nodeAddress})`;
+  if (f.devices.some((d) => d.nexthops.length > 0 || d.lookupError !== undefined)) {
+    return undefined;
+  }
+  const why = f.devices.filter((d) => d.noEntry !== undefined);
+  if (why.length > 0) return why.map((d) => `${d.noEntry} on ${d.device}`).join('; ');
+  return s.routes.explain(f.ip) ?? 'not routed via a selected device';
 }
 
 function desiredRow(s: StatusSources, d: DesiredNeighbor): DesiredStatus {

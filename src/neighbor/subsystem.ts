@@ -547,6 +547,7 @@ export class NeighborSubsystem {
         desired: this.desired,
         observed: this.observed,
         calculator: this.calculator,
+        routes: this.routes,
         reactor: this.reactor,
         counters: this.metrics.counters(),
         census: this.census(),
