@@ -65,9 +65,18 @@ export function setup(r, p, { reachableMs = 3_600_000 } = {}) {
   ip(p, 'route', 'add', '10.0.0.1/32', 'dev', 'fkp0');
 }
 
-/** The agent child: call(cmd, args) → its answer. */
+/**
+ * The agent child: call(cmd, args) → its answer. It runs with the V8 flags `fibkeeper run`
+ * gives itself (src/cli/node-flags.ts); FKB_AGENT_FLAGS replaces them (experiments, e.g.
+ * FKB_AGENT_FLAGS=' ' for Node's defaults).
+ */
 export async function spawnAgent(r, execArgv = []) {
-  const child = fork(join(here, 'agent.mjs'), [root, r, DEV], { stdio: 'inherit', execArgv });
+  const { AGENT_NODE_FLAGS } = await import(join(root, 'dist', 'cli', 'node-flags.js'));
+  const flags = process.env.FKB_AGENT_FLAGS?.split(' ').filter(Boolean) ?? AGENT_NODE_FLAGS;
+  const child = fork(join(here, 'agent.mjs'), [root, r, DEV], {
+    stdio: 'inherit',
+    execArgv: [...flags, ...execArgv],
+  });
   let seq = 0;
   const pending = new Map();
   await new Promise((resolve, reject) => {

@@ -176,7 +176,14 @@ function summarize(mode, run, opts) {
     fig('requests_per_s_mean', mean(req), 'frames/s', null, '<=', 'mean ARP request rate'),
     fig('frames_per_s_mean', mean(frames), 'frames/s', null, '<=', 'requests + replies'),
     fig('drops_total', drops, 'frames', null, '<=', 'frames dropped on either veth end'),
-    fig('rss_max', Math.max(...xs.map((s) => s.rssMiB)), 'MiB', 250, '<=', 'agent RSS, highest sample'),
+    fig(
+      'rss_max',
+      Math.max(...xs.map((s) => s.rssMiB)),
+      'MiB',
+      250,
+      '<=',
+      'agent RSS, highest sample',
+    ),
   ];
 }
 
@@ -192,7 +199,11 @@ async function main() {
   for (const mode of opts.modes) {
     const run = await soak(mod, opts, mode);
     series[mode] = run.series;
-    runs[mode] = { running: run.running, convergeMs: r2(run.converge), maxRssMiB: r2(run.maxRssMiB) };
+    runs[mode] = {
+      running: run.running,
+      convergeMs: r2(run.converge),
+      maxRssMiB: r2(run.maxRssMiB),
+    };
     figures.push(...summarize(mode, run, opts));
   }
   const out = {
@@ -212,7 +223,9 @@ async function main() {
   writeFileSync(opts.out, JSON.stringify(out, null, 1) + '\n');
   for (const f of figures) {
     const verdict = f.pass === null ? '' : f.pass ? ' PASS' : ' MISS';
-    console.log(`${f.name}: ${f.value} ${f.unit}${f.target === null ? '' : ` (target ${f.targetKind} ${f.target})`}${verdict}`);
+    console.log(
+      `${f.name}: ${f.value} ${f.unit}${f.target === null ? '' : ` (target ${f.targetKind} ${f.target})`}${verdict}`,
+    );
   }
 }
 
