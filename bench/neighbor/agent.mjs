@@ -78,6 +78,12 @@ const handlers = {
     const s = n.status({ limit: 0 });
     return { mode: s.mode, summary: s.summary, counters: s.counters, health: n.health().level };
   },
+  /** How long the status document takes to build and serialize (as the API serves it). */
+  async statusTimed({ limit = 1000 }) {
+    const t0 = performance.now();
+    const text = JSON.stringify(n.status({ limit }));
+    return { ms: performance.now() - t0, bytes: text.length };
+  },
   /** Resident memory now and at its peak (getrusage maxrss), in bytes. */
   async rss() {
     return { ...process.memoryUsage(), maxRss: process.resourceUsage().maxRSS * 1024 };

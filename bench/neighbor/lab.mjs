@@ -129,3 +129,83 @@ export async function check(nl, ifindex, n) {
   const have = (await owned(nl, ifindex)).length;
   if (have !== n) throw new Error(`kernel has ${have} marked entries, expected ${n}`);
 }
+
+/** Times `act()` until a new marked extern_learn entry for `dst` is seen. */
+export function latencyProbe(ctx) {
+  const waiters = new Map();
+  const sub = ctx.nl.subscribe(
+    ['neigh'],
+    {
+      onEvent: (ev) => {
+        if (ev.kind !== 'new' || ev.object !== 'neigh') return;
+        const m = ev.msg;
+        if (m.protocol !== PROTO || !(m.flags & ctx.mod.NTF_EXT_LEARNED)) return;
+        const w = waiters.get(m.dst);
+        if (w) {
+          waiters.delete(m.dst);
+          w(performance.now());
+        }
+      },
+    },
+    { rcvbuf: 64 << 20 },
+  );
+  const measure = async (dst, act) => {
+    const seen = new Promise((resolve) => waiters.set(dst, resolve));
+    const t0 = performance.now();
+    await act();
+    const t1 = await Promise.race([seen, sleep(2000).then(() => NaN)]);
+    waiters.delete(dst);
+    return t1 - t0;
+  };
+  return { measure, close: () => sub.close() };
+}
+
+/**
+ * Route change → new entry, `ip neigh del` → re-inserted, and the driver's own neighSet →
+ * its event (the reference), `iterations` times each, with `loaded` IPs (from BASE) loaded.
+ */
+export async function latencies(ctx, agent, iterations, loaded = 100_000) {
+  const { nl, ifindex, mod } = ctx;
+  await nl.routeReplace({ dst: '10.200.0.0/24', gateway: ipOf(GW_BASE) });
+  await agent.call('upsert', { owner: 'bench-route', list: ['10.200.0.5'] });
+  await quiet(nl, ifindex, mod.NUD_INCOMPLETE);
+  const probe = latencyProbe(ctx);
+  const floor = [];
+  const route = [];
+  const reinsert = [];
+  try {
+    for (let k = 0; k < iterations; k++) {
+      const dst = ipOf(FLOOR_BASE + k);
+      floor.push(
+        await probe.measure(dst, () =>
+          nl.neighSet({
+            ifindex,
+            dst,
+            state: 0,
+            externLearned: true,
+            managed: true,
+            protocol: PROTO,
+          }),
+        ),
+      );
+      await nl.neighDel({ ifindex, dst });
+      const gw = ipOf(GW_BASE + 1 + k);
+      route.push(
+        await probe.measure(gw, () => nl.routeReplace({ dst: '10.200.0.0/24', gateway: gw })),
+      );
+      const victim = ipOf(BASE + ((k * 7919) % loaded));
+      reinsert.push(await probe.measure(victim, () => nl.neighDel({ ifindex, dst: victim })));
+      await sleep(5);
+    }
+  } finally {
+    probe.close();
+  }
+  const lost = (xs) => xs.filter((x) => Number.isNaN(x)).length;
+  const ok = (xs) => xs.filter((x) => !Number.isNaN(x));
+  return {
+    floor: ok(floor),
+    route: ok(route),
+    reinsert: ok(reinsert),
+    timeouts: { floor: lost(floor), route: lost(route), reinsert: lost(reinsert) },
+  };
+}

@@ -47,6 +47,10 @@ export interface NeighborTuning {
    * device, whatever the rules.
    */
   shareLookups: boolean;
+  /** Legacy refresh: desired rows the sweep looks at per turn, at most (refresh.ts). */
+  refreshScan: number;
+  /** Legacy refresh: time between turns of the sweep, ms. */
+  refreshTickMs: number;
 }
 
 export function defaultTuning(): NeighborTuning {
@@ -74,6 +78,12 @@ export function defaultTuning(): NeighborTuning {
     // Exact (see share.ts), and the calculation then costs one lookup per route prefix
     // instead of one per forwardable IP.
     shareLookups: true,
+    // A turn looks at up to 4096 rows (~0.5 ms) 20 times a second: a STALE entry of a small
+    // table is refreshed within 50 ms, and a pass over 1,000,000 rows of which few are STALE
+    // still takes under 15 s; when most are STALE (the steady state of a large table), a
+    // turn finds its handful after a few rows.
+    refreshScan: 4096,
+    refreshTickMs: 50,
   };
 }
 

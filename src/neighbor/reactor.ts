@@ -1,6 +1,7 @@
 // Turns observed changes of desired entries into work for the reconciler: an entry that
 // vanished (deleted by anyone, flushed) or FAILED without the kernel retrying it is written
-// again as soon as the event arrives; a STALE entry on the legacy path is refreshed.
+// again as soon as the event arrives (STALE entries on the legacy path are the refresher's:
+// refresh.ts).
 //
 // Bounds, so that an unreachable next hop never becomes a write loop and ARP stays bounded:
 //   - per entry: consecutive losses back off exponentially (retryMin·2^(n-2) after the
@@ -172,8 +173,7 @@ export class Reactor {
     if (!this.p.devices.isSelected(ifindex)) return;
     switch (reaction) {
       case 'stale':
-        this.p.requeue(key, 'refresh');
-        return;
+        return; // the refresher's sweep (refresh.ts) finds it, at the pace of the rate limit
       case 'deleted':
       case 'failed':
         this.lost(key, reaction);

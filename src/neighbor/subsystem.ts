@@ -44,6 +44,7 @@ import { isOwned, ObservedNeighbors } from './observed.js';
 import type { GroupKey } from './prefixes.js';
 import { NeighborOps } from './ops.js';
 import { Reactor, type RequeueCause } from './reactor.js';
+import { Refresher } from './refresh.js';
 import { RouteTracker } from './routes.js';
 import { RuleTracker } from './rules.js';
 import { buildStatus, type NeighborStatus, type StatusQuery } from './status.js';
@@ -99,6 +100,7 @@ export class NeighborSubsystem {
   private readonly log: Logger;
   private readonly calculator: Calculator;
   private readonly reactor: Reactor;
+  private readonly refresher: Refresher;
   private readonly reconciler: Reconciler<DesiredNeighbor>;
   private readonly causes = new Map<string, RequeueCause>();
   private state: State = 'new';
@@ -163,6 +165,20 @@ export class NeighborSubsystem {
       requeue: (key, cause) => this.requeue(key, cause),
     });
     this.reconciler = this.makeReconciler();
+    this.refresher = new Refresher({
+      desired: this.desired,
+      observed: this.observed,
+      devices: this.devices,
+      protocol: this.protocol,
+      mode: () => this.currentMode(),
+      clock: this.clock,
+      requeue: (key) => this.requeue(key, 'refresh'),
+      written: (key) => this.causes.get(key) !== 'refresh',
+      // The limiter's burst: the reconciler takes them at rateLimit per second.
+      outstanding: this.burst,
+      scanPerTick: this.tuning.refreshScan,
+      tickMs: this.tuning.refreshTickMs,
+    });
     this.wire();
     this.metrics.setSource({
       forwardableIps: () => this.forwardable.size,
@@ -187,6 +203,11 @@ export class NeighborSubsystem {
     const value = this.observed.census((ifindex, ip) => this.desired.has(neighKey(ifindex, ip)));
     this.censusCache = { observed, desired, value };
     return value;
+  }
+
+  /** The rate limiter's burst: a tenth of a second's worth of neighbor.rateLimit. */
+  private get burst(): number {
+    return Math.max(1, Math.ceil(this.p.config.rateLimit / 10));
   }
 
   /** How entries stay fresh right now: managed (the kernel re-resolves) or legacy. */
@@ -274,7 +295,7 @@ export class NeighborSubsystem {
       // entries went STALE at once) leave as an even stream, not one second's worth at once.
       limiter: new RateLimiter({
         rate: c.rateLimit,
-        burst: Math.max(1, Math.ceil(c.rateLimit / 10)),
+        burst: this.burst,
         now: () => this.clock.now(),
       }),
       log: this.log,
@@ -368,6 +389,7 @@ export class NeighborSubsystem {
     this.calculator.start();
     this.reactor.start();
     this.reconciler.start();
+    this.refresher.start();
     void this.forwardable.waitInitialized().then(() => this.calculator.inputInitialized());
     this.armResync();
     this.log.info(
@@ -458,6 +480,7 @@ export class NeighborSubsystem {
       for (const t of [this.resyncTimer, this.redumpTimer]) {
         if (t !== undefined) this.clock.clearTimeout(t);
       }
+      this.refresher.stop();
       await this.reconciler.stop();
       this.reactor.stop();
       this.calculator.stop();
