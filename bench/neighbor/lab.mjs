@@ -9,9 +9,11 @@ export const here = dirname(fileURLToPath(import.meta.url));
 export const root = join(here, '..', '..');
 export const DEV = 'fkb0';
 export const PROTO = 241;
-export const BASE = 0x0a010001; // 10.1.0.1: forwardable IPs
-export const GW_BASE = 0x0a080001; // 10.8.0.1: gateways for the route-change runs
-export const FLOOR_BASE = 0x0a090001; // 10.9.0.1: the driver's own writes (reference latency)
+// All inside R's connected 10.0.0.0/8 and apart from each other at 1,000,000 IPs.
+export const BASE = 0x0a010001; // 10.1.0.1: forwardable IPs (10.1.0.1-10.16.66.64 for 1M)
+export const WARM_BASE = 0x0a400001; // 10.64.0.1: the IPs an agent warms up with
+export const GW_BASE = 0x0a800001; // 10.128.0.1: gateways for the route-change runs
+export const FLOOR_BASE = 0x0a810001; // 10.129.0.1: the driver's own writes (reference latency)
 
 export const ipOf = (v) => `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
 export const ipsFrom = (base, n) => Array.from({ length: n }, (_, i) => ipOf(base + i));
@@ -38,7 +40,7 @@ export function sysctl(ns, ...kv) {
 }
 
 /**
- * Router R with DEV towards peer P; P answers ARP for all of 10.0.0.0/12 (proxy ARP).
+ * Router R with DEV towards peer P; P answers ARP for all of 10.0.0.0/8 (proxy ARP).
  * `reachableMs`: base_reachable_time of DEV (default one hour: no re-probing while the
  * convergence and latency figures are measured; null keeps the kernel default of 30 s).
  */
@@ -49,7 +51,7 @@ export function setup(r, p, { reachableMs = 3_600_000 } = {}) {
   ip(p, 'link', 'add', 'fkq0', 'type', 'veth', 'peer', 'name', 'fkq1');
   for (const d of ['fkp0', 'fkq0', 'fkq1']) ip(p, 'link', 'set', d, 'up');
   ip(r, 'link', 'set', DEV, 'up');
-  ip(r, 'addr', 'add', '10.0.0.1/12', 'dev', DEV);
+  ip(r, 'addr', 'add', '10.0.0.1/8', 'dev', DEV);
   if (reachableMs !== null) {
     sysctl(r, `net.ipv4.neigh.${DEV}.base_reachable_time_ms=${reachableMs}`);
   }
@@ -61,7 +63,7 @@ export function setup(r, p, { reachableMs = 3_600_000 } = {}) {
     'net.ipv4.conf.fkp0.proxy_arp=1',
     'net.ipv4.neigh.fkp0.proxy_delay=0',
   );
-  ip(p, 'route', 'add', '10.0.0.0/12', 'dev', 'fkq0');
+  ip(p, 'route', 'add', '10.0.0.0/8', 'dev', 'fkq0');
   ip(p, 'route', 'add', '10.0.0.1/32', 'dev', 'fkp0');
 }
 

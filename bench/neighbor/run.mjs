@@ -51,6 +51,7 @@ import {
   setup,
   sleep,
   spawnAgent,
+  WARM_BASE,
 } from './lab.mjs';
 
 function args() {
@@ -94,7 +95,7 @@ async function converge(ctx, n, rounds) {
   await agent.call('start', { tuning: ctx.tuning });
   const warmups = Math.max(1, Math.min(5, Math.ceil(30_000 / n)));
   for (let k = 0; k < warmups; k++) {
-    await agent.call('load', { owner: 'warmup', base: BASE + 0x40000, count: n });
+    await agent.call('load', { owner: 'warmup', base: WARM_BASE, count: n });
     await agent.call('clear', { owner: 'warmup' });
     await quiet(nl, ifindex, mod.NUD_INCOMPLETE);
   }

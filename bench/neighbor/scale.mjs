@@ -35,6 +35,7 @@ import {
   sleep,
   spawnAgent,
   sysctl,
+  WARM_BASE,
 } from './lab.mjs';
 
 function args() {
@@ -116,7 +117,7 @@ async function main() {
     const started = await agent.call('start', {});
     const idle = started.rss / 2 ** 20;
     // Warm up (as a long-running agent is) with a tenth of the table, then clear.
-    await agent.call('load', { owner: 'warmup', base: BASE + 0x200000, count: opts.n / 10 });
+    await agent.call('load', { owner: 'warmup', base: WARM_BASE, count: opts.n / 10 });
     await agent.call('clear', { owner: 'warmup' });
     // 1. The raw writer (agent paused), then fibkeeper. The raw side writes the entries with
     // the flags fibkeeper will use: neighbor.refresh auto runs the legacy path above
