@@ -186,6 +186,16 @@ export class Calculator {
     return out;
   }
 
+  /**
+   * The string kept for `ip` when it is a forwardable IP that is its own next hop on the
+   * device (on-link): the observed table keys its entry with it instead of the copy a
+   * neighbor message brings (one address in memory, not two, per on-link IP).
+   */
+  onLinkString(ifindex: number, ip: string): string | undefined {
+    const h = this.byDevice.get(ifindex)?.get(ip);
+    return typeof h === 'string' && h === ip ? h : undefined;
+  }
+
   /** Why an IP has no next hop on a device, when there is more to say than "no route". */
   noEntryReason(ifindex: number, ip: string): string | undefined {
     return this.noEntry.get(ifindex)?.get(ip);

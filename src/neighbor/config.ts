@@ -55,10 +55,11 @@ export interface NeighborTuning {
 
 export function defaultTuning(): NeighborTuning {
   return {
-    // 32 MiB asked, 64 MiB granted: about 80,000 neighbor events queued (skb truesize is
-    // ~768 B) before an overflow, enough for the initial write of a large table. Memory is
-    // only used while events wait.
-    neighRcvbuf: 32 << 20,
+    // 64 MiB asked, 128 MiB granted: about 170,000 neighbor events queued (skb truesize is
+    // ~768 B) before an overflow. Writing 1,000,000 entries makes 2,000,000 events; with
+    // half of this the socket overflowed 4 times while they were written (each overflow a
+    // dump of the whole table). Kernel memory, used only while events wait.
+    neighRcvbuf: 64 << 20,
     // Route and link events come in small bursts (a routing daemon's update, a link flap).
     routeRcvbuf: 8 << 20,
     linkRcvbuf: 4 << 20,

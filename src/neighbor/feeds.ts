@@ -90,13 +90,22 @@ export function makeFeeds(d: FeedsDeps): {
     },
     resynced: counted('routes'),
   });
+  // What a neighbor dump changed, reacted to once the held events are applied too (an
+  // entry written during the dump is missing from it but not from the kernel).
+  let changed: { ifindex: number; ip: string }[] = [];
   const neighbors = new Feed<Neigh[]>({
     ...common,
     name: 'neighbors',
     subscribe: subscriber(['neigh'], t.neighRcvbuf),
     dump: () => nl.neighList(),
     load: (entries) => {
-      for (const c of d.observed.load(entries)) d.reactor.observed(c);
+      changed = d.observed.load(entries);
+    },
+    caughtUp: () => {
+      const keys = changed;
+      changed = [];
+      for (const c of keys)
+        d.reactor.observedEntry(c.ifindex, c.ip, d.observed.find(c.ifindex, c.ip));
       d.loaded('neighbors');
     },
     apply: (ev) => {

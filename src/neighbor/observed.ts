@@ -273,8 +273,19 @@ export class ObservedNeighbors implements Initializable {
   version = 0;
   private readonly init = deferred();
 
-  constructor(protocol = FIBKEEPER_NEIGH_PROTOCOL) {
+  /**
+   * The string an entry is kept under, when one is already in memory for that address (a
+   * desired next hop's): a message read from a socket brings its own copy of the address,
+   * and 1,000,000 entries would keep 1,000,000 copies.
+   */
+  private readonly intern: ((ifindex: number, ip: string) => string | undefined) | undefined;
+
+  constructor(
+    protocol = FIBKEEPER_NEIGH_PROTOCOL,
+    intern?: (ifindex: number, ip: string) => string | undefined,
+  ) {
     this.protocol = protocol;
+    this.intern = intern;
   }
 
   get initialized(): boolean {
@@ -354,7 +365,7 @@ export class ObservedNeighbors implements Initializable {
     const e = new Entry();
     e.set(n, this.protocol);
     if (m === undefined) this.byDevice.set(n.ifindex, (m = new Map()));
-    m.set(n.dst, e);
+    m.set(this.intern?.(n.ifindex, n.dst) ?? n.dst, e);
     this.count++;
     return e;
   }

@@ -129,7 +129,9 @@ export class NeighborSubsystem {
     );
     this.forwardable = new ForwardableIPs({ nodeAddresses: () => this.devices.nodeAddresses() });
     this.routes = new RouteTracker(now);
-    this.observed = new ObservedNeighbors(this.protocol);
+    this.observed = new ObservedNeighbors(this.protocol, (ifindex, ip) =>
+      this.calculator.onLinkString(ifindex, ip),
+    );
     this.desired = new Table<DesiredNeighbor>({
       name: 'desired-neighbors',
       primaryKey: (d) => d.key,
