@@ -128,10 +128,16 @@ if (existsSync(neighbor)) {
     .filter((r) => r.ms?.fibkeeper && r.ms?.ipBatch)
     .map((r) => ({ n: r.n, fk: median(r.ms.fibkeeper), ip: median(r.ms.ipBatch) }))
     .sort((a, b) => a.n - b.n);
+  const soakFile = join(results, 'neighbor-soak.json');
+  const soak = existsSync(soakFile) ? JSON.parse(readFileSync(soakFile, 'utf8')) : undefined;
   if (runs.length > 0) {
-    writeFileSync(join(results, 'neighbor-convergence.svg'), chart(runs));
+    const svg = chart(runs);
+    writeFileSync(
+      join(results, 'neighbor-convergence.svg'),
+      soak === undefined ? svg : stack(svg, soakChart(soak)),
+    );
     lines.push(
-      '## Neighbor convergence against N',
+      '## Neighbor convergence against N, and the steady state at 100,000',
       '',
       '![neighbor convergence](bench/results/neighbor-convergence.svg)',
       '',
@@ -191,4 +197,92 @@ function chart(runs) {
     '</svg>',
     '',
   ].join('\n');
+}
+
+/** Two SVG documents one above the other, in one document. */
+function stack(top, bottom) {
+  const size = (svg) => {
+    const m = /width="(\d+)" height="(\d+)"/.exec(svg);
+    return { w: Number(m?.[1] ?? 640), h: Number(m?.[2] ?? 400) };
+  };
+  const a = size(top);
+  const b = size(bottom);
+  const inner = (svg) => svg.replace(/^<svg[^>]*>\n?/, '').replace(/<\/svg>\s*$/, '');
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${Math.max(a.w, b.w)}" height="${a.h + b.h}" font-family="sans-serif">`,
+    inner(top),
+    `<g transform="translate(0,${a.h})">`,
+    inner(bottom),
+    '</g>',
+    '</svg>',
+    '',
+  ].join('\n');
+}
+
+/**
+ * The steady state (bench/neighbor/soak.mjs): usable share of the entries (top) and ARP
+ * requests per second on the wire (bottom) over time, one line per refresh mode.
+ */
+function soakChart(soak) {
+  const W = 640,
+    H = 420,
+    L = 70,
+    R = 160,
+    T = 40;
+  const modes = Object.keys(soak.series ?? {});
+  const colors = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd'];
+  const tMax = Math.max(1, ...modes.flatMap((m) => soak.series[m].map((x) => x.t)));
+  const reqMax = Math.max(10, ...modes.flatMap((m) => soak.series[m].map((x) => x.requestsPerS)));
+  const bound = 3 * (soak.rateLimit ?? 1000);
+  const yTop = Math.max(reqMax, bound) * 1.05;
+  // Panel 1: usable %, 0-100; panel 2: requests/s, 0-yTop.
+  const p1 = { y0: T, y1: T + 150 };
+  const p2 = { y0: T + 190, y1: H - 40 };
+  const px = (t) => L + (t / tMax) * (W - L - R);
+  const py1 = (u) => p1.y1 - (u / 100) * (p1.y1 - p1.y0);
+  const py2 = (v) => p2.y1 - (v / yTop) * (p2.y1 - p2.y0);
+  const out = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif">`,
+    `<rect width="${W}" height="${H}" fill="white"/>`,
+    `<text x="${L}" y="24" font-size="15">Steady state, ${Number(soak.n).toLocaleString('en')} next hops on one device, rateLimit ${soak.rateLimit}/s</text>`,
+  ];
+  for (const [p, label] of [
+    [p1, 'usable entries (%)'],
+    [p2, 'ARP requests / s'],
+  ]) {
+    out.push(
+      `<line x1="${L}" x2="${W - R}" y1="${p.y1}" y2="${p.y1}" stroke="#333"/><line x1="${L}" x2="${L}" y1="${p.y0}" y2="${p.y1}" stroke="#333"/>`,
+      `<text x="${L - 8}" y="${p.y0 - 8}" font-size="11">${label}</text>`,
+    );
+  }
+  for (const u of [0, 50, 100]) {
+    out.push(
+      `<line x1="${L}" x2="${W - R}" y1="${py1(u)}" y2="${py1(u)}" stroke="#ddd"/>`,
+      `<text x="${L - 6}" y="${py1(u) + 4}" font-size="11" text-anchor="end">${u}</text>`,
+    );
+  }
+  for (const v of [0, Math.round(yTop / 2), Math.round(yTop)]) {
+    out.push(`<text x="${L - 6}" y="${py2(v) + 4}" font-size="11" text-anchor="end">${v}</text>`);
+  }
+  out.push(
+    `<line x1="${L}" x2="${W - R}" y1="${py2(bound)}" y2="${py2(bound)}" stroke="#999" stroke-dasharray="4 3"/>`,
+    `<text x="${W - R + 5}" y="${py2(bound) + 4}" font-size="11" fill="#666">bound 3 x rateLimit</text>`,
+  );
+  for (let t = 0; t <= tMax; t += tMax > 300 ? 120 : 60) {
+    out.push(
+      `<text x="${px(t)}" y="${p2.y1 + 16}" font-size="11" text-anchor="middle">${t} s</text>`,
+    );
+  }
+  modes.forEach((m, i) => {
+    const c = colors[i % colors.length];
+    const xs = soak.series[m];
+    const label = `${m}${soak.runs?.[m]?.running && soak.runs[m].running !== m ? ` (${soak.runs[m].running})` : ''}`;
+    out.push(
+      `<polyline fill="none" stroke="${c}" stroke-width="2" points="${xs.map((x) => `${px(x.t).toFixed(1)},${py1(x.usable * 100).toFixed(1)}`).join(' ')}"/>`,
+      `<polyline fill="none" stroke="${c}" stroke-width="1.5" points="${xs.map((x) => `${px(x.t).toFixed(1)},${py2(x.requestsPerS).toFixed(1)}`).join(' ')}"/>`,
+      `<text x="${W - R + 15}" y="${T + 20 + i * 20}" fill="${c}" font-size="13">${label}</text>`,
+    );
+  });
+  out.push('</svg>', '');
+  return out.join('\n');
 }

@@ -7,6 +7,9 @@
 //        proto 241), the reference of the target (>= 4x), and
 //      - fibkeeper's netlink client writing them directly (neighSetMany), the raw-netlink
 //        ceiling: the writes alone, without the next-hop lookups and the tables.
+//    Both write the entries as fibkeeper does at that size: `managed` up to
+//    neighbor.rateLimit (1000 in agent.mjs) entries, `use` (NTF_USE, the legacy path that
+//    neighbor.refresh auto runs above it) beyond.
 //    fibkeeper's time runs from setOwner() to the reconciler having written the last entry
 //    (NeighborSubsystem.settled()), and every entry is then checked in a kernel dump.
 // 2. With 100,000 forwardable IPs loaded: latency from a route change (`ip route replace`
@@ -54,6 +57,9 @@ import {
   WARM_BASE,
 } from './lab.mjs';
 
+/** neighbor.rateLimit of the agent (agent.mjs): above it, refresh auto runs the legacy path. */
+const RATE_LIMIT = 1000;
+
 function args() {
   const a = process.argv.slice(2);
   const get = (name, def) => {
@@ -85,10 +91,14 @@ async function converge(ctx, n, rounds) {
   const { nl, ifindex, dir, r, mod } = ctx;
   const list = ipsFrom(BASE, n);
   const file = join(dir, `set-${n}.batch`);
+  const legacy = n > RATE_LIMIT;
   writeFileSync(
     file,
     list
-      .map((d) => `neigh replace ${d} dev ${DEV} extern_learn managed proto ${PROTO}`)
+      .map(
+        (d) =>
+          `neigh replace ${d} dev ${DEV} extern_learn ${legacy ? 'use' : 'managed'} proto ${PROTO}`,
+      )
       .join('\n') + '\n',
   );
   const agent = await spawnAgent(r);
@@ -124,14 +134,11 @@ async function converge(ctx, n, rounds) {
       }),
     raw: () =>
       paused(async () => {
-        const specs = list.map((dst) => ({
-          ifindex,
-          dst,
-          state: 0,
-          externLearned: true,
-          managed: true,
-          protocol: PROTO,
-        }));
+        const specs = list.map((dst) =>
+          legacy
+            ? { ifindex, dst, state: 0, externLearned: true, protocol: PROTO, flags: mod.NTF_USE }
+            : { ifindex, dst, state: 0, externLearned: true, managed: true, protocol: PROTO },
+        );
         const t0 = performance.now();
         const out = await nl.neighSetMany(specs);
         const ms = performance.now() - t0;

@@ -91,7 +91,7 @@ async function soak(mod, opts, mode) {
     const load = await agent.call('load', { owner: 'soak', base: BASE, count: opts.n });
     await quiet(nl, ifindex, mod.NUD_INCOMPLETE);
     console.log(
-      `[${mode}] running as ${started.mode}; ${opts.n} loaded in ${r2(load.ms)} ms, resolved after ${r2((performance.now() - t0) / 1000)} s`,
+      `[${mode}] ${opts.n} loaded in ${r2(load.ms)} ms, resolved after ${r2((performance.now() - t0) / 1000)} s`,
     );
     const series = [];
     const first = { r: linkStats(r, DEV), p: linkStats(p, 'fkp0'), t: performance.now() };
@@ -125,7 +125,9 @@ async function soak(mod, opts, mode) {
       );
     }
     const mem = await agent.call('rss');
-    return { series, maxRssMiB: mem.maxRss / 2 ** 20, converge: load.ms, running: started.mode };
+    // The path the run ended on (auto switches once the table is loaded).
+    const running = series.at(-1)?.mode ?? started.mode;
+    return { series, maxRssMiB: mem.maxRss / 2 ** 20, converge: load.ms, running };
   } finally {
     await agent?.stop().catch(() => undefined);
     nl?.close();

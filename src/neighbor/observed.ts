@@ -14,7 +14,6 @@ import {
   NUD_PROBE,
   NUD_REACHABLE,
   NUD_STALE,
-  nudStateNames,
   type Neigh,
 } from '../netlink/index.js';
 import type { Initializable } from '../statedb/index.js';
@@ -136,6 +135,10 @@ const NO_PROTOCOL = 0x1ff;
 const EXT_BITS = 0x3;
 /** Seen foreign (sticky until the entry disappears): above the protocol's 9 bits. */
 const FOREIGN = 1 << 27;
+/** Which load (dump) saw the entry last, as a parity bit: the others are gone. */
+const MARK = 1 << 28;
+/** The bits of an entry that are its own, not the message's. */
+const KEEP = FOREIGN | MARK;
 
 /**
  * One entry, packed: state, flags, the low NDA_FLAGS_EXT bits and the protocol in one small
@@ -168,6 +171,12 @@ class Entry implements NeighState {
   get foreign(): boolean {
     return (this.bits & FOREIGN) !== 0;
   }
+  get mark(): number {
+    return this.bits & MARK;
+  }
+  setMark(mark: number): void {
+    this.bits = (this.bits & ~MARK) | mark;
+  }
   get lladdr(): string | undefined {
     if (this.macText !== undefined) return this.macText;
     if (this.macHi < 0) return undefined;
@@ -185,7 +194,7 @@ class Entry implements NeighState {
       ((n.flags & 0xff) << 8) |
       ((n.flagsExt & EXT_BITS) << 16) |
       (p << 18) |
-      (this.bits & FOREIGN);
+      (this.bits & KEEP);
     let hi = -1;
     let lo = -1;
     let text: string | undefined = undefined;
@@ -351,79 +360,119 @@ export class ObservedNeighbors implements Initializable {
     if (kind === 'del') {
       if (cur === undefined || m === undefined) return undefined;
       this.version++;
+      this.account(cur, n.ifindex, n.dst, -1);
       m.delete(n.dst);
       this.count--;
       if (m.size === 0) this.byDevice.delete(n.ifindex);
       return null;
     }
     if (cur !== undefined) {
-      if (!cur.set(n, this.protocol)) return (n.state & NUD_FAILED) !== 0 ? cur : undefined;
+      this.account(cur, n.ifindex, n.dst, -1);
+      const changed = cur.set(n, this.protocol);
+      this.account(cur, n.ifindex, n.dst, 1);
+      if (!changed) return (n.state & NUD_FAILED) !== 0 ? cur : undefined;
       this.version++;
       return cur;
     }
     this.version++;
     const e = new Entry();
     e.set(n, this.protocol);
+    e.setMark(this.mark);
+    const ip = this.intern?.(n.ifindex, n.dst) ?? n.dst;
     if (m === undefined) this.byDevice.set(n.ifindex, (m = new Map()));
-    m.set(this.intern?.(n.ifindex, n.dst) ?? n.dst, e);
+    m.set(ip, e);
     this.count++;
+    this.account(e, n.ifindex, ip, 1);
     return e;
   }
 
-  /** Replaces the table with a dump; returns what differs (as events would have said). */
-  load(entries: readonly Neigh[]): ObservedChange[] {
-    const changes: ObservedChange[] = [];
-    const seen = new Map<number, Set<string>>();
+  /** The parity of the current load: entries a load did not see keep the other one. */
+  private mark = 0;
+
+  /**
+   * Replaces the table with a dump; returns the entries that differ (changed, new or gone),
+   * for the reactions (which read the entries' state once the events held during the dump
+   * are applied too). No set of what the dump saw: each entry it sees takes the load's
+   * parity mark, and the ones left with the old mark are gone.
+   */
+  load(entries: readonly Neigh[]): { ifindex: number; ip: string }[] {
+    const changes: { ifindex: number; ip: string }[] = [];
+    this.mark ^= MARK;
     for (const n of entries) {
       if (!kept(n)) continue;
-      let s = seen.get(n.ifindex);
-      if (s === undefined) seen.set(n.ifindex, (s = new Set()));
-      s.add(n.dst);
       const after = this.apply('new', n);
-      if (after) changes.push({ ifindex: n.ifindex, ip: n.dst, after: snapshot(after) });
+      const e = this.byDevice.get(n.ifindex)?.get(n.dst);
+      e?.setMark(this.mark);
+      if (after) changes.push({ ifindex: n.ifindex, ip: n.dst });
     }
     for (const [ifindex, m] of [...this.byDevice]) {
-      const s = seen.get(ifindex);
-      for (const ip of [...m.keys()]) {
-        if (s?.has(ip)) continue;
+      for (const [ip, e] of m) {
+        if (e.mark === this.mark) continue;
+        this.account(e, ifindex, ip, -1);
         m.delete(ip);
         this.count--;
         this.version++;
-        changes.push({ ifindex, ip, after: undefined });
+        changes.push({ ifindex, ip });
       }
       if (m.size === 0) this.byDevice.delete(ifindex);
     }
     return changes;
   }
 
+  /** fibkeeper's own entries by NUD state (index: stateIndex), kept as entries change. */
+  private readonly owned = new Array<number>(STATE_NAMES.length).fill(0);
+  /** Foreign entries as "ifindex|ip" (there are few). */
+  private readonly foreignKeys = new Set<string>();
+
+  /** Counts the entry in (sign 1) or out of (sign -1) the census. */
+  private account(e: Entry, ifindex: number, ip: string, sign: 1 | -1): void {
+    if (isForeign(e, this.protocol)) {
+      if (sign > 0) this.foreignKeys.add(`${ifindex}|${ip}`);
+      else this.foreignKeys.delete(`${ifindex}|${ip}`);
+    } else if (e.protocol === this.protocol) {
+      this.owned[stateIndex(e.state)]! += sign;
+    }
+  }
+
   /**
    * fibkeeper's own entries by NUD state name (lower case, as metrics label them), and how
-   * many foreign entries hold a next hop that `wanted` says fibkeeper wants.
+   * many foreign entries hold a next hop that `wanted` says fibkeeper wants. Kept as the
+   * entries change: no pass over the table.
    */
   census(wanted: (ifindex: number, ip: string) => boolean): {
     byState: Map<string, number>;
     foreignWanted: number;
   } {
     const byState = new Map<string, number>();
+    this.owned.forEach((n, i) => {
+      if (n > 0) byState.set(STATE_NAMES[i]!, n);
+    });
     let foreignWanted = 0;
-    for (const [ifindex, m] of this.byDevice) {
-      for (const [ip, e] of m) {
-        if (isForeign(e, this.protocol)) {
-          if (wanted(ifindex, ip)) foreignWanted++;
-          continue;
-        }
-        if (e.protocol !== this.protocol) continue;
-        const name = (nudStateNames(e.state)[0] ?? 'none').toLowerCase();
-        byState.set(name, (byState.get(name) ?? 0) + 1);
-      }
+    for (const key of this.foreignKeys) {
+      const { ifindex, ip } = splitNeighKey(key);
+      if (wanted(ifindex, ip)) foreignWanted++;
     }
     return { byState, foreignWanted };
   }
 }
 
-function snapshot(n: NeighState): NeighState {
-  const { state, flags, flagsExt, protocol, foreign } = n;
-  return { state, flags, flagsExt, protocol, foreign };
+/** NUD state names as metrics label them, by stateIndex. */
+const STATE_NAMES = [
+  'incomplete',
+  'reachable',
+  'stale',
+  'delay',
+  'probe',
+  'failed',
+  'noarp',
+  'permanent',
+  'none',
+];
+
+/** The index in STATE_NAMES of a NUD state (its lowest bit; none for 0). */
+function stateIndex(state: number): number {
+  if (state === 0) return 8;
+  return 31 - Math.clz32(state & -state);
 }
 
 function rowOf(ifindex: number, ip: string, e: Entry): ObservedNeighbor {
