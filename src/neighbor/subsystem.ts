@@ -348,7 +348,9 @@ export class NeighborSubsystem {
 
   private requeue(key: string, cause: RequeueCause): void {
     this.causes.set(key, cause);
-    if (!this.reconciler.requeue(key)) this.causes.delete(key);
+    // A lost or failed entry goes ahead of the refreshes waiting for the rate limit.
+    const urgent = cause === 'deleted' || cause === 'failed';
+    if (!this.reconciler.requeue(key, { urgent })) this.causes.delete(key);
     this.log.debug({ key, cause }, 'requeued');
   }
 
