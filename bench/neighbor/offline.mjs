@@ -102,6 +102,11 @@ class FakeHandle {
   async neighList() {
     return [...this.entries.values()];
   }
+  async neighEach(each) {
+    const all = [...this.entries.values()];
+    for (const n of all) each(n);
+    return all.length;
+  }
   async routeGetMany(queries) {
     return queries.map(() => this.connected());
   }

@@ -137,8 +137,10 @@ const EXT_BITS = 0x3;
 const FOREIGN = 1 << 27;
 /** Which load (dump) saw the entry last, as a parity bit: the others are gone. */
 const MARK = 1 << 28;
+/** The last load changed or added the entry (until takeChanges hands it over). */
+const CHANGED = 1 << 29;
 /** The bits of an entry that are its own, not the message's. */
-const KEEP = FOREIGN | MARK;
+const KEEP = FOREIGN | MARK | CHANGED;
 
 /**
  * One entry, packed: state, flags, the low NDA_FLAGS_EXT bits and the protocol in one small
@@ -388,23 +390,57 @@ export class ObservedNeighbors implements Initializable {
 
   /** The parity of the current load: entries a load did not see keep the other one. */
   private mark = 0;
+  /** A load (a dump) is under way. */
+  private loading = false;
+  /** Entries a load found gone, until the changes are taken. */
+  private gone: { ifindex: number; ip: string }[] = [];
 
   /**
-   * Replaces the table with a dump; returns the entries that differ (changed, new or gone),
-   * for the reactions (which read the entries' state once the events held during the dump
-   * are applied too). No set of what the dump saw: each entry it sees takes the load's
-   * parity mark, and the ones left with the old mark are gone.
+   * Starts loading a dump, entry by entry (loadEntry), without a list of it or a set of what
+   * it saw: each entry the dump has takes the load's parity mark, and endLoad() removes the
+   * ones left with the other. Called again before a retry of the same dump (it started
+   * over): then every entry is unmarked first.
    */
-  load(entries: readonly Neigh[]): { ifindex: number; ip: string }[] {
-    const changes: { ifindex: number; ip: string }[] = [];
-    this.mark ^= MARK;
-    for (const n of entries) {
-      if (!kept(n)) continue;
-      const after = this.apply('new', n);
-      const e = this.byDevice.get(n.ifindex)?.get(n.dst);
-      e?.setMark(this.mark);
-      if (after) changes.push({ ifindex: n.ifindex, ip: n.dst });
+  beginLoad(): void {
+    if (this.loading || this.aborted) {
+      // A retry of the dump, or a load after one that failed half-way: some entries carry
+      // this load's mark already. Unmark them all.
+      if (!this.loading) this.mark ^= MARK;
+      this.loading = true;
+      this.aborted = false;
+      this.unmarkAll();
+      return;
     }
+    this.loading = true;
+    this.mark ^= MARK;
+  }
+
+  private aborted = false;
+
+  private unmarkAll(): void {
+    for (const m of this.byDevice.values()) for (const e of m.values()) e.setMark(this.mark ^ MARK);
+  }
+
+  /** A load that failed: nothing is removed; the next load unmarks everything first. */
+  abortLoad(): void {
+    if (!this.loading) return;
+    this.loading = false;
+    this.aborted = true;
+  }
+
+  /** One entry of the dump being loaded. */
+  loadEntry(n: NeighMessage): void {
+    if (!kept(n)) return;
+    const after = this.apply('new', n);
+    const e = after ?? this.byDevice.get(n.ifindex)?.get(n.dst);
+    if (!(e instanceof Entry)) return;
+    e.setMark(this.mark);
+    if (after) e.bits |= CHANGED;
+  }
+
+  /** Ends the load: the entries the dump did not have are gone. */
+  endLoad(): void {
+    this.loading = false;
     for (const [ifindex, m] of [...this.byDevice]) {
       for (const [ip, e] of m) {
         if (e.mark === this.mark) continue;
@@ -412,11 +448,40 @@ export class ObservedNeighbors implements Initializable {
         m.delete(ip);
         this.count--;
         this.version++;
-        changes.push({ ifindex, ip });
+        this.gone.push({ ifindex, ip });
       }
       if (m.size === 0) this.byDevice.delete(ifindex);
     }
-    return changes;
+  }
+
+  /**
+   * Hands over, once, every entry the last load changed, added or found gone, for the
+   * reactions (which read the entry as it is now: `find`). A pass over the table.
+   */
+  takeChanges(fn: (ifindex: number, ip: string) => void): void {
+    const gone = this.gone;
+    this.gone = [];
+    for (const g of gone) fn(g.ifindex, g.ip);
+    for (const [ifindex, m] of this.byDevice) {
+      for (const [ip, e] of m) {
+        if ((e.bits & CHANGED) === 0) continue;
+        e.bits &= ~CHANGED;
+        fn(ifindex, ip);
+      }
+    }
+  }
+
+  /**
+   * Replaces the table with a dump given as a list (beginLoad, loadEntry for each, endLoad)
+   * and returns what differs: changed, added or gone.
+   */
+  load(entries: readonly NeighMessage[]): { ifindex: number; ip: string }[] {
+    this.beginLoad();
+    for (const n of entries) this.loadEntry(n);
+    this.endLoad();
+    const out: { ifindex: number; ip: string }[] = [];
+    this.takeChanges((ifindex, ip) => out.push({ ifindex, ip }));
+    return out;
   }
 
   /** fibkeeper's own entries by NUD state (index: stateIndex), kept as entries change. */

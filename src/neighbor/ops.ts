@@ -8,25 +8,30 @@ import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { NeighborMetrics } from '../metrics/neighbor.js';
 import {
+  AF_INET,
+  AF_INET6,
   NetlinkError,
+  NTF_PROXY,
   NTF_USE,
   NUD_NONE,
   NUD_STALE,
   type Neigh,
   type NeighBulkResult,
+  type NeighFields,
   type NeighSpec,
 } from '../netlink/index.js';
 import type { BatchResult, Operations } from '../statedb/index.js';
 import { isForeign, isOwned, observedRow, type ObservedNeighbors } from './observed.js';
 import type { RequeueCause } from './reactor.js';
-import { neighKey, type DesiredNeighbor, type RefreshMode } from './types.js';
+import type { DesiredNeighbor, RefreshMode } from './types.js';
 
 /** The netlink calls the operations use (NetlinkHandle has them; tests pass a fake). */
 export interface NeighborKernel {
   neighSetMany(entries: readonly NeighSpec[]): Promise<NeighBulkResult>;
   neighDelMany(entries: readonly Pick<NeighSpec, 'ifindex' | 'dst'>[]): Promise<NeighBulkResult>;
   neighGet(key: Pick<NeighSpec, 'ifindex' | 'dst'>): Promise<Neigh>;
-  neighList(filter?: { family?: number; ifindex?: number }): Promise<Neigh[]>;
+  /** Every entry, one at a time (valid during the call): no list of a million objects. */
+  neighEach(each: (n: NeighFields) => void): Promise<number>;
 }
 
 export interface NeighborOpsParams {
@@ -43,6 +48,8 @@ export interface NeighborOpsParams {
   causes: Map<string, RequeueCause>;
   /** Called by prune with desired keys whose entry the kernel does not have. */
   missing?(keys: readonly string[]): void;
+  /** Whether (ifindex, ip) is a desired entry now (prune's membership test). */
+  wanted(ifindex: number, ip: string): boolean;
 }
 
 /** Up to this many deletes in a batch, entries the observed table lacks are asked of the kernel. */
@@ -217,27 +224,26 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
   }
 
   /**
-   * Deletes every entry with fibkeeper's mark that is not desired, from a fresh dump (never
-   * from a possibly partial event view), and reports desired entries the kernel lacks.
-   * Entries without the mark are never touched. Idempotent.
+   * Deletes every entry of fibkeeper's own that is not desired, from a fresh dump (never from
+   * a possibly partial event view), and reports desired entries the kernel lacks (as the
+   * observed table, kept exact by events and dumps, shows them). Entries without the mark,
+   * and marked ones someone wrote over, are never touched. Idempotent. The dump is read
+   * entry by entry and the desired ones are looked up, not collected: a prune of a million
+   * entries builds no set of them.
    */
   async prune(desired: Iterable<DesiredNeighbor>): Promise<void> {
-    const want = new Set<string>();
-    for (const d of desired) want.add(neighKey(d.ifindex, d.nexthop));
-    const present = new Set<string>();
     const stale: Pick<NeighSpec, 'ifindex' | 'dst'>[] = [];
-    for (const n of await this.p.kernel.neighList()) {
-      const row = observedRow(n);
-      if (row === undefined) continue;
-      const key = neighKey(row.ifindex, row.ip);
-      present.add(key);
-      if (row.protocol !== this.p.protocol || want.has(key)) continue;
+    const protocol = this.p.protocol;
+    await this.p.kernel.neighEach((n) => {
+      if (n.protocol !== protocol || n.dst === undefined) return;
+      if ((n.family !== AF_INET && n.family !== AF_INET6) || (n.flags & NTF_PROXY) !== 0) return;
+      if (this.p.wanted(n.ifindex, n.dst)) return;
       // Carries the mark but someone wrote over it, now or before (the observed table
       // remembers): not fibkeeper's to delete.
-      const seen = this.p.observed.find(row.ifindex, row.ip);
-      if (!isOwned(row, this.p.protocol) || (seen !== undefined && seen.foreign === true)) continue;
-      stale.push({ ifindex: row.ifindex, dst: row.ip });
-    }
+      const seen = this.p.observed.find(n.ifindex, n.dst);
+      if (!isOwned(n, protocol) || (seen !== undefined && seen.foreign === true)) return;
+      stale.push({ ifindex: n.ifindex, dst: n.dst });
+    });
     let failed: Error | undefined;
     if (stale.length > 0) {
       const out = await this.p.kernel.neighDelMany(stale);
@@ -246,7 +252,10 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
       this.p.log.info({ deleted: stale.length - out.failures.length }, 'pruned stale entries');
       if (real.length > 0) failed = real[0]!.error;
     }
-    const missing = [...want].filter((k) => !present.has(k));
+    const missing: string[] = [];
+    for (const d of desired) {
+      if (this.p.observed.find(d.ifindex, d.nexthop) === undefined) missing.push(d.key);
+    }
     if (missing.length > 0) this.p.missing?.(missing);
     if (failed !== undefined) throw failed;
   }

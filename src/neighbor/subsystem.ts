@@ -15,7 +15,6 @@ import {
   NTF_EXT_MANAGED,
   type Address,
   type Link,
-  type Neigh,
   type Route,
   type RouteQuery,
   type Rule,
@@ -107,7 +106,7 @@ export class NeighborSubsystem {
   private nl: NetlinkHandle | undefined = undefined;
   private linkFeed: Feed<[Link[], Address[]]> | undefined = undefined;
   private routeFeed: Feed<[Route[], Rule[]]> | undefined = undefined;
-  private neighFeed: Feed<Neigh[]> | undefined = undefined;
+  private neighFeed: Feed<number> | undefined = undefined;
   private resyncTimer: TimerHandle | undefined = undefined;
   private redumpTimer: TimerHandle | undefined = undefined;
   private readonly initDone: Map<string, () => void>;
@@ -263,7 +262,7 @@ export class NeighborSubsystem {
         neighSetMany: (e) => this.handle().neighSetMany(e),
         neighDelMany: (e) => this.handle().neighDelMany(e),
         neighGet: (k) => this.handle().neighGet(k),
-        neighList: (f) => this.handle().neighList(f),
+        neighEach: (each) => this.handle().neighEach(each),
       },
       mode: () => this.currentMode(),
       protocol: this.protocol,
@@ -272,6 +271,7 @@ export class NeighborSubsystem {
       log: this.log,
       twoStep: this.tuning.legacyTwoStep ?? !this.p.managedSupported,
       causes: this.causes,
+      wanted: (ifindex, ip) => this.desired.has(neighKey(ifindex, ip)),
       missing: (keys) => {
         for (const k of keys) this.requeue(k, 'deleted');
       },

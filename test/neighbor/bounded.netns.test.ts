@@ -14,8 +14,10 @@ const v4 = (i: number): string => `10.100.${(i >>> 8) & 255}.${i & 255}`;
 
 /**
  * Router R (rc0, 10.100.0.1/16) towards a peer that answers ARP for the whole /16 (proxy ARP
- * without delay). Entries on rc0 age fast: REACHABLE for 0.5-1.5 s, then STALE; a probe goes
- * out 1 s after an entry is used (or refreshed) while STALE.
+ * without delay). Entries on rc0 age fast: REACHABLE for 0.5-1.5 s, then STALE; a refreshed
+ * STALE entry is probed at once. (With a first-probe delay longer than the reachable time the
+ * kernel would take the entry it has just confirmed for one in use, and probe every entry
+ * every cycle by itself, fibkeeper or not.)
  */
 function lab(): { r: string; c: string } {
   const r = makeNetns('nb-bd-r');
@@ -25,7 +27,7 @@ function lab(): { r: string; c: string } {
   for (const d of ['pq0', 'pq1']) ip(c, 'link', 'set', d, 'up');
   ip(r, 'addr', 'add', '10.100.0.1/16', 'dev', 'rc0');
   sysctl(r, 'net.ipv4.neigh.rc0.base_reachable_time_ms', 1000);
-  sysctl(r, 'net.ipv4.neigh.rc0.delay_first_probe_time', 1);
+  sysctl(r, 'net.ipv4.neigh.rc0.delay_first_probe_time', 0);
   for (const kv of [
     'net.ipv4.ip_forward=1', // proxy ARP answers only on a forwarding device
     'net.ipv4.conf.all.rp_filter=0',
