@@ -8,7 +8,7 @@ import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 
 const [root, netns, device] = process.argv.slice(2);
 const { NeighborSubsystem } = await import(join(root, 'dist', 'neighbor', 'index.js'));
-const { silentLogger } = await import(join(root, 'dist', 'log', 'index.js'));
+const { createLogger, silentLogger } = await import(join(root, 'dist', 'log', 'index.js'));
 
 /** N consecutive IPv4 addresses from `base` (a 32-bit number). */
 function ips(base, count) {
@@ -42,7 +42,8 @@ const handlers = {
         ...config,
       },
       managedSupported: true,
-      log: silentLogger(),
+      // FKB_AGENT_LOG=warn (or info, debug) shows the agent's log on stderr.
+      log: process.env.FKB_AGENT_LOG ? createLogger(process.env.FKB_AGENT_LOG) : silentLogger(),
       tuning,
     });
     await n.start();

@@ -62,8 +62,11 @@ export class Calculator {
   private readonly byDevice = new Map<number, Map<string, Hops>>();
   /** ifindex → IPs to look up soon (changes). */
   private readonly urgent = new Map<number, Set<string>>();
-  /** Whole devices to look up (selection, full resync), in chunks. */
-  private bulk: { ifindex: number; ips: string[]; pos: number }[] = [];
+  /**
+   * Whole devices to look up (selection, full resync), in chunks; `released` is the release
+   * count when the list was made (unchanged: every IP in it is still wanted).
+   */
+  private bulk: { ifindex: number; ips: string[]; pos: number; released: number }[] = [];
   /**
    * ifindex → forwardable IP → why it has no next hop on that device, when the reason says
    * more than "no route via this device" (a broadcast address, a blackhole route, a nexthop
@@ -131,7 +134,8 @@ export class Calculator {
       // Many at once (a config or state load, a large API call): a list per device, taken
       // in chunks after the changes queued one by one.
       const ips = added.filter((ip) => !this.p.devices.isNodeAddress(ip));
-      for (const d of devices) this.bulk.push({ ifindex: d.ifindex, ips, pos: 0 });
+      const released = this.released;
+      for (const d of devices) this.bulk.push({ ifindex: d.ifindex, ips, pos: 0, released });
     } else {
       for (const ip of added) {
         if (this.p.devices.isNodeAddress(ip)) continue;
@@ -224,7 +228,7 @@ export class Calculator {
     for (const ip of this.p.forwardable.ips()) {
       if (!this.p.devices.isNodeAddress(ip)) ips.push(ip);
     }
-    if (ips.length > 0) this.bulk.push({ ifindex, ips, pos: 0 });
+    if (ips.length > 0) this.bulk.push({ ifindex, ips, pos: 0, released: this.released });
   }
 
   private kick(): void {
@@ -251,7 +255,7 @@ export class Calculator {
    * Up to `n` IPs of one device: changes first, then due retries, then whole devices.
    * Undefined when nothing is due.
    */
-  private take(n: number): { ifindex: number; ips: string[] } | undefined {
+  private take(n: number): { ifindex: number; ips: string[]; wanted?: boolean } | undefined {
     for (const [d, set] of this.urgent) {
       const ips: string[] = [];
       for (const ip of set) {
@@ -280,7 +284,8 @@ export class Calculator {
     const ips = b.ips.slice(b.pos, end);
     b.pos = end;
     if (b.pos >= b.ips.length) this.bulk.shift();
-    return { ifindex: b.ifindex, ips };
+    // Nothing released since the list was made: every IP of it is still wanted.
+    return { ifindex: b.ifindex, ips, wanted: b.released === this.released };
   }
 
   // ---- the pass ----------------------------------------------------------------------
@@ -292,7 +297,7 @@ export class Calculator {
       for (let g = this.take(this.p.chunk); g !== undefined; g = this.take(this.p.chunk)) {
         if (!this.running) break;
         if (!this.p.devices.isSelected(g.ifindex)) continue;
-        const ips = g.ips.filter((ip) => this.wanted(ip));
+        const ips = g.wanted === true ? g.ips : g.ips.filter((ip) => this.wanted(ip));
         if (ips.length === 0) continue;
         this.inFlight = ips.length;
         const released = this.released;

@@ -52,6 +52,11 @@ export interface NeighborOpsParams {
   wanted(ifindex: number, ip: string): boolean;
 }
 
+/** Batches of this many writes wait for their events before the next one (eventsOf). */
+const PACE_FROM = 1024;
+/** The longest such a wait: an event may have been lost (an overflow), or never come. */
+const PACE_MAX_MS = 200;
+
 /** Up to this many deletes in a batch, entries the observed table lacks are asked of the kernel. */
 const ASK_KERNEL_UP_TO = 256;
 
@@ -103,16 +108,19 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     const todo: number[] = [];
     const specs: NeighSpec[] = [];
     const mode = this.p.mode();
+    let lastNew: DesiredNeighbor | undefined;
     for (let i = 0; i < objs.length; i++) {
       const d = objs[i]!;
       const seen = this.p.observed.find(d.ifindex, d.nexthop);
       if (seen !== undefined && isForeign(seen, this.p.protocol)) continue;
+      if (seen === undefined) lastNew = d;
       todo.push(i);
       specs.push(this.spec(d, mode));
     }
     if (todo.length === 0) return results;
     if (mode === 'legacy' && this.p.twoStep) await this.createFirst(objs, todo);
     const out = await this.p.kernel.neighSetMany(specs);
+    if (todo.length >= PACE_FROM && lastNew !== undefined) await this.eventsOf(lastNew);
     for (const f of out.failures) results[todo[f.index]!] = f.error;
     let inserts = 0;
     const by: Record<RequeueCause, number> = { deleted: 0, failed: 0, refresh: 0, mode: 0 };
@@ -133,6 +141,20 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     this.p.metrics.reinserted('failed', by.failed);
     this.p.metrics.refreshed(by.refresh);
     return results;
+  }
+
+  /**
+   * Waits (at most PACE_MAX_MS) until the event of the last entry a large batch created has
+   * been read: the kernel sends an event for every entry it creates (and another when it
+   * resolves), and a writer that runs ahead of its own events overflows the event socket
+   * (then the table is dumped again: at 1,000,000 entries, a second of work and a million
+   * objects each time). Events arrive in order, so the last one stands for the batch.
+   */
+  private async eventsOf(d: DesiredNeighbor): Promise<void> {
+    const until = Date.now() + PACE_MAX_MS;
+    while (this.p.observed.find(d.ifindex, d.nexthop) === undefined && Date.now() < until) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
   }
 
   /**
