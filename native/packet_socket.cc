@@ -1,9 +1,12 @@
 // PacketSocket: an AF_PACKET/SOCK_RAW socket bound to one interface and one ethertype (or
 // ETH_P_ALL), optionally opened inside another network namespace. Frames are sent whole
 // (Ethernet header included) and received in batches on the libuv loop; each frame comes
-// with its own ifindex, protocol and packet type.
+// with its own ifindex, protocol and packet type. A classic BPF filter can narrow what is
+// received, and link-layer multicast groups can be joined for as long as the socket lives
+// (PACKET_ADD_MEMBERSHIP: the interface then accepts frames to that group).
 #include <arpa/inet.h>
 #include <linux/if_ether.h>
+#include <linux/filter.h>
 #include <linux/if_packet.h>
 #include <sys/socket.h>
 
@@ -25,7 +28,9 @@ constexpr size_t kMetaWords = 5;  // offset, length, ifindex, protocol, pkttype
 class PacketSocket : public ReceivingSocket<PacketSocket> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineSocket(env, {InstanceMethod<&PacketSocket::Send>("send")});
+    return DefineSocket(env, {InstanceMethod<&PacketSocket::Send>("send"),
+                              InstanceMethod<&PacketSocket::Membership>("membership"),
+                              InstanceMethod<&PacketSocket::AttachFilter>("attachFilter")});
   }
 
   // new PacketSocket({ifindex, protocol, netns?, ignoreOutgoing?, rcvbuf?})
@@ -65,6 +70,7 @@ class PacketSocket : public ReceivingSocket<PacketSocket> {
       ThrowErrno(env, errno, "bind", "AF_PACKET ifindex " + std::to_string(ifindex));
     }
     Adopt(std::move(fd));
+    ifindex_ = ifindex;
   }
 
  private:
@@ -84,6 +90,49 @@ class PacketSocket : public ReceivingSocket<PacketSocket> {
     } while (n < 0 && errno == EINTR);
     if (n < 0) ThrowErrno(env, errno, "send", "AF_PACKET");
     return Napi::Number::New(env, static_cast<double>(n));
+  }
+
+  // membership(mac: Buffer(6), join: boolean): joins or leaves a link-layer multicast group
+  // on the bound interface (PACKET_MR_MULTICAST); the kernel leaves it when the socket closes.
+  Napi::Value Membership(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    int fd = CheckOpen(env);
+    if (!info[0].IsBuffer() || info[0].As<Napi::Buffer<uint8_t>>().Length() != ETH_ALEN ||
+        !info[1].IsBoolean()) {
+      ThrowType(env, "membership(mac: Buffer(6), join: boolean)");
+    }
+    bool join = info[1].As<Napi::Boolean>().Value();
+    packet_mreq mreq{};
+    mreq.mr_ifindex = ifindex_;
+    mreq.mr_type = PACKET_MR_MULTICAST;
+    mreq.mr_alen = ETH_ALEN;
+    std::memcpy(mreq.mr_address, info[0].As<Napi::Buffer<uint8_t>>().Data(), ETH_ALEN);
+    int opt = join ? PACKET_ADD_MEMBERSHIP : PACKET_DROP_MEMBERSHIP;
+    if (setsockopt(fd, SOL_PACKET, opt, &mreq, sizeof(mreq)) != 0) {
+      ThrowErrno(env, errno, "setsockopt",
+                 join ? "PACKET_ADD_MEMBERSHIP" : "PACKET_DROP_MEMBERSHIP");
+    }
+    return env.Undefined();
+  }
+
+  // attachFilter(program: Buffer): a classic BPF program (struct sock_filter[], 8 bytes per
+  // instruction) that decides which frames reach the socket (SO_ATTACH_FILTER).
+  Napi::Value AttachFilter(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    int fd = CheckOpen(env);
+    if (!info[0].IsBuffer()) ThrowType(env, "attachFilter(program: Buffer)");
+    auto prog = info[0].As<Napi::Buffer<uint8_t>>();
+    size_t n = prog.Length() / sizeof(sock_filter);
+    if (n == 0 || n > BPF_MAXINSNS || prog.Length() % sizeof(sock_filter) != 0) {
+      ThrowType(env, "attachFilter: the program is 1 to 4096 instructions of 8 bytes");
+    }
+    std::vector<sock_filter> insns(n);
+    std::memcpy(insns.data(), prog.Data(), n * sizeof(sock_filter));
+    sock_fprog fprog{static_cast<unsigned short>(n), insns.data()};
+    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fprog, sizeof(fprog)) != 0) {
+      ThrowErrno(env, errno, "setsockopt", "SO_ATTACH_FILTER");
+    }
+    return env.Undefined();
   }
 
   // A batch: whole frames (the largest, a GSO frame, fits in kMinRoom), at most kMaxFrames,
@@ -109,6 +158,7 @@ class PacketSocket : public ReceivingSocket<PacketSocket> {
   }
 
   std::vector<uint32_t> meta_;
+  int ifindex_ = 0;
 };
 
 }  // namespace

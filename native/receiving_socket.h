@@ -137,7 +137,7 @@ class ReceivingSocket : public Napi::ObjectWrap<T> {
     Napi::Object self = this->Value();  // keeps this object alive during the callbacks
     if (status < 0) {
       poller_.Stop();  // libuv cannot poll this socket any more
-      Deliver(env, self, 0, -status, "uv_poll");
+      Deliver(env, self, 0, -status, "uv_poll", true);
       return;
     }
     T& socket = static_cast<T&>(*this);
@@ -153,14 +153,20 @@ class ReceivingSocket : public Napi::ObjectWrap<T> {
     Deliver(env, self, used, err, "recvmsg");
   }
 
-  void Deliver(Napi::Env env, const Napi::Object& self, size_t used, int err, const char* syscall) {
+  // An error after which the socket is no longer polled carries `fatal: true`.
+  void Deliver(Napi::Env env, const Napi::Object& self, size_t used, int err, const char* syscall,
+               bool stopped = false) {
     std::vector<napi_value> args = static_cast<T&>(*this).TakeBatch(env, scratch_.data(), used);
     if (!args.empty() && !on_data_.IsEmpty()) {
       CallFromLoop(env, *context_, self, on_data_.Value(), args);
     }
     if (err == 0 || on_error_.IsEmpty() || !fd_.Valid()) return;
-    if (IsFatalReceiveError(err)) poller_.Stop();
+    if (IsFatalReceiveError(err)) {
+      poller_.Stop();
+      stopped = true;
+    }
     Napi::Error error = ErrnoError(env, err, syscall);
+    if (stopped) error.Set("fatal", Napi::Boolean::New(env, true));
     CallFromLoop(env, *context_, self, on_error_.Value(), {error.Value()});
   }
 

@@ -1,216 +1,371 @@
 // Generates deploy/grafana/fibkeeper.json, the Grafana dashboard of fibkeeper's metrics.
-// A unit test (src/metrics/dashboard.test.ts) checks that every query names real metrics.
-import { writeFileSync } from 'node:fs';
+// `node scripts/grafana-dashboard.mjs --check` exits 1 when the file differs from what this
+// script writes. A unit test (src/metrics/dashboard.test.ts) checks that every metric
+// fibkeeper exports is charted, that every query names real metrics, and that the
+// dashboard can be provisioned from a file (a data source variable, no __inputs).
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { format, resolveConfig } from 'prettier';
 
-const ds = { type: 'prometheus', uid: '${DS_PROMETHEUS}' };
+// Every query goes to the data source picked in the `datasource` variable: file
+// provisioning (Grafana's provisioning directory, the kube-prometheus-stack sidecar)
+// works without the import dialog that `__inputs` needs.
+const ds = { type: 'prometheus', uid: '${datasource}' };
+const sel = '{instance=~"$instance"}';
+const rate = (m, extra = '') =>
+  `rate(${m}{instance=~"$instance"${extra ? `,${extra}` : ''}}[$__rate_interval])`;
+const by = (m, labels, extra) => `sum by (${labels}) (${rate(m, extra)})`;
+const total = (m) => `sum(${rate(m)})`;
+
 let id = 0;
-const row = (title, y) => ({
-  type: 'row',
-  title,
-  id: ++id,
-  gridPos: { h: 1, w: 24, x: 0, y },
-  collapsed: false,
-  panels: [],
-});
-const ts = (title, x, y, w, targets, unit = 'pps', description = '') => ({
-  type: 'timeseries',
-  title,
-  description,
-  id: ++id,
-  datasource: ds,
-  gridPos: { h: 8, w, x, y },
-  fieldConfig: { defaults: { unit }, overrides: [] },
-  options: {
-    legend: { displayMode: 'table', placement: 'right', calcs: ['lastNotNull', 'max'] },
-    tooltip: { mode: 'multi' },
-  },
-  targets: targets.map(([expr, legendFormat], i) => ({
+let y = 0;
+let x = 0;
+let rowHeight = 0;
+const panels = [];
+
+function row(title) {
+  y += rowHeight;
+  x = 0;
+  rowHeight = 0;
+  panels.push({
+    type: 'row',
+    title,
+    id: ++id,
+    gridPos: { h: 1, w: 24, x: 0, y },
+    collapsed: false,
+    panels: [],
+  });
+  y += 1;
+}
+
+/** Places a panel of width w and height h left to right, wrapping at 24 columns. */
+function place(panel, w, h) {
+  if (x + w > 24) {
+    y += rowHeight;
+    x = 0;
+    rowHeight = 0;
+  }
+  panels.push({ ...panel, id: ++id, gridPos: { h, w, x, y } });
+  x += w;
+  rowHeight = Math.max(rowHeight, h);
+}
+
+const targets = (list) =>
+  list.map(([expr, legendFormat], i) => ({
     refId: String.fromCharCode(65 + i),
     datasource: ds,
     expr,
-    legendFormat,
-  })),
-});
-const stat = (title, x, y, w, expr, unit = 'none') => ({
-  type: 'stat',
-  title,
-  id: ++id,
-  datasource: ds,
-  gridPos: { h: 4, w, x, y },
-  fieldConfig: { defaults: { unit }, overrides: [] },
-  options: { reduceOptions: { calcs: ['lastNotNull'] }, colorMode: 'value' },
-  targets: [{ refId: 'A', datasource: ds, expr }],
-});
-const sel = '{instance=~"$instance"}';
-const by = (m, labels) => `sum by (${labels}) (rate(${m}${sel}[$__rate_interval]))`;
+    ...(legendFormat ? { legendFormat } : {}),
+  }));
 
-const panels = [
-  row('Agent', 0),
-  stat('Ready agents', 0, 1, 6, `sum(fibkeeper_agent_ready${sel})`),
-  stat('Devices with XDP', 6, 1, 6, `sum(fibkeeper_xdp_attached${sel})`),
-  stat('Foreign XDP programs in the way', 12, 1, 6, `sum(fibkeeper_xdp_foreign_program${sel})`),
-  stat('Forwardable IPs', 18, 1, 6, `sum(fibkeeper_neighbor_forwardable_ips${sel})`),
-  row('XDP forwarding', 5),
-  ts(
-    'FIB lookup outcomes per device',
-    0,
-    6,
-    12,
-    [[by('fibkeeper_xdp_fib_lookup_packets_total', 'device, result'), '{{device}} {{result}}']],
-    'pps',
-    'bpf_fib_lookup results in the XDP program: success is forwarded in XDP; no_neigh means a missing neighbor entry.',
-  ),
-  ts(
-    'Forwarded in XDP vs passed to the kernel',
-    12,
-    6,
-    12,
-    [[by('fibkeeper_xdp_actions_total', 'action'), '{{action}}']],
-    'pps',
-  ),
-  ts(
-    'Passed without a lookup, by reason',
-    0,
-    14,
-    12,
-    [[by('fibkeeper_xdp_not_handled_total', 'device, reason'), '{{device}} {{reason}}']],
-    'pps',
-  ),
-  ts(
-    'NO_NEIGH share of lookups',
-    12,
-    14,
-    12,
-    [
-      [
-        `sum by (device) (rate(fibkeeper_xdp_fib_lookup_packets_total{instance=~"$instance",result="no_neigh"}[$__rate_interval])) / clamp_min(sum by (device) (rate(fibkeeper_xdp_fib_lookup_packets_total${sel}[$__rate_interval])), 1e-9)`,
-        '{{device}}',
-      ],
-      ['fibkeeper_xdp_miss_entries' + sel, 'miss map entries'],
-    ].slice(0, 1),
-    'percentunit',
-  ),
-  row('Neighbor entries', 22),
-  ts(
-    'Kernel entries by state',
-    0,
-    23,
-    12,
-    [[`sum by (state) (fibkeeper_neighbor_kernel_entries${sel})`, '{{state}}']],
-    'short',
-  ),
-  ts(
-    'Desired entries by reconcile status',
-    12,
-    23,
-    12,
-    [[`sum by (status) (fibkeeper_neighbor_desired_entries${sel})`, '{{status}}']],
-    'short',
-  ),
-  ts(
-    'Writes: inserts, re-inserts, refreshes, deletes',
-    0,
-    31,
-    12,
-    [
-      [`sum(rate(fibkeeper_neighbor_inserts_total${sel}[$__rate_interval]))`, 'inserts'],
-      [by('fibkeeper_neighbor_reinserts_total', 'cause'), 're-inserts ({{cause}})'],
-      [`sum(rate(fibkeeper_neighbor_refreshes_total${sel}[$__rate_interval]))`, 'refreshes'],
-      [by('fibkeeper_neighbor_deletes_total', 'source'), 'deletes ({{source}})'],
-    ],
-    'ops',
-  ),
-  ts(
-    'Reconcile errors and failing entries',
-    12,
-    31,
-    12,
-    [
-      [by('fibkeeper_neighbor_reconcile_errors_total', 'op'), 'errors/s ({{op}})'],
-      [`sum(fibkeeper_neighbor_reconcile_failing_entries${sel})`, 'failing entries'],
-      [
-        `sum(rate(fibkeeper_neighbor_rate_limited_total${sel}[$__rate_interval]))`,
-        'rate-limited/s',
-      ],
-    ],
-    'short',
-  ),
-  ts(
-    'Next-hop lookups and resyncs',
-    0,
-    39,
-    12,
-    [
-      [by('fibkeeper_neighbor_nexthop_lookups_total', 'result'), 'lookups ({{result}})'],
-      [by('fibkeeper_neighbor_resyncs_total', 'table, reason'), 'resync {{table}} ({{reason}})'],
-    ],
-    'ops',
-  ),
-  ts(
-    'Reconcile round duration (p99)',
-    12,
-    39,
-    12,
-    [
-      [
-        `histogram_quantile(0.99, sum by (le) (rate(fibkeeper_neighbor_reconcile_round_seconds_bucket${sel}[$__rate_interval])))`,
-        'round p99',
-      ],
-    ],
-    's',
-  ),
-  row('External IPs', 47),
-  ts(
-    'Assigned external IPs',
-    0,
-    48,
+function ts(title, w, list, unit, description = '') {
+  place(
+    {
+      type: 'timeseries',
+      title,
+      description,
+      datasource: ds,
+      fieldConfig: { defaults: { unit }, overrides: [] },
+      options: {
+        legend: { displayMode: 'table', placement: 'right', calcs: ['lastNotNull', 'max'] },
+        tooltip: { mode: 'multi' },
+      },
+      targets: targets(list),
+    },
+    w,
     8,
-    [[`sum by (family) (fibkeeper_extip_assigned${sel})`, '{{family}}']],
-    'short',
-  ),
-  ts(
-    'Announcements sent',
-    8,
-    48,
-    8,
-    [[by('fibkeeper_extip_announcements_sent_total', 'family, reason'), '{{family}} {{reason}}']],
-    'ops',
-  ),
-  ts(
-    'Conflicts, repairs, errors',
-    16,
-    48,
-    8,
+  );
+}
+
+function stat(title, expr, description = '', unit = 'none') {
+  place(
+    {
+      type: 'stat',
+      title,
+      description,
+      datasource: ds,
+      fieldConfig: { defaults: { unit }, overrides: [] },
+      options: { reduceOptions: { calcs: ['lastNotNull'] }, colorMode: 'value' },
+      targets: targets([[expr]]),
+    },
+    4,
+    4,
+  );
+}
+
+row('Agent');
+stat('Ready agents', `sum(fibkeeper_agent_ready${sel})`, '/readyz answers 200.');
+stat(
+  'Agents needing attention',
+  `count(fibkeeper_agent_healthy${sel} == 0) or vector(0)`,
+  '/healthz answers 503: `fibkeeper status` on the node says why.',
+);
+stat('Devices with XDP', `sum(fibkeeper_xdp_attached${sel})`);
+stat('Foreign XDP programs in the way', `sum(fibkeeper_xdp_foreign_program${sel})`);
+stat('Forwardable IPs', `sum(fibkeeper_neighbor_forwardable_ips${sel})`);
+stat('Selected devices', `sum(fibkeeper_neighbor_selected_devices${sel})`);
+ts(
+  'Versions running',
+  8,
+  [[`count by (version, node) (fibkeeper_build_info${sel})`, 'fibkeeper {{version}} on {{node}}']],
+  'short',
+);
+ts(
+  'Config reloads (SIGHUP)',
+  8,
+  [
     [
-      [by('fibkeeper_extip_conflicts_total', 'family'), 'conflicts {{family}}'],
-      [by('fibkeeper_extip_repairs_total', 'kind'), 'repairs {{kind}}'],
-      [by('fibkeeper_extip_errors_total', 'op'), 'errors {{op}}'],
+      `sum by (result) (increase(fibkeeper_config_reloads_total${sel}[$__rate_interval]))`,
+      '{{result}}',
     ],
-    'ops',
-  ),
-];
+  ],
+  'short',
+  'error: the file was refused and the running configuration kept (see the agent log).',
+);
+ts(
+  'State file: saves and skipped entries',
+  8,
+  [
+    [
+      `sum by (result) (increase(fibkeeper_state_saves_total${sel}[$__rate_interval]))`,
+      'saves {{result}}',
+    ],
+    [`sum by (instance) (fibkeeper_state_entries_skipped${sel})`, 'skipped on {{instance}}'],
+  ],
+  'short',
+  'A failed save fails the control API requests it holds (nothing of them is applied); skipped entries were not applied at the last start or reload (fibkeeper status lists them).',
+);
+
+row('XDP forwarding');
+ts(
+  'FIB lookup outcomes per device',
+  12,
+  [[by('fibkeeper_xdp_fib_lookup_packets_total', 'device, result'), '{{device}} {{result}}']],
+  'pps',
+  'bpf_fib_lookup results in the XDP program: success is forwarded in XDP; no_neigh means a missing neighbor entry.',
+);
+ts(
+  'Forwarded in XDP vs passed to the kernel',
+  12,
+  [[by('fibkeeper_xdp_actions_total', 'action'), '{{action}}']],
+  'pps',
+);
+ts(
+  'Bytes by verdict',
+  12,
+  [[by('fibkeeper_xdp_action_bytes_total', 'device, action'), '{{device}} {{action}}']],
+  'Bps',
+);
+ts(
+  'Bytes by FIB lookup outcome',
+  12,
+  [[by('fibkeeper_xdp_fib_lookup_bytes_total', 'device, result'), '{{device}} {{result}}']],
+  'Bps',
+);
+ts(
+  'Passed without a lookup, by reason',
+  12,
+  [[by('fibkeeper_xdp_not_handled_total', 'device, reason'), '{{device}} {{reason}}']],
+  'pps',
+);
+ts(
+  'NO_NEIGH share of lookups',
+  12,
+  [
+    [
+      `${by('fibkeeper_xdp_fib_lookup_packets_total', 'device', 'result="no_neigh"')} / clamp_min(${by('fibkeeper_xdp_fib_lookup_packets_total', 'device')}, 1e-9)`,
+      '{{device}}',
+    ],
+  ],
+  'percentunit',
+);
+ts(
+  'XDP misses and the miss tracker',
+  24,
+  [
+    [`sum(fibkeeper_xdp_miss_entries${sel})`, 'miss map entries'],
+    [`sum(fibkeeper_xdp_miss_tracker_tracked${sel})`, 'next hops tracked'],
+    [total('fibkeeper_xdp_miss_tracker_learned_total'), 'learned/s'],
+    [total('fibkeeper_xdp_miss_tracker_expired_total'), 'expired/s'],
+  ],
+  'short',
+  'NO_NEIGH destinations recorded by XDP; with xdp.missTracker.enabled they become forwardable IPs (owner xdp-miss) until they expire.',
+);
+
+row('Neighbor entries');
+ts(
+  'Kernel entries by state',
+  12,
+  [[`sum by (state) (fibkeeper_neighbor_kernel_entries${sel})`, '{{state}}']],
+  'short',
+);
+ts(
+  'Desired entries by reconcile status',
+  12,
+  [[`sum by (status) (fibkeeper_neighbor_desired_entries${sel})`, '{{status}}']],
+  'short',
+);
+ts(
+  'Writes: inserts, re-inserts, refreshes, deletes',
+  12,
+  [
+    [total('fibkeeper_neighbor_inserts_total'), 'inserts'],
+    [by('fibkeeper_neighbor_reinserts_total', 'cause'), 're-inserts ({{cause}})'],
+    [total('fibkeeper_neighbor_refreshes_total'), 'refreshes'],
+    [by('fibkeeper_neighbor_deletes_total', 'source'), 'deletes ({{source}})'],
+  ],
+  'ops',
+);
+ts(
+  'Reconcile errors and failing entries',
+  12,
+  [
+    [by('fibkeeper_neighbor_reconcile_errors_total', 'op'), 'errors/s ({{op}})'],
+    [`sum(fibkeeper_neighbor_reconcile_failing_entries${sel})`, 'failing entries'],
+    [total('fibkeeper_neighbor_rate_limited_total'), 'rate-limited/s'],
+  ],
+  'short',
+);
+ts(
+  'Next-hop lookups and resyncs',
+  12,
+  [
+    [by('fibkeeper_neighbor_nexthop_lookups_total', 'result'), 'lookups ({{result}})'],
+    [by('fibkeeper_neighbor_resyncs_total', 'table, reason'), 'resync {{table}} ({{reason}})'],
+  ],
+  'ops',
+);
+ts(
+  'Reconcile durations (p99)',
+  12,
+  [
+    [
+      `histogram_quantile(0.99, ${by('fibkeeper_neighbor_reconcile_round_seconds_bucket', 'le')})`,
+      'round',
+    ],
+    [
+      `histogram_quantile(0.99, ${by('fibkeeper_neighbor_reconcile_duration_seconds_bucket', 'le, op')})`,
+      '{{op}} call',
+    ],
+  ],
+  's',
+);
+
+row('External IPs');
+ts(
+  'Assigned external IPs',
+  8,
+  [[`sum by (family) (fibkeeper_extip_assigned${sel})`, '{{family}}']],
+  'short',
+);
+ts(
+  'Announcements sent',
+  8,
+  [[by('fibkeeper_extip_announcements_sent_total', 'family, reason'), '{{family}} {{reason}}']],
+  'ops',
+);
+ts(
+  'Frames sent: all, and replies to requests',
+  8,
+  [
+    [by('fibkeeper_extip_frames_sent_total', 'family'), 'frames {{family}}'],
+    [by('fibkeeper_extip_responses_sent_total', 'family'), 'replies {{family}}'],
+  ],
+  'ops',
+);
+ts(
+  'Conflicts, repairs, errors',
+  12,
+  [
+    [by('fibkeeper_extip_conflicts_total', 'family'), 'conflicts {{family}}'],
+    [by('fibkeeper_extip_repairs_total', 'kind'), 'repairs {{kind}}'],
+    [by('fibkeeper_extip_errors_total', 'op'), 'errors {{op}}'],
+  ],
+  'ops',
+);
+ts(
+  'Holder resyncs and duplicate address detection',
+  12,
+  [
+    [by('fibkeeper_extip_resyncs_total', 'reason'), 'resyncs {{reason}}'],
+    [by('fibkeeper_extip_dad_total', 'family, result'), 'DAD {{family}} {{result}}'],
+  ],
+  'ops',
+  'Full comparisons of the holder device with the desired set (overflow: notifications were lost), and duplicate address detections by result (duplicate: another host holds the IP; it was not assigned).',
+);
+
+row('Cluster (etcd)');
+ts(
+  'Members, valid leases, IPs held',
+  12,
+  [
+    [`max(fibkeeper_cluster_members${sel})`, 'members seen'],
+    [`sum(fibkeeper_cluster_lease_valid${sel})`, 'nodes with a valid lease'],
+    [`sum by (instance) (fibkeeper_cluster_ips_held${sel})`, 'IPs held by {{instance}}'],
+  ],
+  'short',
+  'A node holds cluster external IPs only while it can prove its etcd lease valid.',
+);
+ts(
+  'Ownership changes',
+  12,
+  [[by('fibkeeper_cluster_ownership_changes_total', 'change'), '{{change}}']],
+  'ops',
+);
+ts(
+  'etcd requests (p99) and errors',
+  8,
+  [
+    [
+      `histogram_quantile(0.99, ${by('fibkeeper_cluster_etcd_request_duration_seconds_bucket', 'le, op')})`,
+      'p99 {{op}}',
+    ],
+    [by('fibkeeper_cluster_etcd_request_errors_total', 'op'), 'errors/s {{op}}'],
+  ],
+  's',
+);
+ts(
+  'Lease renew failures and watch resyncs',
+  8,
+  [
+    [by('fibkeeper_cluster_lease_renew_failures_total', 'reason'), 'renew failed ({{reason}})'],
+    [by('fibkeeper_cluster_resyncs_total', 'reason'), 'resync ({{reason}})'],
+  ],
+  'ops',
+);
+ts(
+  'Failover time (p99)',
+  8,
+  [
+    [
+      `histogram_quantile(0.99, ${by('fibkeeper_cluster_failover_duration_seconds_bucket', 'le')})`,
+      'failover p99',
+    ],
+  ],
+  's',
+);
 
 const dashboard = {
-  __inputs: [
-    {
-      name: 'DS_PROMETHEUS',
-      label: 'Prometheus',
-      type: 'datasource',
-      pluginId: 'prometheus',
-      pluginName: 'Prometheus',
-    },
-  ],
   title: 'fibkeeper',
   uid: 'fibkeeper',
   description: 'XDP forwarding outcomes, neighbor entries and external IPs of fibkeeper agents.',
   tags: ['fibkeeper', 'xdp', 'networking'],
   schemaVersion: 39,
-  version: 1,
+  version: 2,
   editable: true,
   time: { from: 'now-1h', to: 'now' },
   refresh: '30s',
   templating: {
     list: [
+      {
+        name: 'datasource',
+        label: 'Data source',
+        type: 'datasource',
+        query: 'prometheus',
+        refresh: 1,
+        hide: 0,
+        current: {},
+      },
       {
         name: 'instance',
         label: 'Node',
@@ -226,8 +381,22 @@ const dashboard = {
   },
   panels,
 };
-writeFileSync(
-  new URL('../deploy/grafana/fibkeeper.json', import.meta.url),
-  JSON.stringify(dashboard, null, 2) + '\n',
-);
-console.log('wrote deploy/grafana/fibkeeper.json');
+
+const url = new URL('../deploy/grafana/fibkeeper.json', import.meta.url);
+// In the project's style, as `make lint` checks it.
+const path = fileURLToPath(url);
+const text = await format(JSON.stringify(dashboard), {
+  ...(await resolveConfig(path)),
+  filepath: path,
+});
+if (process.argv.includes('--check')) {
+  if (readFileSync(url, 'utf8') !== text) {
+    console.error(
+      'deploy/grafana/fibkeeper.json is out of date: node scripts/grafana-dashboard.mjs',
+    );
+    process.exit(1);
+  }
+} else {
+  writeFileSync(url, text);
+  console.log('wrote deploy/grafana/fibkeeper.json');
+}

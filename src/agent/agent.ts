@@ -1,16 +1,15 @@
-// The agent: wires the subsystems together in one namespace. Start order: probe the
-// kernel, open netlink, neighbor tables and reconciler, external IPs, XDP, the miss
-// tracker, then the control API and the metrics endpoint. Stop runs in reverse and leaves
-// neighbor entries, external IPs and (by default) XDP in place.
+// The agent: wires the subsystems together in one namespace. Validate, lock, then act:
+// start checks the capabilities the configuration needs, takes the namespace lock, loads
+// the state file, binds the control socket (its directory's owner and mode checked; it
+// answers 503 until the agent runs) and the metrics endpoint, and probes the kernel — all
+// before its first kernel change. Then XDP (a verifier refusal fails the start before
+// anything else is touched), the neighbor tables and reconciler, external IPs and the miss
+// tracker. Stop runs in reverse and leaves neighbor entries, external IPs and (by default)
+// XDP in place.
 import type { Registry } from 'prom-client';
 import { ApiServer } from '../api/index.js';
-import { loadConfig, type FibkeeperConfig } from '../config/index.js';
-import {
-  ConfigError,
-  NotSupportedError,
-  describeError,
-  InvalidArgumentError,
-} from '../errors/index.js';
+import { checkRunnable, type FibkeeperConfig } from '../config/index.js';
+import { ClosedError, NotSupportedError, describeError } from '../errors/index.js';
 import { ExternalIpSubsystem } from '../extip/index.js';
 import { XdpForwarder, type XdpForwarderConfig } from '../fib/index.js';
 import type { Logger } from '../log/index.js';
@@ -21,6 +20,7 @@ import {
   type AgentMetrics,
   type HealthReport,
 } from '../metrics/index.js';
+import { isVerifierError } from '../native/index.js';
 import { NeighborSubsystem } from '../neighbor/index.js';
 import { NetlinkHandle } from '../netlink/index.js';
 import {
@@ -30,9 +30,14 @@ import {
   type FeatureResult,
   type ProbeReport,
 } from '../probe/index.js';
-import { MISS_OWNER, MissTracker } from './miss-tracker.js';
+import { ControlPlane } from './control.js';
 import { handlersFor } from './handlers.js';
-import { StateStore } from './state.js';
+import { acquireAgentLock, type AgentLock } from './lock.js';
+import { MISS_OWNER, MissTracker } from './miss-tracker.js';
+import { checkCapabilities } from './preflight.js';
+import { reloadAgent, type ReloadResult } from './reload.js';
+import { planExtip, planForwardable, staticSets } from './restore.js';
+import { StateStore, type ControlState, type SkippedEntry } from './state.js';
 
 export interface AgentParams {
   config: FibkeeperConfig;
@@ -43,14 +48,16 @@ export interface AgentParams {
   log: Logger;
   /** Tests: the probe's feature table instead of probing. */
   probe?: () => Promise<FeatureResult[]>;
+  /** Tests: the effective capability set instead of /proc/self/status. */
+  capabilities?: bigint;
   /** The XDP object; default build/bpf/xdp_fwd.o of this package. */
   objectPath?: string;
 }
 
-/** Owners that the agent manages itself; the API refuses them. */
-export const RESERVED_OWNERS = new Set(['config', MISS_OWNER]);
+export { RESERVED_OWNERS } from '../config/index.js';
 
 type Stopper = () => Promise<void> | void;
+export type AgentPhase = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
 export class Agent {
   readonly registry: Registry;
@@ -61,19 +68,44 @@ export class Agent {
   extip: ExternalIpSubsystem | undefined;
   xdp: XdpForwarder | undefined;
   missTracker: MissTracker | undefined;
-  /** What the control API added, restored on start. */
-  readonly state: StateStore;
+  /** What the control API added: durable before a request is answered, restored on start. */
+  readonly store: StateStore;
+  /** The one ordered write path of every change (API, reload, miss tracker). */
+  readonly control: ControlPlane;
+  /** Entries of the state file not applied at the last start or reload, with the reason. */
+  skipped: SkippedEntry[] = [];
   private metricsServer: MetricsServer | undefined;
+  private lock: AgentLock | undefined;
   private readonly stoppers: Stopper[] = [];
-  private readonly metrics: AgentMetrics;
-  private phase: 'new' | 'starting' | 'running' | 'stopping' | 'stopped' = 'new';
+  readonly metrics: AgentMetrics;
+  #phase: AgentPhase = 'new';
+  #starting: Promise<void> | undefined;
   readonly startedAt = new Date();
 
   constructor(private readonly p: AgentParams) {
     this.cfg = p.config;
-    this.state = new StateStore(p.config.stateFile);
+    this.store = new StateStore(p.config.stateFile);
     this.registry = createRegistry(p.version);
-    this.metrics = registerAgentMetrics(this.registry, () => this.ready().ok);
+    this.metrics = registerAgentMetrics(
+      this.registry,
+      () => this.ready().ok,
+      () => this.skipped.length,
+      () => this.health().ok,
+    );
+    this.control = new ControlPlane({
+      store: this.store,
+      forwardable: () => this.neighbor,
+      extip: () =>
+        this.extip && {
+          check: (ips) => this.extip!.validate(ips),
+          assign: (ips) => this.extip!.assign(ips),
+          unassign: (ips) => this.extip!.unassign(ips),
+          problems: () => this.extip!.health().reasons,
+        },
+      statics: () => staticSets(this.cfg),
+      log: this.log.child({ component: 'control' }),
+      onSave: (ok) => this.metrics.stateSaves.inc({ result: ok ? 'ok' : 'error' }),
+    });
   }
 
   get log(): Logger {
@@ -88,26 +120,57 @@ export class Agent {
     return this.cfg.netns || undefined;
   }
 
-  async start(): Promise<void> {
-    if (this.phase !== 'new') throw new Error(`agent already ${this.phase}`);
-    this.phase = 'starting';
+  get phase(): AgentPhase {
+    return this.#phase;
+  }
+
+  /** Throws ClosedError (503) unless the agent runs: requests wait for the start. */
+  assertRunning(): void {
+    if (this.#phase !== 'running') {
+      throw new ClosedError(`the agent is ${this.#phase}; try again when it is ready`);
+    }
+  }
+
+  start(): Promise<void> {
+    if (this.#phase !== 'new') return Promise.reject(new Error(`agent already ${this.#phase}`));
+    this.#phase = 'starting';
+    this.#starting = this.#start();
+    return this.#starting;
+  }
+
+  /** Resolves when a start in progress has ended (either way). */
+  async settled(): Promise<void> {
+    await this.#starting?.catch(() => undefined);
+  }
+
+  async #start(): Promise<void> {
     try {
+      // Validate: nothing below changes the kernel.
+      const { token } = checkRunnable(this.cfg);
+      checkCapabilities(this.cfg, this.p.capabilities);
+      this.lock = acquireAgentLock({ netns: this.cfg.netns, stateFile: this.cfg.stateFile });
+      this.stoppers.push(() => this.lock?.release());
+      const { usable, skipped } = this.store.load(staticSets(this.cfg));
+      this.skipped = [...skipped];
+      await this.startApi(token);
+      await this.startMetrics();
       await this.startProbe();
-      this.state.load();
+      // Act.
       this.netlink = NetlinkHandle.open(this.netns ? { netns: this.netns } : {});
       this.stoppers.push(() => this.netlink?.close());
-      if (this.cfg.neighbor.enabled) await this.startNeighbor();
-      if (this.cfg.extip.enabled) await this.startExtip();
       if (this.cfg.xdp.enabled) await this.startXdp();
-      await this.startApi();
-      await this.startMetrics();
-      this.phase = 'running';
+      if (this.cfg.neighbor.enabled) await this.startNeighbor(usable);
+      if (this.cfg.extip.enabled) await this.startExtip(usable);
+      if (this.cfg.xdp.enabled && this.cfg.xdp.missTracker.enabled) this.startMissTracker();
+      this.reportSkipped('state file entries not applied');
+      this.#phase = 'running';
       this.log.info(
         {
           netns: this.netns ?? '(own)',
           xdp: this.cfg.xdp.enabled,
           neighbor: this.cfg.neighbor.enabled,
           extip: this.cfg.extip.enabled,
+          stateFile: this.cfg.stateFile || '(none)',
         },
         'fibkeeper agent started',
       );
@@ -115,6 +178,22 @@ export class Agent {
       this.log.error({ err: describeError(err) }, 'fibkeeper agent failed to start');
       await this.stop();
       throw err;
+    }
+  }
+
+  /** One log line per skipped entry (the file named), then a summary. */
+  reportSkipped(msg: string): void {
+    for (const s of this.skipped) {
+      this.log.error(
+        { stateFile: this.cfg.stateFile, entry: s.entry, reason: s.reason },
+        `state file ${this.cfg.stateFile}: ${s.entry} skipped: ${s.reason}`,
+      );
+    }
+    if (this.skipped.length > 0) {
+      this.log.warn(
+        { stateFile: this.cfg.stateFile, skipped: this.skipped.length },
+        `${msg}; they stay in the file and are tried again at the next start or reload`,
+      );
     }
   }
 
@@ -142,7 +221,7 @@ export class Agent {
     }
   }
 
-  private async startNeighbor(): Promise<void> {
+  private async startNeighbor(usable: ControlState): Promise<void> {
     const report = this.probeReport as ProbeReport;
     const n = new NeighborSubsystem({
       ...(this.netns ? { netns: this.netns } : {}),
@@ -164,26 +243,15 @@ export class Agent {
     this.neighbor = n;
     this.stoppers.push(() => n.stop());
     await n.start();
-    try {
-      n.setOwner('config', this.cfg.forwardable.static);
-    } catch (err) {
-      throw new ConfigError('forwardable.static', describeError(err), { cause: err });
-    }
-    // The API's owners from the state file, before the first prune can run.
-    for (const [owner, ips] of Object.entries(this.state.snapshot().forwardable)) {
-      try {
-        n.setOwner(owner, ips);
-      } catch (err) {
-        this.log.error(
-          { owner, err: describeError(err) },
-          'forwardable IPs from the state file refused',
-        );
-      }
-    }
+    // The config's IPs and the API's owners from the state file (each IP on its own), before
+    // the first prune can run.
+    const plan = planForwardable(n, this.cfg, usable);
+    for (const [owner, ips] of plan.owners) n.setOwner(owner, ips);
+    this.skipped.push(...plan.skipped);
     configLoaded();
   }
 
-  private async startExtip(): Promise<void> {
+  private async startExtip(usable: ControlState): Promise<void> {
     const c = this.cfg.extip;
     const x = new ExternalIpSubsystem({
       ...(this.netns ? { netns: this.netns } : {}),
@@ -199,8 +267,10 @@ export class Agent {
         checkIntervalMs: c.checkInterval,
         defendIntervalMs: c.defendInterval,
         defendRatePerSecond: c.defendRate,
-        ipv6Dad: c.ipv6Dad,
-        dadTimeoutMs: c.dadTimeout,
+        dad: c.dad,
+        dadProbes: c.dadProbes,
+        dadIntervalMs: c.dadInterval,
+        dadWaitMs: c.dadWait,
         arpResponder: c.arpResponder,
       },
       registry: this.registry,
@@ -209,18 +279,15 @@ export class Agent {
     this.extip = x;
     this.stoppers.push(() => x.stop());
     await x.start();
-    try {
-      await x.setDesired([...new Set([...c.static, ...this.state.extip])]);
-    } catch (err) {
-      if (err instanceof InvalidArgumentError) {
-        throw new ConfigError('extip.static', describeError(err), { cause: err });
-      }
-      throw err;
-    }
+    const { desired, skipped } = planExtip({ check: (ips) => x.validate(ips) }, this.cfg, usable);
+    this.skipped.push(...skipped);
+    await x.setDesired(desired).catch((err: unknown) => {
+      // The set is desired whatever the kernel said; the assigner retries and reports.
+      this.log.error({ err: describeError(err) }, 'extip: some external IPs are not assigned yet');
+    });
   }
 
   private async startXdp(): Promise<void> {
-    const c = this.cfg.xdp;
     const x = new XdpForwarder({
       ...(this.netns ? { netns: this.netns } : {}),
       netlink: this.netlink as NetlinkHandle,
@@ -231,27 +298,45 @@ export class Agent {
     });
     this.xdp = x;
     this.stoppers.push(() => x.stop());
-    await x.start();
-    if (c.missTracker.enabled && this.neighbor) {
-      const neighbor = this.neighbor;
-      const t = new MissTracker({
-        source: { takeMisses: () => x.takeMisses() },
-        sink: {
-          upsert: (o, ips) => neighbor.upsert(o, ips),
-          delete: (o, ips) => neighbor.delete(o, ips),
-        },
-        ttlMs: c.missTracker.ttl,
-        intervalMs: c.missTracker.interval,
-        registry: this.registry,
-        log: this.log.child({ component: 'miss-tracker' }),
-      });
-      this.missTracker = t;
-      this.stoppers.push(() => t.stop());
-      t.start();
+    try {
+      await x.start();
+    } catch (err) {
+      const refusal = verifierRefusal(err);
+      if (refusal === undefined) throw err;
+      throw new NotSupportedError(
+        'xdp',
+        `the kernel's verifier refused the XDP program (${refusal}); ` +
+          'fix: run `fibkeeper probe` and use a kernel with what it lists as missing, or set xdp.enabled: false to run without XDP forwarding',
+        { cause: err },
+      );
     }
   }
 
-  private xdpConfig(cfg: FibkeeperConfig): XdpForwarderConfig {
+  private startMissTracker(): void {
+    const x = this.xdp;
+    const neighbor = this.neighbor;
+    if (!x || !neighbor) return;
+    const c = this.cfg.xdp.missTracker;
+    const t = new MissTracker({
+      source: { takeMisses: () => x.takeMisses() },
+      // Through the write queue, so its changes are ordered with the API's.
+      sink: {
+        upsert: (o, ips) =>
+          this.control.exclusive('the XDP miss tracker', () => neighbor.upsert(o, ips)),
+        delete: (o, ips) =>
+          this.control.exclusive('the XDP miss tracker', () => neighbor.delete(o, ips)),
+      },
+      ttlMs: c.ttl,
+      intervalMs: c.interval,
+      registry: this.registry,
+      log: this.log.child({ component: 'miss-tracker' }),
+    });
+    this.missTracker = t;
+    this.stoppers.push(() => t.stop());
+    t.start();
+  }
+
+  xdpConfig(cfg: FibkeeperConfig): XdpForwarderConfig {
     return {
       devices: cfg.devices,
       holderName: cfg.extip.holderName,
@@ -265,16 +350,18 @@ export class Agent {
     };
   }
 
-  private async startApi(): Promise<void> {
+  private async startApi(token: Buffer | undefined): Promise<void> {
     const api = new ApiServer({
       socketPath: this.cfg.api.socket,
       socketMode: this.cfg.api.socketMode,
       ...(this.cfg.api.tcp ? { tcp: this.cfg.api.tcp } : {}),
+      ...(token ? { token } : {}),
+      requestTimeoutMs: this.cfg.api.requestTimeout,
       handlers: handlersFor(this),
       log: this.log.child({ component: 'api' }),
     });
-    await api.start();
     this.stoppers.push(() => api.stop());
+    await api.start();
   }
 
   private async startMetrics(): Promise<void> {
@@ -282,13 +369,14 @@ export class Agent {
     const m = new MetricsServer({
       address: this.cfg.metrics.address,
       registry: this.registry,
+      live: () => this.live(),
       health: () => this.health(),
       ready: () => this.ready(),
       log: this.log.child({ component: 'metrics' }),
     });
+    this.stoppers.push(() => m.stop());
     await m.start();
     this.metricsServer = m;
-    this.stoppers.push(() => m.stop());
   }
 
   /** The metrics endpoint's port (after start). */
@@ -296,10 +384,20 @@ export class Agent {
     return this.metricsServer?.port;
   }
 
+  /**
+   * Alive while the process works: it answers (the caller is on its event loop) and its
+   * netlink sockets are open and polled. For liveness probes (/livez): nothing that an
+   * operator must fix (a foreign XDP program, a detach, a down NIC) makes it fail.
+   */
+  live(): HealthReport {
+    if (this.phase === 'stopped') return { ok: false, reasons: ['agent stopped'] };
+    return this.netlink?.liveness() ?? { ok: true, reasons: [] };
+  }
+
   /** Ready once the initial dumps are done and the first reconciliation round finished. */
   ready(): HealthReport {
     const reasons: string[] = [];
-    if (this.phase !== 'running') reasons.push(`agent ${this.phase}`);
+    if (this.#phase !== 'running') reasons.push(`agent ${this.#phase}`);
     if (this.neighbor && !this.neighbor.ready())
       reasons.push('neighbor: initial dumps or first reconciliation not done');
     const ex = this.extip?.ready();
@@ -330,72 +428,23 @@ export class Agent {
   }
 
   /**
-   * SIGHUP: re-reads the config file. The static forwardable and external IPs and the log
-   * level take effect at once; other changes need a restart (logged). A bad file changes nothing.
+   * SIGHUP: re-reads the config file, all or nothing (see reload.ts). During a start it
+   * waits for the start to end first; after a failed start it does nothing.
    */
-  async reload(): Promise<{ applied: string[]; needRestart: string[] }> {
-    let next: FibkeeperConfig;
-    try {
-      next = loadConfig(this.p.configPath, this.p.flags ?? {});
-    } catch (err) {
-      this.metrics.reloads.inc({ result: 'error' });
-      this.log.error(
-        { err: describeError(err) },
-        'config reload refused; keeping the running configuration',
-      );
-      throw err;
+  async reload(): Promise<ReloadResult> {
+    if (this.#phase === 'starting') await this.settled();
+    if (this.#phase !== 'running') {
+      throw new ClosedError(`reload: the agent is ${this.#phase}`);
     }
-    const applied: string[] = [];
-    const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-    try {
-      if (!same(next.forwardable.static, this.cfg.forwardable.static) && this.neighbor) {
-        this.neighbor.setOwner('config', next.forwardable.static);
-        applied.push('forwardable.static');
-      }
-      if (!same(next.extip.static, this.cfg.extip.static) && this.extip) {
-        await this.extip.setDesired([...new Set([...next.extip.static, ...this.state.extip])]);
-        applied.push('extip.static');
-      }
-      // XDP options apply at once (programs swapped atomically); the device list is shared
-      // with the neighbor subsystem and needs a restart.
-      const xdpKeys = ['mode', 'keepOnStop', 'force', 'ipv6', 'ipv4Options'] as const;
-      const xdpChanged = xdpKeys.filter((k) => next.xdp[k] !== this.cfg.xdp[k]);
-      if (this.xdp && xdpChanged.length > 0 && next.xdp.pinDir === this.cfg.xdp.pinDir) {
-        await this.xdp.reconfigure(this.xdpConfig({ ...next, devices: this.cfg.devices }));
-        applied.push(...xdpChanged.map((k) => `xdp.${k}`));
-      }
-    } catch (err) {
-      this.metrics.reloads.inc({ result: 'error' });
-      this.log.error({ err: describeError(err) }, 'config reload refused');
-      throw err;
-    }
-    if (next.log.level !== this.cfg.log.level) {
-      this.log.level = next.log.level;
-      applied.push('log.level');
-    }
-    const flat = (o: unknown, prefix = ''): [string, string][] =>
-      Object.entries(o as Record<string, unknown>).flatMap(([k, v]) =>
-        v !== null && typeof v === 'object' && !Array.isArray(v)
-          ? flat(v, `${prefix}${k}.`)
-          : [[`${prefix}${k}`, JSON.stringify(v)] as [string, string]],
-      );
-    const before = new Map(flat(this.cfg));
-    const needRestart = flat(next)
-      .filter(([k, v]) => before.get(k) !== v && !applied.includes(k))
-      .map(([k]) => k);
-    this.cfg = { ...next, netns: this.cfg.netns };
-    this.metrics.reloads.inc({ result: 'ok' });
-    this.log.info({ applied, needRestart }, 'config reloaded');
-    if (needRestart.length > 0) {
-      this.log.warn({ options: needRestart }, 'these option changes take effect after a restart');
-    }
-    return { applied, needRestart };
+    return this.control.exclusive('a config reload', () =>
+      reloadAgent(this, { configPath: this.p.configPath, flags: this.p.flags ?? {} }),
+    );
   }
 
   /** Graceful, reverse order, idempotent. */
   async stop(): Promise<void> {
-    if (this.phase === 'stopped' || this.phase === 'stopping') return;
-    this.phase = 'stopping';
+    if (this.#phase === 'stopped' || this.#phase === 'stopping') return;
+    this.#phase = 'stopping';
     while (this.stoppers.length > 0) {
       const stop = this.stoppers.pop() as Stopper;
       try {
@@ -404,7 +453,20 @@ export class Agent {
         this.log.warn({ err: describeError(err) }, 'error while stopping');
       }
     }
-    this.phase = 'stopped';
+    this.#phase = 'stopped';
     this.log.info('fibkeeper agent stopped');
   }
+}
+
+export { MISS_OWNER };
+
+/** The verifier's last line when `err` (or a cause of it) is a verifier refusal. */
+function verifierRefusal(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; depth++, e = e.cause) {
+    if (isVerifierError(e)) {
+      const lines = e.verifierLog.trim().split('\n');
+      return lines.filter((l) => !/^processed \d+ insns/.test(l)).pop() ?? e.message;
+    }
+  }
+  return undefined;
 }

@@ -1,5 +1,28 @@
 // The fibkeeper agent: the subsystems wired together, the control API's handlers, the
 // status document and the XDP miss tracker.
-export { Agent, RESERVED_OWNERS, type AgentParams } from './agent.js';
+export { Agent, RESERVED_OWNERS, type AgentParams, type AgentPhase } from './agent.js';
+export {
+  ControlPlane,
+  type Change,
+  type ControlPlaneParams,
+  type ExtipTarget,
+  type ForwardableTarget,
+} from './control.js';
+export { acquireAgentLock, lockHolder, netnsPath, type AgentLock } from './lock.js';
+export { checkCapabilities, neededCapabilities } from './preflight.js';
+export {
+  StateStore,
+  StateFileError,
+  emptyState,
+  formatState,
+  parseState,
+  usableOf,
+  writeDurably,
+  type ControlState,
+  type SkippedEntry,
+  type StaticSets,
+} from './state.js';
+export type { ReloadResult } from './reload.js';
+export { staticSets } from './restore.js';
 export { buildStatus, type StatusOptions } from './status.js';
 export { MissTracker, MISS_OWNER, type MissTrackerParams } from './miss-tracker.js';

@@ -4,17 +4,19 @@
 import type { Registry } from 'prom-client';
 import { registerMissTrackerMetrics, type MissTrackerMetrics } from '../metrics/index.js';
 import type { Logger } from '../log/index.js';
+import { MISS_OWNER } from '../config/index.js';
 
-export const MISS_OWNER = 'xdp-miss';
+export { MISS_OWNER };
 
 export interface MissSource {
   /** Reads and removes the recorded misses. */
   takeMisses(): Promise<{ nexthop: string }[]> | { nexthop: string }[];
 }
 
+/** Where learned next hops go (the agent: through its write queue). */
 export interface MissSink {
-  upsert(owner: string, ips: readonly string[]): void;
-  delete(owner: string, ips: readonly string[]): void;
+  upsert(owner: string, ips: readonly string[]): void | Promise<unknown>;
+  delete(owner: string, ips: readonly string[]): void | Promise<unknown>;
 }
 
 export interface MissTrackerParams {
@@ -74,7 +76,7 @@ export class MissTracker {
     }
     if (fresh.length > 0) {
       try {
-        this.p.sink.upsert(MISS_OWNER, fresh);
+        await this.p.sink.upsert(MISS_OWNER, fresh);
         this.metrics?.learned.inc(fresh.length);
         this.p.log.info(
           { count: fresh.length, sample: fresh.slice(0, 5) },
@@ -89,7 +91,11 @@ export class MissTracker {
     const old = [...this.lastSeen].filter(([, t]) => now - t >= this.p.ttlMs).map(([ip]) => ip);
     if (old.length > 0) {
       for (const ip of old) this.lastSeen.delete(ip);
-      this.p.sink.delete(MISS_OWNER, old);
+      try {
+        await this.p.sink.delete(MISS_OWNER, old);
+      } catch (err) {
+        this.p.log.warn({ err }, 'expired XDP miss next hops not released');
+      }
       this.metrics?.expired.inc(old.length);
     }
   }

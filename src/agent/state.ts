@@ -1,135 +1,281 @@
-// What was added through the control API — forwardable IPs per owner, external IPs — kept
-// in a small JSON file so that a restarted agent (even after SIGKILL) restores it before it
-// prunes anything. Writes are atomic (temp file, fsync, rename) and serialized.
-import {
-  closeSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  writeSync,
-} from 'node:fs';
+// What was added through the control API — forwardable IPs per owner, external IPs — kept in
+// a small JSON file so that a restarted agent (even after SIGKILL) restores it before it
+// prunes anything. A save is durable before it returns: a temp file written in full (short
+// writes continued, the size checked), fsynced, renamed over the file, and the directory
+// fsynced; any failure leaves the previous file as it was and throws StorageError.
+//
+// Loading checks every entry on its own with the rules the API applies (src/config/rules):
+// a bad entry is reported and skipped, and never takes the valid ones with it. Skipped
+// entries stay in the file (they were the user's, and may become valid again); only entries
+// that cannot be IP strings at all are dropped.
+import { constants, mkdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { open, rename, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { FibkeeperError } from '../errors/index.js';
+import { checkIp, OWNER_RE, RESERVED_OWNERS } from '../config/index.js';
+import { FibkeeperError, StorageError } from '../errors/index.js';
 
-export interface PersistedState {
-  version: 1;
-  /** owner -> canonical IPs */
-  forwardable: Record<string, string[]>;
-  /** canonical external IPs */
-  extip: string[];
+/** The state as the agent holds it: owner → IPs, and the external IPs (canonical where valid). */
+export interface ControlState {
+  readonly forwardable: ReadonlyMap<string, ReadonlySet<string>>;
+  readonly extip: ReadonlySet<string>;
 }
 
-export function emptyState(): PersistedState {
-  return { version: 1, forwardable: {}, extip: [] };
+/** An entry of the state file that is not applied, and why. */
+export interface SkippedEntry {
+  /** "forwardable OWNER IP", "forwardable OWNER", or "extip IP". */
+  entry: string;
+  reason: string;
 }
 
+export function emptyState(): ControlState {
+  return { forwardable: new Map(), extip: new Set() };
+}
+
+/** The file's text: owners and IPs sorted, one IP per line (diffs stay readable). */
+export function formatState(s: ControlState): string {
+  const owners = [...s.forwardable.keys()].sort();
+  const forwardable: Record<string, string[]> = {};
+  for (const o of owners) forwardable[o] = [...(s.forwardable.get(o) ?? [])].sort();
+  return JSON.stringify({ version: 1, forwardable, extip: [...s.extip].sort() }, null, 1) + '\n';
+}
+
+export class StateFileError extends FibkeeperError {
+  constructor(path: string, problem: string, options?: { cause?: unknown }) {
+    super(
+      `the state file ${path} ${problem}. It holds what the control API added; fix it or restore it from a backup. ` +
+        'Moving it away starts the agent without it, and the agent then removes from the kernel what only that file held ' +
+        '(neighbor entries of its forwardable IPs, its external IPs on the holder device)',
+      { ...options, code: 'FIBKEEPER_ERR_CONFIG' },
+    );
+  }
+}
+
+/** The static rules on a state that the config also names (`forwardable.static`, `extip.static`). */
+export interface StaticSets {
+  forwardable: ReadonlySet<string>;
+  extip: ReadonlySet<string>;
+}
+
+/**
+ * Parses a state file's text. Throws StateFileError when it is not a state file at all;
+ * otherwise returns every entry that is a string (valid or not: the file keeps them), the
+ * applicable ones (`usable`) and the others with their reason.
+ */
+export function parseState(
+  text: string,
+  path: string,
+  statics: StaticSets = { forwardable: new Set(), extip: new Set() },
+): { state: ControlState; usable: ControlState; skipped: SkippedEntry[] } {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw new StateFileError(path, `is not valid JSON (${(err as Error).message})`, { cause: err });
+  }
+  const d = doc as { version?: unknown; forwardable?: unknown; extip?: unknown };
+  if (
+    typeof doc !== 'object' ||
+    doc === null ||
+    d.version !== 1 ||
+    typeof d.forwardable !== 'object' ||
+    d.forwardable === null ||
+    Array.isArray(d.forwardable) ||
+    !Array.isArray(d.extip)
+  ) {
+    throw new StateFileError(
+      path,
+      'has an unknown layout (want {"version": 1, "forwardable": {}, "extip": []})',
+    );
+  }
+  const dropped: SkippedEntry[] = [];
+  const strings = (list: unknown, where: string): Set<string> => {
+    const out = new Set<string>();
+    if (!Array.isArray(list)) {
+      dropped.push({ entry: where, reason: 'not a list of IPs (dropped)' });
+      return out;
+    }
+    for (const v of list as unknown[]) {
+      if (typeof v === 'string') out.add(v);
+      else
+        dropped.push({ entry: `${where} ${JSON.stringify(v)}`, reason: 'not a string (dropped)' });
+    }
+    return out;
+  };
+  const forwardable = new Map<string, Set<string>>();
+  for (const [owner, list] of Object.entries(d.forwardable as Record<string, unknown>)) {
+    const ips = strings(list, `forwardable ${owner}`);
+    if (ips.size > 0) forwardable.set(owner, ips);
+  }
+  const state: ControlState = { forwardable, extip: strings(d.extip, 'extip') };
+  const { usable, skipped } = usableOf(state, statics);
+  return { state, usable, skipped: [...dropped, ...skipped] };
+}
+
+/**
+ * The entries of a state that pass the static rules (canonical), and the others with the
+ * reason: a malformed or reserved IP, a bad or reserved owner name, an IP that is both
+ * forwardable and external (the external IP wins: it is an address of this node).
+ */
+export function usableOf(
+  state: ControlState,
+  statics: StaticSets,
+): { usable: ControlState; skipped: SkippedEntry[] } {
+  const skipped: SkippedEntry[] = [];
+  const skip = (entry: string, reason: string) => skipped.push({ entry, reason });
+  const valid = (raw: string, entry: string): string | undefined => {
+    try {
+      return checkIp(raw);
+    } catch (err) {
+      skip(entry, (err as Error).message);
+      return undefined;
+    }
+  };
+  const extip = new Set<string>();
+  const allExtip = new Set<string>();
+  for (const raw of state.extip) {
+    const ip = valid(raw, `extip ${raw}`);
+    if (ip === undefined) continue;
+    allExtip.add(ip);
+    if (statics.forwardable.has(ip)) {
+      skip(
+        `extip ${ip}`,
+        'forwardable.static lists it; an IP is forwardable or external, never both',
+      );
+    } else extip.add(ip);
+  }
+  const forwardable = new Map<string, Set<string>>();
+  for (const [owner, ips] of state.forwardable) {
+    if (!OWNER_RE.test(owner)) {
+      skip(`forwardable ${owner}`, 'not a valid owner name');
+      continue;
+    }
+    const reserved = RESERVED_OWNERS.get(owner);
+    if (reserved !== undefined) {
+      skip(`forwardable ${owner}`, `owner "${owner}" is managed by the agent itself (${reserved})`);
+      continue;
+    }
+    const usable = new Set<string>();
+    for (const raw of ips) {
+      const ip = valid(raw, `forwardable ${owner} ${raw}`);
+      if (ip === undefined) continue;
+      if (allExtip.has(ip) || statics.extip.has(ip)) {
+        const where = allExtip.has(ip) ? 'in the state file' : 'extip.static';
+        skip(
+          `forwardable ${owner} ${ip}`,
+          `also an external IP (${where}); an IP is forwardable or external, never both`,
+        );
+      } else usable.add(ip);
+    }
+    if (usable.size > 0) forwardable.set(owner, usable);
+  }
+  return { usable: { forwardable, extip }, skipped };
+}
+
+const DIR_FSYNC_UNSUPPORTED = new Set(['EINVAL', 'ENOTSUP', 'EOPNOTSUPP']);
+
+/**
+ * Writes `text` to `path` durably: `path.tmp` written in full, fsynced, renamed over `path`,
+ * the directory fsynced. On any failure the temp file is removed, `path` keeps its previous
+ * content, and StorageError names the step and the errno.
+ */
+export async function writeDurably(path: string, text: string): Promise<void> {
+  const tmp = `${path}.tmp`;
+  const data = Buffer.from(text, 'utf8');
+  let step = `create ${tmp}`;
+  let renamed = false;
+  try {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o750 });
+    const fh = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, 0o600);
+    try {
+      step = `write ${tmp}`;
+      for (let off = 0; off < data.length;) {
+        const { bytesWritten } = await fh.write(data, off, data.length - off, off);
+        if (bytesWritten <= 0) throw new Error(`wrote nothing at byte ${off} of ${data.length}`);
+        off += bytesWritten;
+      }
+      step = `fsync ${tmp}`;
+      await fh.sync();
+      const { size } = await fh.stat();
+      if (size !== data.length) throw new Error(`holds ${size} bytes, not ${data.length}`);
+    } finally {
+      await fh.close();
+    }
+    step = `rename ${tmp} to ${path}`;
+    await rename(tmp, path);
+    renamed = true;
+    step = `fsync the directory ${dirname(path)}`;
+    const dir = await open(dirname(path), constants.O_RDONLY);
+    try {
+      await dir.sync().catch((err: NodeJS.ErrnoException) => {
+        if (!DIR_FSYNC_UNSUPPORTED.has(err.code ?? '')) throw err;
+      });
+    } finally {
+      await dir.close();
+    }
+  } catch (err) {
+    if (!renamed) await unlink(tmp).catch(() => undefined);
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'ENOSPC' || code === 'EDQUOT'
+        ? `${code}: no space left on the device that holds it`
+        : code === 'EROFS'
+          ? 'EROFS: the file system is read-only'
+          : (err as Error).message;
+    throw new StorageError(
+      `the state file ${path} could not be saved (${step}: ${why})${renamed ? '; the new content may or may not survive a crash' : '; nothing was changed'}`,
+      { cause: err },
+    );
+  }
+}
+
+/** The state file of one agent: what is durable, and how to make a new state durable. */
 export class StateStore {
-  private state: PersistedState = emptyState();
+  #state: ControlState = emptyState();
+  #skipped: SkippedEntry[] = [];
   constructor(readonly path: string) {}
 
-  /** Reads the file; a missing file is an empty state, a corrupt one an error naming the file. */
-  load(): PersistedState {
-    if (this.path === '') return (this.state = emptyState());
+  /**
+   * Reads the file (a missing one is an empty state) and removes a temp file left by a write
+   * that was killed. Throws StateFileError for an unreadable or corrupt file; returns the
+   * applicable entries and the skipped ones. The caller holds the state-file lock.
+   */
+  load(statics?: StaticSets): { usable: ControlState; skipped: SkippedEntry[] } {
+    if (this.path === '') return { usable: emptyState(), skipped: [] };
+    // A temp file is what a write killed before its rename left: never the state.
+    try {
+      unlinkSync(`${this.path}.tmp`);
+    } catch {
+      /* none (or not removable: the next save says why) */
+    }
     let text: string;
     try {
       text = readFileSync(this.path, 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return (this.state = emptyState());
-      throw new FibkeeperError(`cannot read the state file ${this.path}`, {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+        return { usable: emptyState(), skipped: [] };
+      throw new StateFileError(this.path, `cannot be read (${(err as Error).message})`, {
         cause: err,
-        code: 'FIBKEEPER_ERR_SYSTEM',
       });
     }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch (err) {
-      throw new FibkeeperError(
-        `the state file ${this.path} is not valid JSON; move it away to start without the API's state`,
-        { cause: err, code: 'FIBKEEPER_ERR_CONFIG' },
-      );
-    }
-    const p = parsed as Partial<PersistedState>;
-    const okList = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === 'string');
-    if (
-      p.version !== 1 ||
-      typeof p.forwardable !== 'object' ||
-      p.forwardable === null ||
-      !Object.values(p.forwardable).every(okList) ||
-      !okList(p.extip)
-    ) {
-      throw new FibkeeperError(
-        `the state file ${this.path} has an unknown layout; move it away to start without it`,
-        {
-          code: 'FIBKEEPER_ERR_CONFIG',
-        },
-      );
-    }
-    this.state = {
-      version: 1,
-      forwardable: { ...p.forwardable },
-      extip: [...(p.extip as string[])],
-    };
-    return this.snapshot();
+    const { state, usable, skipped } = parseState(text, this.path, statics);
+    this.#state = state;
+    this.#skipped = skipped;
+    return { usable, skipped };
   }
 
-  snapshot(): PersistedState {
-    return {
-      version: 1,
-      forwardable: Object.fromEntries(
-        Object.entries(this.state.forwardable).map(([k, v]) => [k, [...v]]),
-      ),
-      extip: [...this.state.extip],
-    };
+  /** The state as saved (skipped entries included). */
+  get state(): ControlState {
+    return this.#state;
   }
 
-  owner(owner: string): string[] {
-    return [...(this.state.forwardable[owner] ?? [])];
+  /** Entries of the loaded file that are not applied. */
+  get skipped(): readonly SkippedEntry[] {
+    return this.#skipped;
   }
 
-  get extip(): string[] {
-    return [...this.state.extip];
-  }
-
-  /** Replaces one owner's set (empty removes the owner) and writes the file. */
-  setOwner(owner: string, ips: readonly string[]): void {
-    const next = this.snapshot();
-    if (ips.length === 0) delete next.forwardable[owner];
-    else next.forwardable[owner] = [...new Set(ips)].sort();
-    this.write(next);
-  }
-
-  setExtip(ips: readonly string[]): void {
-    const next = this.snapshot();
-    next.extip = [...new Set(ips)].sort();
-    this.write(next);
-  }
-
-  private write(next: PersistedState): void {
-    if (this.path !== '') {
-      mkdirSync(dirname(this.path), { recursive: true, mode: 0o750 });
-      const tmp = `${this.path}.tmp`;
-      const fd = openSync(tmp, 'w', 0o600);
-      try {
-        writeSync(fd, JSON.stringify(next, null, 1) + '\n');
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-      renameSync(tmp, this.path);
-      try {
-        const dfd = openSync(dirname(this.path), 'r');
-        try {
-          fsyncSync(dfd);
-        } finally {
-          closeSync(dfd);
-        }
-      } catch {
-        /* directory fsync is best effort */
-      }
-    }
-    this.state = next;
+  /** Makes `next` durable, then current. Throws StorageError and keeps the old one on failure. */
+  async save(next: ControlState): Promise<void> {
+    if (this.path !== '') await writeDurably(this.path, formatState(next));
+    this.#state = next;
   }
 }

@@ -14,6 +14,7 @@ export function buildStatus(agent: Agent, opts: StatusOptions = {}): Record<stri
   return {
     version: agent.version,
     netns: agent.netns ?? null,
+    phase: agent.phase,
     startedAt: agent.startedAt.toISOString(),
     ready: ready.ok,
     notReady: ready.reasons,
@@ -36,5 +37,10 @@ export function buildStatus(agent: Agent, opts: StatusOptions = {}): Record<stri
         }
       : null,
     missTracker: agent.missTracker ? { tracked: agent.missTracker.tracked } : null,
+    stateFile: {
+      path: agent.cfg.stateFile || null,
+      skipped: agent.skipped.slice(0, limit),
+      queued: agent.control.depth,
+    },
   };
 }

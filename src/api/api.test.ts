@@ -3,7 +3,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../errors/index.js';
+import { InvalidArgumentError, TimeoutError } from '../errors/index.js';
 import { silentLogger } from '../log/index.js';
 import { ApiClient, ApiServer, MAX_BODY_BYTES, type ControlHandlers } from './index.js';
 
@@ -126,11 +126,18 @@ describe('control API', () => {
     ).rejects.toMatchObject({
       status: 400,
       code: 'FIBKEEPER_ERR_INVALID_ARGUMENT',
-      message: '"nope" is not an IP',
+      message: expect.stringMatching(/^"ips": "nope": /),
     });
     await expect(c.call('POST', '/v1/forwardable', { ips: ['10.0.0.1'] })).rejects.toThrow(
-      /"owner" must be/,
+      /owner undefined is not a valid owner name/,
     );
+    await expect(
+      c.call('POST', '/v1/forwardable', { owner: 'config', ips: ['10.0.0.1'] }),
+    ).rejects.toThrow(/managed by the agent itself/);
+    await expect(c.call('POST', '/v1/extip', { ips: ['224.0.0.1'] })).rejects.toThrow(/multicast/);
+    const escape = await raw('/v1/owners/%ZZ/forwardable', 'PUT', '{"ips": []}');
+    expect(escape.status).toBe(400);
+    expect(escape.json.error?.message).toMatch(/not valid percent-encoding/);
     await expect(
       c.call('POST', '/v1/forwardable', { owner: 'o', ips: '10.0.0.1' }),
     ).rejects.toThrow(/"ips" must be a list/);
@@ -164,6 +171,62 @@ describe('control API', () => {
           log: silentLogger(),
         }),
     ).toThrow(/must not give access to others/);
+  });
+
+  it('answers 503 with the reason at the deadline instead of hanging', async () => {
+    await server?.stop();
+    const h = handlers();
+    h.extipAdd = (_ips, signal) =>
+      new Promise((_resolve, reject) => {
+        signal?.addEventListener('abort', () =>
+          reject(new TimeoutError('saved, but not yet applied: the holder device is gone')),
+        );
+      });
+    h.extipDelete = () => new Promise(() => undefined); // ignores its deadline
+    server = new ApiServer({
+      socketPath: join(dir, 'api.sock'),
+      socketMode: 0o660,
+      requestTimeoutMs: 200,
+      handlers: h,
+      log: silentLogger(),
+    });
+    await server.start();
+    const c = new ApiClient(join(dir, 'api.sock'));
+    await expect(c.call('POST', '/v1/extip', { ips: ['192.0.2.1'] })).rejects.toMatchObject({
+      status: 503,
+      message: 'saved, but not yet applied: the holder device is gone',
+    });
+    await expect(c.call('DELETE', '/v1/extip', { ips: ['192.0.2.1'] })).rejects.toMatchObject({
+      status: 503,
+      message: expect.stringMatching(/no answer within 200 ms \(api\.requestTimeout\)/),
+    });
+  });
+
+  it('asks TCP clients for the token (constant-time compare); unix clients need none', async () => {
+    await server?.stop();
+    const token = Buffer.from('0123456789abcdef-secret');
+    server = new ApiServer({
+      socketPath: join(dir, 'api.sock'),
+      socketMode: 0o660,
+      tcp: '127.0.0.1:0',
+      token,
+      handlers: handlers(),
+      log: silentLogger(),
+    });
+    await server.start();
+    const port = server.tcpPort ?? 0;
+    const get = (auth?: string) =>
+      fetch(`http://127.0.0.1:${port}/v1/status`, auth ? { headers: { authorization: auth } } : {});
+    const none = await get();
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toBe('Bearer');
+    expect((await get('Bearer 0123456789abcdef-secreT')).status).toBe(401);
+    expect((await get('Bearer 0123456789abcdef')).status).toBe(401);
+    expect((await get('Basic 0123456789abcdef-secret')).status).toBe(401);
+    expect((await get('Bearer 0123456789abcdef-secret')).status).toBe(200);
+    expect(await new ApiClient(join(dir, 'api.sock')).call('GET', '/v1/status')).toEqual({
+      ready: true,
+    });
   });
 
   it('tells the CLI user when no agent is running', async () => {

@@ -1,5 +1,7 @@
 // The endpoints of the control API and the checks on their bodies. Every mutation validates
-// the whole request before it changes anything, so nothing is half-applied.
+// the whole request (with the rules of src/config/rules, the same the state file and the
+// config are held to) before it changes anything, so nothing is half-applied.
+import { checkIps, checkIpsToRelease, checkOwner } from '../config/index.js';
 import { InvalidArgumentError } from '../errors/index.js';
 
 export interface ForwardableEntry {
@@ -12,6 +14,8 @@ export interface ExternalIpEntry {
   state: string;
   announcedAt: string | null;
   lastError: string | null;
+  /** The host that duplicate address detection found holding the IP (state failed). */
+  conflict?: { mac: string; what: string } | null;
 }
 
 /** What a forwardable call changed for its owner: IPs it took that it did not hold, IPs it gave up. */
@@ -20,15 +24,31 @@ export interface ForwardableChange {
   removed: number;
 }
 
-/** What the agent provides to the API. Each call is atomic: all IPs valid, or nothing done. */
+/**
+ * What the agent provides to the API. Each call is atomic: all IPs valid, or nothing done.
+ * IPs arrive checked and canonical; `signal` fires at the call's deadline. The forwardable
+ * calls answer what changed for the owner (an agent may answer nothing).
+ */
 export interface ControlHandlers {
-  forwardableAdd(owner: string, ips: string[]): Promise<ForwardableChange | void>;
-  forwardableDelete(owner: string, ips: string[]): Promise<ForwardableChange | void>;
+  forwardableAdd(
+    owner: string,
+    ips: string[],
+    signal?: AbortSignal,
+  ): Promise<ForwardableChange | void>;
+  forwardableDelete(
+    owner: string,
+    ips: string[],
+    signal?: AbortSignal,
+  ): Promise<ForwardableChange | void>;
   /** Replaces the whole set of one owner. */
-  forwardableSetOwner(owner: string, ips: string[]): Promise<ForwardableChange | void>;
+  forwardableSetOwner(
+    owner: string,
+    ips: string[],
+    signal?: AbortSignal,
+  ): Promise<ForwardableChange | void>;
   forwardableList(): Promise<ForwardableEntry[]>;
-  extipAdd(ips: string[]): Promise<void>;
-  extipDelete(ips: string[]): Promise<void>;
+  extipAdd(ips: string[], signal?: AbortSignal): Promise<void>;
+  extipDelete(ips: string[], signal?: AbortSignal): Promise<void>;
   extipList(): Promise<ExternalIpEntry[]>;
   status(): Promise<unknown>;
   probe(): Promise<unknown>;
@@ -37,8 +57,11 @@ export interface ControlHandlers {
 
 export interface RequestContext {
   body: unknown;
+  /** Path parameters, percent-decoded. */
   params: Record<string, string>;
   query: URLSearchParams;
+  /** Fires at the call's deadline. */
+  signal?: AbortSignal;
 }
 
 type Handler = (h: ControlHandlers, ctx: RequestContext) => Promise<unknown>;
@@ -48,10 +71,6 @@ export interface Route {
   methods: Record<string, Handler>;
 }
 
-export const OWNER_RE = /^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,62}$/;
-/** The most IPs one request may carry. */
-export const MAX_IPS_PER_REQUEST = 100_000;
-
 function obj(body: unknown): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new InvalidArgumentError('the body must be a JSON object');
@@ -59,27 +78,13 @@ function obj(body: unknown): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
-export function checkOwner(v: unknown): string {
-  if (typeof v !== 'string' || !OWNER_RE.test(v)) {
-    throw new InvalidArgumentError(
-      `"owner" must be a name of 1-63 letters, digits, or _ . : / - (got ${JSON.stringify(v)})`,
-    );
-  }
-  return v;
-}
-
-function ips(body: Record<string, unknown>, allowEmpty: boolean): string[] {
+/** The body's "ips": checked as IPs to add (`release`: only as addresses), canonical. */
+function ips(body: Record<string, unknown>, mode: 'add' | 'set' | 'release'): string[] {
   const v = body.ips;
-  if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) {
+  if (!Array.isArray(v))
     throw new InvalidArgumentError('"ips" must be a list of IP address strings');
-  }
-  if (!allowEmpty && v.length === 0) throw new InvalidArgumentError('"ips" is empty');
-  if (v.length > MAX_IPS_PER_REQUEST) {
-    throw new InvalidArgumentError(
-      `"ips" has ${v.length} entries; the limit is ${MAX_IPS_PER_REQUEST}`,
-    );
-  }
-  return v as string[];
+  if (mode !== 'set' && v.length === 0) throw new InvalidArgumentError('"ips" is empty');
+  return mode === 'release' ? checkIpsToRelease(v, '"ips"') : checkIps(v, '"ips"');
 }
 
 function noBody(ctx: RequestContext): void {
@@ -93,11 +98,17 @@ export const ROUTES: readonly Route[] = [
       GET: async (h, ctx) => (noBody(ctx), { forwardable: await h.forwardableList() }),
       POST: async (h, ctx) => {
         const b = obj(ctx.body);
-        return { ok: true, ...(await h.forwardableAdd(checkOwner(b.owner), ips(b, false))) };
+        const change = await h.forwardableAdd(checkOwner(b.owner), ips(b, 'add'), ctx.signal);
+        return { ok: true, ...change };
       },
       DELETE: async (h, ctx) => {
         const b = obj(ctx.body);
-        return { ok: true, ...(await h.forwardableDelete(checkOwner(b.owner), ips(b, false))) };
+        const change = await h.forwardableDelete(
+          checkOwner(b.owner),
+          ips(b, 'release'),
+          ctx.signal,
+        );
+        return { ok: true, ...change };
       },
     },
   },
@@ -105,8 +116,9 @@ export const ROUTES: readonly Route[] = [
     path: /^\/v1\/owners\/(?<owner>[^/]+)\/forwardable$/,
     methods: {
       PUT: async (h, ctx) => {
-        const owner = checkOwner(decodeURIComponent(ctx.params.owner ?? ''));
-        return { ok: true, ...(await h.forwardableSetOwner(owner, ips(obj(ctx.body), true))) };
+        const owner = checkOwner(ctx.params.owner ?? '');
+        const change = await h.forwardableSetOwner(owner, ips(obj(ctx.body), 'set'), ctx.signal);
+        return { ok: true, ...change };
       },
     },
   },
@@ -115,11 +127,11 @@ export const ROUTES: readonly Route[] = [
     methods: {
       GET: async (h, ctx) => (noBody(ctx), { extip: await h.extipList() }),
       POST: async (h, ctx) => {
-        await h.extipAdd(ips(obj(ctx.body), false));
+        await h.extipAdd(ips(obj(ctx.body), 'add'), ctx.signal);
         return { ok: true };
       },
       DELETE: async (h, ctx) => {
-        await h.extipDelete(ips(obj(ctx.body), false));
+        await h.extipDelete(ips(obj(ctx.body), 'release'), ctx.signal);
         return { ok: true };
       },
     },

@@ -1,10 +1,16 @@
 // The control API: HTTP/JSON over a unix socket (and, only when configured, an explicit TCP
 // address). Handlers are injected; this file only does transport, limits and error mapping.
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, chmodSync, lstatSync, unlinkSync, statSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { dirname } from 'node:path';
-import { ConflictError, FibkeeperError, InvalidArgumentError } from '../errors/index.js';
+import {
+  ConflictError,
+  FibkeeperError,
+  InvalidArgumentError,
+  TimeoutError,
+} from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { parseHostPort } from '../metrics/index.js';
 import { ROUTES, type ControlHandlers } from './routes.js';
@@ -18,9 +24,18 @@ export interface ApiServerParams {
   socketMode: number;
   /** Optional "host:port"; empty for none. */
   tcp?: string;
+  /** The secret TCP clients must send (`Authorization: Bearer <token>`); unix clients need none. */
+  token?: Buffer;
+  /** Deadline of every call; past it the answer is 503 with the reason. Default 10 s. */
+  requestTimeoutMs?: number;
   handlers: ControlHandlers;
   log: Logger;
 }
+
+/** Default deadline of a call. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+/** How long past the deadline a handler may take to say why, before a generic 503. */
+const DEADLINE_GRACE_MS = 250;
 
 export class HttpError extends Error {
   constructor(
@@ -41,6 +56,8 @@ function statusOf(err: unknown): { status: number; code: string } {
       FIBKEEPER_ERR_CONFLICT: 409,
       FIBKEEPER_ERR_NOT_SUPPORTED: 501,
       FIBKEEPER_ERR_CLOSED: 503,
+      FIBKEEPER_ERR_TIMEOUT: 503,
+      FIBKEEPER_ERR_STORAGE: 507,
     };
     return { status: status[err.code] ?? 500, code: err.code };
   }
@@ -89,6 +106,13 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
 
 export class ApiServer {
   private servers: Server[] = [];
+  #tcpPort: number | undefined;
+
+  /** The TCP port bound (with port 0 in api.tcp: the one the kernel chose). */
+  get tcpPort(): number | undefined {
+    return this.#tcpPort;
+  }
+
   constructor(private readonly p: ApiServerParams) {
     if (p.socketMode & 0o007) {
       throw new InvalidArgumentError(
@@ -97,12 +121,37 @@ export class ApiServer {
     }
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async handle(req: IncomingMessage, res: ServerResponse, viaTcp: boolean): Promise<void> {
+    let answered = false;
     const send = (status: number, body: unknown) => {
+      if (answered || res.headersSent) return;
+      answered = true;
       const text = JSON.stringify(body) + '\n';
       res.writeHead(status, { 'content-type': 'application/json' }).end(text);
     };
+    const sendError = (err: unknown) => {
+      const { status, code } = statusOf(err);
+      if (status >= 500 && status !== 503 && status !== 507) {
+        this.p.log.error({ err }, 'control API request failed');
+      }
+      if (status === 401) res.setHeader('www-authenticate', 'Bearer');
+      send(status, { error: { code, message: err instanceof Error ? err.message : String(err) } });
+    };
+    const timeoutMs = this.p.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), timeoutMs);
+    // A handler that does not answer for itself soon after the deadline gets a generic 503.
+    const backstop = setTimeout(
+      () =>
+        sendError(
+          new TimeoutError(
+            `no answer within ${timeoutMs} ms (api.requestTimeout); the outcome is unknown`,
+          ),
+        ),
+      timeoutMs + DEADLINE_GRACE_MS,
+    );
     try {
+      if (viaTcp) this.authorize(req);
       const url = new URL(req.url ?? '/', 'http://fibkeeper');
       const route = ROUTES.find((r) => r.path.test(url.pathname));
       if (!route)
@@ -118,50 +167,83 @@ export class ApiServer {
       }
       const body = await readBody(req);
       const match = route.path.exec(url.pathname);
+      const params: Record<string, string> = {};
+      for (const [k, v] of Object.entries(match?.groups ?? {})) {
+        try {
+          params[k] = decodeURIComponent(v);
+        } catch {
+          throw new HttpError(
+            400,
+            'FIBKEEPER_ERR_INVALID_ARGUMENT',
+            `the path segment ${JSON.stringify(v)} is not valid percent-encoding`,
+          );
+        }
+      }
       const result = await handler(this.p.handlers, {
         body,
-        params: match?.groups ?? {},
+        params,
         query: url.searchParams,
+        signal: deadline.signal,
       });
       send(200, result ?? { ok: true });
     } catch (err) {
-      const { status, code } = statusOf(err);
-      if (status >= 500) this.p.log.error({ err }, 'control API request failed');
-      send(status, { error: { code, message: err instanceof Error ? err.message : String(err) } });
+      sendError(err);
+    } finally {
+      clearTimeout(timer);
+      clearTimeout(backstop);
     }
   }
 
-  private newServer(): Server {
-    return createServer((req, res) => {
-      void this.handle(req, res);
+  /** TCP clients send the token; compared in constant time (over digests of equal length). */
+  private authorize(req: IncomingMessage): void {
+    const token = this.p.token;
+    if (token === undefined) return;
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+    const digest = (b: Buffer) => createHash('sha256').update(b).digest();
+    const given = Buffer.from(m?.[1] ?? '', 'utf8');
+    if (!m || !timingSafeEqual(digest(given), digest(token))) {
+      throw new HttpError(
+        401,
+        'FIBKEEPER_ERR_PERMISSION',
+        'this TCP listener needs the token of api.tokenFile: send "Authorization: Bearer <token>"',
+      );
+    }
+  }
+
+  private newServer(viaTcp: boolean): Server {
+    const s = createServer((req, res) => {
+      void this.handle(req, res, viaTcp);
     });
+    return s;
   }
 
   async start(): Promise<void> {
     await this.listenUnix();
     if (this.p.tcp) {
       const { host, port } = parseHostPort(this.p.tcp);
-      const s = this.newServer();
+      const s = this.newServer(true);
       await new Promise<void>((resolve, reject) => {
         s.once('error', reject);
         s.listen(port, host, () => resolve());
       });
       this.servers.push(s);
-      this.p.log.warn({ address: this.p.tcp }, 'control API also listening on TCP');
+      const addr = s.address();
+      this.#tcpPort = typeof addr === 'object' && addr ? addr.port : undefined;
+      this.p.log.warn(
+        { address: this.p.tcp, token: this.p.token !== undefined },
+        this.p.token !== undefined
+          ? 'control API also listening on TCP (token required)'
+          : 'control API also listening on TCP without a token: every local user can control the agent',
+      );
     }
   }
 
   private async listenUnix(): Promise<void> {
     const path = this.p.socketPath;
     const dir = dirname(path);
-    mkdirSync(dir, { recursive: true, mode: 0o750 });
-    if ((statSync(dir).mode & 0o007) !== 0) {
-      throw new ConflictError(
-        `${dir} is accessible to others; make it 0750 or 0700 (chmod o-rwx ${dir})`,
-      );
-    }
+    checkSocketDir(dir);
     await removeStaleSocket(path);
-    const s = this.newServer();
+    const s = this.newServer(false);
     await new Promise<void>((resolve, reject) => {
       s.once('error', reject);
       // Create the socket with no access for anyone but the owner, then widen to the mode.
@@ -197,6 +279,28 @@ export class ApiServer {
         /* already gone */
       }
     }
+  }
+}
+
+/**
+ * The socket's directory: created 0750 if absent; refused unless it is a directory owned by
+ * root or by the agent's own user (another owner could swap in a socket of its own) and
+ * closed to others.
+ */
+export function checkSocketDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o750 });
+  const st = statSync(dir);
+  const me = process.geteuid?.() ?? 0;
+  if (!st.isDirectory()) throw new ConflictError(`${dir} is not a directory; set api.socket`);
+  if (st.uid !== 0 && st.uid !== me) {
+    throw new ConflictError(
+      `the socket directory ${dir} is owned by uid ${st.uid}, not by root or this agent's user (uid ${me}); its owner could replace the socket: chown ${me} ${dir}, or set api.socket elsewhere`,
+    );
+  }
+  if ((st.mode & 0o007) !== 0) {
+    throw new ConflictError(
+      `the socket directory ${dir} is accessible to others (mode ${(st.mode & 0o777).toString(8)}); make it 0750 or 0700 (chmod o-rwx ${dir})`,
+    );
   }
 }
 

@@ -1,7 +1,10 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { ApiServer, type ControlHandlers } from '../api/index.js';
+import { silentLogger } from '../log/index.js';
 import { main } from './index.js';
 
 async function run(...argv: string[]) {
@@ -50,12 +53,82 @@ describe('cli', () => {
       const bad = await run('config', 'check', join(dir, 'bad.yaml'));
       expect(bad.code).toBe(1);
       expect(bad.err).toMatch(/xdp\.mode: must be one of auto, native, generic/);
-      writeFileSync(join(dir, 'ok.yaml'), 'api:\n  socketMode: "0600"\n');
+      const state = join(dir, 'state.json');
+      writeFileSync(
+        join(dir, 'ok.yaml'),
+        `api:\n  socketMode: "0600"\nextip:\n  interface: eth0\nstateFile: ${state}\n`,
+      );
       const ok = await run('config', 'check', join(dir, 'ok.yaml'));
-      expect(ok.code).toBe(0);
+      expect(ok.code, ok.err).toBe(0);
       expect(JSON.parse(ok.out).api.socketMode).toBe('0600');
       expect((await run('config', 'check')).code).toBe(2);
+      // What `run` refuses, `config check` refuses (finding 5).
+      for (const [text, msg] of [
+        ['forwardable:\n  static: ["300.1.1.1"]\n', /forwardable\.static: "300\.1\.1\.1"/],
+        ['neighbor:\n  resyncInterval: 1000h\n', /above the maximum 24h/],
+        ['extip:\n  enabled: true\n', /extip\.enabled: external IPs need the interface/],
+        ['api:\n  tcp: "0.0.0.0:9471"\nextip:\n  enabled: false\n', /api\.tokenFile/],
+        [`extip:\n  enabled: false\nstateFile: ${state}\n`, /state file .* not valid JSON/],
+      ] as const) {
+        writeFileSync(state, '{"version": 1,');
+        writeFileSync(join(dir, 'bad.yaml'), text);
+        const r = await run('config', 'check', join(dir, 'bad.yaml'));
+        expect(r.code, text).toBe(1);
+        expect(r.err, text).toMatch(msg);
+      }
+      // Entries the agent would skip are listed, the file passes.
+      writeFileSync(
+        state,
+        JSON.stringify({ version: 1, forwardable: { ops: ['10.0.0.1', '224.0.0.1'] }, extip: [] }),
+      );
+      const warn = await run('config', 'check', join(dir, 'ok.yaml'));
+      expect(warn.code).toBe(0);
+      expect(warn.err).toMatch(/forwardable ops 224\.0\.0\.1 would be skipped: .*multicast/);
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('exits quietly when the reader of its output goes away (EPIPE)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fk-cli-'));
+    const entries = Array.from({ length: 20_000 }, (_, i) => ({
+      ip: `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`,
+      owners: ['ops'],
+    }));
+    const server = new ApiServer({
+      socketPath: join(dir, 'run', 'api.sock'),
+      socketMode: 0o600,
+      handlers: {
+        forwardableList: async () => entries,
+        status: async () => ({ ready: true, neighbor: { forwardable: entries } }),
+      } as unknown as ControlHandlers,
+      log: silentLogger(),
+    });
+    await server.start();
+    try {
+      for (const cmd of ['forwardable list', 'forwardable list --json', 'status --json']) {
+        // Not spawnSync: the server answers from this process's event loop.
+        const r = await new Promise<{ status: number | null; stdout: string; stderr: string }>(
+          (resolve) => {
+            const child = spawn('bash', [
+              '-o',
+              'pipefail',
+              '-c',
+              `node bin/fibkeeper.js ${cmd} --socket ${join(dir, 'run', 'api.sock')} | head -1`,
+            ]);
+            let stdout = '';
+            let stderr = '';
+            child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+            child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+            child.on('close', (status) => resolve({ status, stdout, stderr }));
+          },
+        );
+        expect(r.stderr, cmd).toBe('');
+        expect(r.status, cmd).toBe(0);
+        expect(r.stdout.split('\n').length, cmd).toBe(2);
+      }
+    } finally {
+      await server.stop();
       rmSync(dir, { recursive: true, force: true });
     }
   });

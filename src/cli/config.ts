@@ -1,4 +1,5 @@
-import { exampleConfigYaml, loadConfig } from '../config/index.js';
+import { StateStore, staticSets } from '../agent/index.js';
+import { checkRunnable, exampleConfigYaml, loadConfig } from '../config/index.js';
 import { EXIT_OK, UsageError, type Command } from './command.js';
 
 export const configExampleCommand: Command = {
@@ -15,15 +16,26 @@ export const configExampleCommand: Command = {
 
 export const configCheckCommand: Command = {
   name: 'config check',
-  summary: 'Validate a config file and print the resulting configuration as JSON',
+  summary: 'Validate a config file as `run` does and print the resulting configuration as JSON',
   usage: 'FILE',
-  help: 'Exit code 1 with an error naming the option when the file is not valid.',
+  help: [
+    'Exit code 1 with an error naming the option when `fibkeeper run` would refuse the file:',
+    'the same checks (options, their bounds and the rules between them, the token file, the',
+    'state file). Entries of the state file that the agent would skip are listed on stderr.',
+    'What only the running node can tell (its addresses, kernel features, capabilities) is',
+    'checked by `run` itself, before it changes anything.',
+  ].join('\n'),
   options: {},
   positionals: true,
   async run(args, io) {
     const [file, ...rest] = args.positionals;
     if (!file || rest.length > 0) throw new UsageError('give exactly one config file');
     const cfg = loadConfig(file);
+    checkRunnable(cfg);
+    const { skipped } = new StateStore(cfg.stateFile).load(staticSets(cfg));
+    for (const e of skipped) {
+      io.err(`warning: state file ${cfg.stateFile}: ${e.entry} would be skipped: ${e.reason}\n`);
+    }
     io.out(
       JSON.stringify(
         { ...cfg, api: { ...cfg.api, socketMode: `0${cfg.api.socketMode.toString(8)}` } },

@@ -18,7 +18,7 @@ export const labUpCommand: Command = {
         `  ${lab.hosts.client} (${lab.addr.client}) -- ${lab.hosts.router} -- ${lab.hosts.server1} (${lab.addr.server1})`,
         `  ${lab.hosts.router} -- ${lab.hosts.gw} (${lab.addr.gw}) -- ${lab.hosts.server2} (${lab.addr.server2})`,
         `Run the agent in the router:`,
-        `  fibkeeper run --netns ${lab.hosts.router} --devices ${lab.routerDevices.join(',')} --extip-holder-kind bridge --extip-interface ${lab.routerExternal} --api-socket /run/fibkeeper/${lab.prefix}.sock`,
+        `  fibkeeper run --netns ${lab.hosts.router} --devices ${lab.routerDevices.join(',')} --extip-enabled=true --extip-holder-kind bridge --extip-interface ${lab.routerExternal} --api-socket /run/fibkeeper/${lab.prefix}.sock`,
         `Remove it with: fibkeeper lab down --prefix ${lab.prefix}`,
         '',
       ].join('\n'),

@@ -5,6 +5,7 @@ import { describeError } from '../errors/index.js';
 import { createLogger } from '../log/index.js';
 import { setLibbpfLogger } from '../native/index.js';
 import { EXIT_FAILED, EXIT_OK, str, type Command, type OptionsSpec } from './command.js';
+import { SystemdNotifier } from './notify.js';
 import { packageVersion } from './version.js';
 
 const optionFlags: OptionsSpec = Object.fromEntries(
@@ -25,51 +26,87 @@ export const runCommand: Command = {
     '',
     'Flags win over the file. Lists are comma-separated; booleans take =true or =false.',
     'Signals: SIGTERM/SIGINT stop gracefully (forwarding state stays in place), SIGHUP reloads',
-    'the config file (static forwardable and external IPs, log level, XDP options).',
+    'the config file, all or nothing (static forwardable and external IPs, log level, XDP',
+    'options). During the start both wait for it to end.',
+    'Under systemd (Type=notify, NOTIFY_SOCKET set) it sends READY=1 once ready (or after 30 s',
+    'with STATUS= naming what is not ready), RELOADING=1/READY=1 around a reload, STOPPING=1.',
   ].join('\n'),
   options: { config: { type: 'string' }, ...optionFlags },
   async run(args, io) {
+    // Signals first: a SIGHUP during the start waits for it (then reloads), a SIGTERM or
+    // SIGINT during the start stops the agent once the start has ended.
+    let agent: Agent | undefined;
+    let systemd: SystemdNotifier | undefined;
+    let started = false;
+    const stopped = new AbortController();
+    let hupEarly = false;
+    let stopping = false;
+    let exit: (code: number) => void = () => undefined;
+    const exited = new Promise<number>((r) => (exit = r));
+    const reload = () => {
+      const a = agent;
+      const notify = started; // a reload asked for during the start: READY=1 comes from the start
+      if (notify) systemd?.reloading();
+      a?.reload()
+        .catch(() => {
+          /* logged by the agent; the running configuration stays */
+        })
+        .finally(() => {
+          if (notify && !stopping && a) systemd?.ready(a);
+        });
+    };
+    const onHup = () => (agent ? reload() : (hupEarly = true));
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      stopped.abort();
+      systemd?.stopping();
+      const a = agent;
+      if (!a) return exit(EXIT_FAILED);
+      a.log.info({ signal }, 'stopping');
+      void a
+        .settled()
+        .then(() => a.stop())
+        .then(
+          () => exit(EXIT_OK),
+          () => exit(EXIT_FAILED),
+        );
+    };
+    const onTerm = () => stop('SIGTERM');
+    const onInt = () => stop('SIGINT');
+    process.on('SIGHUP', onHup);
+    process.on('SIGTERM', onTerm);
+    process.on('SIGINT', onInt);
     const flags: Record<string, string> = {};
     for (const o of OPTIONS) {
       const v = str(args, flagName(o.path));
       if (v !== undefined) flags[flagName(o.path)] = v;
     }
     const configPath = str(args, 'config');
-    const cfg = loadConfig(configPath, flags);
-    const log = createLogger(cfg.log.level);
-    const libbpf = log.child({ component: 'libbpf' });
-    setLibbpfLogger((level, msg) => libbpf[level === 'warn' ? 'warn' : 'debug'](msg.trimEnd()));
-    const agent = new Agent({
-      config: cfg,
-      ...(configPath ? { configPath } : {}),
-      flags,
-      version: packageVersion(),
-      log,
-    });
     try {
+      const cfg = loadConfig(configPath, flags);
+      const log = createLogger(cfg.log.level);
+      const libbpf = log.child({ component: 'libbpf' });
+      setLibbpfLogger((level, msg) => libbpf[level === 'warn' ? 'warn' : 'debug'](msg.trimEnd()));
+      systemd = new SystemdNotifier(log);
+      agent = new Agent({
+        config: cfg,
+        ...(configPath ? { configPath } : {}),
+        flags,
+        version: packageVersion(),
+        log,
+      });
+      if (hupEarly) reload(); // waits for the start
       await agent.start();
+      started = true;
+      void systemd.started(agent, stopped.signal);
     } catch (err) {
+      process.off('SIGHUP', onHup);
+      process.off('SIGTERM', onTerm);
+      process.off('SIGINT', onInt);
       io.err(`fibkeeper run: ${describeError(err)}\n`);
       return EXIT_FAILED;
     }
-    return new Promise<number>((resolve) => {
-      let stopping = false;
-      const stop = (signal: string) => {
-        if (stopping) return;
-        stopping = true;
-        log.info({ signal }, 'stopping');
-        agent.stop().then(
-          () => resolve(EXIT_OK),
-          () => resolve(EXIT_FAILED),
-        );
-      };
-      process.on('SIGTERM', () => stop('SIGTERM'));
-      process.on('SIGINT', () => stop('SIGINT'));
-      process.on('SIGHUP', () => {
-        agent.reload().catch(() => {
-          /* logged by the agent; the running configuration stays */
-        });
-      });
-    });
+    return exited;
   },
 };

@@ -23,7 +23,8 @@ function table(head: string[], rows: string[][]): string {
 function agentSection(st: Obj): string {
   const kernel = obj(st.kernel);
   const lines = [
-    `fibkeeper ${s(st.version)}  netns ${s(st.netns, '(own)')}  started ${s(st.startedAt)}`,
+    `fibkeeper ${s(st.version)}  netns ${s(st.netns, '(own)')}  started ${s(st.startedAt)}` +
+      (st.phase && st.phase !== 'running' ? `  (${s(st.phase)})` : ''),
     `ready: ${st.ready ? 'yes' : `no (${arr(st.notReady).join('; ')})`}`,
     `health: ${st.healthy ? 'ok' : `degraded (${arr(st.unhealthy).join('; ')})`}`,
     `kernel: ${s(kernel.release)}` +
@@ -162,5 +163,18 @@ export function formatStatus(st: Obj): string {
   if (st.extip) out += extipSection(obj(st.extip));
   if (st.missTracker)
     out += `\nXDP miss tracker: ${s(obj(st.missTracker).tracked)} next hops learned\n`;
+  if (st.stateFile) out += stateFileSection(obj(st.stateFile));
+  return out;
+}
+
+function stateFileSection(f: Obj): string {
+  const skipped = arr(f.skipped).map(obj);
+  let out = `\nState file ${s(f.path, '(none: the API state is not kept)')}: ${skipped.length} entries not applied\n`;
+  if (skipped.length > 0) {
+    out += table(
+      ['ENTRY', 'WHY'],
+      skipped.map((e) => [s(e.entry), s(e.reason)]),
+    );
+  }
   return out;
 }

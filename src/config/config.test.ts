@@ -1,8 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   OPTIONS,
   buildConfig,
+  checkRunnable,
+  isLoopbackHostPort,
   defaultConfig,
   exampleConfigYaml,
   flagName,
@@ -54,6 +59,79 @@ describe('config', () => {
     expect(() => buildConfig('xdp: [unclosed')).toThrow(/config file/);
   });
 
+  it('bounds every duration and count, with the bound in the error (finding 5)', () => {
+    for (const o of OPTIONS.filter((x) => x.type === 'duration' || x.type === 'int')) {
+      expect(o.min, o.path).toBeDefined();
+      expect(o.max, o.path).toBeDefined();
+      // Node's timers take at most 2^31-1 ms; past that they fire after 1 ms.
+      if (o.type === 'duration') expect(o.max, o.path).toBeLessThanOrEqual(2 ** 31 - 1);
+    }
+    expect(() => buildConfig('neighbor:\n  resyncInterval: 1000h\n')).toThrow(
+      'neighbor.resyncInterval: 1000h is above the maximum 24h',
+    );
+    expect(() => buildConfig(undefined, { 'neighbor-rate-limit': '5000000' })).toThrow(
+      /--neighbor-rate-limit: 5000000 is above the maximum 1000000/,
+    );
+    expect(() => buildConfig('api:\n  requestTimeout: 1h\n')).toThrow(/above the maximum 10m/);
+  });
+
+  it('holds the static lists to the rules the API and the state file use', () => {
+    expect(() => buildConfig('forwardable:\n  static: ["10.0.0.1", "300.1.1.1"]\n')).toThrow(
+      /forwardable\.static: "300\.1\.1\.1": .*greater than 255/,
+    );
+    expect(() => buildConfig('extip:\n  static: ["127.0.0.1"]\n')).toThrow(
+      /extip\.static: "127\.0\.0\.1": .*loopback/,
+    );
+    expect(() =>
+      buildConfig('forwardable:\n  static: ["fd00::1"]\nextip:\n  static: ["FD00:0::1"]\n'),
+    ).toThrow(/fd00::1 is in forwardable\.static, so it cannot also be an external IP/);
+    expect(() => buildConfig('extip:\n  nodeIP: "fe80::1"\n')).toThrow(
+      /extip\.nodeIP: .*link-local/,
+    );
+    expect(() => buildConfig(`api:\n  socket: /${'x'.repeat(120)}\n`)).toThrow(
+      /api\.socket: the path is 121 bytes; a unix socket path has at most 107/,
+    );
+  });
+
+  it('refuses api.tcp on a non-loopback address without a token file (finding 7)', () => {
+    expect(() => buildConfig('api:\n  tcp: "0.0.0.0:9471"\n')).toThrow(
+      /api\.tcp: "0\.0\.0\.0:9471" is not a loopback address.*api\.tokenFile/,
+    );
+    expect(() => buildConfig('api:\n  tcp: "[::]:9471"\n')).toThrow(/api\.tokenFile/);
+    expect(buildConfig('api:\n  tcp: "127.0.0.2:9471"\n').api.tcp).toBe('127.0.0.2:9471');
+    expect(isLoopbackHostPort('[::1]:1')).toBe(true);
+    expect(isLoopbackHostPort('localhost:1')).toBe(true);
+    expect(isLoopbackHostPort('10.0.0.1:1')).toBe(false);
+    const dir = mkdtempSync(join(tmpdir(), 'fk-token-'));
+    try {
+      const token = join(dir, 'token');
+      writeFileSync(token, 'short\n', { mode: 0o600 });
+      const cfg = buildConfig(
+        `api:\n  tcp: "0.0.0.0:9471"\n  tokenFile: ${token}\nextip:\n  enabled: false\n`,
+      );
+      expect(() => checkRunnable(cfg)).toThrow(/holds 5 characters; a token has at least 16/);
+      writeFileSync(token, 'a-long-enough-secret-token\n');
+      chmodSync(token, 0o644);
+      expect(() => checkRunnable(cfg)).toThrow(/readable by others/);
+      chmodSync(token, 0o640);
+      expect(checkRunnable(cfg).token?.toString()).toBe('a-long-enough-secret-token');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('needs an external interface for external IPs before the agent may run', () => {
+    const on = { 'extip-enabled': 'true' };
+    expect(() => checkRunnable(buildConfig(undefined, on))).toThrow(
+      /extip\.enabled: .*set extip\.interface .* or extip\.nodeIP .* or set extip\.enabled: false/,
+    );
+    expect(() =>
+      checkRunnable(buildConfig(undefined, { ...on, 'extip-node-ip': '192.0.2.1' })),
+    ).not.toThrow();
+    // Off by default: the defaults (and `config example`) start.
+    expect(() => checkRunnable(buildConfig(undefined))).not.toThrow();
+  });
+
   it('parses durations', () => {
     expect(parseDuration('100ms')).toBe(100);
     expect(parseDuration('2h')).toBe(7_200_000);
@@ -88,5 +166,47 @@ describe('config', () => {
     expect(flagName('xdp.missTracker.ttl')).toBe('xdp-miss-tracker-ttl');
     expect(flagName('extip.nodeIP')).toBe('extip-node-ip');
     expect(flagName('api.socketMode')).toBe('api-socket-mode');
+  });
+  it('starts with external IPs off: they need an interface or the node IP, and a shared config must not list them', () => {
+    expect(defaultConfig().extip.enabled).toBe(false);
+    expect(buildConfig(exampleConfigYaml()).extip.enabled).toBe(false);
+  });
+
+  it('takes the metrics address as host:port, [IPv6]:port, or a bare IP for port 9470', () => {
+    const addr = (v: string) => buildConfig(`metrics:\n  address: "${v}"\n`).metrics.address;
+    expect(addr('10.0.0.5:9000')).toBe('10.0.0.5:9000');
+    expect(addr('[fd00::5]:9000')).toBe('[fd00::5]:9000');
+    // The downward API's status.hostIP is a bare address, IPv4 or IPv6.
+    expect(addr('10.0.0.5')).toBe('10.0.0.5:9470');
+    expect(addr('fd00::5')).toBe('[fd00::5]:9470');
+    expect(buildConfig(undefined, { 'metrics-address': 'FD00::0:5' }).metrics.address).toBe(
+      '[fd00::5]:9470',
+    );
+    expect(addr('')).toBe('');
+    expect(() => addr('fd00::5]:9470')).toThrow(/^metrics\.address: /);
+    expect(() => buildConfig('api:\n  tcp: "fd00::5"\n')).toThrow(/api\.tcp: .*\[fd00::5\]:PORT/);
+    expect(buildConfig('api:\n  tcp: "[::1]:7000"\n').api.tcp).toBe('[::1]:7000');
+  });
+});
+
+describe('cluster options', () => {
+  it('are off by default, parsed with the rest, and cluster.enabled is refused until wired', () => {
+    const c = buildConfig(
+      'cluster:\n  nodeName: node-a\n  labels: [zone=a]\n  etcd:\n    endpoints: ["127.0.0.1:2379"]\n  leaseTTL: 2s\n',
+    );
+    expect(c.cluster).toMatchObject({
+      enabled: false,
+      nodeName: 'node-a',
+      labels: ['zone=a'],
+      leaseTTL: 2000,
+      renewInterval: 150,
+      fenceMargin: 250,
+      handoverOnStop: true,
+      etcd: { endpoints: ['127.0.0.1:2379'], requestTimeout: 500 },
+    });
+    expect(() => buildConfig('cluster:\n  enabled: true\n')).toThrow(
+      /cluster\.enabled: .*not yet wired/,
+    );
+    expect(() => buildConfig('cluster:\n  leaseTTL: 500ms\n')).toThrow(/cluster\.leaseTTL/);
   });
 });

@@ -4,8 +4,29 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError } from '../errors/index.js';
 import { OPTIONS, flagName, type OptionSpec } from './schema.js';
+import { crossValidate } from './validate.js';
 
 export { OPTIONS, flagName, type OptionSpec } from './schema.js';
+export {
+  checkRunnable,
+  crossValidate,
+  isLoopbackHostPort,
+  readTokenFile,
+  MAX_SOCKET_PATH,
+  MIN_TOKEN_LENGTH,
+} from './validate.js';
+export {
+  CONFIG_OWNER,
+  MAX_IPS_PER_REQUEST,
+  MISS_OWNER,
+  OWNER_RE,
+  RESERVED_OWNERS,
+  checkIp,
+  checkIps,
+  checkIpsToRelease,
+  checkOwner,
+  conflictError,
+} from './rules.js';
 
 export interface FibkeeperConfig {
   netns: string;
@@ -41,13 +62,40 @@ export interface FibkeeperConfig {
     checkInterval: number;
     defendInterval: number;
     defendRate: number;
-    ipv6Dad: boolean;
-    dadTimeout: number;
+    dad: boolean;
+    dadProbes: number;
+    dadInterval: number;
+    dadWait: number;
     arpResponder: 'auto' | 'always' | 'never';
     static: string[];
   };
+  cluster: {
+    enabled: boolean;
+    nodeName: string;
+    labels: string[];
+    nodeIPs: string[];
+    prefix: string;
+    etcd: {
+      endpoints: string[];
+      caFile: string;
+      certFile: string;
+      keyFile: string;
+      requestTimeout: number;
+    };
+    leaseTTL: number;
+    renewInterval: number;
+    fenceMargin: number;
+    rebalanceDelay: number;
+    handoverOnStop: boolean;
+  };
   stateFile: string;
-  api: { socket: string; socketMode: number; tcp: string };
+  api: {
+    socket: string;
+    socketMode: number;
+    tcp: string;
+    tokenFile: string;
+    requestTimeout: number;
+  };
   metrics: { address: string };
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' };
 }
@@ -237,32 +285,6 @@ function checkRange(spec: OptionSpec, n: number, where: string, shown: string): 
   }
 }
 
-function crossValidate(cfg: FibkeeperConfig): void {
-  if (cfg.neighbor.retryMin > cfg.neighbor.retryMax) {
-    throw new ConfigError(
-      'neighbor.retryMin',
-      `${formatDuration(cfg.neighbor.retryMin)} is longer than neighbor.retryMax (${formatDuration(cfg.neighbor.retryMax)})`,
-    );
-  }
-  for (const d of cfg.devices) {
-    if (!/^[A-Za-z0-9_.:@*?-]{1,15}$/.test(d)) {
-      throw new ConfigError('devices', `"${d}" is not a device name or glob (1-15 characters)`);
-    }
-  }
-  if (!/^[A-Za-z0-9_.-]{1,15}$/.test(cfg.extip.holderName)) {
-    throw new ConfigError('extip.holderName', `"${cfg.extip.holderName}" is not a device name`);
-  }
-  if (cfg.api.tcp !== '' && !/^(\[[0-9a-fA-F:.]+\]|[0-9.]+|localhost):\d{1,5}$/.test(cfg.api.tcp)) {
-    throw new ConfigError('api.tcp', `"${cfg.api.tcp}" must be an explicit host:port`);
-  }
-  if (
-    cfg.metrics.address !== '' &&
-    !/^(\[[0-9a-fA-F:.]+\]|[0-9.]+|localhost):\d{1,5}$/.test(cfg.metrics.address)
-  ) {
-    throw new ConfigError('metrics.address', `"${cfg.metrics.address}" must be host:port`);
-  }
-}
-
 /** The documented example config: every option, its meaning and its default, as YAML. */
 export function exampleConfigYaml(): string {
   const lines = [
@@ -283,10 +305,19 @@ export function exampleConfigYaml(): string {
     if (parts.length === 3 && !lines.includes(`  ${parts[1]}:`)) lines.push(`  ${parts[1]}:`);
     const flag = `--${flagName(spec.path)}`;
     const allowed = spec.values ? ` One of: ${spec.values.join(', ')}.` : '';
-    lines.push(`${indent}# ${spec.doc}${allowed} Flag: ${flag}`);
+    lines.push(`${indent}# ${spec.doc}${allowed}${rangeDoc(spec)} Flag: ${flag}`);
     lines.push(`${indent}${parts[parts.length - 1]}: ${yamlValue(spec)}`);
   }
   return lines.join('\n') + '\n';
+}
+
+/** " Range: 1s to 24h." for an option with bounds. */
+function rangeDoc(spec: OptionSpec): string {
+  if (spec.min === undefined && spec.max === undefined) return '';
+  const fmt = (x: number) => (spec.type === 'duration' ? formatDuration(x) : String(x));
+  const lo = spec.min === undefined ? '' : fmt(spec.min);
+  const hi = spec.max === undefined ? '' : fmt(spec.max);
+  return ` Range: ${lo}${hi ? ` to ${hi}` : ' or more'}.`;
 }
 
 function yamlValue(spec: OptionSpec): string {
@@ -303,6 +334,6 @@ export function optionsMarkdown(): string {
   return OPTIONS.map((spec) => {
     const allowed = spec.values ? ` One of: ${spec.values.join(', ')}.` : '';
     const dflt = yamlValue(spec).replace(/\|/g, '\\|');
-    return `| \`${spec.path}\` | \`${dflt}\` | ${spec.doc.replace(/\|/g, '\\|')}${allowed} |`;
+    return `| \`${spec.path}\` | \`${dflt}\` | ${spec.doc.replace(/\|/g, '\\|')}${allowed}${rangeDoc(spec)} |`;
   }).join('\n');
 }

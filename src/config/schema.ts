@@ -19,6 +19,8 @@ export interface OptionSpec {
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
 
 export const OPTIONS: readonly OptionSpec[] = [
   {
@@ -83,6 +85,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     type: 'duration',
     default: 10 * MINUTE,
     min: SECOND,
+    max: DAY,
     doc: 'How long a next hop learned from XDP misses stays forwardable after its last miss.',
   },
   {
@@ -90,6 +93,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     type: 'duration',
     default: SECOND,
     min: 100,
+    max: HOUR,
     doc: 'How often the miss map is read.',
   },
   // Neighbor freshness
@@ -111,6 +115,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     type: 'duration',
     default: 5 * MINUTE,
     min: SECOND,
+    max: DAY,
     doc: 'Full recomputation of every next hop, besides the incremental one on route and device changes.',
   },
   {
@@ -118,6 +123,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     type: 'duration',
     default: 100,
     min: 1,
+    max: HOUR,
     doc: 'First retry delay after a failed neighbor write (doubles each failure).',
   },
   {
@@ -125,6 +131,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     type: 'duration',
     default: MINUTE,
     min: 1,
+    max: HOUR,
     doc: 'Longest retry delay after repeated failures.',
   },
   {
@@ -132,6 +139,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     type: 'int',
     default: 1000,
     min: 1,
+    max: 1_000_000,
     doc: 'Most re-inserts, retries and refreshes per second in total. With refresh auto or legacy this bounds ARP/NDP on the wire however large the table (at most 3 requests per write); managed entries are re-probed by the kernel, one burst per reachable time as large as the table.',
   },
   {
@@ -141,7 +149,12 @@ export const OPTIONS: readonly OptionSpec[] = [
     doc: 'Forwardable IPs from the config file (owner "config").',
   },
   // External IPs
-  { path: 'extip.enabled', type: 'bool', default: true, doc: 'Assign and announce external IPs.' },
+  {
+    path: 'extip.enabled',
+    type: 'bool',
+    default: false,
+    doc: 'Assign and announce external IPs (needs extip.interface or extip.nodeIP). Off by default: a config shared by many nodes must not hold external IPs, or every node would assign and announce each of them.',
+  },
   {
     path: 'extip.holderName',
     type: 'string',
@@ -180,6 +193,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     type: 'duration',
     default: SECOND,
     min: 10,
+    max: MINUTE,
     doc: 'Gap between the announcements of one burst.',
   },
   {
@@ -187,6 +201,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     type: 'duration',
     default: 0,
     min: 0,
+    max: DAY,
     doc: 'Periodic re-announcement of every external IP (0: off). For switches whose tables age out first.',
   },
   {
@@ -194,7 +209,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     type: 'duration',
     default: 30 * SECOND,
     min: 0,
-    max: 24 * 60 * MINUTE,
+    max: DAY,
     doc: 'Periodic comparison of the holder device with the desired set (0: only on events).',
   },
   {
@@ -202,7 +217,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     type: 'duration',
     default: 10 * SECOND,
     min: 0,
-    max: 60 * MINUTE,
+    max: HOUR,
     doc: 'Least time between two re-announcements of one IP that another host claims (RFC 5227).',
   },
   {
@@ -214,18 +229,34 @@ export const OPTIONS: readonly OptionSpec[] = [
     doc: 'Most conflict re-announcements per second over all external IPs.',
   },
   {
-    path: 'extip.ipv6Dad',
+    path: 'extip.dad',
     type: 'bool',
-    default: false,
-    doc: 'Run duplicate address detection for IPv6 external IPs and announce only after it (off: add them nodad).',
+    default: true,
+    doc: 'Duplicate address detection on the external interface before an IP is assigned (IPv6 neighbor solicitations from ::, IPv4 ARP probes): an IP another host holds is refused and never announced. Costs every assign (dadProbes - 1) x dadInterval + dadWait.',
   },
   {
-    path: 'extip.dadTimeout',
+    path: 'extip.dadProbes',
+    type: 'int',
+    default: 3,
+    min: 1,
+    max: 10,
+    doc: 'Probes sent per IP by duplicate address detection.',
+  },
+  {
+    path: 'extip.dadInterval',
     type: 'duration',
-    default: 5 * SECOND,
-    min: 100,
-    max: 10 * MINUTE,
-    doc: 'How long to wait for an IPv6 external IP to leave the tentative state.',
+    default: 250,
+    min: 10,
+    max: 10 * SECOND,
+    doc: 'Gap between two probes of duplicate address detection.',
+  },
+  {
+    path: 'extip.dadWait',
+    type: 'duration',
+    default: SECOND,
+    min: 10,
+    max: MINUTE,
+    doc: 'How long duplicate address detection listens after the last probe before the IP counts as free.',
   },
   {
     path: 'extip.arpResponder',
@@ -235,6 +266,107 @@ export const OPTIONS: readonly OptionSpec[] = [
     doc: 'Answer ARP requests for external IPs: auto when arp_ignore keeps the kernel from answering, always, or never.',
   },
   { path: 'extip.static', type: 'list', default: [], doc: 'External IPs from the config file.' },
+  // Cluster mode (src/cluster; docs/cluster.md)
+  {
+    path: 'cluster.enabled',
+    type: 'bool',
+    default: false,
+    doc: 'Cluster mode: cluster external IPs owned by one node at a time through etcd. Not yet wired into the agent: turning it on is refused until it is.',
+  },
+  {
+    path: 'cluster.nodeName',
+    type: 'string',
+    default: '',
+    doc: "This node's name in the cluster (unique). Empty: the host name.",
+  },
+  {
+    path: 'cluster.labels',
+    type: 'list',
+    default: [],
+    doc: 'Labels of this node (key=value) that cluster IPs can select eligible nodes by.',
+  },
+  {
+    path: 'cluster.nodeIPs',
+    type: 'list',
+    default: [],
+    doc: "This node's IPs, published so that the other nodes keep neighbor entries for them (owner cluster). Empty: extip.nodeIP.",
+  },
+  {
+    path: 'cluster.prefix',
+    type: 'string',
+    default: '/fibkeeper/',
+    doc: 'etcd key prefix of the cluster (members/, ips/, owners/ under it).',
+  },
+  {
+    path: 'cluster.etcd.endpoints',
+    type: 'list',
+    default: [],
+    doc: 'etcd client endpoints (host:port or https://host:port).',
+  },
+  {
+    path: 'cluster.etcd.caFile',
+    type: 'string',
+    default: '',
+    doc: 'CA certificate (PEM) that the etcd server certificates are checked against; set to use TLS.',
+  },
+  {
+    path: 'cluster.etcd.certFile',
+    type: 'string',
+    default: '',
+    doc: 'Client certificate (PEM) for etcd (with cluster.etcd.keyFile).',
+  },
+  {
+    path: 'cluster.etcd.keyFile',
+    type: 'string',
+    default: '',
+    doc: 'Private key (PEM) of the etcd client certificate.',
+  },
+  {
+    path: 'cluster.etcd.requestTimeout',
+    type: 'duration',
+    default: 500,
+    min: 50,
+    max: MINUTE,
+    doc: 'Deadline of each etcd request; a keep-alive without an answer by then also reconnects.',
+  },
+  {
+    path: 'cluster.leaseTTL',
+    type: 'duration',
+    default: SECOND,
+    min: SECOND,
+    max: 60 * MINUTE,
+    doc: "TTL of the node's etcd lease (whole seconds). 1 s needs an etcd election timeout of at most 666 ms (etcd grants at least 1.5 × the election timeout).",
+  },
+  {
+    path: 'cluster.renewInterval',
+    type: 'duration',
+    default: 150,
+    min: 10,
+    max: 30 * MINUTE,
+    doc: 'Gap between lease keep-alives.',
+  },
+  {
+    path: 'cluster.fenceMargin',
+    type: 'duration',
+    default: 250,
+    min: 50,
+    max: 30 * MINUTE,
+    doc: 'How long before its lease could expire in etcd a node stops holding its cluster IPs.',
+  },
+  {
+    path: 'cluster.rebalanceDelay',
+    type: 'duration',
+    default: SECOND,
+    min: 0,
+    max: HOUR,
+    doc: 'How long a new member must have been seen before IPs are handed over to it.',
+  },
+  {
+    path: 'cluster.handoverOnStop',
+    type: 'bool',
+    default: true,
+    doc: 'On stop, revoke the lease so that the next owners take the IPs over at once (off: they wait for the TTL).',
+  },
   {
     path: 'stateFile',
     type: 'string',
@@ -258,13 +390,27 @@ export const OPTIONS: readonly OptionSpec[] = [
     path: 'api.tcp',
     type: 'string',
     default: '',
-    doc: 'Also serve the control API on this explicit host:port (empty: no TCP listener).',
+    doc: 'Also serve the control API on this explicit host:port, IPv6 as [addr]:port (empty: no TCP listener). An address other than loopback needs api.tokenFile.',
+  },
+  {
+    path: 'api.tokenFile',
+    type: 'string',
+    default: '',
+    doc: 'File holding the secret that TCP clients send as "Authorization: Bearer <token>" (at least 16 characters; the file must not be readable by others). Required when api.tcp is not a loopback address; the unix socket needs none.',
+  },
+  {
+    path: 'api.requestTimeout',
+    type: 'duration',
+    default: 10 * SECOND,
+    min: 100,
+    max: 10 * MINUTE,
+    doc: 'Deadline of every control API call: past it the call is answered 503 with the reason instead of waiting on.',
   },
   {
     path: 'metrics.address',
     type: 'string',
     default: '127.0.0.1:9470',
-    doc: 'host:port of the Prometheus endpoint (also /healthz and /readyz). Empty: off.',
+    doc: 'Address of the Prometheus endpoint (also /livez, /readyz and /healthz): 10.0.0.5:9470, [fd00::5]:9470, or a bare IPv4 or IPv6 address for port 9470 (what the Kubernetes downward API gives). Empty: off.',
   },
   {
     path: 'log.level',

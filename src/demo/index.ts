@@ -82,6 +82,7 @@ async function startAgent(c: Ctx, port: number): Promise<void> {
     'run',
     `--netns=${lab.hosts.router}`,
     `--devices=${lab.routerDevices.join(',')}`,
+    '--extip-enabled=true',
     '--extip-holder-kind=bridge',
     `--extip-interface=${lab.routerExternal}`,
     `--xdp-pin-dir=${join(dir, 'bpf')}`,

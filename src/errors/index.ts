@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'FIBKEEPER_ERR_CLOSED'
   | 'FIBKEEPER_ERR_BPF'
   | 'FIBKEEPER_ERR_CONFIG'
+  | 'FIBKEEPER_ERR_STORAGE'
   | 'FIBKEEPER_ERR_INTERNAL';
 
 export class FibkeeperError extends Error {
@@ -76,6 +77,16 @@ export class TimeoutError extends FibkeeperError {
 export class ClosedError extends FibkeeperError {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, { ...options, code: 'FIBKEEPER_ERR_CLOSED' });
+  }
+}
+
+/**
+ * Durable state could not be written (ENOSPC, EROFS, EIO, ...): what was asked is not
+ * saved and not applied.
+ */
+export class StorageError extends FibkeeperError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, { ...options, code: 'FIBKEEPER_ERR_STORAGE' });
   }
 }
 

@@ -13,8 +13,10 @@ import { KeyScheduler } from './scheduler.js';
 /** Puts one announcement of `ip` on the wire; throws when it could not. */
 export interface AnnounceSink {
   announce(ip: ParsedIp): void;
-  /** The IP is no longer announced: drop whatever was kept for it. */
-  forget?(ip: string): void;
+  /** The IP is ours from now on (announced or not): answer for it. */
+  track?(ip: ParsedIp): void;
+  /** The IP is no longer ours: drop whatever was kept for it. */
+  forget?(ip: ParsedIp): void;
 }
 
 export interface AnnouncerParams {
@@ -71,6 +73,7 @@ export class Announcer {
     if (a === undefined) {
       a = { ip, remaining: 0, announcedAt: undefined, lastDefence: undefined };
       this.#ips.set(ip.address, a);
+      this.#p.sink.track?.(ip);
     }
     if (this.#p.count === 0) {
       this.#scheduleNext(a, this.#p.clock.now());
@@ -85,7 +88,11 @@ export class Announcer {
 
   /** Stops announcing `ip` (pending burst and refresh cancelled). Idempotent. */
   remove(ip: string): void {
-    if (this.#ips.delete(ip)) this.#p.sink.forget?.(ip);
+    const a = this.#ips.get(ip);
+    if (a !== undefined) {
+      this.#ips.delete(ip);
+      this.#p.sink.forget?.(a.ip);
+    }
     this.#timers.cancel(ip);
   }
 
@@ -102,15 +109,11 @@ export class Announcer {
     return this.#ips.get(ip)?.announcedAt;
   }
 
-  /**
-   * A new burst for every IP, or every IP of `family` (the external interface came up,
-   * changed its MAC, or got the link-local address NAs are sent from).
-   */
-  burstAll(reason: 'link', family?: 4 | 6): void {
+  /** A new burst for every IP (the external interface came up or changed its MAC). */
+  burstAll(reason: 'link'): void {
     if (this.#stopped || this.#p.count === 0) return;
     const failures: Failure[] = [];
     for (const a of this.#ips.values()) {
-      if (family !== undefined && a.ip.family !== family) continue;
       a.remaining = this.#p.count;
       this.#send(a, reason, failures);
     }

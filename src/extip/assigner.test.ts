@@ -1,13 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseIp } from '../ipaddr/index.js';
+import { parseIp, type ParsedIp } from '../ipaddr/index.js';
 import { silentLogger } from '../log/index.js';
 import { IFA_F_DADFAILED, IFA_F_TENTATIVE } from '../netlink/index.js';
 import { Assigner } from './assigner.js';
+import { DuplicateAddressError } from './dad.js';
 import { FakeClock, FakeHolder, RecordingSink, recordingMetrics, turns } from './testing.js';
 import type { ObservedAddress } from './types.js';
 
-function setup(opts: { holder?: FakeHolder; waitDad?: boolean } = {}) {
+function setup(opts: { holder?: FakeHolder; dad?: (ip: ParsedIp) => Promise<void> } = {}) {
   const clock = new FakeClock();
   const holder = opts.holder ?? new FakeHolder();
   const sink = new RecordingSink(clock);
@@ -31,8 +32,7 @@ function setup(opts: { holder?: FakeHolder; waitDad?: boolean } = {}) {
     clock,
     log: silentLogger(),
     metrics,
-    waitDad: opts.waitDad ?? false,
-    dadTimeoutMs: 5000,
+    ...(opts.dad ? { dad: opts.dad } : {}),
   });
   holder.listener = (kind, addr) => a.onAddress(kind, addr);
   return { clock, holder, sink, counts, a, announced };
@@ -139,9 +139,9 @@ describe('Assigner', () => {
     expect(counts.get('repaired foreign')).toBe(2);
   });
 
-  it('IPv6 with DAD: announces only after the address leaves tentative', async () => {
+  it('an address the kernel runs DAD for on the holder: announced only once not tentative', async () => {
     const holder = new FakeHolder({ newFlags: () => IFA_F_TENTATIVE });
-    const { a, sink, clock, counts } = setup({ holder, waitDad: true });
+    const { a, sink, clock, counts } = setup({ holder });
     const p = a.request(ips('2001:db8::5'), true);
     await turns(3);
     expect(a.list()[0]?.state).toBe('tentative');
@@ -154,9 +154,9 @@ describe('Assigner', () => {
     expect(counts.get('assigned ipv6')).toBe(1);
   });
 
-  it('IPv6 with DAD: dadfailed is reported and not counted as assigned', async () => {
+  it("the kernel's dadfailed on the holder is reported and not counted as assigned", async () => {
     const holder = new FakeHolder({ newFlags: () => IFA_F_TENTATIVE });
-    const { a, sink, counts } = setup({ holder, waitDad: true });
+    const { a, sink, counts } = setup({ holder });
     const p = a.request(ips('2001:db8::6'), true).catch((e) => e);
     await turns(3);
     holder.setFlags('2001:db8::6', IFA_F_TENTATIVE | IFA_F_DADFAILED);
@@ -168,13 +168,116 @@ describe('Assigner', () => {
     expect(counts.get('assigned ipv6') ?? 0).toBe(0);
   });
 
-  it('IPv6 with DAD: an address that stays tentative fails after dadTimeoutMs', async () => {
+  it('an address that stays tentative on the holder fails after 5 s', async () => {
     const holder = new FakeHolder({ newFlags: () => IFA_F_TENTATIVE });
-    const { a, clock } = setup({ holder, waitDad: true });
+    const { a, clock } = setup({ holder });
     const p = a.request(ips('2001:db8::7'), true).catch((e) => e);
     await turns(3);
     clock.advance(5000);
     expect((await p).message).toMatch(/stayed tentative/);
+  });
+
+  it('duplicate address detection runs before the add; a duplicate is failed, never added or announced', async () => {
+    const probes: { ip: string; settle: (err?: Error) => void }[] = [];
+    const dad = (ip: ParsedIp) =>
+      new Promise<void>((resolve, reject) => {
+        probes.push({ ip: ip.address, settle: (err) => (err ? reject(err) : resolve()) });
+      });
+    const { a, holder, sink, counts } = setup({ dad });
+    const p = a.request(ips('192.0.2.1', '2001:db8::1'), true).catch((e: unknown) => e);
+    await turns(3);
+    expect(probes.map((x) => x.ip)).toEqual(['192.0.2.1', '2001:db8::1']);
+    expect(a.list().map((s) => s.state)).toEqual(['tentative', 'tentative']);
+    expect(holder.history).toEqual([]); // nothing added while probing
+    probes[0]!.settle();
+    probes[1]!.settle(
+      new DuplicateAddressError('2001:db8::1', '02:00:00:00:00:99', 'neighbor advertisement'),
+    );
+    const err = (await p) as Error & { failures: { ip: string; error: Error }[] };
+    expect(err.failures.map((f) => f.ip)).toEqual(['2001:db8::1']);
+    expect(err.message).toMatch(/2001:db8::1: duplicate address.*02:00:00:00:00:99/);
+    expect(holder.history).toEqual(['add 192.0.2.1']);
+    expect(sink.sent.map((x) => x.ip)).toEqual(['192.0.2.1']);
+    expect(a.list()).toMatchObject([
+      { ip: '192.0.2.1', state: 'assigned', conflict: undefined },
+      {
+        ip: '2001:db8::1',
+        state: 'failed',
+        conflict: { mac: '02:00:00:00:00:99', what: 'neighbor advertisement' },
+      },
+    ]);
+    expect(counts.get('assigned ipv6') ?? 0).toBe(0);
+    // the periodic check probes the failed one again; free now: assigned
+    a.reconcile(holder.list(), a.epoch());
+    await turns(3);
+    expect(probes.map((x) => x.ip)).toEqual(['192.0.2.1', '2001:db8::1', '2001:db8::1']);
+    probes[2]!.settle();
+    await turns(5);
+    expect(a.list()[1]).toMatchObject({
+      state: 'assigned',
+      conflict: undefined,
+      lastError: undefined,
+    });
+    expect(onHolder(holder)).toEqual(['192.0.2.1', '2001:db8::1']);
+  });
+
+  it('no second detection for an address that comes back (repair), nor for one adopted', async () => {
+    let probes = 0;
+    const dad = async () => void probes++;
+    const { a, holder } = setup({ dad });
+    a.adopt([obs('192.0.2.7')]);
+    await a.request(ips('192.0.2.1'), true);
+    expect(probes).toBe(1);
+    holder.externalDel('192.0.2.1');
+    await turns(5);
+    expect(onHolder(holder)).toEqual(['192.0.2.1']);
+    expect(probes).toBe(1);
+    await a.request(ips('192.0.2.7'), true); // adopted: already ours
+    expect(probes).toBe(1);
+  });
+
+  it('a lost holder: its addresses come back without a probe, a failed IP only with one', async () => {
+    const pending: { ip: string; settle: (err?: Error) => void }[] = [];
+    const dad = (ip: ParsedIp) =>
+      new Promise<void>((resolve, reject) =>
+        pending.push({ ip: ip.address, settle: (e) => (e ? reject(e) : resolve()) }),
+      );
+    const { a, holder } = setup({ dad });
+    const ok = a.request(ips('192.0.2.1'), true);
+    const dup = a.request(ips('192.0.2.2'), true).catch(() => undefined);
+    await turns(2);
+    pending[0]!.settle();
+    pending[1]!.settle(new DuplicateAddressError('192.0.2.2', '02:00:00:00:00:99', 'ARP reply'));
+    await Promise.all([ok, dup]);
+    holder.addrs.clear();
+    a.holderLost();
+    await turns(5);
+    expect(onHolder(holder)).toEqual(['192.0.2.1']); // put back at once
+    expect(pending.map((p) => p.ip)).toEqual(['192.0.2.1', '192.0.2.2', '192.0.2.2']);
+    expect(a.list()[1]?.state).toBe('tentative'); // the failed one is probed again first
+  });
+
+  it('unassigned while probing: never added; retryFailed() probes failed IPs again', async () => {
+    const pending: ((err?: Error) => void)[] = [];
+    const dad = () =>
+      new Promise<void>((resolve, reject) => pending.push((e) => (e ? reject(e) : resolve())));
+    const { a, holder } = setup({ dad });
+    const p = a.request(ips('192.0.2.1'), true);
+    await turns(2);
+    const q = a.request(ips('192.0.2.1'), false);
+    pending[0]!();
+    await Promise.all([p, q]);
+    expect(holder.history).toEqual([]);
+    const r = a.request(ips('192.0.2.2'), true).catch((e: unknown) => e);
+    await turns(2);
+    pending[1]!(new Error('external interface ext0 went down'));
+    expect(((await r) as Error).message).toMatch(/went down/);
+    a.retryFailed();
+    await turns(2);
+    expect(pending).toHaveLength(3);
+    pending[2]!();
+    await turns(5);
+    expect(onHolder(holder)).toEqual(['192.0.2.2']);
   });
 
   it('stop() rejects what is pending and refuses new requests', async () => {

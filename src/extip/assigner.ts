@@ -4,7 +4,9 @@
 // mix of concurrent requests ends in the state of their serial order by call time, and a
 // request that a later one overrides still succeeds (it did hold, then was undone). Address
 // events and the periodic check mark IPs as present or missing and wake their workers:
-// that is how an address someone else deleted comes back. Kernel calls go through the
+// that is how an address someone else deleted comes back. A new IP passes duplicate address
+// detection (the injected `dad`) before it is added; one that comes back after someone else
+// removed it does not (it was ours a moment ago, and defended). Kernel calls go through the
 // injected HolderOps; everything else here is pure.
 import { describeError, FibkeeperError, TimeoutError } from '../errors/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
@@ -12,6 +14,7 @@ import type { Logger } from '../log/index.js';
 import type { ExtipMetrics } from '../metrics/extip.js';
 import { IFA_F_DADFAILED, IFA_F_TENTATIVE } from '../netlink/index.js';
 import type { Clock } from '../statedb/index.js';
+import { DuplicateAddressError } from './dad.js';
 import {
   Batch,
   dadFailed,
@@ -32,10 +35,19 @@ export interface AssignerParams {
   clock: Clock;
   log: Logger;
   metrics: ExtipMetrics;
-  /** IPv6 addresses are added with DAD: wait until they leave the tentative state. */
-  waitDad: boolean;
-  dadTimeoutMs: number;
+  /**
+   * Duplicate address detection on the external interface, before a new IP is added:
+   * resolves when no other host uses it, rejects (DuplicateAddressError) when one does.
+   * Absent: off.
+   */
+  dad?: (ip: ParsedIp) => Promise<void>;
 }
+
+/**
+ * How long an address that someone else put on the holder with DAD may stay tentative
+ * before the assignment fails (fibkeeper adds its own nodad), ms.
+ */
+const TENTATIVE_TIMEOUT_MS = 5000;
 
 const familyLabel = (ip: ParsedIp) => (ip.family === 4 ? 'ipv4' : 'ipv6');
 const hostLen = (ip: ParsedIp) => (ip.family === 4 ? 32 : 128);
@@ -166,6 +178,11 @@ export class Assigner {
     if (e.state === 'removing' || (e.state === 'assigned' && !e.present)) {
       this.#setState(e, 'pending');
     }
+    if (!e.present && this.#p.dad !== undefined && e.repairCause === undefined) {
+      this.#setState(e, 'tentative');
+      await this.#p.dad(e.ip);
+      if (!e.desired || this.#stopped) return; // overridden meanwhile
+    }
     if (!e.present) {
       e.flags = undefined; // from here on, set only by events about this add
       const r = await this.#p.ops.add(e.ip);
@@ -177,10 +194,11 @@ export class Assigner {
     }
     if (e.state === 'assigned') return;
     const tentative = e.flags !== undefined && (e.flags & IFA_F_TENTATIVE) !== 0;
-    if (e.ip.family === 6 && (this.#p.waitDad || tentative)) await this.#waitDad(e);
+    if (e.ip.family === 6 && tentative) await this.#waitTentative(e);
     if (!e.desired) return; // overridden meanwhile: the next round removes it
     this.#setState(e, 'assigned');
     e.lastError = undefined;
+    e.conflict = undefined;
     const err = this.#p.announcer.add(e.ip, 'assign');
     if (err !== undefined) e.lastError = `announce: ${describeError(err)}`;
   }
@@ -209,11 +227,15 @@ export class Assigner {
 
   #settle(e: Entry, gen: number, want: boolean, err: Error | undefined): void {
     if (err !== undefined) {
+      const again = e.lastError === describeError(err);
       e.lastError = describeError(err);
+      e.conflict =
+        err instanceof DuplicateAddressError ? { mac: err.mac, what: err.what } : undefined;
       this.#p.metrics.error(want ? 'assign' : 'unassign');
       if (want) this.#setState(e, 'failed');
-      this.#p.log.warn(
-        { ip: e.ip.address, err: e.lastError },
+      // a retry that fails the same way (every periodic check) is no news
+      this.#p.log[again ? 'debug' : 'warn'](
+        { ip: e.ip.address, err: e.lastError, conflict: e.conflict },
         `extip: ${want ? 'assign' : 'unassign'} failed`,
       );
     }
@@ -226,7 +248,8 @@ export class Assigner {
     e.waiters = keep;
   }
 
-  #waitDad(e: Entry): Promise<void> {
+  /** An address someone else added with DAD to the holder: wait until the kernel is done. */
+  #waitTentative(e: Entry): Promise<void> {
     const flags = e.flags;
     if (flags !== undefined && (flags & IFA_F_DADFAILED) !== 0) {
       return Promise.reject(dadFailed(e.ip));
@@ -235,22 +258,22 @@ export class Assigner {
     this.#setState(e, 'tentative');
     return new Promise<void>((resolve, reject) => {
       const timer = this.#p.clock.setTimeout(() => {
-        e.dad = undefined;
+        e.tentative = undefined;
         reject(
           new TimeoutError(
-            `${e.ip.address} stayed tentative (duplicate address detection) for ${this.#p.dadTimeoutMs} ms; does the holder have a carrier?`,
+            `${e.ip.address} stayed tentative on the holder (the kernel's duplicate address detection) for ${TENTATIVE_TIMEOUT_MS} ms; does the holder have a carrier?`,
           ),
         );
-      }, this.#p.dadTimeoutMs);
-      e.dad = { resolve, reject, timer };
+      }, TENTATIVE_TIMEOUT_MS);
+      e.tentative = { resolve, reject, timer };
     });
   }
 
   /** Ends a DAD wait: done (no failure), or failed with failure() (built only if waited). */
-  #finishDad(e: Entry, failure?: () => Error): void {
-    const d = e.dad;
+  #finishTentative(e: Entry, failure?: () => Error): void {
+    const d = e.tentative;
     if (d === undefined) return;
-    e.dad = undefined;
+    e.tentative = undefined;
     this.#p.clock.clearTimeout(d.timer);
     if (failure === undefined) d.resolve();
     else d.reject(failure());
@@ -311,8 +334,8 @@ export class Assigner {
     e.prefixlen = a.prefixlen;
     e.flags = a.flags;
     const dadFailedNow = (a.flags & IFA_F_DADFAILED) !== 0;
-    if (dadFailedNow) this.#finishDad(e, () => dadFailed(a.ip));
-    else if ((a.flags & IFA_F_TENTATIVE) === 0) this.#finishDad(e);
+    if (dadFailedNow) this.#finishTentative(e, () => dadFailed(a.ip));
+    else if ((a.flags & IFA_F_TENTATIVE) === 0) this.#finishTentative(e);
     if (!e.desired) {
       if (this.#loaded) this.#removeForeign(e);
     } else if (e.state === 'failed' && !dadFailedNow && !e.running) {
@@ -325,7 +348,7 @@ export class Assigner {
     if (e === undefined || !e.present) return;
     e.present = false;
     e.flags = undefined;
-    this.#finishDad(e, () => new FibkeeperError(`${ip.address} was removed during DAD`));
+    this.#finishTentative(e, () => new FibkeeperError(`${ip.address} was removed during DAD`));
     if (e.desired) {
       e.repairCause ??= 'address';
       this.#p.log.debug({ ip: ip.address }, 'extip: address removed from the holder; re-adding');
@@ -389,10 +412,11 @@ export class Assigner {
    */
   holderLost(): void {
     for (const e of [...this.#entries.values()]) {
+      const was = e.present;
       e.present = false;
       e.flags = undefined;
       if (e.desired) {
-        e.repairCause = 'holder';
+        if (was) e.repairCause = 'holder'; // one never added (failed, probing) is not repaired
         void this.#drive(e);
       } else {
         this.#forgetIfIdle(e);
@@ -403,6 +427,13 @@ export class Assigner {
   /** The holder is back: retries whatever failed meanwhile. */
   holderBack(): void {
     for (const e of this.#entries.values()) if (e.desired && !e.present) void this.#drive(e);
+  }
+
+  /** Tries every failed IP again (the external interface came up: probes can go out). */
+  retryFailed(): void {
+    for (const e of this.#entries.values()) {
+      if (e.desired && e.state === 'failed' && !e.running) void this.#drive(e);
+    }
   }
 
   // --- reading ------------------------------------------------------------------------------
@@ -418,6 +449,7 @@ export class Assigner {
         adopted: e.adopted,
         announcedAt: this.#p.announcer.announcedAt(e.ip.address),
         lastError: e.lastError,
+        conflict: e.conflict,
       });
     }
     return out;
@@ -453,7 +485,7 @@ export class Assigner {
     this.#stopped = true;
     const err = stoppedError();
     for (const e of this.#entries.values()) {
-      this.#finishDad(e, () => err);
+      this.#finishTentative(e, () => err);
       for (const w of e.waiters) w.batch.settle(e.ip.address, err);
       e.waiters = [];
     }

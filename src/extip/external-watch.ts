@@ -1,23 +1,26 @@
-// Follows the external interface: its state, MAC and IPv6 link-local address from link and
-// address events, and what the kernel answers by itself (arp_ignore, IPv6 enabled). Owns
-// the packet sockets (LinkIo) and tells its owner when a new burst is due: the interface
-// came up, changed its MAC, came back after being deleted, or got a usable link-local.
-import { describeError } from '../errors/index.js';
+// Follows the external interface: its state and MAC from link events, and what the kernel
+// does on it by itself (arp_ignore, IPv6 enabled, forwarding for the router flag). Owns the
+// packet sockets (LinkIo) and the duplicate address detection that runs through them, and
+// tells its owner when a new burst is due: the interface came up, changed its MAC, or came
+// back after being deleted. Its addresses play no part: advertisements are sent from the
+// external IP itself, as the kernel sends them for its own addresses.
+import { ClosedError, describeError, FibkeeperError } from '../errors/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 import type { ExtipMetrics } from '../metrics/extip.js';
 import type { PacketSocketOptions } from '../native/index.js';
-import type { Address, Link, NetlinkHandle } from '../netlink/index.js';
+import type { Link, NetlinkHandle } from '../netlink/index.js';
+import type { Clock } from '../statedb/index.js';
 import type { AnnounceSink } from './announcer.js';
+import { DadProber } from './dad.js';
 import {
   externalFromLink,
   findExternal,
-  pickLinkLocal,
   readExternalSysctls,
   type ExternalLink,
   type ExternalSysctls,
 } from './external.js';
-import { LinkIo, type Conflict, type FrameSocket } from './linkio.js';
+import { LinkIo, type Conflict, type FrameSocket, type LinkIoSettings } from './linkio.js';
 import type { ExternalIpConfig } from './options.js';
 
 export interface ExternalWatchParams {
@@ -26,28 +29,53 @@ export interface ExternalWatchParams {
   cfg: ExternalIpConfig;
   log: Logger;
   metrics: ExtipMetrics;
+  clock: Clock;
   owns(ip: string): boolean;
   onConflict(c: Conflict): void;
-  /** A burst is due for every IP of `family` (both when undefined). */
-  onLinkChange(family?: 4 | 6): void;
+  /** A burst is due for every IP. */
+  onLinkChange(): void;
   openSocket?: (o: PacketSocketOptions) => FrameSocket;
 }
+
+/** How old the sysctls behind the NA flags may be when a burst starts, ms. */
+const SYSCTL_MAX_AGE_MS = 1000;
 
 export class ExternalWatch implements AnnounceSink {
   readonly #p: ExternalWatchParams;
   #link: ExternalLink;
   #sysctls: ExternalSysctls;
-  #io: LinkIo;
+  #sysctlsAt: number;
+  readonly #io: LinkIo;
+  readonly dad: DadProber;
   /** The interface exists (it may have been deleted since). */
   present = true;
-  /** IPv6 addresses of the interface and their flags, for the link-local source. */
-  readonly #v6 = new Map<string, Address>();
 
   private constructor(p: ExternalWatchParams, link: ExternalLink, sysctls: ExternalSysctls) {
     this.#p = p;
     this.#link = link;
     this.#sysctls = sysctls;
-    this.#io = this.#newIo();
+    this.#sysctlsAt = p.clock.now();
+    this.dad = new DadProber({
+      probes: p.cfg.dadProbes,
+      intervalMs: p.cfg.dadIntervalMs,
+      waitMs: p.cfg.dadWaitMs,
+      sink: {
+        sendProbe: (ip, nonce) => this.#io.sendProbe(ip, nonce),
+        listen: (ip, on) => this.#io.listenFor(ip, 'dad', on),
+      },
+      clock: p.clock,
+      metrics: p.metrics,
+    });
+    this.#io = new LinkIo({
+      netns: p.netns,
+      ...this.#settings(),
+      log: p.log,
+      metrics: p.metrics,
+      owns: p.owns,
+      onConflict: p.onConflict,
+      dad: this.dad,
+      openSocket: p.openSocket,
+    });
   }
 
   /** Finds the interface (extip.interface or extip.nodeIP) and opens its sockets. */
@@ -63,6 +91,7 @@ export class ExternalWatch implements AnnounceSink {
         arpIgnore: w.#sysctls.arpIgnore,
         arpResponder: w.#respondArp(),
         ipv6: w.#sysctls.ipv6,
+        forwarding: w.#sysctls.forwarding,
       },
       'extip: external interface',
     );
@@ -74,19 +103,14 @@ export class ExternalWatch implements AnnounceSink {
     return mode === 'always' || (mode === 'auto' && this.#sysctls.arpIgnore > 0);
   }
 
-  #newIo(): LinkIo {
-    return new LinkIo({
-      netns: this.#p.netns,
+  #settings(): LinkIoSettings {
+    const s = this.#sysctls;
+    return {
       ext: this.#link,
-      linkLocal: pickLinkLocal([...this.#v6.values()], this.#link.ifindex),
       respondArp: this.#respondArp(),
-      ipv6: this.#sysctls.ipv6,
-      log: this.#p.log,
-      metrics: this.#p.metrics,
-      owns: this.#p.owns,
-      onConflict: this.#p.onConflict,
-      openSocket: this.#p.openSocket,
-    });
+      ipv6: s.ipv6,
+      ndp: { router: s.forwarding, forceTllao: s.forceTllao },
+    };
   }
 
   get link(): ExternalLink {
@@ -103,11 +127,27 @@ export class ExternalWatch implements AnnounceSink {
   }
 
   announce(ip: ParsedIp): void {
+    if (this.#p.clock.now() - this.#sysctlsAt > SYSCTL_MAX_AGE_MS) this.#rereadSysctls();
     this.#io.announce(ip);
   }
 
-  forget(ip: string): void {
-    this.#io.forget(ip);
+  /** The IP is ours: listen for its solicitations (its solicited-node group). */
+  track(ip: ParsedIp): void {
+    try {
+      this.#io.listenFor(ip, 'owned', true);
+    } catch (err) {
+      this.#p.metrics.error('listen');
+      this.#p.log.warn(
+        { ip: ip.address, err: describeError(err) },
+        'extip: cannot join the solicited-node group; solicitations may not reach the responder',
+      );
+    }
+  }
+
+  /** The IP is no longer ours. */
+  forget(ip: ParsedIp): void {
+    this.#io.listenFor(ip, 'owned', false);
+    this.#io.forget(ip.address);
   }
 
   // --- events -----------------------------------------------------------------------------
@@ -117,7 +157,7 @@ export class ExternalWatch implements AnnounceSink {
       if (kind === 'del') {
         this.present = false;
         this.#io.close();
-        this.#v6.clear();
+        this.dad.abortAll(new FibkeeperError(`external interface ${this.#link.name} deleted`));
         this.#p.log.warn({ interface: this.#link.name }, 'extip: external interface deleted');
         return;
       }
@@ -136,14 +176,21 @@ export class ExternalWatch implements AnnounceSink {
     }
     const prev = this.#link;
     this.#link = next;
-    this.#io.setExternal(next);
+    this.#io.configure({ ext: next });
+    if (prev.up && !next.up) {
+      // nothing can be heard while it is down: what was being probed is not proven unique
+      this.dad.abortAll(new FibkeeperError(`external interface ${next.name} went down`));
+    }
     const macChanged = next.mac !== prev.mac;
     if (macChanged || (next.up && !prev.up)) {
       this.#p.log.info(
         { interface: next.name, mac: next.mac, macChanged },
         'extip: external interface came up or changed its MAC; announcing again',
       );
-      if (next.up) this.#p.onLinkChange();
+      if (next.up) {
+        this.#rereadSysctls();
+        this.#p.onLinkChange();
+      }
     }
   }
 
@@ -152,7 +199,9 @@ export class ExternalWatch implements AnnounceSink {
     try {
       this.#link = externalFromLink(l);
       this.#sysctls = readExternalSysctls(this.#p.netns, this.#link.name);
-      this.#io = this.#newIo();
+      this.#sysctlsAt = this.#p.clock.now();
+      this.#io.close();
+      this.#io.configure(this.#settings());
       this.#io.open();
       this.present = true;
       this.#p.log.info({ interface: this.#link.name }, 'extip: external interface back');
@@ -162,32 +211,31 @@ export class ExternalWatch implements AnnounceSink {
     }
   }
 
-  onAddress(kind: 'new' | 'del', a: Address): void {
-    if (a.index !== this.#link.ifindex || a.family !== 10) return;
-    const ip = a.address ?? a.local;
-    if (ip === undefined) return;
-    if (kind === 'new') this.#v6.set(ip, a);
-    else this.#v6.delete(ip);
-    this.#refreshLinkLocal();
+  /** Reads the sysctls again; reopens the sockets when what they listen for changed. */
+  #rereadSysctls(): void {
+    let s: ExternalSysctls;
+    try {
+      s = readExternalSysctls(this.#p.netns, this.#link.name);
+    } catch (err) {
+      this.#p.log.debug({ err: describeError(err) }, 'extip: cannot read the sysctls');
+      return;
+    }
+    this.#sysctlsAt = this.#p.clock.now();
+    const reopen = s.ipv6 !== this.#sysctls.ipv6 || s.arpIgnore !== this.#sysctls.arpIgnore;
+    this.#sysctls = s;
+    this.#io.configure(this.#settings());
+    if (reopen && this.present) {
+      this.#io.close();
+      try {
+        this.#io.open();
+      } catch (err) {
+        this.#p.log.warn({ err: describeError(err) }, 'extip: cannot reopen the packet sockets');
+      }
+    }
   }
 
-  /** The first dump: every address of the node. */
-  onAddresses(addrs: readonly Address[]): void {
-    this.#v6.clear();
-    for (const a of addrs) this.onAddress('new', a);
-  }
-
-  #refreshLinkLocal(): void {
-    const before = this.#io.linkLocal;
-    const now = pickLinkLocal([...this.#v6.values()], this.#link.ifindex);
-    if (now === before) return;
-    this.#io.setLinkLocal(now);
-    // NAs that failed for want of a source can go out now.
-    if (before === undefined && now !== undefined && this.#link.up) this.#p.onLinkChange(6);
-  }
-
-  /** The periodic check: links, addresses and sysctls read again. */
-  resync(links: readonly Link[], addrs: readonly Address[]): void {
+  /** The periodic check: the link and the sysctls read again. */
+  resync(links: readonly Link[]): void {
     const l = links.find((x) => x.index === this.#link.ifindex && x.name === this.#link.name);
     if (l === undefined && this.present) this.onLink('del', { ...this.#asLink(), flags: 0 });
     if (l === undefined) {
@@ -197,15 +245,7 @@ export class ExternalWatch implements AnnounceSink {
     }
     if (!this.present) return this.#reattach(l);
     this.#update(l);
-    this.onAddresses(addrs);
-    const s = readExternalSysctls(this.#p.netns, this.#link.name);
-    const changed = s.ipv6 !== this.#sysctls.ipv6 || s.arpIgnore !== this.#sysctls.arpIgnore;
-    this.#sysctls = s;
-    if (changed) {
-      this.#io.close();
-      this.#io = this.#newIo();
-      this.#io.open();
-    }
+    this.#rereadSysctls();
   }
 
   #asLink(): Link {
@@ -219,7 +259,9 @@ export class ExternalWatch implements AnnounceSink {
     };
   }
 
+  /** Ends running probes and closes the sockets; for good (stop). */
   close(): void {
+    this.dad.stop(new ClosedError('extip: stopped during duplicate address detection'));
     this.#io.close();
   }
 }

@@ -1,7 +1,6 @@
 // The external interface: the device the announcements go out of, configured by name or
-// found as the device that carries the node's transport IP; its MAC, its IPv6 link-local
-// address (the source of unsolicited NAs) and the sysctls that decide what the kernel
-// answers on it by itself.
+// found as the device that carries the node's transport IP; its MAC, and the sysctls that
+// decide what the kernel answers on it by itself and how it flags neighbor advertisements.
 import { readFileSync } from 'node:fs';
 import {
   ConfigError,
@@ -10,16 +9,12 @@ import {
   NotSupportedError,
   errnoCode,
 } from '../errors/index.js';
-import { classifyIp, parseIp, parseMac } from '../ipaddr/index.js';
+import { parseIp, parseMac } from '../ipaddr/index.js';
 import { runInNetns } from '../native/index.js';
 import {
-  AF_INET6,
   ARPHRD_ETHER,
-  IFA_F_DADFAILED,
-  IFA_F_TENTATIVE,
   IFF_LOWER_UP,
   IFF_UP,
-  type Address,
   type Link,
   type NetlinkHandle,
 } from '../netlink/index.js';
@@ -110,17 +105,6 @@ async function byAddress(nl: NetlinkHandle, nodeIP: string): Promise<Link> {
   return nl.linkGet(addr.index);
 }
 
-/** A usable IPv6 link-local address (not tentative, not failed) among `addrs` of `ifindex`. */
-export function pickLinkLocal(addrs: readonly Address[], ifindex: number): string | undefined {
-  for (const a of addrs) {
-    const text = a.address ?? a.local;
-    if (a.index !== ifindex || a.family !== AF_INET6 || text === undefined) continue;
-    if ((a.flags & (IFA_F_TENTATIVE | IFA_F_DADFAILED)) !== 0) continue;
-    if (classifyIp(text) === 'link-local') return parseIp(text).address;
-  }
-  return undefined;
-}
-
 /** Reads /proc/sys/net/<path> in `netns` (or the caller's namespace); undefined if absent. */
 export function readNetSysctl(netns: string | undefined, path: string): string | undefined {
   const read = (): string | undefined => {
@@ -138,13 +122,29 @@ export function readNetSysctl(netns: string | undefined, path: string): string |
 export interface ExternalSysctls {
   /** max(all, iface) arp_ignore: > 0 means no ARP replies for addresses on other devices. */
   arpIgnore: number;
-  /** IPv6 is enabled on the interface (so it has a link-local address to send from). */
+  /** IPv6 is enabled on the interface. */
   ipv6: boolean;
+  /** The interface forwards IPv6: the kernel sets the router flag in its NAs. */
+  forwarding: boolean;
+  /** force_tllao: the kernel puts the target link-layer option in every NA. */
+  forceTllao: boolean;
 }
 
 export function readExternalSysctls(netns: string | undefined, name: string): ExternalSysctls {
-  const num = (p: string): number => Number(readNetSysctl(netns, p) ?? '0') || 0;
-  const arpIgnore = Math.max(num('ipv4/conf/all/arp_ignore'), num(`ipv4/conf/${name}/arp_ignore`));
-  const dis = readNetSysctl(netns, `ipv6/conf/${name}/disable_ipv6`);
-  return { arpIgnore, ipv6: dis !== undefined && dis !== '1' };
+  const read = (): ExternalSysctls => {
+    const num = (p: string): number => Number(readNetSysctl(undefined, p) ?? '0') || 0;
+    const arpIgnore = Math.max(
+      num('ipv4/conf/all/arp_ignore'),
+      num(`ipv4/conf/${name}/arp_ignore`),
+    );
+    const dis = readNetSysctl(undefined, `ipv6/conf/${name}/disable_ipv6`);
+    return {
+      arpIgnore,
+      ipv6: dis !== undefined && dis !== '1',
+      forwarding: num(`ipv6/conf/${name}/forwarding`) > 0,
+      forceTllao: num(`ipv6/conf/${name}/force_tllao`) > 0,
+    };
+  };
+  // one switch into the namespace for all of them
+  return netns === undefined ? read() : runInNetns(netns, read);
 }

@@ -8,7 +8,6 @@
 // (IPv6 multicast → 33:33:xx:xx:xx:xx).
 import { InvalidArgumentError } from '../errors/index.js';
 import {
-  classifyIp,
   formatMac,
   ipFromBytes,
   parseIp,
@@ -243,40 +242,58 @@ export function buildNeighborAdvert(p: NeighborAdvertParams): Buffer {
 }
 
 export interface UnsolicitedNaParams {
-  /** The external IP (IPv6 unicast): the NA target. */
+  /** The external IP (IPv6 unicast): the NA target, and its IPv6 source. */
   ip: string;
   /** The external interface's MAC (unicast): Ethernet source and target link-layer address. */
   mac: MacInput;
-  /** A link-local address (fe80::/10) of the external interface: the IPv6 source. */
-  sourceIp: string;
-  /** Set the router flag (the node is a router on this link). Default false. */
+  /** Set the router flag: the node forwards IPv6 on the interface. Default false. */
   router?: boolean;
 }
 
 /**
- * An unsolicited neighbor advertisement (RFC 4861 section 7.2.6) for `ip` at `mac`: to
- * ff02::1 via 33:33:00:00:00:01, hop limit 255, override set, solicited clear, router as
- * given, with the target link-layer address option. 86 bytes.
+ * An unsolicited neighbor advertisement (RFC 4861 section 7.2.6) for `ip` at `mac` as the
+ * Linux kernel sends one for an address of its own (ndisc_send_unsol_na): from `ip` itself
+ * to ff02::1 via 33:33:00:00:00:01, hop limit 255, override set, solicited clear, router as
+ * the interface's forwarding setting, with the target link-layer address option. 86 bytes.
  */
 export function buildUnsolicitedNa(p: UnsolicitedNaParams): Buffer {
   const ip = validateUnicastIp(p.ip, { family: 6 }).address;
   const mac = parseUnicastMac(p.mac);
-  const source = parseIp(p.sourceIp);
-  if (source.family !== 6 || classifyIp(source.bytes) !== 'link-local') {
-    throw new InvalidArgumentError(
-      `NA source ${source.address} is not an IPv6 link-local address; give a link-local address (fe80::/10) of the external interface`,
-    );
-  }
   return buildNeighborAdvert({
     ethSrc: mac,
     ethDst: ALL_NODES_MAC,
-    srcIp: source.address,
+    srcIp: ip,
     dstIp: ALL_NODES_IP,
     target: ip,
     router: p.router === true,
     solicited: false,
     override: true,
     targetMac: mac,
+  });
+}
+
+export interface ArpProbeParams {
+  /** The address being probed for: the target IP. */
+  ip: string;
+  /** The prober's MAC (unicast): Ethernet source and sender MAC. */
+  mac: MacInput;
+}
+
+/**
+ * An ARP probe (RFC 5227 section 2.1.1) for `ip`: a broadcast request with sender IP
+ * 0.0.0.0 (so that no host's cache learns anything from it), target MAC zero, target IP
+ * `ip`. A host that holds `ip` answers it; one that probes for it too sends the same.
+ */
+export function buildArpProbe(p: ArpProbeParams): Buffer {
+  const ip = validateUnicastIp(p.ip, { family: 4 }).address;
+  const mac = parseUnicastMac(p.mac);
+  return buildArp({
+    op: ARPOP_REQUEST,
+    ethDst: BROADCAST_MAC,
+    senderMac: mac,
+    senderIp: '0.0.0.0',
+    targetMac: ZERO_MAC,
+    targetIp: ip,
   });
 }
 

@@ -1,12 +1,13 @@
-// External IPs: put them on a holder device that fibkeeper owns, keep them there (repair),
-// and announce them from the external interface (gratuitous ARP, unsolicited NA), answer
-// neighbor solicitations for them, and defend them against conflicting claims. This file
-// is the subsystem's whole public surface.
+// External IPs: probe for each on the external interface (duplicate address detection), put
+// it on a holder device that fibkeeper owns, keep it there (repair), and announce it from the
+// external interface (gratuitous ARP, unsolicited NA), answer neighbor solicitations for
+// them, and defend them against conflicting claims. This file is the subsystem's whole
+// public surface.
 //
 //   const extip = new ExternalIpSubsystem({ netns, config: cfg.extip, registry, log });
 //   await extip.start();                      // holder created/adopted, addresses adopted
 //   await extip.setDesired(cfg.extip.static); // the full set: now others are removed
-//   await extip.assign(['192.0.2.10']);       // on the holder + first announcement sent
+//   await extip.assign(['192.0.2.10']);       // probed, on the holder, first announcement sent
 //   extip.list();                             // [{ ip, state, announcedAt, lastError, ... }]
 //   await extip.stop();                       // addresses stay
 export { ExternalIpSubsystem, type ExternalIpParams, type ExtipHealth } from './subsystem.js';
@@ -17,11 +18,18 @@ export {
   type ExternalIpConfig,
   type HolderKind,
 } from './options.js';
-export { ExternalIpBatchError, type ExternalIpState, type ExternalIpStatus } from './types.js';
+export {
+  ExternalIpBatchError,
+  type DadConflict,
+  type ExternalIpState,
+  type ExternalIpStatus,
+} from './types.js';
+export { DuplicateAddressError } from './dad.js';
 export type { Conflict } from './linkio.js';
 // The wire format, for tests and tools (capture decoding, conflicting hosts).
 export {
   buildArp,
+  buildArpProbe,
   buildArpReply,
   buildGratuitousArp,
   buildNeighborAdvert,
@@ -32,4 +40,10 @@ export {
   type DecodedFrame,
   type NeighborAdvertFrame,
 } from './frames.js';
-export { decodeNeighborSolicit, type NeighborSolicit } from './ndp.js';
+export {
+  buildDadSolicit,
+  decodeNeighborSolicit,
+  solicitedNode,
+  solicitedNodeMac,
+  type NeighborSolicit,
+} from './ndp.js';

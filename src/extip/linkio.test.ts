@@ -5,6 +5,7 @@ import { silentLogger } from '../log/index.js';
 import type { PacketReceiver, PacketSocketOptions } from '../native/index.js';
 import {
   buildArp,
+  buildArpProbe,
   buildArpReply,
   buildGratuitousArp,
   buildNeighborAdvert,
@@ -15,18 +16,28 @@ import {
   type NeighborAdvertFrame,
 } from './frames.js';
 import { LinkIo, type Conflict, type FrameSocket } from './linkio.js';
-import { decodeNeighborSolicit } from './ndp.js';
+import { buildDadSolicit, decodeNeighborSolicit } from './ndp.js';
 import { recordingMetrics } from './testing.js';
 
 const MAC = '02:00:00:0e:00:01';
 const OTHER = '02:00:00:0e:00:02';
-const LL = 'fe80::ff:fe0e:1';
 
 class FakeSocket implements FrameSocket {
   readonly sent: Buffer[] = [];
   receiver: PacketReceiver | undefined;
   closed = false;
+  filter: Buffer | undefined;
+  /** Group MAC (hex) → joins minus leaves. */
+  readonly groups = new Map<string, number>();
   constructor(readonly opts: PacketSocketOptions) {}
+  membership(mac: Buffer, join: boolean): void {
+    const k = mac.toString('hex');
+    this.groups.set(k, (this.groups.get(k) ?? 0) + (join ? 1 : -1));
+    if (this.groups.get(k) === 0) this.groups.delete(k);
+  }
+  attachFilter(program: Buffer): void {
+    this.filter = program;
+  }
   send(frame: Buffer): number {
     this.sent.push(Buffer.from(frame)); // the caller may reuse its buffer
     return frame.length;
@@ -43,20 +54,33 @@ class FakeSocket implements FrameSocket {
   }
 }
 
-function setup(owned: string[], opts: { respondArp?: boolean } = {}) {
+function setup(
+  owned: string[],
+  opts: { respondArp?: boolean; router?: boolean; forceTllao?: boolean; probing?: string[] } = {},
+) {
   const sockets: FakeSocket[] = [];
   const conflicts: Conflict[] = [];
+  const claims: { ip: string; mac: string; what: string; nonce?: Uint8Array }[] = [];
   const { metrics, counts } = recordingMetrics();
+  const probing = new Set(opts.probing ?? []);
   const io = new LinkIo({
     netns: undefined,
     ext: { ifindex: 2, name: 'ext0', mac: MAC, macBytes: parseMac(MAC), up: true },
-    linkLocal: LL,
     respondArp: opts.respondArp ?? false,
     ipv6: true,
+    ndp: { router: opts.router ?? false, forceTllao: opts.forceTllao ?? false },
     log: silentLogger(),
     metrics,
     owns: (ip) => owned.includes(ip),
     onConflict: (c) => conflicts.push(c),
+    dad: {
+      probing: (ip) => probing.has(ip),
+      claim: (ip, mac, what, nonce) => {
+        if (!probing.has(ip)) return false;
+        claims.push(nonce === undefined ? { ip, mac, what } : { ip, mac, what, nonce });
+        return true;
+      },
+    },
     openSocket: (o) => {
       const s = new FakeSocket(o);
       sockets.push(s);
@@ -65,16 +89,20 @@ function setup(owned: string[], opts: { respondArp?: boolean } = {}) {
   });
   io.open();
   const [tx, arp, v6] = sockets as [FakeSocket, FakeSocket, FakeSocket];
-  return { io, tx, arp, v6, conflicts, counts };
+  return { io, tx, arp, v6, conflicts, claims, counts, sockets };
 }
 
 /** A neighbor solicitation, built from an NA by changing its type (and checksum). */
-function solicit(target: string, src: string, opts: { sourceMac?: string | null } = {}): Buffer {
+function solicit(
+  target: string,
+  src: string,
+  opts: { sourceMac?: string | null; unicast?: boolean } = {},
+): Buffer {
   const f = buildNeighborAdvert({
     ethSrc: OTHER,
-    ethDst: '33:33:ff:00:00:01',
+    ethDst: opts.unicast ? MAC : '33:33:ff:00:00:01',
     srcIp: src,
-    dstIp: 'ff02::1:ff00:1',
+    dstIp: opts.unicast ? target : 'ff02::1:ff00:1',
     target,
     targetMac: opts.sourceMac === null ? null : OTHER,
   });
@@ -92,6 +120,27 @@ describe('LinkIo', () => {
     expect(tx.opts).toMatchObject({ ifindex: 2, protocol: 0 });
     expect(arp.opts).toMatchObject({ protocol: 0x0806, ignoreOutgoing: true });
     expect(v6.opts).toMatchObject({ protocol: 0x86dd, ignoreOutgoing: true });
+    expect(v6.filter).toHaveLength(9 * 8); // neighbor discovery only (tested with tcpdump -dd)
+  });
+
+  it('joins the solicited-node group of each IPv6 IP listened for, once per group, across reopen', () => {
+    const { io, v6, arp, sockets } = setup([]);
+    const a = parseIp('2001:db8::1:abcd');
+    const b = parseIp('2001:db8:1::1:abcd'); // same group
+    io.listenFor(a, 'dad', true);
+    io.listenFor(a, 'owned', true);
+    io.listenFor(b, 'owned', true);
+    io.listenFor(parseIp('192.0.2.1'), 'owned', true); // ARP: nothing to join
+    expect([...v6.groups]).toEqual([['3333ff01abcd', 1]]);
+    expect(arp.groups.size).toBe(0);
+    io.listenFor(a, 'dad', false);
+    io.listenFor(b, 'owned', false);
+    expect([...v6.groups]).toEqual([['3333ff01abcd', 1]]); // a is still owned
+    io.close();
+    io.open(); // a new listener joins again
+    expect([...sockets.at(-1)!.groups]).toEqual([['3333ff01abcd', 1]]);
+    io.listenFor(a, 'owned', false);
+    expect(sockets.at(-1)!.groups.size).toBe(0);
   });
 
   it('stamps each IPv4 into the templates: exactly what buildGratuitousArp builds', () => {
@@ -113,12 +162,14 @@ describe('LinkIo', () => {
     );
   });
 
-  it('sends an unsolicited NA from the link-local address, rebuilt after a MAC change', () => {
-    const { io, tx, counts } = setup([]);
+  it('sends an unsolicited NA (router flag as configured), rebuilt after a MAC change', () => {
+    const { io, tx, counts } = setup([], { router: true });
     io.announce(parseIp('2001:db8::5'));
-    expect(tx.sent).toEqual([buildUnsolicitedNa({ ip: '2001:db8::5', mac: MAC, sourceIp: LL })]);
+    expect(tx.sent).toEqual([buildUnsolicitedNa({ ip: '2001:db8::5', mac: MAC, router: true })]);
     const mac2 = '02:00:00:0e:00:77';
-    io.setExternal({ ifindex: 2, name: 'ext0', mac: mac2, macBytes: parseMac(mac2), up: true });
+    io.configure({
+      ext: { ifindex: 2, name: 'ext0', mac: mac2, macBytes: parseMac(mac2), up: true },
+    });
     io.announce(parseIp('2001:db8::5'));
     io.announce(parseIp('192.0.2.9'));
     const na = decodeFrame(tx.sent[1]!) as NeighborAdvertFrame;
@@ -128,10 +179,56 @@ describe('LinkIo', () => {
     expect(counts.get('frames ipv4')).toBe(2);
   });
 
-  it('without a link-local address, IPv6 announcements fail with a clear error', () => {
-    const { io } = setup([]);
-    io.setLinkLocal(undefined);
-    expect(() => io.announce(parseIp('2001:db8::5'))).toThrow(/no usable IPv6 link-local address/);
+  it('a change of the forwarding setting rebuilds the NA with the new router flag', () => {
+    const { io, tx } = setup([]);
+    io.announce(parseIp('2001:db8::5'));
+    io.configure({ ndp: { router: true, forceTllao: false } });
+    io.announce(parseIp('2001:db8::5'));
+    expect(tx.sent.map((f) => (decodeFrame(f) as NeighborAdvertFrame).router)).toEqual([
+      false,
+      true,
+    ]);
+  });
+
+  it('sends the probes of duplicate address detection', () => {
+    const { io, tx, counts } = setup([]);
+    const nonce = Buffer.from('010203040506', 'hex');
+    io.sendProbe(parseIp('192.0.2.9'), nonce);
+    io.sendProbe(parseIp('2001:db8::9'), nonce);
+    expect(tx.sent).toEqual([
+      buildArpProbe({ ip: '192.0.2.9', mac: MAC }),
+      buildDadSolicit({ ip: parseIp('2001:db8::9'), mac: parseMac(MAC), nonce }),
+    ]);
+    expect([counts.get('frames ipv4'), counts.get('frames ipv6')]).toEqual([1, 1]);
+  });
+
+  it('tells duplicate address detection what claims an IP being probed', () => {
+    const probing = ['192.0.2.9', '2001:db8::9'];
+    const { arp, v6, claims, conflicts, tx } = setup([], { probing });
+    const reply = (sip: string, mac = OTHER) =>
+      buildArpReply({ senderMac: mac, senderIp: sip, targetMac: MAC, targetIp: '0.0.0.0' });
+    arp.deliver(reply('192.0.2.9'));
+    arp.deliver(reply('192.0.2.9', MAC)); // from ourselves: nothing
+    arp.deliver(reply('192.0.2.8')); // not probed
+    const probe = buildArpProbe({ ip: '192.0.2.9', mac: OTHER });
+    arp.deliver(probe);
+    v6.deliver(buildNeighborAdvert({ ethSrc: OTHER, srcIp: '2001:db8::9', target: '2001:db8::9' }));
+    const nonce = Buffer.from('0a0b0c0d0e0f', 'hex');
+    v6.deliver(buildDadSolicit({ ip: parseIp('2001:db8::9'), mac: parseMac(OTHER), nonce }));
+    v6.deliver(solicit('2001:db8::9', '2001:db8::2')); // address resolution: not a claim
+    expect(claims).toEqual([
+      { ip: '192.0.2.9', mac: OTHER, what: 'ARP reply' },
+      { ip: '192.0.2.9', mac: OTHER, what: 'ARP probe' },
+      { ip: '2001:db8::9', mac: OTHER, what: 'neighbor advertisement' },
+      {
+        ip: '2001:db8::9',
+        mac: OTHER,
+        what: 'neighbor solicitation from :: (duplicate address detection)',
+        nonce,
+      },
+    ]);
+    expect(conflicts).toEqual([]);
+    expect(tx.sent).toEqual([]); // nothing answered for an IP that is not ours yet
   });
 
   it('reports ARP packets that claim our IPs from another MAC, and ignores the rest', () => {
@@ -194,17 +291,29 @@ describe('LinkIo', () => {
   });
 
   it('answers neighbor solicitations for our IPv6 (solicited NA; to all nodes for DAD)', () => {
-    const { v6, tx, counts } = setup(['2001:db8::10']);
+    const { v6, tx, counts } = setup(['2001:db8::10'], { router: true });
     v6.deliver(solicit('2001:db8::10', '2001:db8::2'));
     v6.deliver(solicit('2001:db8::11', '2001:db8::2')); // not ours
     v6.deliver(solicit('2001:db8::10', '::', { sourceMac: null })); // DAD probe
-    expect(tx.sent).toHaveLength(2);
-    const [reply, dad] = tx.sent.map((f) => decodeFrame(f) as NeighborAdvertFrame);
+    v6.deliver(solicit('2001:db8::10', '2001:db8::2', { unicast: true })); // reachability
+    expect(tx.sent).toHaveLength(3);
+    const [reply, dad, nud] = tx.sent.map((f) => decodeFrame(f) as NeighborAdvertFrame);
+    // as the kernel (ndisc_recv_ns): a unicast NS gets no override and no target option
+    expect(nud).toMatchObject({
+      eth: { dst: OTHER },
+      dstIp: '2001:db8::2',
+      router: true,
+      solicited: true,
+      override: false,
+      targetMac: undefined,
+      checksumValid: true,
+    });
     expect(reply).toMatchObject({
       eth: { dst: OTHER, src: MAC },
       srcIp: '2001:db8::10',
       dstIp: '2001:db8::2',
       hopLimit: 255,
+      router: true,
       solicited: true,
       override: true,
       target: '2001:db8::10',
@@ -215,8 +324,10 @@ describe('LinkIo', () => {
       eth: { dst: '33:33:00:00:00:01' },
       dstIp: 'ff02::1',
       solicited: false,
+      override: true,
+      targetMac: MAC,
     });
-    expect(counts.get('responded ipv6')).toBe(2);
+    expect(counts.get('responded ipv6')).toBe(3);
   });
 
   it('reports neighbor advertisements for our IPv6 from another MAC', () => {
@@ -259,6 +370,7 @@ describe('decodeNeighborSolicit', () => {
       dstIp: 'ff02::1:ff00:1',
       target: '2001:db8::10',
       sourceMac: OTHER,
+      nonce: undefined,
     });
     const hop = Buffer.from(ns);
     hop[21] = 64;

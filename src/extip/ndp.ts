@@ -1,12 +1,62 @@
-// What the listener needs beyond frames.ts: a cheap first look at raw frames (so that the
-// IPv6 listener decodes only neighbor discovery), and a neighbor solicitation decoder for
-// the NDP responder (RFC 4861 §4.3, §7.1.1). Pure.
-import { formatMac, ipFromBytes } from '../ipaddr/index.js';
+// Neighbor solicitations beyond frames.ts: a cheap first look at raw frames (so that the
+// IPv6 listener decodes only neighbor discovery), a solicitation decoder for the NDP
+// responder and duplicate address detection (RFC 4861 §4.3, §7.1.1), the solicitation of
+// duplicate address detection itself (RFC 4862 §5.4.2, with an RFC 7527 nonce), and the
+// solicited-node multicast group of an address (RFC 4291 §2.7.1). Pure.
+import { formatMac, ipFromBytes, parseUnicastMac, type ParsedIp } from '../ipaddr/index.js';
 import { ETH_HLEN, ETH_P_IPV6, IPPROTO_ICMPV6, icmpv6Checksum } from './frames.js';
 
 export const ND_NEIGHBOR_SOLICIT = 135;
 export const ND_NEIGHBOR_ADVERT = 136;
 const ND_OPT_SOURCE_LINKADDR = 1;
+const ND_OPT_NONCE = 14;
+/** The nonce option's payload: 6 bytes, the option is one unit of 8 (RFC 7527 §4). */
+export const DAD_NONCE_LEN = 6;
+/** Ethernet + IPv6 + NS (24 bytes) + nonce option (8 bytes). */
+export const DAD_NS_FRAME_LEN = ETH_HLEN + 40 + 32;
+
+/** ff02::1:ffXX:XXXX, the solicited-node multicast group of an IPv6 address (16 bytes). */
+export function solicitedNode(ip: Uint8Array): Buffer {
+  const g = Buffer.from('ff0200000000000000000001ff000000', 'hex');
+  g.set(ip.subarray(13, 16), 13);
+  return g;
+}
+
+/** 33:33:ff:XX:XX:XX, the Ethernet address of the solicited-node group (RFC 2464 §7). */
+export function solicitedNodeMac(ip: Uint8Array): Buffer {
+  return Buffer.from([0x33, 0x33, 0xff, ip[13]!, ip[14]!, ip[15]!]);
+}
+
+/**
+ * The neighbor solicitation of duplicate address detection for `ip` (RFC 4862 §5.4.2): from
+ * the unspecified address to the solicited-node group of `ip` (and its MAC), hop limit 255,
+ * no source link-layer address option (RFC 4861 §4.3 forbids it from ::), a nonce option
+ * (RFC 7527) by which the sender recognizes its own solicitation looped back. 86 bytes.
+ */
+export function buildDadSolicit(p: { ip: ParsedIp; mac: Uint8Array; nonce: Uint8Array }): Buffer {
+  if (p.ip.family !== 6) throw new Error(`DAD solicitation for IPv4 ${p.ip.address}`);
+  if (p.nonce.length !== DAD_NONCE_LEN) throw new Error('the DAD nonce is 6 bytes');
+  const mac = parseUnicastMac(p.mac);
+  const dst = solicitedNode(p.ip.bytes);
+  const f = Buffer.alloc(DAD_NS_FRAME_LEN);
+  solicitedNodeMac(p.ip.bytes).copy(f, 0);
+  mac.copy(f, 6);
+  f.writeUInt16BE(ETH_P_IPV6, 12);
+  f.writeUInt32BE(0x60000000, 14); // version 6, traffic class 0, flow label 0
+  f.writeUInt16BE(32, 18); // payload: NS (24) + nonce option (8)
+  f[20] = IPPROTO_ICMPV6;
+  f[21] = 255;
+  // source :: (bytes 22..37 stay zero)
+  dst.copy(f, 38);
+  const icmp = f.subarray(54);
+  icmp[0] = ND_NEIGHBOR_SOLICIT;
+  p.ip.bytes.copy(icmp, 8);
+  icmp[24] = ND_OPT_NONCE;
+  icmp[25] = 1;
+  icmp.set(p.nonce, 26);
+  icmp.writeUInt16BE(icmpv6Checksum(f.subarray(22, 38), dst, icmp), 2);
+  return f;
+}
 
 /** The ICMPv6 type of an untagged Ethernet/IPv6/ICMPv6 frame, or -1 for anything else. */
 export function icmpv6Type(f: Uint8Array): number {
@@ -24,6 +74,8 @@ export interface NeighborSolicit {
   target: string;
   /** The source link-layer address option, if present. */
   sourceMac: string | undefined;
+  /** The nonce option's bytes (RFC 7527), if present. */
+  nonce: Buffer | undefined;
 }
 
 /**
@@ -43,11 +95,13 @@ export function decodeNeighborSolicit(frame: Uint8Array): NeighborSolicit | unde
   if (icmp[1] !== 0 || icmpv6Checksum(src, dst, icmp) !== 0) return undefined;
   if (icmp[8] === 0xff) return undefined; // multicast target
   let sourceMac: string | undefined;
+  let nonce: Buffer | undefined;
   for (let i = 24; i < icmp.length;) {
     if (icmp.length - i < 2) return undefined;
     const len = icmp[i + 1]! * 8;
     if (len === 0 || i + len > icmp.length) return undefined;
     if (icmp[i] === ND_OPT_SOURCE_LINKADDR && len >= 8) sourceMac = formatMac(icmp, i + 2);
+    if (icmp[i] === ND_OPT_NONCE) nonce = Buffer.from(icmp.subarray(i + 2, i + len));
     i += len;
   }
   const srcIp = ipFromBytes(src);
@@ -58,5 +112,6 @@ export function decodeNeighborSolicit(frame: Uint8Array): NeighborSolicit | unde
     dstIp: ipFromBytes(dst),
     target: ipFromBytes(icmp, 8, 16),
     sourceMac,
+    nonce,
   };
 }

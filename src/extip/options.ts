@@ -27,12 +27,16 @@ export interface ExternalIpConfig {
   /** Most conflict re-announcements per second over all IPs. */
   defendRatePerSecond: number;
   /**
-   * IPv6: run the kernel's duplicate address detection on the holder instead of adding
-   * `nodad`, and announce only once the address has left the tentative state.
+   * Duplicate address detection on the external interface before an IP is assigned (extip.dad):
+   * IPv6 neighbor solicitations from :: (RFC 4862), IPv4 ARP probes (RFC 5227).
    */
-  ipv6Dad: boolean;
-  /** How long an IPv6 address may stay tentative before assign fails, ms. */
-  dadTimeoutMs: number;
+  dad: boolean;
+  /** Probes sent per IP (extip.dadProbes). */
+  dadProbes: number;
+  /** Gap between two probes, ms (extip.dadInterval). */
+  dadIntervalMs: number;
+  /** Listening after the last probe, ms (extip.dadWait). */
+  dadWaitMs: number;
   /**
    * Answer ARP requests for external IPs on the external interface: "auto" = only when
    * arp_ignore (all or the interface) keeps the kernel from answering for an address on
@@ -61,10 +65,16 @@ export function defaultOptions(): ExternalIpConfig {
     defendIntervalMs: 10_000,
     // Bounds the frames a flood of conflicting claims can make us send.
     defendRatePerSecond: 20,
-    // The holder is not on the network, so DAD on it proves nothing; nodad by default.
-    ipv6Dad: false,
-    // RetransTimer (1 s) × DupAddrDetectTransmits (1) with a wide margin.
-    dadTimeoutMs: 5_000,
+    // On: an address another host holds is refused, not stolen. Its cost is the wait below,
+    // (probes - 1) × interval + wait = 1.5 s per assign (all IPs of a request in parallel).
+    dad: true,
+    // Three probes: two may be lost (RFC 5227 PROBE_NUM); RFC 4862 sends one.
+    dadProbes: 3,
+    // Hosts on a segment answer within milliseconds; RFC 5227 spaces its probes 1-2 s apart
+    // for slow links, which would make every assign take 4-7 s.
+    dadIntervalMs: 250,
+    // RFC 4862 RetransTimer: a second for the last answer to come back.
+    dadWaitMs: 1000,
     arpResponder: 'auto',
   };
 }
@@ -113,7 +123,12 @@ export function resolveOptions(partial: Partial<ExternalIpConfig>): ExternalIpCo
       `must be in (0, 100000], got ${o.defendRatePerSecond}`,
     );
   }
-  intIn('extip.dadTimeout', o.dadTimeoutMs, 100, 600_000);
+  if (typeof o.dad !== 'boolean') {
+    throw new ConfigError('extip.dad', `must be true or false, got ${String(o.dad)}`);
+  }
+  intIn('extip.dadProbes', o.dadProbes, 1, 10);
+  intIn('extip.dadInterval', o.dadIntervalMs, 10, 10_000);
+  intIn('extip.dadWait', o.dadWaitMs, 10, 60_000);
   if (!['auto', 'always', 'never'].includes(o.arpResponder)) {
     throw new ConfigError(
       'extip.arpResponder',

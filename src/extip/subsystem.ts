@@ -1,7 +1,7 @@
 // ExternalIpSubsystem: the component the agent wires. It owns the holder device, the
-// assigner, the announcer and the external interface's sockets; it follows link and address
-// events (subscribed before the first dump), repairs what others change, and runs the
-// periodic check. start()/stop() are idempotent; stop() leaves the addresses in place.
+// assigner, the announcer and the external interface's sockets and probes; it follows link
+// and address events (subscribed before the first dump), repairs what others change, and
+// runs the periodic check. start()/stop() are idempotent; stop() leaves the addresses.
 import type { Registry } from 'prom-client';
 import { ClosedError, describeError, errnoCode } from '../errors/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
@@ -18,11 +18,12 @@ import {
 import { systemClock, type Clock, type TimerHandle } from '../statedb/index.js';
 import { Announcer } from './announcer.js';
 import { Assigner } from './assigner.js';
+import { ConflictLog } from './conflict-log.js';
 import { ExternalWatch } from './external-watch.js';
 import { Holder, observe } from './holder.js';
 import type { FrameSocket } from './linkio.js';
 import { resolveOptions, type ExternalIpConfig } from './options.js';
-import type { ExternalIpStatus } from './types.js';
+import type { ExternalIpStatus, ObservedAddress } from './types.js';
 import { validateExternalIps } from './validate.js';
 import type { PacketSocketOptions } from '../native/index.js';
 
@@ -59,6 +60,7 @@ export class ExternalIpSubsystem {
   #announcer: Announcer | undefined;
   #assigner: Assigner | undefined;
   #ext: ExternalWatch | undefined;
+  #conflictLog: ConflictLog | undefined;
   /** Events that arrive before the first dump is applied, replayed after it. */
   #queued: SubscriptionEvent[] | undefined;
   /** The node's addresses on devices other than the holder: ip → ifindex and ip → name. */
@@ -128,27 +130,14 @@ export class ExternalIpSubsystem {
       nl,
       name: cfg.holderName,
       kind: cfg.holderKind,
-      nodad: !cfg.ipv6Dad,
+      // the holder sees no segment: DAD there proves nothing (ours runs on the interface)
+      nodad: true,
       log: this.#log,
       onMissing: () => void this.#recreateHolder(),
     }));
     await holder.ensure();
     this.#throwIfStopped();
-    this.#ext = await ExternalWatch.open({
-      nl,
-      netns: this.#p.netns,
-      cfg,
-      log: this.#log,
-      metrics: this.#metrics,
-      owns: (ip) => this.#owns(ip),
-      onConflict: (c) => {
-        this.#metrics.conflict(c.family === 4 ? 'ipv4' : 'ipv6');
-        this.#log.warn(c, 'extip: another host claims an external IP');
-        this.#announcer?.defend(c.ip);
-      },
-      onLinkChange: (family) => this.#announcer?.burstAll('link', family),
-      openSocket: this.#p.openSocket,
-    });
+    this.#ext = await this.#openExternal(nl);
     this.#throwIfStopped();
     this.#announcer = new Announcer({
       count: cfg.announceCount,
@@ -167,8 +156,7 @@ export class ExternalIpSubsystem {
       clock: this.#clock,
       log: this.#log,
       metrics: this.#metrics,
-      waitDad: cfg.ipv6Dad,
-      dadTimeoutMs: cfg.dadTimeoutMs,
+      ...(cfg.dad ? { dad: (ip: ParsedIp) => this.#ext!.dad.probe(ip) } : {}),
     });
     await this.#loadAll(nl);
     this.#throwIfStopped();
@@ -179,32 +167,54 @@ export class ExternalIpSubsystem {
     this.#started = true;
     // lost notifications may be newer than the first dump: compare once more
     if (this.#overflowAtStart) void this.#check('overflow');
-    this.#log.info(
-      {
-        holder: cfg.holderName,
-        interface: this.#ext.link.name,
-        adopted: this.#assigner.list().length,
+    const info = { holder: cfg.holderName, interface: this.#ext.link.name };
+    this.#log.info({ ...info, adopted: this.#assigner.list().length }, 'extip: started');
+  }
+
+  /** The external interface's watch; what its listeners see goes to the announcer and log. */
+  #openExternal(nl: NetlinkHandle): Promise<ExternalWatch> {
+    const cfg = this.#cfg;
+    const conflictLog = (this.#conflictLog = new ConflictLog({
+      log: this.#log,
+      clock: this.#clock,
+      intervalMs: Math.max(1000, cfg.defendIntervalMs),
+    }));
+    return ExternalWatch.open({
+      nl,
+      netns: this.#p.netns,
+      cfg,
+      log: this.#log,
+      metrics: this.#metrics,
+      clock: this.#clock,
+      owns: (ip) => this.#owns(ip),
+      onConflict: (c) => {
+        this.#metrics.conflict(c.family === 4 ? 'ipv4' : 'ipv6');
+        conflictLog.record(c, this.#announcer?.defend(c.ip) === true);
       },
-      'extip: started',
-    );
+      onLinkChange: () => {
+        this.#announcer?.burstAll('link');
+        this.#assigner?.retryFailed(); // probes can go out again
+      },
+      openSocket: this.#p.openSocket,
+    });
   }
 
   /** The first dump: links, node addresses, the holder's addresses (adopted). */
   async #loadAll(nl: NetlinkHandle): Promise<void> {
     const [links, addrs] = await Promise.all([nl.linkList(), nl.addrList()]);
     for (const l of links) if (l.name !== undefined) this.#linkNames.set(l.index, l.name);
-    const holderIndex = this.#holder!.ifindex;
-    const onHolder = [];
+    this.#assigner!.adopt(this.#takeAddresses(addrs));
+  }
+
+  /** Records the node's addresses from a dump; returns the holder's (external IPs). */
+  #takeAddresses(addrs: readonly Address[]): ObservedAddress[] {
+    const onHolder: ObservedAddress[] = [];
     for (const a of addrs) {
-      if (a.index === holderIndex) {
-        const o = observe(a);
-        if (o !== undefined) onHolder.push(o);
-      } else {
-        this.#nodeAddress('new', a);
-      }
+      const o = a.index === this.#holder!.ifindex ? observe(a) : undefined;
+      if (o !== undefined) onHolder.push(o);
+      else if (a.index !== this.#holder!.ifindex) this.#nodeAddress('new', a);
     }
-    this.#ext!.onAddresses(addrs);
-    this.#assigner!.adopt(onHolder);
+    return onHolder;
   }
 
   /** Stops timers, listeners and subscriptions, in reverse order. Addresses stay. Idempotent. */
@@ -217,6 +227,7 @@ export class ExternalIpSubsystem {
     for (const wake of [...this.#sleepers]) wake();
     this.#assigner?.stop();
     this.#announcer?.stop();
+    this.#conflictLog?.stop();
     this.#ext?.close();
     this.#sub?.close();
     if (this.#p.netlink === undefined) this.#nl?.close();
@@ -232,9 +243,9 @@ export class ExternalIpSubsystem {
 
   /**
    * Assigns external IPs: validates every one first (InvalidArgumentError naming the bad IP,
-   * nothing changed), then adds each to the holder and sends its first announcement; the
-   * rest of the burst is scheduled. Already assigned = success. Concurrent calls end as in
-   * their serial order by call time.
+   * nothing changed), probes for each (DuplicateAddressError: another host holds it), adds it
+   * to the holder and sends its first announcement. Already assigned = success. Concurrent
+   * calls end as in their serial order by call time.
    */
   async assign(ips: readonly string[]): Promise<void> {
     const a = await this.#ready();
@@ -254,6 +265,13 @@ export class ExternalIpSubsystem {
   async setDesired(ips: readonly string[]): Promise<void> {
     const a = await this.#ready();
     return a.setDesired(this.#validate(ips, 'setDesired'));
+  }
+
+  /** Checks IPs as assign() does, assigning nothing; returns them canonical. After start(). */
+  validate(ips: readonly string[]): string[] {
+    if (this.#ext === undefined)
+      throw new ClosedError('extip: the external-IP subsystem is not started');
+    return this.#validate(ips, 'assign').map((ip) => ip.address);
   }
 
   /** A copy of the external IPs with their state, sorted by IP text. */
@@ -331,7 +349,6 @@ export class ExternalIpSubsystem {
       return;
     }
     this.#nodeAddress(kind, a);
-    this.#ext!.onAddress(kind, a);
   }
 
   #nodeAddress(kind: 'new' | 'del', a: Address): void {
@@ -442,15 +459,8 @@ export class ExternalIpSubsystem {
       if ((h.flags & IFF_UP) === 0) this.#onLink('new', h);
       this.#nodeAddrIndex.clear();
       this.#nodeAddrs.clear();
-      const onHolder = [];
-      for (const a of addrs) {
-        if (a.index !== holder.ifindex) this.#nodeAddress('new', a);
-        else {
-          const o = observe(a);
-          if (o !== undefined) onHolder.push(o);
-        }
-      }
-      this.#ext!.resync(links, addrs);
+      const onHolder = this.#takeAddresses(addrs);
+      this.#ext!.resync(links);
       this.#assigner!.reconcile(onHolder, since);
     } catch (err) {
       if (this.#stopped) return;
@@ -480,11 +490,8 @@ export class ExternalIpSubsystem {
     const reasons = [...r.reasons];
     if (this.#holderError !== undefined) reasons.push(`extip: holder: ${this.#holderError}`);
     const ext = this.#ext!;
-    if (ext.present && !ext.link.up) {
-      reasons.push(
-        `extip: external interface ${ext.link.name} is down; announcements cannot go out`,
-      );
-    }
+    const down = `extip: external interface ${ext.link.name} is down; nothing can go out`;
+    if (ext.present && !ext.link.up) reasons.push(down);
     if (ext.lastError !== undefined) reasons.push(`extip: ${ext.lastError}`);
     const { failed } = this.#assigner!.counts();
     if (failed > 0) reasons.push(`extip: ${failed} external IP(s) failed (see list)`);

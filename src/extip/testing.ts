@@ -204,6 +204,7 @@ export function recordingMetrics(): { metrics: ExtipMetrics; counts: Map<string,
       repaired: (k, n) => add(`repaired ${k}`, n),
       conflict: (f) => add(`conflict ${f}`),
       error: (op) => add(`error ${op}`),
+      dad: (f, r) => add(`dad ${f} ${r}`),
       resync: (r) => add(`resync ${r}`),
     },
   };

@@ -31,9 +31,11 @@ export interface AnnouncerLike {
 }
 
 /**
- * pending: desired, not (yet) on the holder · tentative: on the holder, IPv6 DAD running ·
- * assigned: on the holder, usable, announced · failed: could not be assigned (lastError says
- * why; retried by the periodic check) · removing: being deleted.
+ * pending: desired, not (yet) on the holder · tentative: duplicate address detection running
+ * (on the external interface before the IP is added; or the kernel's, on the holder, for an
+ * address someone else added with DAD) · assigned: on the holder, usable, announced ·
+ * failed: could not be assigned (lastError says why, `conflict` which host holds it; retried
+ * by the periodic check and when the external interface comes up) · removing: being deleted.
  */
 export type ExternalIpState = 'pending' | 'tentative' | 'assigned' | 'failed' | 'removing';
 
@@ -46,6 +48,14 @@ export interface ExternalIpStatus {
   /** Clock time (ms) of the last announcement sent, if any. */
   announcedAt: number | undefined;
   lastError: string | undefined;
+  /** The host that duplicate address detection found holding the IP (state failed). */
+  conflict: DadConflict | undefined;
+}
+
+/** Another host that holds an IP: its MAC and the frame that said so. */
+export interface DadConflict {
+  mac: string;
+  what: string;
 }
 
 /** A request for several IPs failed for some of them. */
@@ -134,7 +144,7 @@ export interface Waiter {
   batch: Batch;
 }
 
-export interface DadWait {
+export interface TentativeWait {
   resolve(): void;
   reject(err: Error): void;
   timer: TimerHandle;
@@ -159,7 +169,10 @@ export interface Entry {
   dirty: boolean;
   /** Why the address is missing, when someone else removed it (counted on re-add). */
   repairCause: 'address' | 'holder' | undefined;
-  dad: DadWait | undefined;
+  /** Set when duplicate address detection failed for it. */
+  conflict: DadConflict | undefined;
+  /** Waiting for the kernel's DAD on the holder (an address someone else added with it). */
+  tentative: TentativeWait | undefined;
   /** Seen on the holder without being desired (removed once the desired set is loaded). */
   foreign: boolean;
   /** #epoch of our last kernel call for it: dumps started before it are stale for it. */
@@ -183,7 +196,8 @@ export function newEntry(ip: ParsedIp): Entry {
     running: false,
     dirty: false,
     repairCause: undefined,
-    dad: undefined,
+    conflict: undefined,
+    tentative: undefined,
     foreign: false,
     epoch: 0,
   };

@@ -39,3 +39,9 @@ export {
 } from './prefix.js';
 export { IpRangeIndex } from './range-index.js';
 export { formatMac, isMulticastMac, isZeroMac, parseMac, parseUnicastMac } from './mac.js';
+export {
+  formatHostPort,
+  parseHostPort,
+  type HostPort,
+  type ParseHostPortOptions,
+} from './hostport.js';

@@ -3,9 +3,16 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 
 export interface AgentMetrics {
   reloads: Counter<'result'>;
+  /** Saves of the state file by result: ok, or error (the requests of that save failed). */
+  stateSaves: Counter<'result'>;
 }
 
-export function registerAgentMetrics(registry: Registry, ready: () => boolean): AgentMetrics {
+export function registerAgentMetrics(
+  registry: Registry,
+  ready: () => boolean,
+  stateSkipped: () => number = () => 0,
+  healthy: () => boolean = () => true,
+): AgentMetrics {
   new Gauge({
     name: 'fibkeeper_agent_ready',
     help: '1 once the initial dumps are done and the first reconciliation round has finished.',
@@ -14,13 +21,37 @@ export function registerAgentMetrics(registry: Registry, ready: () => boolean): 
       this.set(ready() ? 1 : 0);
     },
   });
+  new Gauge({
+    name: 'fibkeeper_agent_healthy',
+    help: '1 while /healthz answers 200; 0 while something needs an operator (its reasons: /healthz, fibkeeper status).',
+    registers: [registry],
+    collect() {
+      this.set(healthy() ? 1 : 0);
+    },
+  });
   const reloads = new Counter({
     name: 'fibkeeper_config_reloads_total',
     help: 'Config reloads (SIGHUP) by result: ok, or error (the running configuration was kept).',
     labelNames: ['result'],
     registers: [registry],
   });
-  return { reloads };
+  for (const result of ['ok', 'error']) reloads.inc({ result }, 0); // series from the start
+  const stateSaves = new Counter({
+    name: 'fibkeeper_state_saves_total',
+    help: 'Durable saves of the state file (each before the control API requests it holds are answered), by result: ok, or error (those requests failed and nothing of them was applied).',
+    labelNames: ['result'],
+    registers: [registry],
+  });
+  for (const result of ['ok', 'error']) stateSaves.inc({ result }, 0);
+  new Gauge({
+    name: 'fibkeeper_state_entries_skipped',
+    help: 'Entries of the state file that the agent did not apply at its last start or reload (each logged with its reason; fibkeeper status lists them).',
+    registers: [registry],
+    collect() {
+      this.set(stateSkipped());
+    },
+  });
+  return { reloads, stateSaves };
 }
 
 export interface MissTrackerMetrics {

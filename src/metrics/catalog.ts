@@ -2,6 +2,7 @@
 // themselves (registered on a scratch registry), for the README and its test.
 import { Registry } from 'prom-client';
 import { registerAgentMetrics, registerMissTrackerMetrics } from './agent.js';
+import { registerClusterMetrics } from './cluster.js';
 import { registerExtipMetrics } from './extip.js';
 import { NeighborMetrics } from './neighbor.js';
 import { registerXdpMetrics } from './xdp.js';
@@ -15,9 +16,15 @@ export interface MetricInfo {
 
 export async function metricCatalog(): Promise<MetricInfo[]> {
   const registry = new Registry();
-  registerAgentMetrics(registry, () => true);
+  registerAgentMetrics(
+    registry,
+    () => true,
+    () => 0,
+    () => true,
+  );
   registerMissTrackerMetrics(registry, () => 0);
   registerExtipMetrics(registry);
+  registerClusterMetrics(registry);
   new NeighborMetrics({ registry });
   registerXdpMetrics(registry);
   const json = await registry.getMetricsAsJSON();

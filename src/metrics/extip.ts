@@ -5,24 +5,50 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 
 export type ExtipFamilyLabel = 'ipv4' | 'ipv6';
 
+const FAMILIES = ['ipv4', 'ipv6'] as const;
+
 /** Why an announcement went out. */
-export type ExtipAnnounceReason =
-  | 'assign' // first announcement of a newly assigned (or re-added) IP
-  | 'burst' // the rest of a burst
-  | 'link' // the external interface came up or changed its MAC
-  | 'refresh' // the periodic refresh
-  | 'defend'; // a conflicting claim was seen
+const ANNOUNCE_REASONS = [
+  'assign', // first announcement of a newly assigned (or re-added) IP
+  'burst', // the rest of a burst
+  'link', // the external interface came up or changed its MAC
+  'refresh', // the periodic refresh
+  'defend', // a conflicting claim was seen
+] as const;
+export type ExtipAnnounceReason = (typeof ANNOUNCE_REASONS)[number];
 
 /** What a repair fixed. */
-export type ExtipRepairKind =
-  | 'address' // an external IP removed from the holder by someone else, re-added
-  | 'holder' // the holder device deleted, recreated and refilled
-  | 'holder-up' // the holder device set down, set up again
-  | 'foreign'; // an address nobody asked for removed from the holder (after start-up)
+const REPAIR_KINDS = [
+  'address', // an external IP removed from the holder by someone else, re-added
+  'holder', // the holder device deleted, recreated and refilled
+  'holder-up', // the holder device set down, set up again
+  'foreign', // an address nobody asked for removed from the holder (after start-up)
+] as const;
+export type ExtipRepairKind = (typeof REPAIR_KINDS)[number];
 
 /** Which step failed. */
-export type ExtipErrorOp =
-  'assign' | 'unassign' | 'announce' | 'respond' | 'repair' | 'holder' | 'listen' | 'resync';
+const ERROR_OPS = [
+  'assign',
+  'unassign',
+  'announce',
+  'respond',
+  'repair',
+  'holder',
+  'listen',
+  'resync',
+  'dad', // a probe could not be sent (the interface is down or gone)
+] as const;
+export type ExtipErrorOp = (typeof ERROR_OPS)[number];
+
+/** How a duplicate address detection ended. */
+const DAD_RESULTS = [
+  'unique', // no other host answered: the IP was assigned
+  'duplicate', // another host holds the IP or probes for it: not assigned
+  'error', // no probe could be sent
+] as const;
+export type ExtipDadResult = (typeof DAD_RESULTS)[number];
+
+const RESYNC_REASONS = ['overflow', 'periodic'] as const;
 
 /** The counters and gauges the subsystem updates. */
 export interface ExtipMetrics {
@@ -30,13 +56,15 @@ export interface ExtipMetrics {
   setAssigned(family: ExtipFamilyLabel, n: number): void;
   /** One announcement: IPv4 = the gratuitous ARP request and reply; IPv6 = one unsolicited NA. */
   announced(family: ExtipFamilyLabel, reason: ExtipAnnounceReason, n?: number): void;
-  /** Frames put on the wire (2 per IPv4 announcement, 1 per IPv6 one, 1 per response). */
+  /** Frames put on the wire (2 per IPv4 announcement, 1 per IPv6 one, 1 per response or probe). */
   framesSent(family: ExtipFamilyLabel, n?: number): void;
   /** A reply to an ARP request / neighbor solicitation for an external IP. */
   responded(family: ExtipFamilyLabel): void;
   repaired(kind: ExtipRepairKind, n?: number): void;
   conflict(family: ExtipFamilyLabel): void;
   error(op: ExtipErrorOp): void;
+  /** A duplicate address detection ended. */
+  dad(family: ExtipFamilyLabel, result: ExtipDadResult): void;
   /** A full resync after lost notifications (subscription overflow) or the periodic check. */
   resync(reason: 'overflow' | 'periodic'): void;
 }
@@ -93,7 +121,7 @@ export function registerExtipMetrics(registry: Registry): ExtipMetrics {
   );
   const frames = new LazyCounter(
     'fibkeeper_extip_frames_sent_total',
-    'Frames sent from the external interface (announcements and responses), by family.',
+    'Frames sent from the external interface (announcements, responses, duplicate address detection probes), by family.',
     ['family'],
     registry,
   );
@@ -127,11 +155,23 @@ export function registerExtipMetrics(registry: Registry): ExtipMetrics {
     labelNames: ['reason'],
     registers,
   });
-  for (const family of ['ipv4', 'ipv6'] as const) {
+  const dad = new Counter({
+    name: 'fibkeeper_extip_dad_total',
+    help: 'Duplicate address detections on the external interface before an IP is assigned, by family and result (unique: assigned; duplicate: another host holds it, not assigned; error: no probe could be sent).',
+    labelNames: ['family', 'result'],
+    registers,
+  });
+  // every series from the start, so that rate() and increase() see the first event
+  for (const family of FAMILIES) {
     conflicts.inc({ family }, 0);
     frames.counter.inc({ family }, 0);
     responses.counter.inc({ family }, 0);
+    for (const reason of ANNOUNCE_REASONS) announcements.counter.inc({ family, reason }, 0);
+    for (const result of DAD_RESULTS) dad.inc({ family, result }, 0);
   }
+  for (const kind of REPAIR_KINDS) repairs.inc({ kind }, 0);
+  for (const op of ERROR_OPS) errors.inc({ op }, 0);
+  for (const reason of RESYNC_REASONS) resyncs.inc({ reason }, 0);
   return {
     setAssigned: (family, n) => void (assignedNow[family] = n),
     announced: (family, reason, n = 1) =>
@@ -141,6 +181,7 @@ export function registerExtipMetrics(registry: Registry): ExtipMetrics {
     repaired: (kind, n = 1) => repairs.inc({ kind }, n),
     conflict: (family) => conflicts.inc({ family }),
     error: (op) => errors.inc({ op }),
+    dad: (family, result) => dad.inc({ family, result }),
     resync: (reason) => resyncs.inc({ reason }),
   };
 }
@@ -156,6 +197,7 @@ export function noopExtipMetrics(): ExtipMetrics {
     repaired: nop,
     conflict: nop,
     error: nop,
+    dad: nop,
     resync: nop,
   };
 }

@@ -4,16 +4,14 @@
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 
 export * from './agent.js';
+export * from './cluster.js';
 export * from './extip.js';
 export * from './neighbor.js';
 export * from './xdp.js';
 export { metricCatalog, metricsMarkdown, type MetricInfo } from './catalog.js';
-export {
-  MetricsServer,
-  parseHostPort,
-  type HealthReport,
-  type MetricsServerParams,
-} from './server.js';
+export { MetricsServer, type HealthReport, type MetricsServerParams } from './server.js';
+/** Kept here for the control API's TCP listener (one parser: src/ipaddr). */
+export { parseHostPort } from '../ipaddr/index.js';
 
 /** A registry with the default process metrics and `fibkeeper_build_info`. */
 export function createRegistry(version: string, opts: { processMetrics?: boolean } = {}): Registry {

@@ -24,6 +24,7 @@ describe('metrics endpoint', () => {
     server = new MetricsServer({
       address: '127.0.0.1:0',
       registry,
+      live: () => ({ ok: true, reasons: [] }),
       health: () => ({ ok: healthy, reasons: healthy ? [] : ['neighbor reconciler: 2 errors'] }),
       ready: () => ({ ok: false, reasons: ['initial neighbor dump not done'] }),
       log: silentLogger(),
@@ -52,9 +53,44 @@ describe('metrics endpoint', () => {
   });
 
   it('parses host:port and refuses anything else', () => {
-    expect(parseHostPort('127.0.0.1:9470')).toEqual({ host: '127.0.0.1', port: 9470 });
-    expect(parseHostPort('[::1]:1')).toEqual({ host: '::1', port: 1 });
+    expect(parseHostPort('127.0.0.1:9470')).toMatchObject({ host: '127.0.0.1', port: 9470 });
+    expect(parseHostPort('[::1]:1')).toMatchObject({ host: '::1', port: 1 });
     expect(() => parseHostPort('9470')).toThrow(/host:port/);
-    expect(() => parseHostPort('a:70000')).toThrow(/host:port/);
+    expect(() => parseHostPort('1.2.3.4:70000')).toThrow(/port/);
+  });
+  it('answers /livez from the liveness check alone: unhealthy and not ready are still alive', async () => {
+    let alive = true;
+    server = new MetricsServer({
+      address: '127.0.0.1:0',
+      registry: createRegistry('1.2.3'),
+      live: () => ({ ok: alive, reasons: alive ? [] : ['netlink: request socket closed'] }),
+      health: () => ({ ok: false, reasons: ['xdp: r-client: a foreign XDP program'] }),
+      ready: () => ({ ok: false, reasons: ['extip: external interface missing'] }),
+      log: silentLogger(),
+    });
+    await server.start();
+    const base = `http://127.0.0.1:${server.port}`;
+    const l = await fetch(`${base}/livez`);
+    expect([l.status, await l.text()]).toEqual([200, 'ok\n']);
+    expect((await fetch(`${base}/healthz`)).status).toBe(503);
+    expect((await fetch(`${base}/readyz`)).status).toBe(503);
+    alive = false;
+    const d = await fetch(`${base}/livez`);
+    expect([d.status, await d.text()]).toEqual([503, 'netlink: request socket closed\n']);
+    expect(await (await fetch(`${base}/nope`)).text()).toMatch(/\/livez/);
+  });
+
+  it('names the address and the reason when it cannot listen', async () => {
+    const s = new MetricsServer({
+      address: '[fd00::5:9470]:9470',
+      registry: createRegistry('1.2.3'),
+      live: () => ({ ok: true, reasons: [] }),
+      health: () => ({ ok: true, reasons: [] }),
+      ready: () => ({ ok: true, reasons: [] }),
+      log: silentLogger(),
+    });
+    await expect(s.start()).rejects.toThrow(
+      'metrics.address [fd00::5:9470]:9470: cannot listen (EADDRNOTAVAIL): not an address of this node',
+    );
   });
 });

@@ -43,6 +43,22 @@ export interface NeighborCounters {
   modeSwitches: Record<RefreshModeName, number>;
 }
 
+/** Every (table, reason) pair the subsystem counts: each feed's own, and the desired table's. */
+const RESYNC_PAIRS: readonly [ResyncTable, ResyncReason][] = [
+  ...(['devices', 'routes', 'neighbors'] as const).flatMap((t) =>
+    (['startup', 'overflow', 'dump-interrupted'] as const).map((r): [ResyncTable, ResyncReason] => [
+      t,
+      r,
+    ]),
+  ),
+  ['routes', 'interval'],
+  ['routes', 'device'],
+  ['desired', 'interval'],
+  ['desired', 'device'],
+  ['desired', 'rules'],
+];
+const RECONCILE_OPS: readonly ReconcileOp[] = ['update', 'delete', 'prune'];
+
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
 export class NeighborMetrics implements ReconcilerMetrics {
@@ -148,6 +164,19 @@ export class NeighborMetrics implements ReconcilerMetrics {
       help: 'Desired entries (and prune) whose last operation failed.',
       registers,
     });
+    this.zeroLabelledSeries();
+  }
+
+  /** Every labelled series from the start, so that rate() and increase() see the first event. */
+  private zeroLabelledSeries(): void {
+    for (const cause of Object.keys(this.c.reinserts)) this.reinsertsTotal.inc({ cause }, 0);
+    for (const source of Object.keys(this.c.deletes)) this.deletesTotal.inc({ source }, 0);
+    for (const result of Object.keys(this.c.lookups)) this.lookupsTotal.inc({ result }, 0);
+    for (const op of RECONCILE_OPS) {
+      this.errorsTotal.inc({ op }, 0);
+      this.duration.zero({ op });
+    }
+    for (const [table, reason] of RESYNC_PAIRS) this.resyncsTotal.inc({ table, reason }, 0);
   }
 
   /** The gauges read from the source at scrape time. */

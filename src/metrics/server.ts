@@ -1,10 +1,15 @@
 // The HTTP listener for Prometheus scrapes and the health endpoints:
 //   GET /metrics  the registry in the text exposition format
-//   GET /healthz  200 when every reconciler is healthy, 503 with the reasons otherwise
+//   GET /livez    200 while the process works (its event loop answers this, its netlink
+//                 sockets are open): for liveness probes; nothing else makes it fail, so
+//                 a condition that a restart cannot cure never turns into a restart loop
 //   GET /readyz   200 once the initial dumps and the first reconciliation are done
+//   GET /healthz  200 when every reconciler is healthy, 503 with the reasons otherwise:
+//                 "an operator should look" (alerts), never a reason to restart
 import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
-import { InvalidArgumentError } from '../errors/index.js';
+import { FibkeeperError } from '../errors/index.js';
+import { parseHostPort } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 
 export interface HealthReport {
@@ -14,21 +19,13 @@ export interface HealthReport {
 }
 
 export interface MetricsServerParams {
-  /** "127.0.0.1:9470", "[::1]:9470". */
+  /** "127.0.0.1:9470", "[::1]:9470" (the config turns a bare IP into this form). */
   address: string;
   registry: Registry;
+  live: () => HealthReport;
   health: () => HealthReport;
   ready: () => HealthReport;
   log: Logger;
-}
-
-export function parseHostPort(address: string): { host: string; port: number } {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(address);
-  const port = m ? Number(m[3]) : NaN;
-  if (!m || port > 65535) {
-    throw new InvalidArgumentError(`"${address}" is not host:port (e.g. 127.0.0.1:9470)`);
-  }
-  return { host: (m[1] ?? m[2]) as string, port };
 }
 
 export class MetricsServer {
@@ -43,6 +40,11 @@ export class MetricsServer {
 
   async start(): Promise<void> {
     const { host, port } = parseHostPort(this.p.address);
+    const checks = new Map([
+      ['/livez', this.p.live],
+      ['/readyz', this.p.ready],
+      ['/healthz', this.p.health],
+    ]);
     const server = createServer((req, res) => {
       const path = (req.url ?? '/').split('?')[0];
       if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -61,8 +63,9 @@ export class MetricsServer {
         );
         return;
       }
-      if (path === '/healthz' || path === '/readyz') {
-        const r = path === '/healthz' ? this.p.health() : this.p.ready();
+      const check = checks.get(path ?? '');
+      if (check !== undefined) {
+        const r = check();
         res
           .writeHead(r.ok ? 200 : 503, { 'content-type': 'text/plain; charset=utf-8' })
           .end(r.ok ? 'ok\n' : `${r.reasons.join('\n')}\n`);
@@ -70,12 +73,29 @@ export class MetricsServer {
       }
       res
         .writeHead(404, { 'content-type': 'text/plain' })
-        .end('not found: try /metrics, /healthz, /readyz\n');
+        .end('not found: try /metrics, /livez, /readyz, /healthz\n');
     });
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
+      const failed = (err: NodeJS.ErrnoException) => {
+        const why =
+          err.code === 'EADDRNOTAVAIL'
+            ? ': not an address of this node (in the network namespace the agent runs in)'
+            : err.code === 'EADDRINUSE'
+              ? ': something else listens there already'
+              : '';
+        reject(
+          new FibkeeperError(
+            `metrics.address ${this.p.address}: cannot listen (${err.code})${why}`,
+            {
+              cause: err,
+              code: 'FIBKEEPER_ERR_SYSTEM',
+            },
+          ),
+        );
+      };
+      server.once('error', failed);
       server.listen(port, host, () => {
-        server.off('error', reject);
+        server.off('error', failed);
         resolve();
       });
     });

@@ -12,6 +12,8 @@ export interface SystemError extends Error {
   errno: number;
   /** the call that failed, e.g. "recvmsg" */
   syscall: string;
+  /** A receive error after which the socket is no longer polled (EBADF, a failed poll). */
+  fatal?: boolean;
 }
 
 /** What every object the addon hands out has. */
@@ -77,6 +79,8 @@ export interface RawPacketOptions {
 
 export interface RawPacketSocket extends RawPolledSocket {
   send(frame: Buffer): number;
+  membership(mac: Buffer, join: boolean): void;
+  attachFilter(program: Buffer): void;
   /** `meta` holds 5 words per frame: offset, length, ifindex, protocol, pkttype. */
   receive(
     onFrames: (frames: Buffer, meta: Uint32Array) => void,
@@ -233,6 +237,8 @@ export interface Binding {
   mountBpffs(path: string, mode: number): void;
   unmount(path: string, lazy: boolean): void;
   isBpffs(path: string): boolean;
+  sdNotify(socket: string, message: string): number;
+  flockFd(fd: number, exclusive: boolean, wait: boolean): boolean;
 }
 
 const ADDON_PATH = '../../native/build/Release/fibkeeper.node';

@@ -1,4 +1,5 @@
-// The native layer: netlink and packet sockets, network namespaces, and BPF (libbpf).
+// The native layer: netlink and packet sockets, network namespaces, BPF (libbpf), and
+// systemd's readiness notification.
 // Everything here is synchronous except the libuv polls that deliver received data.
 export type { SystemError } from './binding.js';
 export {
@@ -12,12 +13,14 @@ export {
   ETH_P_ARP,
   ETH_P_IP,
   ETH_P_IPV6,
+  bpfInsn,
   type PacketSocketOptions,
   type PacketReceiver,
   type PacketType,
   type FrameInfo,
 } from './packet-socket.js';
-export { runInNetns, mountBpffs, unmount, isBpffs } from './netns.js';
+export { runInNetns, mountBpffs, unmount, isBpffs, flockFd } from './netns.js';
+export { sdNotify } from './notify.js';
 export {
   BpfObject,
   isVerifierError,

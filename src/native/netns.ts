@@ -1,4 +1,5 @@
-// Network namespaces and bpffs mounts: small kernel-side helpers for the other subsystems.
+// Network namespaces, bpffs mounts and file locks: small kernel-side helpers for the other
+// subsystems.
 import { InvalidArgumentError } from '../errors/index.js';
 import { checkFunction, checkNetns, checkPath, checkUint } from './args.js';
 import { binding } from './binding.js';
@@ -33,4 +34,16 @@ export function unmount(path: string, opts: { lazy?: boolean } = {}): void {
 /** Whether `path` lies on a bpffs (statfs magic), i.e. BPF objects can be pinned there. */
 export function isBpffs(path: string): boolean {
   return binding().isBpffs(checkPath('path', path));
+}
+
+/**
+ * `flock(fd, LOCK_EX | LOCK_NB)` (or LOCK_SH): true when taken, false when another open file
+ * holds a conflicting lock. The lock lasts while the file is open (and ends with the process).
+ */
+export function flockFd(fd: number, opts: { exclusive?: boolean; wait?: boolean } = {}): boolean {
+  return binding().flockFd(
+    checkUint('fd', fd, 0x7fff_ffff),
+    opts.exclusive !== false,
+    opts.wait === true,
+  );
 }

@@ -1,5 +1,6 @@
 // PacketSocket: AF_PACKET/SOCK_RAW bound to one interface, for gratuitous ARP / unsolicited
 // neighbor advertisements (send) and for watching frames in tests and tools (receive).
+import { endianness } from 'node:os';
 import { InvalidArgumentError } from '../errors/index.js';
 import { checkBool, checkBuffer, checkNetns, checkReceiver, checkUint } from './args.js';
 import {
@@ -94,6 +95,34 @@ export class PacketSocket extends PolledSocket<RawPacketSocket> {
   }
 
   /**
+   * Joins (`join` true) or leaves a link-layer multicast group on the bound interface, like
+   * `ip maddr add MAC dev IFACE` but owned by this socket: the interface then accepts frames
+   * sent to `mac`, and the kernel leaves the group when the socket closes. Joining twice
+   * counts twice. Throws SystemError (EINVAL: not a multicast MAC).
+   */
+  membership(mac: Buffer, join: boolean): void {
+    const m = checkBuffer('mac', mac);
+    if (m.length !== 6 || (m[0]! & 1) === 0) {
+      throw new InvalidArgumentError(`membership: ${m.toString('hex')} is not a multicast MAC`);
+    }
+    openHandle(this).membership(m, checkBool('join', join));
+  }
+
+  /**
+   * Attaches a classic BPF filter (`struct sock_filter` instructions, 8 bytes each, as
+   * `tcpdump -dd` prints them): only frames it accepts are received (SO_ATTACH_FILTER).
+   */
+  attachFilter(program: Buffer): void {
+    const p = checkBuffer('program', program);
+    if (p.length === 0 || p.length % 8 !== 0 || p.length > 8 * 4096) {
+      throw new InvalidArgumentError(
+        'attachFilter: the program is 1 to 4096 instructions of 8 bytes',
+      );
+    }
+    openHandle(this).attachFilter(p);
+  }
+
+  /**
    * Starts polling; each received frame goes to `receiver.onFrame` with its own info. Calling
    * it again replaces the receiver. If onFrame throws, the rest of the batch is still
    * delivered and the first exception is rethrown afterwards (an uncaught exception).
@@ -125,4 +154,17 @@ function deliverFrames(receiver: PacketReceiver, frames: Buffer, meta: Uint32Arr
     }
   }
   if (first) throw first.err;
+}
+
+/** One classic BPF instruction (`struct sock_filter`, host byte order) for attachFilter(). */
+export function bpfInsn(code: number, jt: number, jf: number, k: number): Buffer {
+  const b = Buffer.alloc(8);
+  const le = endianness() === 'LE';
+  if (le) b.writeUInt16LE(code, 0);
+  else b.writeUInt16BE(code, 0);
+  b[2] = jt;
+  b[3] = jf;
+  if (le) b.writeUInt32LE(k >>> 0, 4);
+  else b.writeUInt32BE(k >>> 0, 4);
+  return b;
 }

@@ -156,6 +156,11 @@ export class ForwardableIPs implements Initializable {
     return out;
   }
 
+  /** Checks IPs as upsert() does, changing nothing; returns them canonical, without duplicates. */
+  check(ips: readonly string[]): string[] {
+    return [...new Set(this.validateForAdd(ips))];
+  }
+
   /**
    * Adds `owner` to each IP (creating rows). Atomic; idempotent. Returns how many IPs the
    * owner did not hold before (`added`; `removed` is 0).

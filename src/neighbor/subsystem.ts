@@ -518,6 +518,16 @@ export class NeighborSubsystem {
     return this.forwardable.setOwner(owner, ips);
   }
 
+  /** Checks IPs as upsert() does (valid unicast, not the node's own), changing nothing. */
+  check(ips: readonly string[]): string[] {
+    return this.forwardable.check(ips);
+  }
+
+  /** The owners of one forwardable IP (canonical text); [] when it is not forwardable. */
+  owners(ip: string): readonly string[] {
+    return this.forwardable.get(ip)?.owners ?? [];
+  }
+
   /** Every forwardable IP with its owners. */
   list(): { ip: string; owners: readonly string[] }[] {
     return this.forwardable.list().map((f) => ({ ip: f.ip, owners: f.owners }));

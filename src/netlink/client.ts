@@ -74,6 +74,9 @@ export class Client implements NetlinkReceiver, BulkHost {
     return this.#closed;
   }
 
+  /** The error after which the socket is no longer polled (see SystemError.fatal). */
+  stoppedBy: SystemError | undefined = undefined;
+
   /** Bulk requests sent and unanswered, across all bulk operations (bounded by window). */
   inFlight = 0;
 
@@ -342,6 +345,7 @@ export class Client implements NetlinkReceiver, BulkHost {
   }
 
   onError(err: SystemError): void {
+    if (err.fatal === true) this.stoppedBy = err;
     if (err.code === 'ENOBUFS' || err.code === 'EMSGSIZE') {
       // Replies were dropped (or truncated). Those already queued still arrive; to tell
       // which requests lost theirs, send a NOOP that asks for an ack: when it comes back,

@@ -96,6 +96,8 @@ function openRequestSocket(open: Opener, opts: NetlinkSocketOptions): ReturnType
 export class NetlinkHandle {
   readonly #client: Client;
   readonly #opts: NetlinkHandleOptions;
+  /** Subscriptions opened through this handle and not (yet seen) closed. */
+  readonly #subscriptions = new Set<Subscription>();
   /** The namespace this handle works in (undefined: the caller's own). */
   readonly netns: string | undefined;
 
@@ -292,7 +294,33 @@ export class NetlinkHandle {
     checkPositive('rcvbuf', opts.rcvbuf, 1);
     const open = this.#opts.openSocket ?? nativeOpen;
     const sock = open({ netns: this.netns, groups: nums, rcvbuf: opts.rcvbuf ?? 4 << 20 });
-    return new Subscription(sock, nums, handlers);
+    const sub = new Subscription(sock, nums, handlers);
+    this.#subscriptions.add(sub);
+    return sub;
+  }
+
+  /**
+   * Whether the sockets still work, for a liveness check: the request socket is open and
+   * polled, and so is every subscription that was not closed (closing is deliberate; a
+   * closed one is forgotten). Overflows and other recoverable errors do not count.
+   */
+  liveness(): { ok: boolean; reasons: string[] } {
+    const reasons: string[] = [];
+    if (this.#client.closed) reasons.push('netlink: the request socket is closed');
+    else if (this.#client.stoppedBy) {
+      reasons.push(
+        `netlink: the request socket stopped receiving (${this.#client.stoppedBy.code})`,
+      );
+    }
+    for (const sub of this.#subscriptions) {
+      if (sub.closed) this.#subscriptions.delete(sub);
+      else if (sub.stoppedBy) {
+        reasons.push(
+          `netlink: the subscription to groups ${sub.groups.join(',')} stopped receiving (${sub.stoppedBy.code})`,
+        );
+      }
+    }
+    return { ok: reasons.length === 0, reasons };
   }
 
   /** Fails pending requests with ClosedError and closes the socket. Idempotent. */

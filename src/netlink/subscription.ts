@@ -159,6 +159,7 @@ export class Subscription {
 
   #onError(err: SystemError): void {
     if (this.#closed) return;
+    if (err.fatal === true) this.stoppedBy = err;
     if (err.code === 'ENOBUFS') {
       this.stats.overflows++;
       this.#h.onEvent({ kind: 'overflow', count: this.stats.overflows });
@@ -170,6 +171,9 @@ export class Subscription {
   get closed(): boolean {
     return this.#closed;
   }
+
+  /** The error after which the socket is no longer polled: no event arrives any more. */
+  stoppedBy: SystemError | undefined = undefined;
 
   /** The subscription keeps the event loop alive (default). */
   ref(): void {

@@ -18,7 +18,7 @@ const f = (
 
 describe('probe report', () => {
   it('derives the needed features from the configuration', () => {
-    const all = neededFeatures(buildConfig(undefined));
+    const all = neededFeatures(buildConfig(undefined, { 'extip-enabled': true }));
     expect(all).toEqual(
       expect.arrayContaining(['extern_learn', 'fib_lookup', 'dummy_link', 'ip_forward']),
     );

@@ -40,7 +40,7 @@ describe.skipIf(skip)('least privilege', () => {
     const script = [
       `mount -t bpf bpf ${join(dir, 'bpf')}`,
       `exec setpriv --inh-caps=${set} --ambient-caps=${set} --bounding-set=${set} node bin/fibkeeper.js run` +
-        ` --devices=${lab.routerDevices.join(',')} --extip-holder-kind=bridge --extip-interface=${lab.routerExternal}` +
+        ` --devices=${lab.routerDevices.join(',')} --extip-enabled=true --extip-holder-kind=bridge --extip-interface=${lab.routerExternal}` +
         ` --xdp-pin-dir=${join(dir, 'bpf')} --api-socket=${sock} --state-file=${join(dir, 'state.json')} --metrics-address=`,
     ].join(' && ');
     agent = spawn('ip', ['netns', 'exec', lab.hosts.router, 'sh', '-c', script], {

@@ -68,6 +68,7 @@ function writeConfig(extra: string): string {
       'xdp:',
       `  pinDir: ${join(dir, 'bpf')}`,
       'extip:',
+      '  enabled: true',
       '  holderKind: bridge',
       `  interface: ${lab.routerExternal}`,
       'api:',

@@ -1,6 +1,6 @@
 // Conflicts (another host claiming an external IP), the ARP responder under arp_ignore,
 // and the bursts that link changes and the periodic refresh cause — all seen on the wire.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import {
   buildArpReply,
   buildNeighborAdvert,
@@ -18,10 +18,13 @@ import {
   makeLab,
   metric,
   nsExecAsync,
+  recordingLogger,
   sendFrom,
   startExtip,
   testConfig,
 } from './lab.js';
+import { PacketSocket } from '../../src/native/index.js';
+import { ifindexOf } from '../helpers/netns.js';
 
 const { skip } = privileged();
 
@@ -112,6 +115,114 @@ describe.skipIf(skip)('conflicts', () => {
     );
     await framesMatching(cap, ours(EXT6), 1);
     expect(await metric(registry, 'fibkeeper_extip_conflicts_total', { family: 'ipv6' })).toBe(1);
+  });
+});
+
+describe.skipIf(skip)('a claim storm', () => {
+  it('10,000 claiming frames: log lines bounded, defence rate-limited, the agent healthy', async () => {
+    const lab = await makeLab('xcs');
+    const { log, lines } = recordingLogger();
+    const defendIntervalMs = 1000;
+    const { extip, registry } = await startExtip(
+      lab.node,
+      testConfig({ announceCount: 1, defendIntervalMs, defendRatePerSecond: 20 }),
+      log,
+    );
+    await extip.assign([EXT4, EXT6]);
+    // what reaches the peer from the node (not the peer's own 10,000 frames)
+    const fromNode: Buffer[] = [];
+    const capSock = PacketSocket.open({
+      ifindex: ifindexOf(lab.peer, 'peer0'),
+      netns: lab.peer,
+      ignoreOutgoing: true,
+    });
+    onTestFinished(() => capSock.close());
+    capSock.receive({ onFrame: (f) => fromNode.push(Buffer.from(f)), onError: () => undefined });
+    const macs = Array.from({ length: 16 }, (_, i) => `02:00:00:0e:01:${(i + 16).toString(16)}`);
+    const frames: Buffer[] = [];
+    for (let i = 0; i < 10_000; i++) {
+      const mac = macs[i % macs.length]!;
+      frames.push(
+        i % 2 === 0
+          ? buildArpReply({
+              senderMac: mac,
+              senderIp: EXT4,
+              targetMac: NODE_MAC,
+              targetIp: '10.20.0.1',
+            })
+          : buildNeighborAdvert({
+              ethSrc: mac,
+              srcIp: PEER_V6,
+              target: EXT6,
+              override: true,
+              targetMac: mac,
+            }),
+      );
+    }
+    const sock = PacketSocket.open({
+      ifindex: ifindexOf(lab.peer, 'peer0'),
+      netns: lab.peer,
+      protocol: 0,
+    });
+    const t0 = Date.now();
+    try {
+      // in rounds of 500, so that the agent (on this event loop) reads between them
+      for (let i = 0; i < frames.length; i += 500) {
+        for (const f of frames.slice(i, i + 500)) sock.send(f);
+        await new Promise((r) => setImmediate(r));
+      }
+    } finally {
+      sock.close();
+    }
+    const conflicts = async () =>
+      (await metric(registry, 'fibkeeper_extip_conflicts_total', { family: 'ipv4' })) +
+      (await metric(registry, 'fibkeeper_extip_conflicts_total', { family: 'ipv6' }));
+    // every claim that reached the listener is counted (a few may be dropped by the socket)
+    let seen = -1;
+    await waitFor(
+      async () => {
+        const now = await conflicts();
+        const stable = now === seen;
+        seen = now;
+        return stable;
+      },
+      { intervalMs: 300, what: 'the claims to be read' },
+    );
+    expect(seen).toBeGreaterThan(5000);
+    const stormMs = Date.now() - t0;
+    // a summary follows within one defend interval of the last claim
+    await new Promise((r) => setTimeout(r, defendIntervalMs + 300));
+    const conflictLines = lines.filter((l) => /claim/i.test(l.msg));
+    // one line at the first claim, then at most one summary per defend interval
+    expect(conflictLines.length).toBeGreaterThanOrEqual(2);
+    expect(conflictLines.length).toBeLessThanOrEqual(2 + Math.ceil(stormMs / defendIntervalMs));
+    const summaries = conflictLines.filter((l) => typeof l.claims === 'number');
+    const total = summaries.reduce((n, l) => n + (l.claims as number), 0);
+    expect(total + 1).toBe(seen); // every claim is in a line: the first alone, the rest summed
+    expect(summaries[0]).toMatchObject({ intervalMs: expect.any(Number) });
+    expect((summaries[0]!.macs as string[]).length).toBeLessThanOrEqual(8);
+    expect(summaries[0]!.macCount).toBe(16);
+    // defence: at most one re-announcement per IP per defend interval
+    const defences = fromNode.filter((f) => {
+      const d = decodeFrame(f);
+      return d.eth?.src === NODE_MAC && (d.kind === 'arp' || (d.kind === 'na' && !d.solicited));
+    });
+    const perIp = 1 + Math.ceil(stormMs / defendIntervalMs);
+    expect(defences.length).toBeLessThanOrEqual(2 * perIp + perIp); // IPv4: 2 frames each
+    expect(defences.length).toBeGreaterThanOrEqual(3);
+    const defended = async (family: string) =>
+      metric(registry, 'fibkeeper_extip_announcements_sent_total', { family, reason: 'defend' });
+    expect(await defended('ipv4')).toBeLessThanOrEqual(perIp);
+    expect(await defended('ipv6')).toBeLessThanOrEqual(perIp);
+    console.info(
+      `claim storm: 10000 frames sent in ${stormMs} ms, ${seen} counted, ` +
+        `${conflictLines.length} log lines, ${defences.length} defence frames`,
+    );
+    // healthy, and still answering
+    expect(extip.health()).toEqual({ ok: true, reasons: [] });
+    ip(lab.peer, 'neigh', 'flush', 'dev', 'peer0');
+    await nsExecAsync(lab.peer, 'ping', '-c', '1', '-W', '2', EXT4);
+    await nsExecAsync(lab.peer, 'ping', '-6', '-c', '1', '-W', '2', EXT6);
   });
 });
 

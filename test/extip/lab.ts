@@ -6,10 +6,16 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { Registry } from 'prom-client';
 import { onTestFinished } from 'vitest';
-import { ExternalIpSubsystem, type ExternalIpConfig } from '../../src/extip/index.js';
-import { silentLogger } from '../../src/log/index.js';
+import {
+  ExternalIpSubsystem,
+  icmpv6Checksum,
+  type ExternalIpConfig,
+} from '../../src/extip/index.js';
+import { parseIp, parseMac } from '../../src/ipaddr/index.js';
+import { createLogger, silentLogger, type Logger } from '../../src/log/index.js';
 import { ETH_P_ALL, PacketSocket } from '../../src/native/index.js';
 import { ifindexOf, ip, ipJson, makeNetns, sysctl, vethPair, waitFor } from '../helpers/netns.js';
 
@@ -59,7 +65,10 @@ export async function makeLab(tag: string): Promise<Lab> {
   return { node, peer, linkLocal };
 }
 
-/** Options for the tests: a bridge holder (no dummy here), short bursts, no periodic check. */
+/**
+ * Options for the tests: a bridge holder (no dummy here), short bursts, no periodic check,
+ * duplicate address detection on with short waits (2 probes 50 ms apart, 150 ms after).
+ */
 export function testConfig(over: Partial<ExternalIpConfig> = {}): Partial<ExternalIpConfig> {
   return {
     holderName: 'fkx0',
@@ -68,6 +77,10 @@ export function testConfig(over: Partial<ExternalIpConfig> = {}): Partial<Extern
     announceCount: 3,
     announceIntervalMs: 200,
     checkIntervalMs: 0,
+    dad: true,
+    dadProbes: 2,
+    dadIntervalMs: 50,
+    dadWaitMs: 150,
     ...over,
   };
 }
@@ -76,9 +89,10 @@ export function testConfig(over: Partial<ExternalIpConfig> = {}): Partial<Extern
 export async function startExtip(
   ns: string,
   config: Partial<ExternalIpConfig> = testConfig(),
+  log: Logger = silentLogger(),
 ): Promise<{ extip: ExternalIpSubsystem; registry: Registry }> {
   const registry = new Registry();
-  const extip = new ExternalIpSubsystem({ netns: ns, config, registry, log: silentLogger() });
+  const extip = new ExternalIpSubsystem({ netns: ns, config, registry, log });
   onTestFinished(() => extip.stop());
   await extip.start();
   return { extip, registry };
@@ -229,4 +243,64 @@ export function nsExecAsync(ns: string, cmd: string, ...args: string[]): Promise
       },
     );
   });
+}
+
+/**
+ * A neighbor solicitation (RFC 4861 section 4.3), written here field by field rather than by
+ * the code under test: from `srcIp` ("::" for duplicate address detection) for `target`, to
+ * `dstIp` (default: the target's solicited-node group) with a source link-layer address
+ * option unless the source is "::" or `slla` is false, hop limit 255.
+ */
+export function neighborSolicit(p: {
+  ethSrc: string;
+  ethDst?: string;
+  srcIp: string;
+  dstIp?: string;
+  target: string;
+  slla?: boolean;
+}): Buffer {
+  const target = parseIp(p.target).bytes;
+  const snm = Buffer.from('ff020000000000000000000100000000', 'hex');
+  target.copy(snm, 13, 13, 16); // ff02::1:ffXX:XXXX
+  snm[12] = 0xff;
+  const dst = p.dstIp === undefined ? snm : parseIp(p.dstIp).bytes;
+  const src = parseIp(p.srcIp).bytes;
+  const withOpt = p.slla !== false && p.srcIp !== '::';
+  const icmp = Buffer.alloc(24 + (withOpt ? 8 : 0));
+  icmp[0] = 135;
+  target.copy(icmp, 8);
+  if (withOpt) {
+    icmp[24] = 1;
+    icmp[25] = 1;
+    parseMac(p.ethSrc).copy(icmp, 26);
+  }
+  icmp.writeUInt16BE(icmpv6Checksum(src, dst, icmp), 2);
+  const ethDst =
+    p.ethDst !== undefined
+      ? parseMac(p.ethDst)
+      : Buffer.from([0x33, 0x33, dst[12]!, dst[13]!, dst[14]!, dst[15]!]);
+  const ip6 = Buffer.alloc(40);
+  ip6.writeUInt32BE(0x60000000, 0);
+  ip6.writeUInt16BE(icmp.length, 4);
+  ip6[6] = 58;
+  ip6[7] = 255;
+  src.copy(ip6, 8);
+  dst.copy(ip6, 24);
+  const eth = Buffer.concat([ethDst, parseMac(p.ethSrc), Buffer.from([0x86, 0xdd])]);
+  return Buffer.concat([eth, ip6, icmp]);
+}
+
+/** A logger whose JSON lines (parsed) collect in `lines`. */
+export function recordingLogger(level: 'info' | 'debug' = 'info'): {
+  log: Logger;
+  lines: { level: number; msg: string; [k: string]: unknown }[];
+} {
+  const lines: { level: number; msg: string }[] = [];
+  const dest = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const l of chunk.toString().split('\n')) if (l.trim() !== '') lines.push(JSON.parse(l));
+      done();
+    },
+  });
+  return { log: createLogger(level, dest), lines };
 }

@@ -1,7 +1,7 @@
 // Privileged tests of PacketSocket over a veth pair between two namespaces of its own.
 import { spawnSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ETH_P_ALL, PacketSocket, type FrameInfo } from '../../src/native/index.js';
+import { ETH_P_ALL, PacketSocket, bpfInsn, type FrameInfo } from '../../src/native/index.js';
 import { ifindexOf, makeNetns, privileged, sysctl, vethPair, waitFor } from '../helpers/netns.js';
 
 const { skip } = privileged();
@@ -90,6 +90,50 @@ describe.skipIf(skip)('PacketSocket', () => {
       ['six', 'outgoing'],
     ]);
     expect(allIn.filter((g) => g.info.pktType === 'outgoing')).toEqual([]);
+  });
+
+  it('joins and leaves link-layer multicast groups, as ip maddr shows; closing leaves them', () => {
+    const { b, vb } = lab();
+    const groups = () =>
+      (
+        JSON.parse(
+          spawnSync('ip', ['-n', b, '-j', 'maddr', 'show', 'dev', 'vb'], { encoding: 'utf8' })
+            .stdout,
+        ) as { maddr?: { link?: string }[] }[]
+      )[0]?.maddr?.flatMap((m) => (m.link === undefined ? [] : [m.link])) ?? [];
+    const before = groups();
+    const s = track(PacketSocket.open({ ifindex: vb, netns: b, protocol: 0x86dd }));
+    s.membership(mac('33:33:ff:00:00:05'), true);
+    s.membership(mac('33:33:ff:00:00:06'), true);
+    expect(groups()).toEqual([...before, '33:33:ff:00:00:05', '33:33:ff:00:00:06']);
+    s.membership(mac('33:33:ff:00:00:05'), false);
+    expect(groups()).toEqual([...before, '33:33:ff:00:00:06']);
+    expect(() => s.membership(mac(MAC_A), true)).toThrow(/not a multicast MAC/);
+    s.close();
+    expect(groups()).toEqual(before);
+  });
+
+  it('a classic BPF filter (as tcpdump -dd prints it) narrows what is received', async () => {
+    const { a, b, va, vb } = lab();
+    // tcpdump's own compilation of the filter, as the reference
+    const dd = spawnSync('tcpdump', ['-dd', 'ether[14] = 0x66'], { encoding: 'utf8' });
+    expect(dd.status, dd.stderr).toBe(0);
+    const program = Buffer.concat(
+      [...dd.stdout.matchAll(/\{\s*(0x[0-9a-f]+),\s*(\d+),\s*(\d+),\s*(0x[0-9a-f]+)\s*\}/g)].map(
+        (m) => bpfInsn(Number(m[1]), Number(m[2]), Number(m[3]), Number(m[4])),
+      ),
+    );
+    expect(program.length).toBeGreaterThanOrEqual(16);
+    const rx = track(PacketSocket.open({ ifindex: vb, netns: b, protocol: 0x88b5 }));
+    rx.attachFilter(program);
+    const got = listen(rx);
+    const tx = track(PacketSocket.open({ ifindex: va, netns: a, protocol: 0x88b5 }));
+    for (const word of ['sixty', 'five', 'seven', 'fifty'])
+      tx.send(frame(MAC_B, MAC_A, 0x88b5, word));
+    await waitFor(() => got.length >= 2, { what: 'the filtered frames' });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(got.map((g) => payloadOf(g.frame))).toEqual(['five', 'fifty']);
+    expect(() => rx.attachFilter(Buffer.alloc(7))).toThrow(/8 bytes/);
   });
 
   it('rejects a missing device and bad options; close is idempotent', () => {

@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { release } from 'node:os';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { buildConfig } from '../../src/config/index.js';
 import { buildReport, compareKernel, probeKernel } from '../../src/probe/index.js';
 import { makeNetns, privileged, sysctl } from '../helpers/netns.js';
@@ -34,11 +34,18 @@ describe.skipIf(skip)('probe on this kernel', () => {
     const features = await probeKernel({ pinDir: '/sys/fs/bpf/fibkeeper' });
     const dummy = features.find((f) => f.name === 'dummy_link');
     expect(dummy?.outcome).toBe(canCreate ? 'supported' : 'not supported');
-    // The default config needs dummy for the holder; bridge does not.
-    const withDummy = buildReport(features, buildConfig(undefined, { 'xdp-enabled': false }));
+    // External IPs on the default holder kind need dummy; bridge does not.
+    const withDummy = buildReport(
+      features,
+      buildConfig(undefined, { 'xdp-enabled': false, 'extip-enabled': true }),
+    );
     const withBridge = buildReport(
       features,
-      buildConfig(undefined, { 'xdp-enabled': false, 'extip-holder-kind': 'bridge' }),
+      buildConfig(undefined, {
+        'xdp-enabled': false,
+        'extip-enabled': true,
+        'extip-holder-kind': 'bridge',
+      }),
     );
     expect(withDummy.missing.some((f) => f.name === 'dummy_link')).toBe(!canCreate);
     expect(withBridge.missing.some((f) => f.name === 'dummy_link')).toBe(false);
@@ -65,8 +72,23 @@ describe.skipIf(skip)('probe on this kernel', () => {
   it('leaves no scratch namespace behind', async () => {
     await probeKernel({ pinDir: '/sys/fs/bpf/fibkeeper' });
     expect(spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout).not.toContain(
-      'fkprobe-',
+      `fkprobe-${process.pid}-`,
     );
+  });
+
+  it('deletes the scratch namespace of a prober that was killed, and no live one', async () => {
+    // A process that has exited: its pid names a leaked scratch namespace.
+    const gone = spawnSync('sh', ['-c', 'echo $$'], { encoding: 'utf8' }).stdout.trim();
+    const leaked = `fkprobe-${gone}-a1b2c3`;
+    const live = `fkprobe-${process.pid}-d4e5f6`;
+    for (const n of [leaked, live]) {
+      spawnSync('ip', ['netns', 'add', n]);
+      onTestFinished(() => void spawnSync('ip', ['netns', 'del', n]));
+    }
+    await probeKernel({ pinDir: '/sys/fs/bpf/fibkeeper' });
+    const list = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout;
+    expect(list).not.toContain(leaked);
+    expect(list).toContain(live);
   });
 
   it('prints JSON and exits 1 when a needed feature is missing', () => {

@@ -1,0 +1,99 @@
+// `fibkeeper run` under systemd (Type=notify): READY=1 once the agent is ready, RELOADING=1
+// and READY=1 around a SIGHUP reload, STOPPING=1 on stop, and STATUS= lines that say what
+// is missing. Without NOTIFY_SOCKET every call is a no-op.
+import type { Agent } from '../agent/index.js';
+import { describeError } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import { sdNotify } from '../native/index.js';
+
+/**
+ * Longest wait for readiness before READY=1 is sent anyway (with STATUS= naming what is not
+ * ready): a condition only an operator can fix (a missing external interface) must not run
+ * into TimeoutStartSec, which would kill and restart the agent for nothing.
+ */
+export const READY_WAIT_MS = 30_000;
+const POLL_MS = 100;
+
+/** What the notifier reads from the agent. */
+type Checks = Pick<Agent, 'ready' | 'health'>;
+const STATUS_MS = 5_000;
+
+export class SystemdNotifier {
+  readonly #socket: string | undefined;
+  #failed = false;
+  #timer: NodeJS.Timeout | undefined;
+  #lastStatus = '';
+
+  /** Reads NOTIFY_SOCKET and removes it, so that the processes the agent starts do not inherit it. */
+  constructor(
+    private readonly log: Logger,
+    env: NodeJS.ProcessEnv = process.env,
+  ) {
+    this.#socket = env.NOTIFY_SOCKET || undefined;
+    delete env.NOTIFY_SOCKET;
+  }
+
+  get enabled(): boolean {
+    return this.#socket !== undefined;
+  }
+
+  /** Sends `fields`; a failure is logged once and never stops the agent. */
+  send(fields: Record<string, string | number>): void {
+    if (this.#socket === undefined) return;
+    try {
+      sdNotify(this.#socket, fields);
+    } catch (err) {
+      if (!this.#failed) {
+        this.log.warn({ err: describeError(err), socket: this.#socket }, 'sd_notify failed');
+      }
+      this.#failed = true;
+    }
+  }
+
+  /**
+   * READY=1 when `agent` is first ready, or after READY_WAIT_MS with the reasons; then keeps
+   * STATUS= current. Resolves early when `signal` aborts (the agent is stopping).
+   */
+  async started(agent: Checks, signal: AbortSignal, waitMs = READY_WAIT_MS): Promise<void> {
+    if (!this.enabled) return;
+    const deadline = Date.now() + waitMs;
+    while (!agent.ready().ok && Date.now() < deadline && !signal.aborted) {
+      this.status(agent, 'starting');
+      await new Promise((r) => setTimeout(r, POLL_MS));
+    }
+    if (signal.aborted) return;
+    this.ready(agent);
+    this.#timer = setInterval(() => this.status(agent, 'running'), STATUS_MS).unref();
+  }
+
+  ready(agent: Checks): void {
+    this.send({ READY: 1, STATUS: statusLine(agent, 'running') });
+  }
+
+  reloading(): void {
+    this.send({ RELOADING: 1, MONOTONIC_USEC: (process.hrtime.bigint() / 1000n).toString() });
+  }
+
+  stopping(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.send({ STOPPING: 1, STATUS: 'stopping' });
+  }
+
+  private status(agent: Checks, phase: string): void {
+    const line = statusLine(agent, phase);
+    if (line === this.#lastStatus) return;
+    this.#lastStatus = line;
+    this.send({ STATUS: line });
+  }
+}
+
+function statusLine(agent: Checks, phase: string): string {
+  const r = agent.ready();
+  const h = r.ok ? agent.health() : r;
+  const line = !r.ok
+    ? `${phase}, not ready: ${r.reasons.join('; ')}`
+    : h.ok
+      ? 'ready'
+      : `ready, needs attention: ${h.reasons.join('; ')}`;
+  return line.replace(/\s+/g, ' ');
+}

@@ -1,0 +1,72 @@
+// The desired set of cluster external IPs, as operators change it (the CLI, the API and
+// the config file go through here): `<prefix>ips/<ip>` keys without a lease.
+import { InvalidArgumentError } from '../errors/index.js';
+import {
+  decodeDesired,
+  encodeDesired,
+  KeyLayout,
+  validateClusterIp,
+  validateLabels,
+  validateNodeName,
+  type DesiredIp,
+} from './keys.js';
+import type { Eligibility } from './placement.js';
+import type { ClusterStore } from './store.js';
+
+export class ClusterAdmin {
+  readonly #store: ClusterStore;
+  readonly #layout: KeyLayout;
+
+  constructor(store: ClusterStore, prefix = '/fibkeeper/') {
+    this.#store = store;
+    this.#layout = new KeyLayout(prefix);
+  }
+
+  /**
+   * Adds (or replaces the eligibility of) a cluster IP. Checks everything before writing:
+   * a malformed IP, node name or label changes nothing.
+   */
+  async add(ip: string, eligible: Eligibility = {}): Promise<string> {
+    const canonical = validateClusterIp(ip);
+    const nodes = [...new Set(eligible.nodes ?? [])].map((n) =>
+      validateNodeName(n, 'eligible node'),
+    );
+    const labels = validateLabels(eligible.labels ?? {});
+    await this.#store.put(this.#layout.ip(canonical), encodeDesired({ nodes, labels }));
+    return canonical;
+  }
+
+  /** Removes a cluster IP; its owner drops it and deletes its owner key. False if absent. */
+  async del(ip: string): Promise<boolean> {
+    let canonical: string;
+    try {
+      canonical = validateClusterIp(ip);
+    } catch (err) {
+      throw new InvalidArgumentError(`cluster extip del: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+    return this.#store.delete(this.#layout.ip(canonical));
+  }
+
+  /** The desired cluster IPs with their owners (as etcd has them now). */
+  async list(): Promise<(DesiredIp & { owner: string | undefined })[]> {
+    const { kvs } = await this.#store.getPrefix(this.#layout.prefix);
+    const owners = new Map<string, string>();
+    const out: DesiredIp[] = [];
+    for (const kv of kvs) {
+      const k = this.#layout.parse(kv.key);
+      if (k?.kind === 'owner') {
+        try {
+          owners.set(k.ip, (JSON.parse(kv.value) as { node: string }).node);
+        } catch {
+          // ignored: a malformed owner value names nobody
+        }
+      } else if (k?.kind === 'ip') {
+        const d = decodeDesired(k.ip, kv.value);
+        if (!(d instanceof Error)) out.push(d);
+      }
+    }
+    return out.map((d) => ({ ...d, owner: owners.get(d.ip) }));
+  }
+}

@@ -1,0 +1,321 @@
+// ClusterStore over a real etcd v3, through the npm client `etcd3` (gRPC via @grpc/grpc-js).
+// Only its low-level RPC clients are used: the high-level Lease renews on its own timer
+// and times keep-alives by their answers (Date.now() on arrival), which cannot prove a
+// lease valid; here every keep-alive is one request whose send time the caller records.
+//
+// Failure handling is ours, not the client's: etcd3's default circuit breaker refuses
+// every call for 5 s after three failures (longer than a lease), so it is replaced by
+// cockatiel's no-op policy; each unary call carries a gRPC deadline; a keep-alive that
+// times out resets the connection (a black-holed TCP connection is never noticed by
+// gRPC on its own within a lease TTL; etcd refuses client pings more often than 5 s).
+import { readFileSync } from 'node:fs';
+import { noop } from 'cockatiel';
+import {
+  Etcd3,
+  type IDuplexStream,
+  type ILeaseKeepAliveRequest,
+  type ILeaseKeepAliveResponse,
+  type IOptions,
+  type IWatchRequest,
+  type IWatchResponse,
+} from 'etcd3';
+import { ClosedError, TimeoutError } from '../errors/index.js';
+import {
+  CompactedError,
+  prefixEnd,
+  type ClusterStore,
+  type StoredKv,
+  type WatchEvent,
+  type WatchHandle,
+  type WatchHandlers,
+} from './store.js';
+
+export interface EtcdStoreOptions {
+  /** host:port or http(s)://host:port of each etcd member. */
+  endpoints: readonly string[];
+  /** Deadline of each request in ms. */
+  requestTimeoutMs: number;
+  /** PEM files for TLS (ca alone: server-verified TLS; with cert+key: client certificates). */
+  tls?: { ca: string; cert?: string; key?: string };
+}
+
+type KeepAliveStream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
+
+interface PendingKeepAlive {
+  resolve(ttl: number): void;
+  reject(err: Error): void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+function buildClient(o: EtcdStoreOptions): Etcd3 {
+  const options: IOptions = {
+    hosts: [...o.endpoints],
+    dialTimeout: o.requestTimeoutMs,
+    faultHandling: { host: () => noop, global: noop },
+    grpcOptions: {
+      'grpc.initial_reconnect_backoff_ms': 50,
+      'grpc.min_reconnect_backoff_ms': 50,
+      'grpc.max_reconnect_backoff_ms': 500,
+    },
+  };
+  if (o.tls) {
+    options.credentials = {
+      rootCertificate: readFileSync(o.tls.ca),
+      ...(o.tls.cert ? { certChain: readFileSync(o.tls.cert) } : {}),
+      ...(o.tls.key ? { privateKey: readFileSync(o.tls.key) } : {}),
+    };
+  }
+  return new Etcd3(options);
+}
+
+function kvOf(kv: {
+  key: Buffer;
+  value: Buffer;
+  lease: string;
+  create_revision: string;
+  mod_revision: string;
+}): StoredKv {
+  return {
+    key: kv.key.toString(),
+    value: kv.value.toString(),
+    lease: String(kv.lease ?? '0'),
+    createRevision: Number(kv.create_revision),
+    modRevision: Number(kv.mod_revision),
+  };
+}
+
+export class EtcdStore implements ClusterStore {
+  readonly #opts: EtcdStoreOptions;
+  #client: Etcd3;
+  #closed = false;
+  #ka: KeepAliveStream | undefined;
+  #kaOpening: Promise<KeepAliveStream> | undefined;
+  readonly #kaPending: PendingKeepAlive[] = [];
+
+  constructor(options: EtcdStoreOptions) {
+    this.#opts = options;
+    this.#client = buildClient(options);
+  }
+
+  #deadline(): { deadline: Date } {
+    if (this.#closed) throw new ClosedError('etcd store closed');
+    return { deadline: new Date(Date.now() + this.#opts.requestTimeoutMs) };
+  }
+
+  async grantLease(ttlSeconds: number): Promise<{ id: string; ttlSeconds: number }> {
+    const res = await this.#client.leaseClient.leaseGrant(
+      { TTL: ttlSeconds, ID: 0 },
+      this.#deadline(),
+    );
+    if (res.error) throw new Error(`etcd lease grant: ${res.error}`);
+    return { id: String(res.ID), ttlSeconds: Number(res.TTL) };
+  }
+
+  keepAlive(id: string): Promise<number> {
+    if (this.#closed) return Promise.reject(new ClosedError('etcd store closed'));
+    return new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        const i = this.#kaPending.indexOf(entry);
+        if (i >= 0) this.#kaPending.splice(i, 1);
+        // The stream's answers are matched in order: one lost answer breaks the order.
+        this.#resetKeepAlive(new TimeoutError('etcd keep-alive stream reset after a timeout'));
+        this.#reconnect();
+        reject(
+          new TimeoutError(
+            `etcd lease keep-alive: no answer within ${this.#opts.requestTimeoutMs} ms`,
+          ),
+        );
+      }, this.#opts.requestTimeoutMs);
+      const entry: PendingKeepAlive = { resolve, reject, timer };
+      this.#kaPending.push(entry);
+      this.#keepAliveStream().then(
+        (s) => {
+          if (this.#kaPending.includes(entry)) s.write({ ID: id });
+        },
+        (err: Error) => this.#resetKeepAlive(err),
+      );
+    });
+  }
+
+  #keepAliveStream(): Promise<KeepAliveStream> {
+    if (this.#ka) return Promise.resolve(this.#ka);
+    if (this.#kaOpening) return this.#kaOpening;
+    const opening = this.#client.leaseClient.leaseKeepAlive().then((s) => {
+      if (this.#kaOpening !== opening) {
+        s.end();
+        throw new ClosedError('keep-alive stream replaced');
+      }
+      this.#kaOpening = undefined;
+      this.#ka = s;
+      s.on('data', (res: ILeaseKeepAliveResponse) => {
+        if (this.#ka !== s) return;
+        const p = this.#kaPending.shift();
+        if (!p) return;
+        clearTimeout(p.timer);
+        p.resolve(Number(res.TTL));
+      });
+      const fail = (err?: Error): void => {
+        if (this.#ka !== s) return;
+        this.#resetKeepAlive(err ?? new Error('etcd keep-alive stream ended'));
+      };
+      s.on('error', fail);
+      s.on('end', () => fail());
+      return s;
+    });
+    this.#kaOpening = opening;
+    return opening;
+  }
+
+  #resetKeepAlive(err: Error): void {
+    const s = this.#ka;
+    this.#ka = undefined;
+    this.#kaOpening = undefined;
+    if (s) {
+      s.on('error', () => undefined);
+      s.end();
+    }
+    for (const p of this.#kaPending.splice(0)) {
+      clearTimeout(p.timer);
+      p.reject(err);
+    }
+  }
+
+  /** Drops every connection and opens new ones (open watches end with an error). */
+  #reconnect(): void {
+    if (this.#closed) return;
+    const old = this.#client;
+    this.#client = buildClient(this.#opts);
+    old.close();
+  }
+
+  async revokeLease(id: string): Promise<void> {
+    try {
+      await this.#client.leaseClient.leaseRevoke({ ID: id }, this.#deadline());
+    } catch (err) {
+      if (/requested lease not found/.test(String((err as Error).message))) return;
+      throw err;
+    }
+  }
+
+  async getPrefix(prefix: string): Promise<{ revision: number; kvs: StoredKv[] }> {
+    const key = Buffer.from(prefix);
+    const res = await this.#client.kv.range({ key, range_end: prefixEnd(key) }, this.#deadline());
+    return { revision: Number(res.header.revision), kvs: res.kvs.map(kvOf) };
+  }
+
+  async #txnOnLease(key: string, lease: string, op: 'put' | 'delete', value = ''): Promise<number> {
+    const k = Buffer.from(key);
+    const res = await this.#client.kv.txn(
+      {
+        compare: [{ key: k, target: 'Lease', result: 'Equal', lease }],
+        success: [
+          op === 'put'
+            ? { request_put: { key: k, value: Buffer.from(value), lease } }
+            : { request_delete_range: { key: k } },
+        ],
+        failure: [],
+      },
+      this.#deadline(),
+    );
+    return res.succeeded ? Number(res.header.revision) : 0;
+  }
+
+  async createIfAbsent(key: string, value: string, lease: string): Promise<number> {
+    const k = Buffer.from(key);
+    const res = await this.#client.kv.txn(
+      {
+        compare: [{ key: k, target: 'Create', result: 'Equal', create_revision: 0 }],
+        success: [{ request_put: { key: k, value: Buffer.from(value), lease } }],
+        failure: [],
+      },
+      this.#deadline(),
+    );
+    return res.succeeded ? Number(res.header.revision) : 0;
+  }
+
+  replaceIfLease(key: string, value: string, lease: string): Promise<number> {
+    return this.#txnOnLease(key, lease, 'put', value);
+  }
+
+  deleteIfLease(key: string, lease: string): Promise<number> {
+    return this.#txnOnLease(key, lease, 'delete');
+  }
+
+  async put(key: string, value: string): Promise<number> {
+    const res = await this.#client.kv.put(
+      { key: Buffer.from(key), value: Buffer.from(value) },
+      this.#deadline(),
+    );
+    return Number(res.header.revision);
+  }
+
+  async delete(key: string): Promise<boolean> {
+    const res = await this.#client.kv.deleteRange({ key: Buffer.from(key) }, this.#deadline());
+    return Number(res.deleted) > 0;
+  }
+
+  async compact(revision: number): Promise<void> {
+    await this.#client.kv.compact({ revision, physical: true }, this.#deadline());
+  }
+
+  watchPrefix(prefix: string, fromRevision: number, handlers: WatchHandlers): WatchHandle {
+    let stream: IDuplexStream<IWatchRequest, IWatchResponse> | undefined;
+    let done = false;
+    const end = (err: Error): void => {
+      if (done) return;
+      done = true;
+      stream?.end();
+      handlers.onEnd(err);
+    };
+    const key = Buffer.from(prefix);
+    this.#client.watchClient.watch().then(
+      (s) => {
+        stream = s;
+        if (done) {
+          s.end();
+          return;
+        }
+        s.on('data', (res: IWatchResponse) => {
+          if (done) return;
+          if (Number(res.compact_revision) > 0) {
+            end(new CompactedError(Number(res.compact_revision)));
+            return;
+          }
+          if (res.canceled) {
+            end(new Error(`etcd watch canceled: ${res.cancel_reason || 'no reason given'}`));
+            return;
+          }
+          if (res.events.length === 0) return;
+          const events: WatchEvent[] = res.events.map((e) => ({
+            type: e.type === 'Delete' ? 'delete' : 'put',
+            key: e.kv.key.toString(),
+            value: e.type === 'Delete' ? '' : e.kv.value.toString(),
+            lease: String(e.kv.lease ?? '0'),
+            modRevision: Number(e.kv.mod_revision),
+          }));
+          handlers.onEvents(events, Number(res.header.revision));
+        });
+        s.on('error', (err: Error) => end(err));
+        s.on('end', () => end(new Error('etcd watch stream ended')));
+        s.write({
+          create_request: { key, range_end: prefixEnd(key), start_revision: fromRevision },
+        });
+      },
+      (err: Error) => end(err),
+    );
+    return {
+      cancel: () => {
+        if (done) return;
+        done = true;
+        stream?.end();
+      },
+    };
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#resetKeepAlive(new ClosedError('etcd store closed'));
+    this.#closed = true;
+    this.#client.close();
+  }
+}

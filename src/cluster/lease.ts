@@ -1,0 +1,206 @@
+// The node's etcd lease and the proof that it is still valid.
+//
+// A keep-alive sent at local monotonic time s and answered with TTL t proves the lease
+// lives until at least s + t on this clock: etcd restarts the TTL when the leader
+// *receives* the request, which is after s. So validUntil = max over answered keep-alives
+// of (send time + TTL), and the node may hold IPs only until holdUntil = validUntil −
+// fenceMargin. No other node can claim an IP of ours before our lease has expired on the
+// leader, i.e. before validUntil; the margin is the time the holder has to take its
+// addresses down (timer lateness, netlink, clock-rate drift) after holdUntil.
+import type { ClusterMetrics } from '../metrics/cluster.js';
+import type { Clock, TimerHandle } from '../statedb/index.js';
+import type { ClusterStore } from './store.js';
+
+export type LeaseChange = 'granted' | 'renewed' | 'restored' | 'fenced' | 'lost';
+
+export interface LeaseKeeperParams {
+  store: ClusterStore;
+  clock: Clock;
+  ttlSeconds: number;
+  renewIntervalMs: number;
+  fenceMarginMs: number;
+  retryMinMs: number;
+  retryMaxMs: number;
+  metrics: ClusterMetrics;
+  /** Called synchronously on every change of the lease or of holdUntil. */
+  onChange(change: LeaseChange): void;
+  log?: (msg: string, err?: unknown) => void;
+}
+
+const MAX_IN_FLIGHT = 3;
+
+export class LeaseKeeper {
+  readonly #p: LeaseKeeperParams;
+  #id: string | undefined;
+  #ttlMs = 0;
+  #validUntil = -Infinity;
+  #grantedAt = 0;
+  #inFlight = 0;
+  #timer: TimerHandle | undefined;
+  #fenceTimer: TimerHandle | undefined;
+  #stopped = true;
+  #retry = 0;
+  #granting = false;
+  #fenced = true;
+
+  constructor(params: LeaseKeeperParams) {
+    this.#p = params;
+  }
+
+  /** The lease ID while the node believes the lease exists. */
+  get id(): string | undefined {
+    return this.#id;
+  }
+
+  /** Clock ms until which this node may hold IPs (−Infinity: not now). */
+  get holdUntil(): number {
+    return this.#id === undefined ? -Infinity : this.#validUntil - this.#p.fenceMarginMs;
+  }
+
+  /** Clock ms before which the lease cannot have expired in etcd. */
+  get validUntil(): number {
+    return this.#id === undefined ? -Infinity : this.#validUntil;
+  }
+
+  get grantedAt(): number {
+    return this.#grantedAt;
+  }
+
+  /** The TTL etcd granted, ms. */
+  get ttlMs(): number {
+    return this.#ttlMs;
+  }
+
+  /** True while holdUntil is in the future by the clock now. */
+  mayHold(): boolean {
+    return this.#p.clock.now() < this.holdUntil;
+  }
+
+  start(): void {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    this.#grant();
+  }
+
+  /** Stops renewing; with `revoke`, revokes the lease (its keys go at once). */
+  async stop(revoke: boolean): Promise<void> {
+    this.#stopped = true;
+    this.#clearTimers();
+    const id = this.#id;
+    this.#id = undefined;
+    this.#validUntil = -Infinity;
+    if (revoke && id !== undefined) await this.#p.store.revokeLease(id);
+  }
+
+  #clearTimers(): void {
+    const c = this.#p.clock;
+    if (this.#timer !== undefined) c.clearTimeout(this.#timer);
+    if (this.#fenceTimer !== undefined) c.clearTimeout(this.#fenceTimer);
+    this.#timer = this.#fenceTimer = undefined;
+  }
+
+  #schedule(ms: number, fn: () => void): void {
+    if (this.#timer !== undefined) this.#p.clock.clearTimeout(this.#timer);
+    this.#timer = this.#p.clock.setTimeout(() => {
+      this.#timer = undefined;
+      if (!this.#stopped) fn();
+    }, ms);
+  }
+
+  #grant(): void {
+    if (this.#granting || this.#stopped) return;
+    this.#granting = true;
+    const { store, clock, metrics } = this.#p;
+    const sent = clock.now();
+    store.grantLease(this.#p.ttlSeconds).then(
+      ({ id, ttlSeconds }) => {
+        this.#granting = false;
+        metrics.request('grant', clock.now() - sent, true);
+        if (this.#stopped) {
+          store.revokeLease(id).catch(() => undefined);
+          return;
+        }
+        this.#retry = 0;
+        this.#id = id;
+        this.#ttlMs = ttlSeconds * 1000;
+        this.#grantedAt = sent;
+        this.#validUntil = sent + this.#ttlMs;
+        this.#armFence();
+        this.#p.onChange('granted');
+        this.#schedule(this.#p.renewIntervalMs, () => this.#renew());
+      },
+      (err: unknown) => {
+        this.#granting = false;
+        metrics.request('grant', clock.now() - sent, false);
+        this.#p.log?.('lease grant failed', err);
+        const delay = Math.min(this.#p.retryMaxMs, this.#p.retryMinMs * 2 ** this.#retry++);
+        this.#schedule(delay, () => this.#grant());
+      },
+    );
+  }
+
+  #renew(): void {
+    this.#schedule(this.#p.renewIntervalMs, () => this.#renew());
+    const id = this.#id;
+    if (id === undefined || this.#inFlight >= MAX_IN_FLIGHT) return;
+    const { store, clock, metrics } = this.#p;
+    const sent = clock.now();
+    this.#inFlight++;
+    store.keepAlive(id).then(
+      (ttl) => {
+        this.#inFlight--;
+        metrics.request('keepalive', clock.now() - sent, true);
+        if (this.#id !== id || this.#stopped) return;
+        if (ttl <= 0) {
+          metrics.renewFailure('expired');
+          this.#lose();
+          return;
+        }
+        const until = sent + ttl * 1000;
+        if (until <= this.#validUntil) return;
+        const wasFenced = this.#fenced;
+        this.#validUntil = until;
+        this.#armFence();
+        this.#p.onChange(wasFenced && !this.#fenced ? 'restored' : 'renewed');
+      },
+      (err: unknown) => {
+        this.#inFlight--;
+        metrics.request('keepalive', clock.now() - sent, false);
+        if (this.#id !== id || this.#stopped) return;
+        metrics.renewFailure(/timeout|deadline/i.test(String(err)) ? 'timeout' : 'error');
+        this.#p.log?.('lease keep-alive failed', err);
+      },
+    );
+  }
+
+  /** The lease is gone in etcd (its keys too): forget it and ask for a new one. */
+  #lose(): void {
+    this.#id = undefined;
+    this.#validUntil = -Infinity;
+    this.#fenced = true;
+    this.#clearTimers();
+    this.#p.onChange('lost');
+    this.#grant();
+  }
+
+  #armFence(): void {
+    const c = this.#p.clock;
+    if (this.#fenceTimer !== undefined) c.clearTimeout(this.#fenceTimer);
+    const left = this.holdUntil - c.now();
+    this.#fenced = left <= 0;
+    if (this.#fenced) {
+      this.#fenceTimer = undefined;
+      return;
+    }
+    this.#fenceTimer = c.setTimeout(() => {
+      this.#fenceTimer = undefined;
+      if (this.#stopped) return;
+      if (this.mayHold()) {
+        this.#armFence(); // a timer may fire a little early
+        return;
+      }
+      this.#fenced = true;
+      this.#p.onChange('fenced');
+    }, left);
+  }
+}

@@ -1,0 +1,117 @@
+// The rules every forwardable IP, external IP and owner name obeys, wherever it comes from:
+// the config file (`forwardable.static`, `extip.static`), the control API, and the state
+// file the agent restores at start. One definition, so that whatever was accepted once is
+// accepted again when it is loaded. These are the static rules; the running agent adds the
+// ones that depend on the node (its own addresses, IPv6 on the external interface).
+import { ConflictError, InvalidArgumentError } from '../errors/index.js';
+import { canonicalIp, validateUnicastIp } from '../ipaddr/index.js';
+
+/** Owner names: 1-63 characters, letters, digits and ._:/@-, starting with a letter or digit. */
+export const OWNER_RE = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,62}$/;
+
+/** The owner of `forwardable.static`. */
+export const CONFIG_OWNER = 'config';
+/** The owner of next hops learned from XDP misses. */
+export const MISS_OWNER = 'xdp-miss';
+
+/** Owners the agent manages itself, with where their IPs come from. */
+export const RESERVED_OWNERS: ReadonlyMap<string, string> = new Map([
+  [CONFIG_OWNER, 'forwardable.static in the config file'],
+  [MISS_OWNER, 'the XDP miss tracker'],
+]);
+
+/** The most IPs one request (or one config list) may carry. */
+export const MAX_IPS_PER_REQUEST = 100_000;
+/** Rejected IPs quoted in one error; the rest are counted. */
+const QUOTED = 3;
+
+/** An owner name that the API may use: valid and not reserved. Throws InvalidArgumentError. */
+export function checkOwner(v: unknown): string {
+  if (typeof v !== 'string' || !OWNER_RE.test(v)) {
+    throw new InvalidArgumentError(
+      `owner ${JSON.stringify(v)} is not a valid owner name (1-63 characters: letters, digits and ._:/@-, starting with a letter or digit)`,
+    );
+  }
+  const reserved = RESERVED_OWNERS.get(v);
+  if (reserved !== undefined) {
+    throw new InvalidArgumentError(
+      `owner "${v}" is managed by the agent itself (${reserved}); use another owner name`,
+    );
+  }
+  return v;
+}
+
+/**
+ * A forwardable or external IP: the unicast address of a host (not loopback, multicast,
+ * link-local, unspecified, broadcast, IPv4-mapped, no zone). Returns the canonical text.
+ */
+export function checkIp(v: unknown): string {
+  if (typeof v !== 'string') throw new InvalidArgumentError(`${JSON.stringify(v)} is not a string`);
+  return validateUnicastIp(v).address;
+}
+
+/**
+ * Every IP of a list, canonical and without duplicates; or one InvalidArgumentError that
+ * names `what` and the bad IPs (nothing is taken from a list with a bad IP).
+ */
+export function checkIps(list: unknown, what: string): string[] {
+  if (!Array.isArray(list)) throw new InvalidArgumentError(`${what}: expected a list of IPs`);
+  if (list.length > MAX_IPS_PER_REQUEST) {
+    throw new InvalidArgumentError(
+      `${what}: ${list.length} IPs; the limit is ${MAX_IPS_PER_REQUEST} per list`,
+    );
+  }
+  const out = new Set<string>();
+  const problems: string[] = [];
+  for (const v of list as unknown[]) {
+    try {
+      out.add(checkIp(v));
+    } catch (err) {
+      problems.push(`${JSON.stringify(v)}: ${(err as Error).message}`);
+    }
+  }
+  if (problems.length > 0) {
+    const more = problems.length > QUOTED ? `; and ${problems.length - QUOTED} more` : '';
+    throw new InvalidArgumentError(`${what}: ${problems.slice(0, QUOTED).join('; ')}${more}`);
+  }
+  return [...out];
+}
+
+/**
+ * Addresses to release only have to be addresses (one that became reserved since can still
+ * be removed). Canonical, without duplicates; one InvalidArgumentError for the bad ones.
+ */
+export function checkIpsToRelease(list: unknown, what: string): string[] {
+  if (!Array.isArray(list)) throw new InvalidArgumentError(`${what}: expected a list of IPs`);
+  const out = new Set<string>();
+  const problems: string[] = [];
+  for (const v of list as unknown[]) {
+    try {
+      if (typeof v !== 'string') throw new InvalidArgumentError('not a string');
+      out.add(canonicalIp(v));
+    } catch (err) {
+      problems.push(`${JSON.stringify(v)}: ${(err as Error).message}`);
+    }
+  }
+  if (problems.length > 0) {
+    const more = problems.length > QUOTED ? `; and ${problems.length - QUOTED} more` : '';
+    throw new InvalidArgumentError(`${what}: ${problems.slice(0, QUOTED).join('; ')}${more}`);
+  }
+  return [...out];
+}
+
+/**
+ * The rule that ties the two lists: an IP is forwardable (a next hop fibkeeper keeps a
+ * neighbor entry for) or external (an address of this node, on the holder), never both —
+ * the kernel cannot forward to the node's own address.
+ */
+export function conflictError(
+  ip: string,
+  isNow: string,
+  wanted: 'forwardable' | 'external',
+  fix: string,
+): ConflictError {
+  return new ConflictError(
+    `${ip} is ${isNow}, so it cannot also be ${wanted === 'external' ? 'an external IP' : 'forwardable'} (an IP is forwardable or external, never both); ${fix}`,
+  );
+}

@@ -1,0 +1,102 @@
+// What the log says about other hosts claiming our external IPs: the first claim after a
+// quiet interval at once, with its IP, MAC and frame; every further claim only in a summary,
+// at most one per interval while claims go on (how many, which IPs, which MACs, how many
+// were answered with a defence). A storm of claims thus costs a line per interval, not a
+// line per frame; the per-frame count is in fibkeeper_extip_conflicts_total. Pure: time
+// from the injected clock.
+import type { Logger } from '../log/index.js';
+import type { Clock, TimerHandle } from '../statedb/index.js';
+import type { Conflict } from './linkio.js';
+
+export interface ConflictLogParams {
+  log: Logger;
+  clock: Clock;
+  /** Least time between two lines, ms. */
+  intervalMs: number;
+}
+
+/** IPs and MACs remembered per interval (the counts stay exact beyond them). */
+const MAX_KEYS = 1024;
+/** IPs and MACs named in a summary line. */
+const SHOWN = 8;
+
+export class ConflictLog {
+  readonly #p: ConflictLogParams;
+  #timer: TimerHandle | undefined;
+  #since = 0;
+  #claims = 0;
+  #defended = 0;
+  readonly #ips = new Map<string, number>();
+  #otherIps = 0;
+  readonly #macs = new Set<string>();
+  #moreMacs = false;
+
+  constructor(p: ConflictLogParams) {
+    this.#p = p;
+  }
+
+  /** One claim seen; `defended`: a re-announcement answered it (not rate-limited away). */
+  record(c: Conflict, defended: boolean): void {
+    if (this.#timer === undefined) {
+      this.#p.log.warn({ ...c, defended }, 'extip: another host claims an external IP');
+      this.#open();
+      return;
+    }
+    this.#claims++;
+    if (defended) this.#defended++;
+    const n = this.#ips.get(c.ip);
+    if (n !== undefined) this.#ips.set(c.ip, n + 1);
+    else if (this.#ips.size < MAX_KEYS) this.#ips.set(c.ip, 1);
+    else this.#otherIps++;
+    if (this.#macs.size < MAX_KEYS) this.#macs.add(c.mac);
+    else if (!this.#macs.has(c.mac)) this.#moreMacs = true;
+  }
+
+  /** Logs what is pending and stops the timer. Idempotent. */
+  stop(): void {
+    if (this.#timer !== undefined) this.#p.clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#flush();
+  }
+
+  #open(): void {
+    this.#since = this.#p.clock.now();
+    this.#timer = this.#p.clock.setTimeout(() => this.#onTimer(), this.#p.intervalMs);
+    (this.#timer as { unref?: () => void }).unref?.();
+  }
+
+  #onTimer(): void {
+    this.#timer = undefined;
+    // claims went on: summarize them and keep summarizing; else the next claim is logged at once
+    if (this.#flush()) this.#open();
+  }
+
+  /** Logs the summary of the interval, if it had claims; returns whether it had. */
+  #flush(): boolean {
+    const claims = this.#claims;
+    if (claims === 0) return false;
+    const top = [...this.#ips].sort((a, b) => b[1] - a[1]).slice(0, SHOWN);
+    const intervalMs = this.#p.clock.now() - this.#since;
+    this.#p.log.warn(
+      {
+        claims,
+        defended: this.#defended,
+        ips: top.map(([ip, n]) => `${ip}×${n}`),
+        ipCount: this.#ips.size,
+        moreIps: this.#otherIps > 0 || undefined,
+        macs: [...this.#macs].slice(0, SHOWN),
+        macCount: this.#macs.size,
+        moreMacs: this.#moreMacs || undefined,
+        intervalMs,
+      },
+      `extip: ${claims} more claims of external IPs by other hosts in the last ${Math.round(intervalMs / 1000)}s (${this.#defended} answered with a defence; the rest rate-limited)`,
+    );
+    this.#claims = 0;
+    this.#defended = 0;
+    this.#ips.clear();
+    this.#otherIps = 0;
+    this.#macs.clear();
+    this.#moreMacs = false;
+    return true;
+  }
+}

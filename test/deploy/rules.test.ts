@@ -1,0 +1,85 @@
+// The alert rules (deploy/prometheus/fibkeeper-rules.yaml) as Prometheus reads them:
+// promtool checks them and runs their unit tests on synthetic series; every alert has a
+// test in which it fires; they query only metrics fibkeeper exports; the Prometheus
+// Operator objects carry the same rules.
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { parse, parseAllDocuments } from 'yaml';
+import { metricCatalog } from '../../src/metrics/index.js';
+
+const DIR = 'deploy/prometheus';
+interface Rule {
+  alert?: string;
+  expr: string;
+}
+const rules = parse(readFileSync(`${DIR}/fibkeeper-rules.yaml`, 'utf8')) as {
+  groups: { name: string; rules: Rule[] }[];
+};
+const alerts = rules.groups.flatMap((g) => g.rules).filter((r) => r.alert !== undefined);
+
+describe('alert rules', () => {
+  it('pass promtool check rules', () => {
+    const r = spawnSync('promtool', ['check', 'rules', `${DIR}/fibkeeper-rules.yaml`], {
+      encoding: 'utf8',
+    });
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toContain(`SUCCESS: ${alerts.length} rules found`);
+  });
+
+  it('pass their promtool unit tests', () => {
+    const r = spawnSync('promtool', ['test', 'rules', 'fibkeeper-rules.test.yaml'], {
+      cwd: DIR,
+      encoding: 'utf8',
+    });
+    expect(r.stdout + r.stderr).toContain('SUCCESS');
+    expect(r.status).toBe(0);
+  });
+
+  it('fire in at least one test each', () => {
+    const tests = parse(readFileSync(`${DIR}/fibkeeper-rules.test.yaml`, 'utf8')) as {
+      tests: { alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }[];
+    };
+    const fired = new Set(
+      tests.tests
+        .flatMap((t) => t.alert_rule_test)
+        .filter((a) => a.exp_alerts.length > 0)
+        .map((a) => a.alertname),
+    );
+    expect(alerts.map((a) => a.alert).filter((a) => !fired.has(a as string))).toEqual([]);
+    expect(alerts.map((a) => a.alert)).toEqual(
+      expect.arrayContaining([
+        'FibkeeperNotReady',
+        'FibkeeperNeighborEntriesFailing',
+        'FibkeeperForeignXdpProgram',
+        'FibkeeperExternalIpConflict',
+      ]),
+    );
+  });
+
+  it('query only metrics fibkeeper exports', async () => {
+    const known = new Set((await metricCatalog()).map((m) => m.name));
+    for (const a of alerts) {
+      for (const m of a.expr.match(/fibkeeper_[a-z0-9_]+/g) ?? []) {
+        expect(known.has(m.replace(/_(bucket|sum|count)$/, '')), `${a.alert}: ${m}`).toBe(true);
+      }
+    }
+  });
+
+  it('are in the PrometheusRule of deploy/kubernetes/monitoring.yaml, beside a PodMonitor', () => {
+    const r = spawnSync(process.execPath, ['scripts/monitoring.mjs', '--check'], {
+      encoding: 'utf8',
+    });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const docs = parseAllDocuments(readFileSync('deploy/kubernetes/monitoring.yaml', 'utf8'))
+      .map((d) => d.toJS() as { kind: string; spec: Record<string, unknown> } | null)
+      .filter((d) => d !== null);
+    const rule = docs.find((d) => d.kind === 'PrometheusRule');
+    expect(rule?.spec).toEqual(rules);
+    const pm = docs.find((d) => d.kind === 'PodMonitor');
+    expect(pm?.spec).toMatchObject({
+      podMetricsEndpoints: [{ port: 'metrics', path: '/metrics' }],
+    });
+  });
+});

@@ -1,0 +1,93 @@
+// What fibkeeper must not send: with periodic refresh off, exactly one burst per IP when it is
+// assigned, and nothing after it however many periodic checks run; one burst (and no error)
+// when the external interface comes up again, even while its link-local address is still
+// tentative. Counted on the wire.
+//
+// The periodic check runs every 50 ms here so that a few seconds hold many checks;
+// FIBKEEPER_EXTIP_QUIET_SECONDS=300 runs the quiet part for five minutes instead of three seconds.
+import { describe, expect, it } from 'vitest';
+import { decodeFrame } from '../../src/extip/index.js';
+import { ip, ipJson, privileged, sysctl, waitFor } from '../helpers/netns.js';
+import { NODE_MAC, capture, makeLab, metric, startExtip, testConfig } from './lab.js';
+
+const { skip } = privileged();
+
+const QUIET_SECONDS = Number(process.env.FIBKEEPER_EXTIP_QUIET_SECONDS ?? '3');
+const EXT4 = '10.20.0.210';
+const EXT6 = '2001:db8:20::210';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Our announcements of `ip` (GARP request or reply, or NA, from our MAC). */
+const ours = (ipText: string) => (f: Buffer) => {
+  const d = decodeFrame(f);
+  if (d.kind === 'arp') return d.gratuitous && d.senderIp === ipText && d.senderMac === NODE_MAC;
+  return d.kind === 'na' && d.target === ipText && d.targetMac === NODE_MAC && !d.solicited;
+};
+
+describe.skipIf(skip)('no announcement beyond the rules', () => {
+  it(
+    `refresh off: one burst per IP on assign and none in ${QUIET_SECONDS}s of checks every 50 ms`,
+    { timeout: QUIET_SECONDS * 1000 + 30_000 },
+    async () => {
+      const lab = await makeLab('xq');
+      const cap = capture(lab.peer, 'peer0');
+      const { extip, registry } = await startExtip(
+        lab.node,
+        testConfig({ checkIntervalMs: 50, refreshIntervalMs: 0 }),
+      );
+      await extip.assign([EXT4, EXT6]);
+      await sleep(QUIET_SECONDS * 1000);
+      expect(cap.frames.filter(ours(EXT4))).toHaveLength(6); // 3 × (request + reply)
+      expect(cap.frames.filter(ours(EXT6))).toHaveLength(3);
+      const checks = await metric(registry, 'fibkeeper_extip_resyncs_total', {
+        reason: 'periodic',
+      });
+      expect(checks).toBeGreaterThanOrEqual((QUIET_SECONDS * 1000) / 50 / 3); // many checks ran
+      console.info(
+        `quiet: ${checks} periodic checks in ${QUIET_SECONDS}s; frames on the wire: ` +
+          `${cap.frames.filter(ours(EXT4)).length} GARP, ${cap.frames.filter(ours(EXT6)).length} NA`,
+      );
+      for (const family of ['ipv4', 'ipv6']) {
+        const sent = (reason: string) =>
+          metric(registry, 'fibkeeper_extip_announcements_sent_total', { family, reason });
+        expect(await sent('link'), family).toBe(0);
+        expect(await sent('assign'), family).toBe(1);
+        expect(await sent('burst'), family).toBe(2);
+      }
+    },
+  );
+
+  it('link down and up while the link-local runs DAD: one burst per IP, no error', async () => {
+    const lab = await makeLab('xqu');
+    sysctl(lab.node, 'net.ipv6.conf.ext0.accept_dad', 1); // the link-local comes back tentative
+    const { extip, registry } = await startExtip(lab.node);
+    await extip.assign([EXT4, EXT6]);
+    const cap = capture(lab.peer, 'peer0');
+    await sleep(700); // the assign bursts are over
+    cap.frames.length = 0;
+    ip(lab.node, 'link', 'set', 'ext0', 'down');
+    ip(lab.node, 'link', 'set', 'ext0', 'up');
+    const tentative = () =>
+      ipJson<{ addr_info: { scope: string; tentative?: boolean }[] }[]>(
+        lab.node,
+        'addr',
+        'show',
+        'dev',
+        'ext0',
+      )[0]?.addr_info.some((a) => a.scope === 'link' && a.tentative === true);
+    await waitFor(() => cap.frames.filter(ours(EXT6)).length >= 3, { what: 'the IPv6 burst' });
+    // the link-local finishes DAD (about a second) and nothing more is sent for it
+    await waitFor(() => !tentative(), { timeoutMs: 5000, what: 'the link-local usable' });
+    await sleep(800);
+    expect(cap.frames.filter(ours(EXT6))).toHaveLength(3);
+    expect(cap.frames.filter(ours(EXT4))).toHaveLength(6);
+    expect(await metric(registry, 'fibkeeper_extip_errors_total', { op: 'announce' })).toBe(0);
+    expect(
+      await metric(registry, 'fibkeeper_extip_announcements_sent_total', {
+        family: 'ipv6',
+        reason: 'link',
+      }),
+    ).toBe(1);
+    expect(extip.health()).toEqual({ ok: true, reasons: [] });
+  });
+});
