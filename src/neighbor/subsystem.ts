@@ -20,7 +20,6 @@ import {
   type Rule,
 } from '../netlink/index.js';
 import {
-  RateLimiter,
   Reconciler,
   systemClock,
   Table,
@@ -41,9 +40,10 @@ import { makeFeeds, type Feed } from './feeds.js';
 import { ForwardableIPs, type OwnerChange } from './forwardable.js';
 import { isOwned, ObservedNeighbors } from './observed.js';
 import type { GroupKey } from './prefixes.js';
-import { NeighborOps } from './ops.js';
 import { Reactor, type RequeueCause } from './reactor.js';
 import { Refresher } from './refresh.js';
+import { RefreshPath } from './mode.js';
+import { makeWriter } from './writer.js';
 import { RouteTracker } from './routes.js';
 import { RuleTracker } from './rules.js';
 import { buildStatus, type NeighborStatus, type StatusQuery } from './status.js';
@@ -82,9 +82,7 @@ export interface NeighborHealth {
 type State = 'new' | 'starting' | 'running' | 'stopped';
 
 export class NeighborSubsystem {
-  private modeNow: RefreshMode;
-  /** `neighbor.refresh: auto` on a kernel with managed entries: the mode follows the size. */
-  private readonly autoMode: boolean;
+  private readonly path: RefreshPath;
   readonly protocol = FIBKEEPER_NEIGH_PROTOCOL;
   readonly metrics: NeighborMetrics;
   private readonly forwardable: ForwardableIPs;
@@ -115,8 +113,13 @@ export class NeighborSubsystem {
   constructor(p: NeighborSubsystemParams) {
     validateConfig(p.config);
     this.p = p;
-    this.modeNow = resolveMode(p.config.refresh, p.managedSupported);
-    this.autoMode = p.config.refresh === 'auto' && p.managedSupported;
+    this.path = new RefreshPath({
+      initial: resolveMode(p.config.refresh, p.managedSupported),
+      auto: p.config.refresh === 'auto' && p.managedSupported,
+      rateLimit: p.config.rateLimit,
+      size: () => this.desired.size,
+      switched: (to, size) => this.switched(to, size),
+    });
     this.tuning = { ...defaultTuning(), ...stripUndefined(p.tuning ?? {}) };
     this.clock = p.clock ?? systemClock;
     this.log = p.log.child({ component: 'neighbor' });
@@ -166,29 +169,9 @@ export class NeighborSubsystem {
       requeue: (key, cause) => this.requeue(key, cause),
     });
     this.reconciler = this.makeReconciler();
-    this.refresher = new Refresher({
-      desired: this.desired,
-      observed: this.observed,
-      devices: this.devices,
-      protocol: this.protocol,
-      mode: () => this.currentMode(),
-      clock: this.clock,
-      requeue: (key) => this.requeue(key, 'refresh'),
-      written: (key) => this.causes.get(key) !== 'refresh',
-      // The limiter's burst: the reconciler takes them at rateLimit per second.
-      outstanding: this.burst,
-      scanPerTick: this.tuning.refreshScan,
-      tickMs: this.tuning.refreshTickMs,
-    });
+    this.refresher = this.makeRefresher();
     this.wire();
-    this.metrics.setSource({
-      forwardableIps: () => this.forwardable.size,
-      selectedDevices: () => this.devices.selected().length,
-      desiredByStatus: () => this.desired.statusCounts(),
-      kernelEntriesByState: () => this.census().byState,
-      foreignEntries: () => this.census().foreignWanted,
-      refreshMode: () => this.modeNow,
-    });
+    this.exposeMetrics();
   }
 
   private censusCache:
@@ -213,38 +196,26 @@ export class NeighborSubsystem {
 
   /** How entries stay fresh right now: managed (the kernel re-resolves) or legacy. */
   get mode(): RefreshMode {
-    return this.modeNow;
+    return this.path.mode;
   }
 
-  /**
-   * The refresh path, switched first when `auto` calls for it: managed while fibkeeper wants
-   * at most `neighbor.rateLimit` entries, legacy above, managed again at half of that (see
-   * docs/neighbor.md, "Why auto switches to legacy refresh above rateLimit entries"). Asked
-   * before every write and every observed change, so entries are written for the mode the
-   * table's size calls for.
-   */
+  /** The refresh path, switched first when `auto` calls for it (mode.ts). */
   private currentMode(): RefreshMode {
-    if (!this.autoMode) return this.modeNow;
-    const size = this.desired.size;
-    const limit = this.p.config.rateLimit;
-    if (this.modeNow === 'managed' && size > limit) this.switchMode('legacy', size);
-    else if (this.modeNow === 'legacy' && size <= limit / 2) this.switchMode('managed', size);
-    return this.modeNow;
+    return this.path.current();
   }
 
   /**
-   * Switches the refresh path and writes the entries that carry the other path's flags again
+   * The refresh path switched: writes the entries that carry the other path's flags again
    * (rate-limited: at the switch there are about rateLimit of them).
    */
-  private switchMode(to: RefreshMode, size: number): void {
-    this.modeNow = to;
+  private switched(to: RefreshMode, size: number): void {
     this.metrics.modeSwitched(to);
     this.log.info(
       { mode: to, desiredEntries: size, rateLimit: this.p.config.rateLimit },
       'neighbor.refresh auto: switched the refresh path',
     );
     setImmediate(() => {
-      if (this.state !== 'running' || this.modeNow !== to) return;
+      if (this.state !== 'running' || this.path.mode !== to) return;
       for (const r of this.desired.rows()) {
         const d = r.object;
         const seen = this.observed.find(d.ifindex, d.nexthop);
@@ -255,9 +226,39 @@ export class NeighborSubsystem {
     });
   }
 
+  private makeRefresher(): Refresher {
+    return new Refresher({
+      desired: this.desired,
+      observed: this.observed,
+      devices: this.devices,
+      protocol: this.protocol,
+      mode: () => this.currentMode(),
+      clock: this.clock,
+      requeue: (key) => this.requeue(key, 'refresh'),
+      written: (key) => this.causes.get(key) !== 'refresh',
+      // The limiter's burst: the reconciler takes them at rateLimit per second.
+      outstanding: this.burst,
+      scanPerTick: this.tuning.refreshScan,
+      tickMs: this.tuning.refreshTickMs,
+    });
+  }
+
+  /** The gauges read at scrape time. */
+  private exposeMetrics(): void {
+    this.metrics.setSource({
+      forwardableIps: () => this.forwardable.size,
+      selectedDevices: () => this.devices.selected().length,
+      desiredByStatus: () => this.desired.statusCounts(),
+      kernelEntriesByState: () => this.census().byState,
+      foreignEntries: () => this.census().foreignWanted,
+      refreshMode: () => this.path.mode,
+    });
+  }
+
   private makeReconciler(): Reconciler<DesiredNeighbor> {
-    const c = this.p.config;
-    const ops = new NeighborOps({
+    return makeWriter({
+      config: this.p.config,
+      tuning: this.tuning,
       kernel: {
         neighSetMany: (e) => this.handle().neighSetMany(e),
         neighDelMany: (e) => this.handle().neighDelMany(e),
@@ -266,41 +267,18 @@ export class NeighborSubsystem {
       },
       mode: () => this.currentMode(),
       protocol: this.protocol,
+      desired: this.desired,
+      inputs: [this.forwardable, this.devices.table, this.routes.table, this.observed],
       observed: this.observed,
       metrics: this.metrics,
+      clock: this.clock,
       log: this.log,
       twoStep: this.tuning.legacyTwoStep ?? !this.p.managedSupported,
       causes: this.causes,
-      wanted: (ifindex, ip) => this.desired.has(neighKey(ifindex, ip)),
+      burst: this.burst,
       missing: (keys) => {
         for (const k of keys) this.requeue(k, 'deleted');
       },
-    });
-    return new Reconciler<DesiredNeighbor>({
-      table: this.desired,
-      ops,
-      name: 'neighbors',
-      inputs: [this.forwardable, this.devices.table, this.routes.table, this.observed],
-      config: {
-        retryBackoffMinMs: c.retryMinMs,
-        retryBackoffMaxMs: c.retryMaxMs,
-        pruneIntervalMs: c.resyncIntervalMs,
-        batchSize: this.tuning.writeBatch,
-        // A lost entry is written again at once, but never sooner than this after its last
-        // write: the per-entry bound (exponential backoff on repeated losses is the reactor's).
-        requeueMinIntervalMs: c.retryMinMs,
-      },
-      configPath: 'neighbor',
-      metrics: this.metrics,
-      clock: this.clock,
-      // A burst of a tenth of a second: refreshes that come due together (a table whose
-      // entries went STALE at once) leave as an even stream, not one second's worth at once.
-      limiter: new RateLimiter({
-        rate: c.rateLimit,
-        burst: this.burst,
-        now: () => this.clock.now(),
-      }),
-      log: this.log,
     });
   }
 
