@@ -12,7 +12,7 @@
 //   - the agent's RSS (/proc/PID/status VmRSS) and its refresh/re-insert counters.
 // One run per mode (--modes managed,legacy,auto), one after the other, each in a fresh lab.
 //
-// Usage: node bench/neighbor/soak.mjs [--n 100000] [--seconds 600] [--modes managed,legacy]
+// Usage: node bench/neighbor/soak.mjs [--n 100000] [--seconds 600] [--modes managed,legacy,auto]
 //          [--rate-limit 1000] [--sample 2000] [--out FILE] [--tuning JSON]
 // Writes FILE (default bench/results/neighbor-soak.json): { figures, series: { MODE: [...] } }.
 // Needs root and `npx tsc -p tsconfig.build.json`.
@@ -31,7 +31,7 @@ function args() {
   return {
     n: Number(get('--n', '100000')),
     seconds: Number(get('--seconds', '600')),
-    modes: get('--modes', 'managed,legacy').split(','),
+    modes: get('--modes', 'managed,legacy,auto').split(','),
     rateLimit: Number(get('--rate-limit', '1000')),
     sampleMs: Number(get('--sample', '2000')),
     out: get('--out', join(root, 'bench', 'results', 'neighbor-soak.json')),
