@@ -15,7 +15,8 @@ import { backoff } from './config.js';
 import type { NeighborMetrics } from '../metrics/neighbor.js';
 import type { DeviceTracker } from './devices.js';
 import type { ForwardableIPs } from './forwardable.js';
-import { familyOfText, notableReason, type LookupOutcome } from './nexthop.js';
+import { familyOfText, type LookupOutcome } from './nexthop.js';
+import { NoEntryReasons } from './reasons.js';
 import type { GroupKey } from './prefixes.js';
 import type { RouteTracker } from './routes.js';
 import { DesiredRow, type RefSet } from './refset.js';
@@ -67,13 +68,8 @@ export class Calculator {
    * count when the list was made (unchanged: every IP in it is still wanted).
    */
   private bulk: { ifindex: number; ips: string[]; pos: number; released: number }[] = [];
-  /**
-   * ifindex → forwardable IP → why it has no next hop on that device, when the reason says
-   * more than "no route via this device" (a broadcast address, a blackhole route, a nexthop
-   * object...): for status. One string per distinct reason.
-   */
-  private readonly noEntry = new Map<number, Map<string, string>>();
-  private readonly reasonText = new Map<string, string>();
+  /** Why an IP has no next hop on a device, for status (reasons.ts). */
+  private readonly noEntry = new NoEntryReasons();
   /** "ifindex|ip" → the failed lookup waiting for its retry. */
   private readonly failed = new Map<string, LookupFailure>();
   private retryTimer: TimerHandle | undefined = undefined;
@@ -202,7 +198,7 @@ export class Calculator {
 
   /** Why an IP has no next hop on a device, when there is more to say than "no route". */
   noEntryReason(ifindex: number, ip: string): string | undefined {
-    return this.noEntry.get(ifindex)?.get(ip);
+    return this.noEntry.get(ifindex, ip);
   }
 
   /** The last lookup error of a pair, while it is being retried. */
@@ -354,26 +350,10 @@ export class Calculator {
           continue;
         }
         if (this.failed.size > 0) this.failed.delete(neighKey(ifindex, ip));
-        this.noteReason(ifindex, ip, outcome.kind === 'unreachable' ? outcome.reason : undefined);
+        this.noEntry.note(ifindex, ip, outcome.kind === 'unreachable' ? outcome.reason : undefined);
         this.assign(w, ifindex, ip, outcome.kind === 'nexthops' ? outcome.nexthops : NONE);
       }
     });
-  }
-
-  /** Keeps (or forgets) the notable reason why (ifindex, ip) has no next hop. */
-  private noteReason(ifindex: number, ip: string, reason: string | undefined): void {
-    let text = reason === undefined ? undefined : this.reasonText.get(reason);
-    if (reason !== undefined && text === undefined) {
-      text = notableReason(reason);
-      if (text !== undefined && this.reasonText.size < 1024) this.reasonText.set(reason, text);
-    }
-    let m = this.noEntry.get(ifindex);
-    if (text === undefined) {
-      if (m !== undefined && m.delete(ip) && m.size === 0) this.noEntry.delete(ifindex);
-      return;
-    }
-    if (m === undefined) this.noEntry.set(ifindex, (m = new Map()));
-    m.set(ip, text);
   }
 
   private lookupFailed(ifindex: number, ip: string, error: string): void {
@@ -442,8 +422,7 @@ export class Calculator {
     this.p.desired.write((w) => {
       for (const ip of ips) {
         for (const [d] of this.byDevice) this.assign(w, d, ip, NONE);
-        if (this.noEntry.size > 0)
-          for (const d of [...this.noEntry.keys()]) this.noteReason(d, ip, undefined);
+        this.noEntry.forgetIp(ip);
         for (const d of this.urgent.values()) d.delete(ip);
         for (const d of this.byDevice.keys()) this.failed.delete(neighKey(d, ip));
       }
@@ -453,7 +432,7 @@ export class Calculator {
 
   private dropDevice(ifindex: number): void {
     this.urgent.delete(ifindex);
-    this.noEntry.delete(ifindex);
+    this.noEntry.forgetDevice(ifindex);
     this.bulk = this.bulk.filter((b) => b.ifindex !== ifindex);
     const m = this.byDevice.get(ifindex);
     for (const key of [...this.failed.keys()]) {
