@@ -47,6 +47,16 @@ export interface NeighborTuning {
    * device, whatever the rules.
    */
   shareLookups: boolean;
+  /**
+   * Write batches of at least this many entries wait for their own events before the next
+   * batch (a writer that runs ahead of its events overflows the event socket); 0: never.
+   */
+  writePaceFrom: number;
+  /**
+   * Key the observed entries of on-link next hops with the forwardable IP's own string (one
+   * copy of each address in memory instead of two, for a lookup per new entry).
+   */
+  internAddresses: boolean;
   /** Legacy refresh: desired rows the sweep looks at per turn, at most (refresh.ts). */
   refreshScan: number;
   /** Legacy refresh: time between turns of the sweep, ms. */
@@ -84,6 +94,8 @@ export function defaultTuning(): NeighborTuning {
     // takes under a minute (4096 cost a second of CPU while 1,000,000 fresh entries were
     // written); when most are STALE (the steady state of a large table), a turn finds its
     // handful after a few rows.
+    writePaceFrom: 1024,
+    internAddresses: true,
     refreshScan: 1024,
     refreshTickMs: 50,
   };

@@ -44,6 +44,11 @@ export interface NeighborOpsParams {
   log: Logger;
   /** Write new legacy entries in two steps (kernels before 5.16). */
   twoStep: boolean;
+  /**
+   * Batches of at least this many writes wait for their events before the next one
+   * (eventsOf); 0: never.
+   */
+  paceFrom: number;
   /** Why a row is being written again (set by requeue, consumed here for the metrics). */
   causes: Map<string, RequeueCause>;
   /** Called by prune with desired keys whose entry the kernel does not have. */
@@ -52,8 +57,6 @@ export interface NeighborOpsParams {
   wanted(ifindex: number, ip: string): boolean;
 }
 
-/** Batches of this many writes wait for their events before the next one (eventsOf). */
-const PACE_FROM = 1024;
 /** The longest such a wait: an event may have been lost (an overflow), or never come. */
 const PACE_MAX_MS = 200;
 
@@ -65,6 +68,8 @@ const isErrno = (err: unknown, ...names: string[]): boolean =>
 
 export class NeighborOps implements Operations<DesiredNeighbor> {
   private readonly p: NeighborOpsParams;
+  /** The last entry the previous large batch created: its event paces the next batch. */
+  private paceAfter: DesiredNeighbor | undefined = undefined;
 
   constructor(p: NeighborOpsParams) {
     this.p = p;
@@ -120,7 +125,14 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     if (todo.length === 0) return results;
     if (mode === 'legacy' && this.p.twoStep) await this.createFirst(objs, todo);
     const out = await this.p.kernel.neighSetMany(specs);
-    if (todo.length >= PACE_FROM && lastNew !== undefined) await this.eventsOf(lastNew);
+    const pace = this.p.paceFrom;
+    if (pace > 0 && todo.length >= pace && lastNew !== undefined) {
+      // One batch of lag: the previous batch's events have most likely been read by now,
+      // so the writes and the reading overlap, and the backlog stays within two batches.
+      const previous = this.paceAfter;
+      this.paceAfter = lastNew;
+      if (previous !== undefined) await this.eventsOf(previous);
+    }
     for (const f of out.failures) results[todo[f.index]!] = f.error;
     let inserts = 0;
     const by: Record<RequeueCause, number> = { deleted: 0, failed: 0, refresh: 0, mode: 0 };
@@ -147,8 +159,9 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
    * Waits (at most PACE_MAX_MS) until the event of the last entry a large batch created has
    * been read: the kernel sends an event for every entry it creates (and another when it
    * resolves), and a writer that runs ahead of its own events overflows the event socket
-   * (then the table is dumped again: at 1,000,000 entries, a second of work and a million
-   * objects each time). Events arrive in order, so the last one stands for the batch.
+   * (then the table is dumped again: at 1,000,000 entries, a second of work each time).
+   * Events arrive in order, so the last one stands for the batch. An entry gone meanwhile
+   * (deleted again) ends the wait at its limit.
    */
   private async eventsOf(d: DesiredNeighbor): Promise<void> {
     const until = Date.now() + PACE_MAX_MS;

@@ -131,8 +131,11 @@ export class NeighborSubsystem {
     );
     this.forwardable = new ForwardableIPs({ nodeAddresses: () => this.devices.nodeAddresses() });
     this.routes = new RouteTracker(now);
-    this.observed = new ObservedNeighbors(this.protocol, (ifindex, ip) =>
-      this.calculator.onLinkString(ifindex, ip),
+    this.observed = new ObservedNeighbors(
+      this.protocol,
+      this.tuning.internAddresses
+        ? (ifindex, ip) => this.calculator.onLinkString(ifindex, ip)
+        : undefined,
     );
     this.desired = new Table<DesiredNeighbor>({
       name: 'desired-neighbors',

@@ -46,6 +46,7 @@ export function makeWriter(p: WriterParams): Reconciler<DesiredNeighbor> {
     metrics: p.metrics,
     log: p.log,
     twoStep: p.twoStep,
+    paceFrom: p.tuning.writePaceFrom,
     causes: p.causes,
     wanted: (ifindex, ip) => p.desired.has(neighKey(ifindex, ip)),
     missing: (keys) => p.missing(keys),
