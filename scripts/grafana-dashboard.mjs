@@ -242,6 +242,16 @@ ts(
   'ops',
 );
 ts(
+  'Refresh path (1 = in use), switches, entries held by someone else',
+  12,
+  [
+    [`max by (mode) (fibkeeper_neighbor_refresh_mode${sel})`, 'path {{mode}}'],
+    [by('fibkeeper_neighbor_mode_switches_total', 'to'), 'switches/s to {{to}}'],
+    [`sum(fibkeeper_neighbor_foreign_entries${sel})`, 'foreign entries (left alone)'],
+  ],
+  'short',
+);
+ts(
   'Reconcile durations (p99)',
   12,
   [
