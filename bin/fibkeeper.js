@@ -12,6 +12,13 @@ if (!((major === 22 && minor >= 12) || major >= 24)) {
   process.exit(1);
 }
 
+// The agent runs with the V8 flags of src/cli/node-flags.ts: `run` replaces this process
+// (same PID, process.execve) once, before it sets anything up.
+if (process.argv[2] === 'run') {
+  const { reexecForAgent } = await import('../dist/cli/node-flags.js');
+  reexecForAgent();
+}
+
 // A reader that went away (`fibkeeper status | head`) ends the output quietly: no stack
 // trace, exit code 0.
 for (const stream of [process.stdout, process.stderr]) {

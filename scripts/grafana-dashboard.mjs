@@ -163,9 +163,15 @@ ts(
   'Bps',
 );
 ts(
-  'Passed without a lookup, by reason',
+  'Passed to the kernel, by reason',
   12,
   [[by('fibkeeper_xdp_not_handled_total', 'device, reason'), '{{device}} {{reason}}']],
+  'pps',
+);
+ts(
+  'Frames lost after a redirect, by reason',
+  12,
+  [[by('fibkeeper_xdp_redirect_errors_total', 'device, reason'), '{{device}} {{reason}}']],
   'pps',
 );
 ts(
@@ -234,6 +240,16 @@ ts(
     [by('fibkeeper_neighbor_resyncs_total', 'table, reason'), 'resync {{table}} ({{reason}})'],
   ],
   'ops',
+);
+ts(
+  'Refresh path (1 = in use), switches, entries held by someone else',
+  12,
+  [
+    [`max by (mode) (fibkeeper_neighbor_refresh_mode${sel})`, 'path {{mode}}'],
+    [by('fibkeeper_neighbor_mode_switches_total', 'to'), 'switches/s to {{to}}'],
+    [`sum(fibkeeper_neighbor_foreign_entries${sel})`, 'foreign entries (left alone)'],
+  ],
+  'short',
 );
 ts(
   'Reconcile durations (p99)',

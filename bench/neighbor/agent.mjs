@@ -8,7 +8,7 @@ import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 
 const [root, netns, device] = process.argv.slice(2);
 const { NeighborSubsystem } = await import(join(root, 'dist', 'neighbor', 'index.js'));
-const { silentLogger } = await import(join(root, 'dist', 'log', 'index.js'));
+const { createLogger, silentLogger } = await import(join(root, 'dist', 'log', 'index.js'));
 
 /** N consecutive IPv4 addresses from `base` (a 32-bit number). */
 function ips(base, count) {
@@ -24,8 +24,11 @@ let n;
 let profiler;
 
 const handlers = {
-  /** Starts the subsystem; `tuning` overrides its tuning defaults (experiments). */
-  async start({ tuning }) {
+  /**
+   * Starts the subsystem; `config` overrides the agent's neighbor options (the defaults of
+   * src/config but devices and holder), `tuning` its tuning defaults (experiments).
+   */
+  async start({ tuning, config = {} }) {
     n = new NeighborSubsystem({
       netns,
       config: {
@@ -36,9 +39,11 @@ const handlers = {
         retryMinMs: 100,
         retryMaxMs: 60_000,
         rateLimit: 1000,
+        ...config,
       },
       managedSupported: true,
-      log: silentLogger(),
+      // FKB_AGENT_LOG=warn (or info, debug) shows the agent's log on stderr.
+      log: process.env.FKB_AGENT_LOG ? createLogger(process.env.FKB_AGENT_LOG) : silentLogger(),
       tuning,
     });
     await n.start();
@@ -72,7 +77,13 @@ const handlers = {
   },
   async status() {
     const s = n.status({ limit: 0 });
-    return { summary: s.summary, counters: s.counters, health: n.health().level };
+    return { mode: s.mode, summary: s.summary, counters: s.counters, health: n.health().level };
+  },
+  /** How long the status document takes to build and serialize (as the API serves it). */
+  async statusTimed({ limit = 1000 }) {
+    const t0 = performance.now();
+    const text = JSON.stringify(n.status({ limit }));
+    return { ms: performance.now() - t0, bytes: text.length };
   },
   /** Resident memory now and at its peak (getrusage maxrss), in bytes. */
   async rss() {

@@ -9,9 +9,11 @@ export const here = dirname(fileURLToPath(import.meta.url));
 export const root = join(here, '..', '..');
 export const DEV = 'fkb0';
 export const PROTO = 241;
-export const BASE = 0x0a010001; // 10.1.0.1: forwardable IPs
-export const GW_BASE = 0x0a080001; // 10.8.0.1: gateways for the route-change runs
-export const FLOOR_BASE = 0x0a090001; // 10.9.0.1: the driver's own writes (reference latency)
+// All inside R's connected 10.0.0.0/8 and apart from each other at 1,000,000 IPs.
+export const BASE = 0x0a010001; // 10.1.0.1: forwardable IPs (10.1.0.1-10.16.66.64 for 1M)
+export const WARM_BASE = 0x0a400001; // 10.64.0.1: the IPs an agent warms up with
+export const GW_BASE = 0x0a800001; // 10.128.0.1: gateways for the route-change runs
+export const FLOOR_BASE = 0x0a810001; // 10.129.0.1: the driver's own writes (reference latency)
 
 export const ipOf = (v) => `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
 export const ipsFrom = (base, n) => Array.from({ length: n }, (_, i) => ipOf(base + i));
@@ -37,16 +39,22 @@ export function sysctl(ns, ...kv) {
   execFileSync('ip', ['netns', 'exec', ns, 'sysctl', '-qw', ...kv]);
 }
 
-/** Router R with DEV towards peer P; P answers ARP for all of 10.0.0.0/12 (proxy ARP). */
-export function setup(r, p) {
+/**
+ * Router R with DEV towards peer P; P answers ARP for all of 10.0.0.0/8 (proxy ARP).
+ * `reachableMs`: base_reachable_time of DEV (default one hour: no re-probing while the
+ * convergence and latency figures are measured; null keeps the kernel default of 30 s).
+ */
+export function setup(r, p, { reachableMs = 3_600_000 } = {}) {
   for (const ns of [r, p]) execFileSync('ip', ['netns', 'add', ns]);
   ip(r, 'link', 'set', 'lo', 'up');
   ip(r, 'link', 'add', DEV, 'type', 'veth', 'peer', 'name', 'fkp0', 'netns', p);
   ip(p, 'link', 'add', 'fkq0', 'type', 'veth', 'peer', 'name', 'fkq1');
   for (const d of ['fkp0', 'fkq0', 'fkq1']) ip(p, 'link', 'set', d, 'up');
   ip(r, 'link', 'set', DEV, 'up');
-  ip(r, 'addr', 'add', '10.0.0.1/12', 'dev', DEV);
-  sysctl(r, `net.ipv4.neigh.${DEV}.base_reachable_time_ms=3600000`);
+  ip(r, 'addr', 'add', '10.0.0.1/8', 'dev', DEV);
+  if (reachableMs !== null) {
+    sysctl(r, `net.ipv4.neigh.${DEV}.base_reachable_time_ms=${reachableMs}`);
+  }
   sysctl(
     p,
     'net.ipv4.ip_forward=1',
@@ -55,13 +63,22 @@ export function setup(r, p) {
     'net.ipv4.conf.fkp0.proxy_arp=1',
     'net.ipv4.neigh.fkp0.proxy_delay=0',
   );
-  ip(p, 'route', 'add', '10.0.0.0/12', 'dev', 'fkq0');
+  ip(p, 'route', 'add', '10.0.0.0/8', 'dev', 'fkq0');
   ip(p, 'route', 'add', '10.0.0.1/32', 'dev', 'fkp0');
 }
 
-/** The agent child: call(cmd, args) → its answer. */
+/**
+ * The agent child: call(cmd, args) → its answer. It runs with the V8 flags `fibkeeper run`
+ * gives itself (src/cli/node-flags.ts); FKB_AGENT_FLAGS replaces them (experiments, e.g.
+ * FKB_AGENT_FLAGS=' ' for Node's defaults).
+ */
 export async function spawnAgent(r, execArgv = []) {
-  const child = fork(join(here, 'agent.mjs'), [root, r, DEV], { stdio: 'inherit', execArgv });
+  const { AGENT_NODE_FLAGS } = await import(join(root, 'dist', 'cli', 'node-flags.js'));
+  const flags = process.env.FKB_AGENT_FLAGS?.split(' ').filter(Boolean) ?? AGENT_NODE_FLAGS;
+  const child = fork(join(here, 'agent.mjs'), [root, r, DEV], {
+    stdio: 'inherit',
+    execArgv: [...flags, ...execArgv],
+  });
   let seq = 0;
   const pending = new Map();
   await new Promise((resolve, reject) => {
@@ -83,6 +100,7 @@ export async function spawnAgent(r, execArgv = []) {
   const exited = new Promise((resolve) => child.once('exit', resolve));
   return {
     call,
+    pid: child.pid,
     pause: () => child.kill('SIGSTOP'),
     resume: () => child.kill('SIGCONT'),
     stop: async () => (await call('stop'), await exited),
@@ -112,4 +130,84 @@ export async function quiet(nl, ifindex, INCOMPLETE) {
 export async function check(nl, ifindex, n) {
   const have = (await owned(nl, ifindex)).length;
   if (have !== n) throw new Error(`kernel has ${have} marked entries, expected ${n}`);
+}
+
+/** Times `act()` until a new marked extern_learn entry for `dst` is seen. */
+export function latencyProbe(ctx) {
+  const waiters = new Map();
+  const sub = ctx.nl.subscribe(
+    ['neigh'],
+    {
+      onEvent: (ev) => {
+        if (ev.kind !== 'new' || ev.object !== 'neigh') return;
+        const m = ev.msg;
+        if (m.protocol !== PROTO || !(m.flags & ctx.mod.NTF_EXT_LEARNED)) return;
+        const w = waiters.get(m.dst);
+        if (w) {
+          waiters.delete(m.dst);
+          w(performance.now());
+        }
+      },
+    },
+    { rcvbuf: 64 << 20 },
+  );
+  const measure = async (dst, act) => {
+    const seen = new Promise((resolve) => waiters.set(dst, resolve));
+    const t0 = performance.now();
+    await act();
+    const t1 = await Promise.race([seen, sleep(2000).then(() => NaN)]);
+    waiters.delete(dst);
+    return t1 - t0;
+  };
+  return { measure, close: () => sub.close() };
+}
+
+/**
+ * Route change → new entry, `ip neigh del` → re-inserted, and the driver's own neighSet →
+ * its event (the reference), `iterations` times each, with `loaded` IPs (from BASE) loaded.
+ */
+export async function latencies(ctx, agent, iterations, loaded = 100_000) {
+  const { nl, ifindex, mod } = ctx;
+  await nl.routeReplace({ dst: '10.200.0.0/24', gateway: ipOf(GW_BASE) });
+  await agent.call('upsert', { owner: 'bench-route', list: ['10.200.0.5'] });
+  await quiet(nl, ifindex, mod.NUD_INCOMPLETE);
+  const probe = latencyProbe(ctx);
+  const floor = [];
+  const route = [];
+  const reinsert = [];
+  try {
+    for (let k = 0; k < iterations; k++) {
+      const dst = ipOf(FLOOR_BASE + k);
+      floor.push(
+        await probe.measure(dst, () =>
+          nl.neighSet({
+            ifindex,
+            dst,
+            state: 0,
+            externLearned: true,
+            managed: true,
+            protocol: PROTO,
+          }),
+        ),
+      );
+      await nl.neighDel({ ifindex, dst });
+      const gw = ipOf(GW_BASE + 1 + k);
+      route.push(
+        await probe.measure(gw, () => nl.routeReplace({ dst: '10.200.0.0/24', gateway: gw })),
+      );
+      const victim = ipOf(BASE + ((k * 7919) % loaded));
+      reinsert.push(await probe.measure(victim, () => nl.neighDel({ ifindex, dst: victim })));
+      await sleep(5);
+    }
+  } finally {
+    probe.close();
+  }
+  const lost = (xs) => xs.filter((x) => Number.isNaN(x)).length;
+  const ok = (xs) => xs.filter((x) => !Number.isNaN(x));
+  return {
+    floor: ok(floor),
+    route: ok(route),
+    reinsert: ok(reinsert),
+    timeouts: { floor: lost(floor), route: lost(route), reinsert: lost(reinsert) },
+  };
 }

@@ -8,9 +8,13 @@
 // the JavaScript that runs after a syscall. Needs no root.
 // With --heap-profile FILE it writes a sampling heap profile of what the convergences
 // allocate (FILE.heapprofile: bytes per function, collected objects included).
+// With --snapshot FILE (run node with --expose-gc) it loads N once more at the end, keeps
+// them, and writes a heap snapshot after a full GC, with the heap figures: what the tables
+// cost per forwardable IP.
 // Usage: node bench/neighbor/offline.mjs [--n 100000] [--rounds 5] [--profile FILE]
-//          [--heap-profile FILE]
+//          [--heap-profile FILE] [--snapshot FILE]
 import { writeFileSync } from 'node:fs';
+import { writeHeapSnapshot } from 'node:v8';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { root } from './lab.mjs';
@@ -21,6 +25,7 @@ const N = Number(get('--n', '100000'));
 const ROUNDS = Number(get('--rounds', '5'));
 const PROFILE = get('--profile', undefined);
 const HEAP_PROFILE = get('--heap-profile', undefined);
+const SNAPSHOT = get('--snapshot', undefined);
 
 const nl = await import(join(root, 'dist', 'netlink', 'index.js'));
 const { NeighborSubsystem } = await import(join(root, 'dist', 'neighbor', 'index.js'));
@@ -32,6 +37,8 @@ const IFINDEX = 2;
 class FakeHandle {
   subs = new Set();
   entries = new Map();
+  /** Keep no entries (a heap snapshot then shows the subsystem's memory alone). */
+  lean = false;
 
   async linkList() {
     return [
@@ -95,6 +102,11 @@ class FakeHandle {
   async neighList() {
     return [...this.entries.values()];
   }
+  async neighEach(each) {
+    const all = [...this.entries.values()];
+    for (const n of all) each(n);
+    return all.length;
+  }
   async routeGetMany(queries) {
     return queries.map(() => this.connected());
   }
@@ -103,13 +115,14 @@ class FakeHandle {
   }
   neigh(dst, state, s) {
     return {
+      // A string of its own, as a message read from a socket is.
+      dst: dst.split('').join(''),
       family: nl.AF_INET,
       ifindex: s.ifindex,
       state,
       flags: nl.NTF_EXT_LEARNED,
       type: 1,
-      flagsExt: nl.NTF_EXT_MANAGED,
-      dst,
+      flagsExt: s.managed ? nl.NTF_EXT_MANAGED : 0,
       protocol: s.protocol,
       lladdr: state === nl.NUD_REACHABLE ? '02:00:00:00:00:99' : undefined,
     };
@@ -118,7 +131,7 @@ class FakeHandle {
     const created = [];
     for (const s of specs) {
       const n = this.neigh(s.dst, nl.NUD_INCOMPLETE, s);
-      this.entries.set(`${s.ifindex}|${s.dst}`, n);
+      if (!this.lean) this.entries.set(`${s.ifindex}|${s.dst}`, n);
       created.push(s);
       this.emit('new', n);
     }
@@ -126,7 +139,7 @@ class FakeHandle {
     setImmediate(() => {
       for (const s of created) {
         const n = this.neigh(s.dst, nl.NUD_REACHABLE, s);
-        this.entries.set(`${s.ifindex}|${s.dst}`, n);
+        if (!this.lean) this.entries.set(`${s.ifindex}|${s.dst}`, n);
         this.emit('new', n);
       }
     });
@@ -163,8 +176,9 @@ function ips(base, count) {
   return out;
 }
 
+const fake = new FakeHandle();
 const n = new NeighborSubsystem({
-  netlink: new FakeHandle(),
+  netlink: fake,
   config: {
     devices: ['fkb0'],
     holderName: 'fibkeeper0',
@@ -216,6 +230,20 @@ for (let k = 0; k < ROUNDS; k++) {
   await new Promise((r) => setImmediate(r));
   n.setOwner('bench', []);
   await n.settled();
+}
+if (SNAPSHOT !== undefined) {
+  fake.lean = true;
+  fake.entries.clear();
+  n.setOwner('bench', ips(0x0a010001, N));
+  await n.settled();
+  await new Promise((r) => setTimeout(r, 500));
+  globalThis.gc?.();
+  const m = process.memoryUsage();
+  const mb = (x) => (x / 2 ** 20).toFixed(1);
+  console.log(
+    `with ${N} loaded after a full GC: heapUsed ${mb(m.heapUsed)} MiB (${Math.round(m.heapUsed / N)} B per IP), rss ${mb(m.rss)} MiB`,
+  );
+  writeHeapSnapshot(SNAPSHOT);
 }
 await n.stop();
 const sorted = [...times].sort((x, y) => x - y);

@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BASE, check, DEV, quiet, r2, root, setup, spawnAgent } from './lab.mjs';
+import { BASE, check, DEV, quiet, r2, root, setup, spawnAgent, WARM_BASE } from './lab.mjs';
 
 function args() {
   const a = process.argv.slice(2);
@@ -98,7 +98,7 @@ async function main() {
     const ifindex = await nl.ifindex(DEV);
     agent = await spawnAgent(r);
     await agent.call('start', {});
-    await agent.call('load', { owner: 'warmup', base: BASE + 0x40000, count: n });
+    await agent.call('load', { owner: 'warmup', base: WARM_BASE, count: n });
     await agent.call('clear', { owner: 'warmup' });
     await quiet(nl, ifindex, mod.NUD_INCOMPLETE);
     const fns = new Map();

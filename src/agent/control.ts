@@ -58,9 +58,17 @@ export interface ControlPlaneParams {
   maxBatch?: number;
 }
 
+/** What a forwardable change did to its owner's set: IPs taken that it lacked, IPs given up. */
+export interface OwnerChange {
+  added: number;
+  removed: number;
+}
+
 interface Request {
   kind: 'change';
   change: Change;
+  /** Forwardable changes: what they did to the owner's set (set when planned). */
+  changed?: OwnerChange;
   phase: 'queued' | 'saving' | 'applying' | 'done';
   queuedAt: number;
   resolve: () => void;
@@ -101,14 +109,14 @@ export class ControlPlane {
    * `signal` is the caller's deadline: a change still queued then is dropped (TimeoutError,
    * nothing applied); one already saved stays, and the TimeoutError says so.
    */
-  submit(change: Change, signal?: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  submit(change: Change, signal?: AbortSignal): Promise<OwnerChange | undefined> {
+    return new Promise<OwnerChange | undefined>((resolve, reject) => {
       const req: Request = {
         kind: 'change',
         change,
         phase: 'queued',
         queuedAt: Date.now(),
-        resolve,
+        resolve: () => resolve(undefined),
         reject,
       };
       let settled = false;
@@ -117,7 +125,7 @@ export class ControlPlane {
         signal?.removeEventListener('abort', onAbort);
       };
       req.resolve = () => {
-        if (!settled) (finish(), resolve());
+        if (!settled) (finish(), resolve(req.changed));
       };
       req.reject = (err) => {
         if (!settled) (finish(), reject(err));
@@ -215,7 +223,7 @@ export class ControlPlane {
     const accepted: { req: Request; ips: string[] }[] = [];
     for (const req of batch) {
       try {
-        accepted.push({ req, ips: this.#plan(req.change, draft) });
+        accepted.push({ req, ips: this.#plan(req, draft) });
       } catch (err) {
         req.phase = 'done';
         req.reject(err as Error);
@@ -277,8 +285,27 @@ export class ControlPlane {
     for (const f of failed) ((f.req.phase = 'done'), f.req.reject(f.err));
   }
 
-  /** Checks a change against the node and the draft; applies it to the draft; returns its IPs. */
-  #plan(c: Change, draft: Draft): string[] {
+  /**
+   * Checks a change against the node and the draft; applies it to the draft; returns its IPs
+   * (and, for a forwardable change, notes on the request what it did to the owner's set).
+   */
+  #plan(req: Request, draft: Draft): string[] {
+    const c = req.change;
+    if (c.op === 'forwardable.add' || c.op === 'forwardable.del' || c.op === 'forwardable.set') {
+      const before = new Set(draft.forwardable.get(c.owner) ?? []);
+      const ips = this.#planForwardable(c, draft);
+      const after = draft.forwardable.get(c.owner) ?? new Set<string>();
+      let added = 0;
+      let removed = 0;
+      for (const ip of after) if (!before.has(ip)) added++;
+      for (const ip of before) if (!after.has(ip)) removed++;
+      req.changed = { added, removed };
+      return ips;
+    }
+    return this.#planForwardable(c, draft);
+  }
+
+  #planForwardable(c: Change, draft: Draft): string[] {
     if (c.op.startsWith('forwardable.')) {
       const n = this.#p.forwardable();
       if (!n)

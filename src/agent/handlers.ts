@@ -78,13 +78,13 @@ export function handlersFor(agent: Agent): ControlHandlers {
   };
   return {
     async forwardableAdd(owner, ips, signal) {
-      await submit({ op: 'forwardable.add', owner, ips }, signal);
+      return submit({ op: 'forwardable.add', owner, ips }, signal);
     },
     async forwardableDelete(owner, ips, signal) {
-      await submit({ op: 'forwardable.del', owner, ips }, signal);
+      return submit({ op: 'forwardable.del', owner, ips }, signal);
     },
     async forwardableSetOwner(owner, ips, signal) {
-      await submit({ op: 'forwardable.set', owner, ips }, signal);
+      return submit({ op: 'forwardable.set', owner, ips }, signal);
     },
     async forwardableList() {
       return neighbor()

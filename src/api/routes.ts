@@ -34,15 +34,34 @@ export interface ClusterEligibility {
   labels: Record<string, string>;
 }
 
+/** What a forwardable call changed for its owner: IPs it took that it did not hold, IPs it gave up. */
+export interface ForwardableChange {
+  added: number;
+  removed: number;
+}
+
 /**
  * What the agent provides to the API. Each call is atomic: all IPs valid, or nothing done.
- * IPs arrive checked and canonical; `signal` fires at the call's deadline.
+ * IPs arrive checked and canonical; `signal` fires at the call's deadline. The forwardable
+ * calls answer what changed for the owner (an agent may answer nothing).
  */
 export interface ControlHandlers {
-  forwardableAdd(owner: string, ips: string[], signal?: AbortSignal): Promise<void>;
-  forwardableDelete(owner: string, ips: string[], signal?: AbortSignal): Promise<void>;
+  forwardableAdd(
+    owner: string,
+    ips: string[],
+    signal?: AbortSignal,
+  ): Promise<ForwardableChange | void>;
+  forwardableDelete(
+    owner: string,
+    ips: string[],
+    signal?: AbortSignal,
+  ): Promise<ForwardableChange | void>;
   /** Replaces the whole set of one owner. */
-  forwardableSetOwner(owner: string, ips: string[], signal?: AbortSignal): Promise<void>;
+  forwardableSetOwner(
+    owner: string,
+    ips: string[],
+    signal?: AbortSignal,
+  ): Promise<ForwardableChange | void>;
   forwardableList(): Promise<ForwardableEntry[]>;
   extipAdd(ips: string[], signal?: AbortSignal): Promise<void>;
   extipDelete(ips: string[], signal?: AbortSignal): Promise<void>;
@@ -117,13 +136,17 @@ export const ROUTES: readonly Route[] = [
       GET: async (h, ctx) => (noBody(ctx), { forwardable: await h.forwardableList() }),
       POST: async (h, ctx) => {
         const b = obj(ctx.body);
-        await h.forwardableAdd(checkOwner(b.owner), ips(b, 'add'), ctx.signal);
-        return { ok: true };
+        const change = await h.forwardableAdd(checkOwner(b.owner), ips(b, 'add'), ctx.signal);
+        return { ok: true, ...change };
       },
       DELETE: async (h, ctx) => {
         const b = obj(ctx.body);
-        await h.forwardableDelete(checkOwner(b.owner), ips(b, 'release'), ctx.signal);
-        return { ok: true };
+        const change = await h.forwardableDelete(
+          checkOwner(b.owner),
+          ips(b, 'release'),
+          ctx.signal,
+        );
+        return { ok: true, ...change };
       },
     },
   },
@@ -132,8 +155,8 @@ export const ROUTES: readonly Route[] = [
     methods: {
       PUT: async (h, ctx) => {
         const owner = checkOwner(ctx.params.owner ?? '');
-        await h.forwardableSetOwner(owner, ips(obj(ctx.body), 'set'), ctx.signal);
-        return { ok: true };
+        const change = await h.forwardableSetOwner(owner, ips(obj(ctx.body), 'set'), ctx.signal);
+        return { ok: true, ...change };
       },
     },
   },

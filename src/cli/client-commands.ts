@@ -39,6 +39,30 @@ function needOwner(args: ParsedArgs): string {
   return owner;
 }
 
+/**
+ * What a forwardable command changed, from the agent's answer: the IPs the owner took (add)
+ * or gave up (del) among those given; an agent that does not count gets the old line.
+ */
+function changeLine(
+  verb: 'add' | 'del' | 'set',
+  owner: string,
+  given: number,
+  res: unknown,
+): string {
+  const r = (res ?? {}) as { added?: unknown; removed?: unknown };
+  const added = typeof r.added === 'number' ? r.added : undefined;
+  const removed = typeof r.removed === 'number' ? r.removed : undefined;
+  if (verb === 'set') {
+    const what = added === undefined || removed === undefined ? '' : ` (+${added}, -${removed})`;
+    return `replaced: owner ${owner} now holds ${given} IP(s)${what}\n`;
+  }
+  const n = verb === 'add' ? added : removed;
+  const word = verb === 'add' ? 'added' : 'removed';
+  if (n === undefined || n === given) return `${word}: ${given} IP(s) for owner ${owner}\n`;
+  const why = verb === 'add' ? 'already held' : 'not held by it';
+  return `${word}: ${n} of ${given} IP(s) for owner ${owner} (${given - n} ${why})\n`;
+}
+
 function forwardable(verb: 'add' | 'del' | 'set', summary: string, method: string): Command {
   return {
     name: `forwardable ${verb}`,
@@ -55,12 +79,11 @@ function forwardable(verb: 'add' | 'del' | 'set', summary: string, method: strin
       const owner = needOwner(args);
       const ips = verb === 'set' ? args.positionals : needIps(args);
       const c = clientFor(args);
-      if (verb === 'set')
-        await c.call('PUT', `/v1/owners/${encodeURIComponent(owner)}/forwardable`, { ips });
-      else await c.call(method, '/v1/forwardable', { owner, ips });
-      io.out(
-        `${verb === 'add' ? 'added' : verb === 'del' ? 'removed' : 'replaced'}: ${ips.length} IP(s) for owner ${owner}\n`,
-      );
+      const res =
+        verb === 'set'
+          ? await c.call('PUT', `/v1/owners/${encodeURIComponent(owner)}/forwardable`, { ips })
+          : await c.call(method, '/v1/forwardable', { owner, ips });
+      io.out(changeLine(verb, owner, ips.length, res));
       return EXIT_OK;
     },
   };

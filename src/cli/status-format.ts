@@ -69,6 +69,15 @@ function xdpSection(x: Obj): string {
   return out;
 }
 
+/** A next hop's kernel entry: state, flags, lladdr, and whose it is when not fibkeeper's. */
+function kernelText(present: unknown, k: Obj): string {
+  if (!present) return 'absent';
+  const text = `${s(k.state)} ${s(k.flags, '')} ${s(k.lladdr, '')}`.replace(/ +/g, ' ').trim();
+  if (k.owner === 'foreign') return `${text} (foreign: left alone)`;
+  if (k.owner === 'kernel') return `${text} (kernel's: adopted on the next write)`;
+  return text;
+}
+
 function neighborSection(n: Obj): string {
   const sum = obj(n.summary);
   let out = `\nNeighbors (mode ${s(n.mode)}, protocol ${s(n.protocol)})\n`;
@@ -78,7 +87,7 @@ function neighborSection(n: Obj): string {
     Object.entries(obj(sum.kernelEntriesByState))
       .map(([k, v]) => `${k}=${s(v)}`)
       .join(' ') || '-'
-  }\n`;
+  }${Number(sum.foreignEntries ?? 0) > 0 ? `; foreign (left alone): ${s(sum.foreignEntries)}` : ''}\n`;
   const rows: string[][] = [];
   for (const f of arr(n.forwardable).map(obj)) {
     // Only the devices the IP is routed through (or whose lookup failed).
@@ -86,9 +95,12 @@ function neighborSection(n: Obj): string {
       .map(obj)
       .filter((d) => arr(d.nexthops).length > 0 || d.lookupError);
     if (devs.length === 0) {
-      const why = f.nodeAddress
-        ? `node address (${s(f.nodeAddress)})`
-        : 'not routed via a selected device';
+      const why =
+        typeof f.reason === 'string'
+          ? f.reason
+          : f.nodeAddress
+            ? `node address (${s(f.nodeAddress)})`
+            : 'not routed via a selected device';
       rows.push([s(f.ip), s(f.owners), '-', why, '', '']);
     }
     for (const d of devs) {
@@ -110,7 +122,7 @@ function neighborSection(n: Obj): string {
           s(d.device),
           s(nh.nexthop),
           `${s(nh.status)}${nh.error ? ` (${s(nh.error)})` : ''}`,
-          nh.kernel ? `${s(k.state)} ${s(k.flags, '')} ${s(k.lladdr, '')}`.trim() : 'absent',
+          kernelText(nh.kernel, k),
         ]);
       }
     }

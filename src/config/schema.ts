@@ -71,8 +71,8 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     path: 'xdp.ipv4Options',
     type: 'bool',
-    default: true,
-    doc: 'Forward IPv4 packets that carry IP options in XDP (off: they go to the kernel stack, which processes the options).',
+    default: false,
+    doc: 'Forward in XDP IPv4 packets whose options the kernel forwards unchanged (NOP, end of list, unknown kinds; needs Linux 5.18). Off: every packet with options goes to the kernel stack. Source routes, record route, timestamps, router alert and malformed options always go to the kernel.',
   },
   {
     path: 'xdp.missTracker.enabled',
@@ -108,7 +108,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     type: 'enum',
     values: ['auto', 'managed', 'legacy'],
     default: 'auto',
-    doc: 'How entries stay fresh: managed (the kernel re-resolves, 5.16+), legacy (fibkeeper refreshes entries that go STALE), auto picks managed when the kernel has it.',
+    doc: 'How entries stay fresh: managed (the kernel re-resolves them, 5.16+; ARP grows with the table), legacy (fibkeeper refreshes STALE entries within neighbor.rateLimit), auto: managed while at most neighbor.rateLimit entries are wanted and the kernel has it, legacy above (managed again at half of it).',
   },
   {
     path: 'neighbor.resyncInterval',
@@ -140,7 +140,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     default: 1000,
     min: 1,
     max: 1_000_000,
-    doc: 'Most re-inserts and refreshes per second in total (bounds ARP/NDP on the wire however large the table).',
+    doc: 'Most re-inserts, retries and refreshes per second in total. With refresh auto or legacy this bounds ARP/NDP on the wire however large the table (at most 3 requests per write); managed entries are re-probed by the kernel, one burst per reachable time as large as the table.',
   },
   {
     path: 'forwardable.static',

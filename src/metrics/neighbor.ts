@@ -12,7 +12,14 @@ export interface NeighborGaugeSource {
   desiredByStatus(): { pending: number; done: number; error: number };
   /** fibkeeper-owned kernel entries by NUD state name ("reachable", "stale", ...). */
   kernelEntriesByState(): ReadonlyMap<string, number>;
+  /** Desired next hops whose kernel entry belongs to someone else (left alone). */
+  foreignEntries(): number;
+  /** The refresh path in use. */
+  refreshMode(): RefreshModeName;
 }
+
+export type RefreshModeName = 'managed' | 'legacy';
+const REFRESH_MODES: readonly RefreshModeName[] = ['managed', 'legacy'];
 
 export type ReinsertCause = 'deleted' | 'failed';
 export type DeleteSource = 'reconcile' | 'prune';
@@ -32,6 +39,8 @@ export interface NeighborCounters {
   rateLimited: number;
   /** "table/reason" → count, e.g. "neighbors/overflow". */
   resyncs: Record<string, number>;
+  /** Switches of the refresh path (neighbor.refresh: auto), by the path switched to. */
+  modeSwitches: Record<RefreshModeName, number>;
 }
 
 /** Every (table, reason) pair the subsystem counts: each feed's own, and the desired table's. */
@@ -64,6 +73,7 @@ export class NeighborMetrics implements ReconcilerMetrics {
     reconcileErrors: 0,
     rateLimited: 0,
     resyncs: {},
+    modeSwitches: { managed: 0, legacy: 0 },
   };
   private readonly insertsTotal: Counter;
   private readonly reinsertsTotal: Counter<'cause'>;
@@ -73,6 +83,7 @@ export class NeighborMetrics implements ReconcilerMetrics {
   private readonly errorsTotal: Counter<'op'>;
   private readonly resyncsTotal: Counter<'table' | 'reason'>;
   private readonly rateLimitedTotal: Counter;
+  private readonly modeSwitchesTotal: Counter<'to'>;
   private readonly duration: Histogram<'op'>;
   private readonly roundSeconds: Histogram;
   private readonly failing: Gauge;
@@ -128,6 +139,13 @@ export class NeighborMetrics implements ReconcilerMetrics {
       help: 'Times re-inserts, refreshes or retries were held back by the rate limit.',
       registers,
     });
+    this.modeSwitchesTotal = new Counter({
+      name: 'fibkeeper_neighbor_mode_switches_total',
+      help: 'Switches of the refresh path by neighbor.refresh: auto (legacy above neighbor.rateLimit desired entries, managed again at half of it), by the path switched to.',
+      labelNames: ['to'],
+      registers,
+    });
+    for (const to of REFRESH_MODES) this.modeSwitchesTotal.inc({ to }, 0);
     this.duration = new Histogram({
       name: 'fibkeeper_neighbor_reconcile_duration_seconds',
       help: 'Duration of one reconcile operation call (a batch counts once).',
@@ -200,6 +218,24 @@ export class NeighborMetrics implements ReconcilerMetrics {
         for (const [k, v] of self()?.kernelEntriesByState() ?? []) this.set({ state: k }, v);
       },
     });
+    new Gauge({
+      name: 'fibkeeper_neighbor_refresh_mode',
+      help: 'The refresh path in use: 1 for managed (the kernel re-resolves entries) or legacy (fibkeeper refreshes STALE entries, rate-limited), 0 for the other.',
+      labelNames: ['mode'],
+      registers,
+      collect() {
+        const now = self()?.refreshMode();
+        for (const mode of REFRESH_MODES) this.set({ mode }, mode === now ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'fibkeeper_neighbor_foreign_entries',
+      help: "Desired next hops whose kernel entry belongs to someone else (PERMANENT or NOARP, another protocol, or written over fibkeeper's): left alone until it disappears.",
+      registers,
+      collect() {
+        this.set(self()?.foreignEntries() ?? 0);
+      },
+    });
   }
 
   setSource(s: NeighborGaugeSource | undefined): void {
@@ -228,6 +264,11 @@ export class NeighborMetrics implements ReconcilerMetrics {
     if (n <= 0) return;
     this.c.deletes[source] += n;
     this.deletesTotal.inc({ source }, n);
+  }
+
+  modeSwitched(to: RefreshModeName): void {
+    this.c.modeSwitches[to]++;
+    this.modeSwitchesTotal.inc({ to });
   }
 
   lookups(result: LookupResult, n: number): void {

@@ -16,6 +16,7 @@ import type { NeighborMetrics } from '../metrics/neighbor.js';
 import type { DeviceTracker } from './devices.js';
 import type { ForwardableIPs } from './forwardable.js';
 import { familyOfText, type LookupOutcome } from './nexthop.js';
+import { NoEntryReasons } from './reasons.js';
 import type { GroupKey } from './prefixes.js';
 import type { RouteTracker } from './routes.js';
 import { DesiredRow, type RefSet } from './refset.js';
@@ -62,8 +63,13 @@ export class Calculator {
   private readonly byDevice = new Map<number, Map<string, Hops>>();
   /** ifindex → IPs to look up soon (changes). */
   private readonly urgent = new Map<number, Set<string>>();
-  /** Whole devices to look up (selection, full resync), in chunks. */
-  private bulk: { ifindex: number; ips: string[]; pos: number }[] = [];
+  /**
+   * Whole devices to look up (selection, full resync), in chunks; `released` is the release
+   * count when the list was made (unchanged: every IP in it is still wanted).
+   */
+  private bulk: { ifindex: number; ips: string[]; pos: number; released: number }[] = [];
+  /** Why an IP has no next hop on a device, for status (reasons.ts). */
+  private readonly noEntry = new NoEntryReasons();
   /** "ifindex|ip" → the failed lookup waiting for its retry. */
   private readonly failed = new Map<string, LookupFailure>();
   private retryTimer: TimerHandle | undefined = undefined;
@@ -124,7 +130,8 @@ export class Calculator {
       // Many at once (a config or state load, a large API call): a list per device, taken
       // in chunks after the changes queued one by one.
       const ips = added.filter((ip) => !this.p.devices.isNodeAddress(ip));
-      for (const d of devices) this.bulk.push({ ifindex: d.ifindex, ips, pos: 0 });
+      const released = this.released;
+      for (const d of devices) this.bulk.push({ ifindex: d.ifindex, ips, pos: 0, released });
     } else {
       for (const ip of added) {
         if (this.p.devices.isNodeAddress(ip)) continue;
@@ -179,6 +186,21 @@ export class Calculator {
     return out;
   }
 
+  /**
+   * The string kept for `ip` when it is a forwardable IP that is its own next hop on the
+   * device (on-link): the observed table keys its entry with it instead of the copy a
+   * neighbor message brings (one address in memory, not two, per on-link IP).
+   */
+  onLinkString(ifindex: number, ip: string): string | undefined {
+    const h = this.byDevice.get(ifindex)?.get(ip);
+    return typeof h === 'string' && h === ip ? h : undefined;
+  }
+
+  /** Why an IP has no next hop on a device, when there is more to say than "no route". */
+  noEntryReason(ifindex: number, ip: string): string | undefined {
+    return this.noEntry.get(ifindex, ip);
+  }
+
   /** The last lookup error of a pair, while it is being retried. */
   lookupError(ifindex: number, ip: string): string | undefined {
     return this.failed.get(neighKey(ifindex, ip))?.error;
@@ -202,7 +224,7 @@ export class Calculator {
     for (const ip of this.p.forwardable.ips()) {
       if (!this.p.devices.isNodeAddress(ip)) ips.push(ip);
     }
-    if (ips.length > 0) this.bulk.push({ ifindex, ips, pos: 0 });
+    if (ips.length > 0) this.bulk.push({ ifindex, ips, pos: 0, released: this.released });
   }
 
   private kick(): void {
@@ -229,7 +251,7 @@ export class Calculator {
    * Up to `n` IPs of one device: changes first, then due retries, then whole devices.
    * Undefined when nothing is due.
    */
-  private take(n: number): { ifindex: number; ips: string[] } | undefined {
+  private take(n: number): { ifindex: number; ips: string[]; wanted?: boolean } | undefined {
     for (const [d, set] of this.urgent) {
       const ips: string[] = [];
       for (const ip of set) {
@@ -258,7 +280,8 @@ export class Calculator {
     const ips = b.ips.slice(b.pos, end);
     b.pos = end;
     if (b.pos >= b.ips.length) this.bulk.shift();
-    return { ifindex: b.ifindex, ips };
+    // Nothing released since the list was made: every IP of it is still wanted.
+    return { ifindex: b.ifindex, ips, wanted: b.released === this.released };
   }
 
   // ---- the pass ----------------------------------------------------------------------
@@ -270,7 +293,7 @@ export class Calculator {
       for (let g = this.take(this.p.chunk); g !== undefined; g = this.take(this.p.chunk)) {
         if (!this.running) break;
         if (!this.p.devices.isSelected(g.ifindex)) continue;
-        const ips = g.ips.filter((ip) => this.wanted(ip));
+        const ips = g.wanted === true ? g.ips : g.ips.filter((ip) => this.wanted(ip));
         if (ips.length === 0) continue;
         this.inFlight = ips.length;
         const released = this.released;
@@ -327,6 +350,7 @@ export class Calculator {
           continue;
         }
         if (this.failed.size > 0) this.failed.delete(neighKey(ifindex, ip));
+        this.noEntry.note(ifindex, ip, outcome.kind === 'unreachable' ? outcome.reason : undefined);
         this.assign(w, ifindex, ip, outcome.kind === 'nexthops' ? outcome.nexthops : NONE);
       }
     });
@@ -398,6 +422,7 @@ export class Calculator {
     this.p.desired.write((w) => {
       for (const ip of ips) {
         for (const [d] of this.byDevice) this.assign(w, d, ip, NONE);
+        this.noEntry.forgetIp(ip);
         for (const d of this.urgent.values()) d.delete(ip);
         for (const d of this.byDevice.keys()) this.failed.delete(neighKey(d, ip));
       }
@@ -407,6 +432,7 @@ export class Calculator {
 
   private dropDevice(ifindex: number): void {
     this.urgent.delete(ifindex);
+    this.noEntry.forgetDevice(ifindex);
     this.bulk = this.bulk.filter((b) => b.ifindex !== ifindex);
     const m = this.byDevice.get(ifindex);
     for (const key of [...this.failed.keys()]) {

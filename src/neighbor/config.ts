@@ -47,14 +47,29 @@ export interface NeighborTuning {
    * device, whatever the rules.
    */
   shareLookups: boolean;
+  /**
+   * Write batches of at least this many entries wait for their own events before the next
+   * batch (a writer that runs ahead of its events overflows the event socket); 0: never.
+   */
+  writePaceFrom: number;
+  /**
+   * Key the observed entries of on-link next hops with the forwardable IP's own string (one
+   * copy of each address in memory instead of two, for a lookup per new entry).
+   */
+  internAddresses: boolean;
+  /** Legacy refresh: desired rows the sweep looks at per turn, at most (refresh.ts). */
+  refreshScan: number;
+  /** Legacy refresh: time between turns of the sweep, ms. */
+  refreshTickMs: number;
 }
 
 export function defaultTuning(): NeighborTuning {
   return {
-    // 32 MiB asked, 64 MiB granted: about 80,000 neighbor events queued (skb truesize is
-    // ~768 B) before an overflow, enough for the initial write of a large table. Memory is
-    // only used while events wait.
-    neighRcvbuf: 32 << 20,
+    // 64 MiB asked, 128 MiB granted: about 170,000 neighbor events queued (skb truesize is
+    // ~768 B) before an overflow. Writing 1,000,000 entries makes 2,000,000 events; with
+    // half of this the socket overflowed 4 times while they were written (each overflow a
+    // dump of the whole table). Kernel memory, used only while events wait.
+    neighRcvbuf: 64 << 20,
     // Route and link events come in small bursts (a routing daemon's update, a link flap).
     routeRcvbuf: 8 << 20,
     linkRcvbuf: 4 << 20,
@@ -74,6 +89,15 @@ export function defaultTuning(): NeighborTuning {
     // Exact (see share.ts), and the calculation then costs one lookup per route prefix
     // instead of one per forwardable IP.
     shareLookups: true,
+    // A turn looks at up to 1024 rows (~0.2 ms) 20 times a second: a STALE entry of a small
+    // table is refreshed within 50 ms, and a pass over 1,000,000 rows of which few are STALE
+    // takes under a minute (4096 cost a second of CPU while 1,000,000 fresh entries were
+    // written); when most are STALE (the steady state of a large table), a turn finds its
+    // handful after a few rows.
+    writePaceFrom: 1024,
+    internAddresses: true,
+    refreshScan: 1024,
+    refreshTickMs: 50,
   };
 }
 

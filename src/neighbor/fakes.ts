@@ -20,6 +20,7 @@ import {
   type Link,
   type Neigh,
   type NeighBulkResult,
+  type NeighFields,
   type NeighSpec,
   type Route,
 } from '../netlink/index.js';
@@ -202,7 +203,9 @@ export class FakeKernel implements NeighborKernel {
     return n;
   }
 
-  async neighList(): Promise<Neigh[]> {
-    return [...this.entries.values()];
+  async neighEach(each: (n: NeighFields) => void): Promise<number> {
+    const all = [...this.entries.values()];
+    for (const n of all) each({ ...n, dst: n.dst, lladdr: n.lladdr, protocol: n.protocol });
+    return all.length;
   }
 }

@@ -37,6 +37,12 @@ export interface FeedParams<D> {
   /** Applies one event. */
   apply(ev: RtEvent): void;
   /**
+   * After a dump was loaded and the events held during it were applied: the table is exact
+   * now. Reactions to what the dump changed belong here, not in `load`: an entry written
+   * while the dump ran is missing from the dump, and only the held events put it back.
+   */
+  caughtUp?(): void;
+  /**
    * Optional hot path: applies a message straight from its bytes (no event object) and
    * returns true, or returns false to have it parsed into an event. Not called while a
    * dump runs (held events are parsed, to be replayed in order).
@@ -198,6 +204,11 @@ export class Feed<D> {
       } catch (err) {
         this.p.log.error({ err, feed: this.p.name }, 'applying an event failed');
       }
+    }
+    try {
+      this.p.caughtUp?.();
+    } catch (err) {
+      this.p.log.error({ err, feed: this.p.name }, 'catching up after a dump failed');
     }
     return undefined;
   }

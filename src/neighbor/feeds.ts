@@ -12,7 +12,6 @@ import {
   type Address,
   type GroupName,
   type Link,
-  type Neigh,
   type NetlinkHandle,
   type Route,
   type Rule,
@@ -49,7 +48,7 @@ export interface FeedsDeps {
 export function makeFeeds(d: FeedsDeps): {
   links: Feed<[Link[], Address[]]>;
   routes: Feed<[Route[], Rule[]]>;
-  neighbors: Feed<Neigh[]>;
+  neighbors: Feed<number>;
 } {
   const { nl, tuning: t } = d;
   const common = { clock: d.clock, log: d.log, retryMs: d.retryMs };
@@ -90,13 +89,34 @@ export function makeFeeds(d: FeedsDeps): {
     },
     resynced: counted('routes'),
   });
-  const neighbors = new Feed<Neigh[]>({
+  // A neighbor dump goes straight into the observed table, entry by entry (a million
+  // entries are not a million objects at once); what it changed is reacted to once the
+  // events held during it are applied too (an entry written during the dump is missing from
+  // it, not from the kernel).
+  const neighbors = new Feed<number>({
     ...common,
     name: 'neighbors',
     subscribe: subscriber(['neigh'], t.neighRcvbuf),
-    dump: () => nl.neighList(),
-    load: (entries) => {
-      for (const c of d.observed.load(entries)) d.reactor.observed(c);
+    dump: async () => {
+      const o = d.observed;
+      o.beginLoad();
+      try {
+        const n = await nl.neighEach(
+          (m) => o.loadEntry(m),
+          undefined,
+          () => o.beginLoad(),
+        );
+        o.endLoad();
+        return n;
+      } catch (err) {
+        o.abortLoad(); // a failed dump removes nothing
+        throw err;
+      }
+    },
+    load: () => undefined,
+    caughtUp: () => {
+      const o = d.observed;
+      o.takeChanges((ifindex, ip) => d.reactor.observedEntry(ifindex, ip, o.find(ifindex, ip)));
       d.loaded('neighbors');
     },
     apply: (ev) => {

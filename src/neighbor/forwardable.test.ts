@@ -36,6 +36,16 @@ describe('ForwardableIPs', () => {
     expect(f.index.size).toBe(0);
   });
 
+  it('says what a call changed for its owner, not how many IPs it was given', () => {
+    const { f } = table();
+    expect(f.upsert('a', ['192.0.2.1', '192.0.2.2'])).toEqual({ added: 2, removed: 0 });
+    expect(f.upsert('a', ['192.0.2.2', '192.0.2.3'])).toEqual({ added: 1, removed: 0 });
+    expect(f.upsert('b', ['192.0.2.1'])).toEqual({ added: 1, removed: 0 }); // a row of a's
+    expect(f.delete('c', ['192.0.2.1', '192.0.2.9'])).toEqual({ added: 0, removed: 0 });
+    expect(f.delete('a', ['192.0.2.1', '192.0.2.9'])).toEqual({ added: 0, removed: 1 });
+    expect(f.setOwner('a', ['192.0.2.3', '192.0.2.4'])).toEqual({ added: 1, removed: 1 });
+  });
+
   it("setOwner replaces one owner's set atomically and leaves other owners alone", () => {
     const { f } = table();
     f.upsert('a', ['192.0.2.1', '192.0.2.2']);

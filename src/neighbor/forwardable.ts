@@ -13,6 +13,12 @@ import type { Initializable } from '../statedb/index.js';
 import { Initializers } from './init.js';
 import type { ForwardableIP } from './types.js';
 
+/** What a call changed for its owner: IPs it took that it did not hold, and IPs it gave up. */
+export interface OwnerChange {
+  added: number;
+  removed: number;
+}
+
 /** What the calculator hears: IPs whose row was created or deleted by a commit. */
 export interface ForwardableListener {
   changed(added: readonly string[], removed: readonly string[]): void;
@@ -155,38 +161,57 @@ export class ForwardableIPs implements Initializable {
     return [...new Set(this.validateForAdd(ips))];
   }
 
-  /** Adds `owner` to each IP (creating rows). Atomic; idempotent. */
-  upsert(owner: string, ips: readonly string[]): void {
+  /**
+   * Adds `owner` to each IP (creating rows). Atomic; idempotent. Returns how many IPs the
+   * owner did not hold before (`added`; `removed` is 0).
+   */
+  upsert(owner: string, ips: readonly string[]): OwnerChange {
     validateOwner(owner);
     const valid = this.validateForAdd(ips);
     const added: string[] = [];
-    for (const ip of valid) this.addOwner(ip, owner, added);
+    let claimed = 0;
+    for (const ip of valid) if (this.addOwner(ip, owner, added)) claimed++;
     this.notify(added, []);
+    return { added: claimed, removed: 0 };
   }
 
-  /** Removes `owner` from each IP (a row goes with its last owner). Atomic; idempotent. */
-  delete(owner: string, ips: readonly string[]): void {
+  /**
+   * Removes `owner` from each IP (a row goes with its last owner). Atomic; idempotent.
+   * Returns how many of the IPs the owner held (`removed`): IPs it did not hold are no error
+   * and are not counted.
+   */
+  delete(owner: string, ips: readonly string[]): OwnerChange {
     validateOwner(owner);
     const valid = this.validateForDelete(ips);
     const removed: string[] = [];
-    for (const ip of valid) this.removeOwner(ip, owner, removed);
+    let released = 0;
+    for (const ip of valid) if (this.removeOwner(ip, owner, removed)) released++;
     this.notify([], removed);
+    return { added: 0, removed: released };
   }
 
-  /** Makes `ips` exactly the set `owner` holds (an empty list releases all). Atomic. */
-  setOwner(owner: string, ips: readonly string[]): void {
+  /**
+   * Makes `ips` exactly the set `owner` holds (an empty list releases all). Atomic. Returns
+   * how many IPs the owner took and gave up.
+   */
+  setOwner(owner: string, ips: readonly string[]): OwnerChange {
     validateOwner(owner);
     const valid = this.validateForAdd(ips);
     const added: string[] = [];
     const removed: string[] = [];
+    let claimed = 0;
+    let released = 0;
     if ((this.held.get(owner) ?? 0) > 0) {
       const keep = new Set(valid);
       for (const [ip, owners] of this.rows) {
-        if (!keep.has(ip) && owners.includes(owner)) this.removeOwner(ip, owner, removed);
+        if (!keep.has(ip) && owners.includes(owner) && this.removeOwner(ip, owner, removed)) {
+          released++;
+        }
       }
     }
-    for (const ip of valid) this.addOwner(ip, owner, added);
+    for (const ip of valid) if (this.addOwner(ip, owner, added)) claimed++;
     this.notify(added, removed);
+    return { added: claimed, removed: released };
   }
 
   /** Every row. */
@@ -227,19 +252,21 @@ export class ForwardableIPs implements Initializable {
     return this.rows.size;
   }
 
-  private addOwner(ip: string, owner: string, added: string[]): void {
+  /** Adds `owner` to `ip`; true when the owner did not hold it. */
+  private addOwner(ip: string, owner: string, added: string[]): boolean {
     const cur = this.rows.get(ip);
     if (cur === undefined) {
       this.rows.set(ip, this.alone(owner));
       this.unindexed.push(ip);
       this.hold(owner, 1);
       added.push(ip);
-      return;
+      return true;
     }
     const owners = ownersWith(cur, owner);
-    if (owners === cur) return;
+    if (owners === cur) return false;
     this.rows.set(ip, owners);
     this.hold(owner, 1);
+    return true;
   }
 
   /** Counts the IPs each owner holds (setOwner scans the table only for an owner with some). */
@@ -258,18 +285,20 @@ export class ForwardableIPs implements Initializable {
     return a;
   }
 
-  private removeOwner(ip: string, owner: string, removed: string[]): void {
+  /** Removes `owner` from `ip`; true when the owner held it. */
+  private removeOwner(ip: string, owner: string, removed: string[]): boolean {
     const cur = this.rows.get(ip);
-    if (cur === undefined || !cur.includes(owner)) return;
+    if (cur === undefined || !cur.includes(owner)) return false;
     this.hold(owner, -1);
     if (cur.length === 1) {
       this.rows.delete(ip);
       this.index.delete(ip);
       removed.push(ip);
-      return;
+      return true;
     }
     const rest = cur.filter((o) => o !== owner);
     this.rows.set(ip, rest.length === 1 ? this.alone(rest[0]!) : rest);
+    return true;
   }
 
   private notify(added: readonly string[], removed: readonly string[]): void {

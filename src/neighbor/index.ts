@@ -18,6 +18,7 @@ export type { NeighborCounters } from '../metrics/neighbor.js';
 export { defaultTuning, matchGlob, resolveMode, validateConfig } from './config.js';
 export type { NeighborConfig, NeighborTuning } from './config.js';
 export { validateOwner } from './forwardable.js';
+export type { OwnerChange } from './forwardable.js';
 export { FIBKEEPER_NEIGH_PROTOCOL } from './types.js';
 export type {
   Device,

@@ -17,6 +17,8 @@ describe('neighbor metrics', () => {
           ['reachable', 4],
           ['failed', 1],
         ]),
+      foreignEntries: () => 2,
+      refreshMode: () => 'legacy',
     });
     m.inserted(4);
     m.reinserted('deleted', 2);
@@ -33,6 +35,11 @@ describe('neighbor metrics', () => {
       'fibkeeper_neighbor_selected_devices 2',
       'fibkeeper_neighbor_desired_entries{status="done"} 4',
       'fibkeeper_neighbor_kernel_entries{state="reachable"} 4',
+      'fibkeeper_neighbor_foreign_entries 2',
+      'fibkeeper_neighbor_refresh_mode{mode="legacy"} 1',
+      'fibkeeper_neighbor_refresh_mode{mode="managed"} 0',
+      'fibkeeper_neighbor_mode_switches_total{to="managed"} 0',
+      'fibkeeper_neighbor_mode_switches_total{to="legacy"} 0',
       'fibkeeper_neighbor_inserts_total 4',
       'fibkeeper_neighbor_reinserts_total{cause="deleted"} 2',
       'fibkeeper_neighbor_refreshes_total 1',

@@ -61,6 +61,14 @@ export function answerOutcome(answer: Route | Error, ifindex: number): AnswerOut
   if (answer.type !== RTN_UNICAST) {
     return { kind: 'unreachable', reason: `${routeTypeName(answer.type)} route` };
   }
+  if (
+    answer.nhid !== undefined &&
+    (answer.multipath?.length ?? 0) === 0 &&
+    answer.oif === undefined &&
+    answer.gateway === undefined
+  ) {
+    return { kind: 'unreachable', reason: nexthopObjectReason(answer.nhid) };
+  }
   const gateways: (string | undefined)[] = [];
   if (answer.multipath !== undefined && answer.multipath.length > 0) {
     for (const leg of answer.multipath) {
@@ -71,6 +79,42 @@ export function answerOutcome(answer: Route | Error, ifindex: number): AnswerOut
     gateways.push(answer.gateway ?? answer.via?.address);
   }
   return { kind: 'nexthops', gateways };
+}
+
+/**
+ * The reason for an answer that names a nexthop object without its legs (the kernel shows
+ * them only with net.ipv4.nexthop_compat_mode=1): fibkeeper cannot tell its next hops.
+ */
+export function nexthopObjectReason(nhid: number): string {
+  return `route via nexthop object ${nhid}, whose legs the kernel does not show (net.ipv4.nexthop_compat_mode=0; set it to 1)`;
+}
+
+/**
+ * Unreachable reasons that say no more than "not routed via this device". A lookup with an
+ * output device answers EHOSTUNREACH for no route and for a reject route alike: status tells
+ * them apart from the routes (RouteTracker.explain).
+ */
+const PLAIN = new Set(['ENETUNREACH', 'EHOSTUNREACH', 'ESRCH']);
+
+/**
+ * A reason worth keeping for status (a broadcast or local address, a blackhole, prohibit or
+ * unreachable route, a nexthop object), as a person reads it; undefined for "no route via
+ * this device", which status says anyway.
+ */
+export function notableReason(reason: string): string | undefined {
+  if (PLAIN.has(reason)) return undefined;
+  switch (reason) {
+    case 'EINVAL':
+      return 'blackhole route';
+    case 'EACCES':
+      return 'prohibit route';
+    case 'ENETDOWN':
+      return 'device down';
+    case 'ENODEV':
+      return 'device gone';
+    default:
+      return reason;
+  }
 }
 
 const NO_HOPS: LookupOutcome = { kind: 'nexthops', nexthops: [] };

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   NTF_EXT_LEARNED,
@@ -9,6 +10,7 @@ import {
   NUD_PERMANENT,
   NUD_REACHABLE,
   NUD_STALE,
+  nudStateNames,
 } from '../netlink/index.js';
 import { neigh } from './fakes.js';
 import { isForeign, ObservedNeighbors, observedRow, reactionTo } from './observed.js';
@@ -74,21 +76,32 @@ describe('observed neighbors', () => {
         neigh(2, '10.0.0.1', { state: NUD_REACHABLE, protocol: P, flags: NTF_EXT_LEARNED }),
       ),
     ).toBeUndefined();
-    expect(o.apply('new', neigh(2, '10.0.0.2', { state: NUD_STALE, protocol: P }))).toMatchObject({
-      state: NUD_STALE,
-      protocol: P,
-    });
+    expect(
+      o.apply(
+        'new',
+        neigh(2, '10.0.0.2', { state: NUD_STALE, protocol: P, flags: NTF_EXT_LEARNED }),
+      ),
+    ).toMatchObject({ state: NUD_STALE, protocol: P });
     expect(o.apply('new', neigh(3, '10.0.0.3', { state: NUD_PERMANENT }))).toBeDefined();
     expect(o.size).toBe(3);
-    expect(Object.fromEntries(o.ownedByState(P))).toEqual({ reachable: 1, stale: 1 });
-    const c = o.load([neigh(2, '10.0.0.2', { state: NUD_REACHABLE, protocol: P })]);
-    expect(c.map((x) => `${x.ifindex}|${x.ip} ${x.after ? 'new' : 'gone'}`).sort()).toEqual([
+    const census = o.census(() => true);
+    expect(Object.fromEntries(census.byState)).toEqual({ reachable: 1, stale: 1 });
+    expect(census.foreignWanted).toBe(1); // the PERMANENT one
+    expect(o.census(() => false).foreignWanted).toBe(0);
+    const c = o.load([
+      neigh(2, '10.0.0.2', { state: NUD_REACHABLE, protocol: P, flags: NTF_EXT_LEARNED }),
+    ]);
+    const now = (x: { ifindex: number; ip: string }) => (o.find(x.ifindex, x.ip) ? 'new' : 'gone');
+    expect(c.map((x) => `${x.ifindex}|${x.ip} ${now(x)}`).sort()).toEqual([
       '2|10.0.0.1 gone',
       '2|10.0.0.2 new',
       '3|10.0.0.3 gone',
     ]);
     expect(o.size).toBe(1);
+    expect(Object.fromEntries(o.census(() => true).byState)).toEqual({ reachable: 1 });
+    expect(o.census(() => true).foreignWanted).toBe(0); // the PERMANENT one went
     expect(o.apply('del', neigh(2, '10.0.0.2'))).toBeNull();
+    expect(o.census(() => true).byState.size).toBe(0);
     expect(o.apply('del', neigh(2, '10.0.0.2'))).toBeUndefined();
     expect(o.size).toBe(0);
   });
@@ -125,5 +138,60 @@ describe('observed neighbors', () => {
       o.apply('new', neigh(4, '2001:db8::7', { state: NUD_PERMANENT, lladdr: '0a:0b' })),
     ).toBeUndefined();
     expect([...o.values()]).toHaveLength(1);
+  });
+
+  it('counts FAILED reported again as a change: it ends a new resolution attempt', () => {
+    const o = new ObservedNeighbors();
+    const failed = () =>
+      neigh(2, '10.0.0.9', { state: NUD_FAILED, flags: NTF_EXT_LEARNED, protocol: P });
+    expect(o.apply('new', failed())).toMatchObject({ state: NUD_FAILED });
+    // The kernel does not report FAILED → INCOMPLETE: the next FAILED looks the same.
+    expect(o.apply('new', failed())).toMatchObject({ state: NUD_FAILED });
+    // A dump reports it again too (a resync after lost events restarts the retries).
+    expect(o.load([failed()]).map((c) => o.find(c.ifindex, c.ip)?.state)).toEqual([NUD_FAILED]);
+  });
+});
+
+describe('observed census', () => {
+  it('kept as entries change equals a count over the table (random events and dumps)', () => {
+    const states = [NUD_INCOMPLETE, NUD_REACHABLE, NUD_STALE, NUD_DELAY, NUD_FAILED, NUD_PERMANENT];
+    const msg = fc.record({
+      ip: fc.integer({ min: 1, max: 6 }).map((i) => `10.0.0.${i}`),
+      state: fc.constantFrom(...states),
+      ours: fc.boolean(),
+      learned: fc.boolean(),
+    });
+    const step = fc.oneof(
+      fc.record({ kind: fc.constantFrom('new' as const, 'del' as const), m: msg }),
+      fc.record({ kind: fc.constant('load' as const), ms: fc.array(msg, { maxLength: 6 }) }),
+    );
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 40 }), (steps) => {
+        const o = new ObservedNeighbors(P);
+        const toNeigh = (m: { ip: string; state: number; ours: boolean; learned: boolean }) =>
+          neigh(2, m.ip, {
+            state: m.state,
+            flags: m.learned ? NTF_EXT_LEARNED : 0,
+            protocol: m.ours ? P : undefined,
+          });
+        for (const s of steps) {
+          if (s.kind === 'load') o.load(s.ms.map(toNeigh));
+          else o.apply(s.kind, toNeigh(s.m));
+        }
+        const byState = new Map<string, number>();
+        let foreign = 0;
+        for (const r of o.values()) {
+          const e = o.find(r.ifindex, r.ip)!;
+          if (isForeign(e, P)) foreign++;
+          else if (r.protocol === P) {
+            const name = (nudStateNames(r.state)[0] ?? 'none').toLowerCase();
+            byState.set(name, (byState.get(name) ?? 0) + 1);
+          }
+        }
+        const c = o.census(() => true);
+        expect(Object.fromEntries(c.byState)).toEqual(Object.fromEntries(byState));
+        expect(c.foreignWanted).toBe(foreign);
+      }),
+    );
   });
 });

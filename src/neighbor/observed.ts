@@ -1,105 +1,21 @@
 // The observed Neighbor table: the kernel's neighbor entries, from a dump plus neighbor
-// events (subscribed before the dump), and the policy that says what an observed change
-// means for an entry fibkeeper wants (pure).
-import {
-  AF_INET,
-  AF_INET6,
-  NTF_EXT_LEARNED,
-  NTF_EXT_MANAGED,
-  NTF_PROXY,
-  NUD_DELAY,
-  NUD_FAILED,
-  NUD_NOARP,
-  NUD_PERMANENT,
-  NUD_PROBE,
-  NUD_REACHABLE,
-  NUD_STALE,
-  nudStateNames,
-  type Neigh,
-} from '../netlink/index.js';
+// events (subscribed before the dump). The policy that says whose an entry is and what an
+// observed change means is in ownership.ts (re-exported here).
+import { AF_INET, AF_INET6, NTF_PROXY, NUD_FAILED } from '../netlink/index.js';
 import type { Initializable } from '../statedb/index.js';
-import { splitNeighKey, type ObservedNeighbor, type RefreshMode } from './types.js';
+import { CHANGED, Entry, familyOf, MARK, type NeighMessage } from './entry.js';
+import { isForeign, type NeighState } from './ownership.js';
+import { FIBKEEPER_NEIGH_PROTOCOL, splitNeighKey, type ObservedNeighbor } from './types.js';
 
-/** What the reactions and the ownership rules read of an entry. */
-export interface NeighState {
-  /** NUD_* */
-  readonly state: number;
-  /** NTF_* */
-  readonly flags: number;
-  /** NDA_FLAGS_EXT (NTF_EXT_MANAGED) */
-  readonly flagsExt: number;
-  /** NDA_PROTOCOL; undefined when the entry carries none. */
-  readonly protocol: number | undefined;
-}
-
-/** The entry carries fibkeeper's protocol mark. */
-export function isOwned(n: NeighState, protocol: number): boolean {
-  return n.protocol === protocol;
-}
-
-/**
- * Someone else owns the entry: an operator's permanent or extern_learn entry, or one marked
- * by another protocol. fibkeeper neither overwrites nor deletes it. A plain entry the kernel
- * learned by itself (no mark, not permanent, not extern_learn) is not foreign: fibkeeper
- * adopts it by writing its own flags over it (the state and lladdr are kept).
- */
-export function isForeign(n: NeighState, protocol: number): boolean {
-  if (n.protocol === protocol) return false;
-  if ((n.flags & NTF_EXT_LEARNED) !== 0 || (n.state & NUD_PERMANENT) !== 0) return true;
-  return n.protocol !== undefined && n.protocol !== 0;
-}
-
-export type Reaction =
-  /** Nothing to do. */
-  | 'none'
-  /** The entry went away (deleted, flushed): write it again. */
-  | 'deleted'
-  /** FAILED and the kernel will not retry by itself (not managed): write it again. */
-  | 'failed'
-  /** STALE on the legacy path: make the kernel re-resolve it. */
-  | 'stale'
-  /** Resolved (REACHABLE, or on its way: DELAY/PROBE): forget past losses. */
-  | 'healthy';
-
-const HEALTHY = NUD_REACHABLE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT | NUD_NOARP;
-
-/**
- * What an observed change of a desired entry calls for. `after` is undefined when the entry
- * was deleted. A managed entry that FAILED needs nothing: the kernel re-resolves managed
- * entries by itself, so rewriting it would only add ARP.
- */
-export function reactionTo(
-  after: NeighState | undefined,
-  mode: RefreshMode,
-  protocol: number,
-): Reaction {
-  if (after === undefined) return 'deleted';
-  if (isForeign(after, protocol)) return 'none';
-  // Not as fibkeeper wrote it: a plain entry the kernel learned in place of ours, or ours
-  // stripped of its flags (`ip neigh del` first turns the entry FAILED without them).
-  if (after.protocol !== protocol || (after.flags & NTF_EXT_LEARNED) === 0) return 'deleted';
-  if (mode === 'managed' && (after.flagsExt & NTF_EXT_MANAGED) === 0) return 'deleted';
-  if (after.state & NUD_FAILED) return mode === 'managed' ? 'none' : 'failed';
-  if (after.state & NUD_STALE) return mode === 'legacy' ? 'stale' : 'healthy';
-  if (after.state & HEALTHY) return 'healthy';
-  return 'none'; // INCOMPLETE, NONE: resolution under way
-}
-
-/** The row for a neighbor message; undefined for proxy, bridge and address-less entries. */
-export function observedRow(n: Neigh): ObservedNeighbor | undefined {
-  if ((n.family !== AF_INET && n.family !== AF_INET6) || n.dst === undefined) return undefined;
-  if (n.flags & NTF_PROXY) return undefined;
-  return {
-    ifindex: n.ifindex,
-    ip: n.dst,
-    family: n.family === AF_INET ? 4 : 6,
-    state: n.state,
-    flags: n.flags,
-    flagsExt: n.flagsExt,
-    protocol: n.protocol,
-    lladdr: n.lladdr,
-  };
-}
+export {
+  isForeign,
+  isOwned,
+  observedRow,
+  reactionTo,
+  type NeighState,
+  type Reaction,
+} from './ownership.js';
+export type { NeighMessage } from './entry.js';
 
 /**
  * An observed change: the entry (ifindex, ip) and its state after the change (undefined:
@@ -110,106 +26,6 @@ export interface ObservedChange {
   readonly ip: string;
   readonly after: NeighState | undefined;
 }
-
-/** The kernel's "no protocol" and the bits an entry keeps of NDA_FLAGS_EXT. */
-const NO_PROTOCOL = 0x1ff;
-const EXT_BITS = 0x3;
-
-/**
- * One entry, packed: state, flags, the low NDA_FLAGS_EXT bits and the protocol in one small
- * integer, a 6-byte lladdr in two 24-bit halves (any other length as text). Updated in
- * place by events, so an event that changes an entry allocates nothing here.
- */
-class Entry implements NeighState {
-  /** state | flags << 8 | (flagsExt & EXT_BITS) << 16 | (protocol ?? NO_PROTOCOL) << 18 */
-  bits = 0;
-  macHi = -1;
-  macLo = -1;
-  macText: string | undefined = undefined;
-
-  get state(): number {
-    return this.bits & 0xff;
-  }
-  get flags(): number {
-    return (this.bits >>> 8) & 0xff;
-  }
-  get flagsExt(): number {
-    return (this.bits >>> 16) & EXT_BITS;
-  }
-  get protocol(): number | undefined {
-    const p = this.bits >>> 18;
-    return p === NO_PROTOCOL ? undefined : p;
-  }
-  get lladdr(): string | undefined {
-    if (this.macText !== undefined) return this.macText;
-    if (this.macHi < 0) return undefined;
-    return `${hex3(this.macHi)}:${hex3(this.macLo)}`;
-  }
-
-  /** Sets the entry from a message; false when nothing changed. */
-  set(n: NeighMessage): boolean {
-    const p = n.protocol === undefined || n.protocol > 0xff ? NO_PROTOCOL : n.protocol;
-    const bits =
-      (n.state & 0xff) | ((n.flags & 0xff) << 8) | ((n.flagsExt & EXT_BITS) << 16) | (p << 18);
-    let hi = -1;
-    let lo = -1;
-    let text: string | undefined = undefined;
-    const mac = n.lladdr;
-    if (mac !== undefined && mac !== '') {
-      hi = macHalf(mac, 0);
-      lo = hi < 0 ? -1 : macHalf(mac, 9);
-      if (lo < 0 || mac.length !== 17 || mac.charCodeAt(8) !== 58) {
-        hi = -1;
-        lo = -1;
-        text = mac;
-      }
-    }
-    if (bits === this.bits && hi === this.macHi && lo === this.macLo && text === this.macText) {
-      return false;
-    }
-    this.bits = bits;
-    this.macHi = hi;
-    this.macLo = lo;
-    this.macText = text;
-    return true;
-  }
-}
-
-function hexVal(c: number): number {
-  if (c >= 48 && c <= 57) return c - 48;
-  if (c >= 97 && c <= 102) return c - 87;
-  if (c >= 65 && c <= 70) return c - 55;
-  return -1;
-}
-
-/** Three "xx:" bytes of a MAC at `from` as a 24-bit number; -1 when not in that form. */
-function macHalf(mac: string, from: number): number {
-  let v = 0;
-  for (let i = 0; i < 3; i++) {
-    const o = from + 3 * i;
-    const a = hexVal(mac.charCodeAt(o));
-    const b = hexVal(mac.charCodeAt(o + 1));
-    if (a < 0 || b < 0 || (i < 2 && mac.charCodeAt(o + 2) !== 58)) return -1;
-    v = (v << 8) | (a << 4) | b;
-  }
-  return v;
-}
-
-const HEX2 = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-
-function hex3(v: number): string {
-  return `${HEX2[(v >>> 16) & 0xff]}:${HEX2[(v >>> 8) & 0xff]}:${HEX2[v & 0xff]}`;
-}
-
-function familyOf(ip: string): 4 | 6 {
-  return ip.includes(':') ? 6 : 4;
-}
-
-/** What the table reads of a neighbor message: a parsed Neigh or NeighFields read in place. */
-export type NeighMessage = Pick<
-  Neigh,
-  'family' | 'ifindex' | 'state' | 'flags' | 'flagsExt' | 'dst' | 'lladdr' | 'protocol'
->;
 
 /** The message is about an entry the table keeps (IPv4/IPv6, an address, not a proxy). */
 function kept(n: NeighMessage): n is NeighMessage & { dst: string } {
@@ -228,10 +44,29 @@ function kept(n: NeighMessage): n is NeighMessage & { dst: string } {
  */
 export class ObservedNeighbors implements Initializable {
   readonly name = 'neighbors';
+  /** fibkeeper's mark: what foreign is judged against. */
+  readonly protocol: number;
   /** ifindex → ip → entry */
   private readonly byDevice = new Map<number, Map<string, Entry>>();
   private count = 0;
+  /** Grows with every change (apply, load): what a cached census is checked against. */
+  version = 0;
   private readonly init = deferred();
+
+  /**
+   * The string an entry is kept under, when one is already in memory for that address (a
+   * desired next hop's): a message read from a socket brings its own copy of the address,
+   * and 1,000,000 entries would keep 1,000,000 copies.
+   */
+  private readonly intern: ((ifindex: number, ip: string) => string | undefined) | undefined;
+
+  constructor(
+    protocol = FIBKEEPER_NEIGH_PROTOCOL,
+    intern?: (ifindex: number, ip: string) => string | undefined,
+  ) {
+    this.protocol = protocol;
+    this.intern = intern;
+  }
 
   get initialized(): boolean {
     return this.init.done;
@@ -285,7 +120,9 @@ export class ObservedNeighbors implements Initializable {
 
   /**
    * A neighbor event. Returns the entry after the change (the live entry: read it at once),
-   * null when the entry went away, undefined when nothing changed.
+   * null when the entry went away, undefined when nothing changed. A FAILED entry reported
+   * FAILED again counts as a change: the kernel does not report FAILED → INCOMPLETE, so a
+   * second FAILED is the end of a new resolution attempt (which the legacy path retries).
    */
   apply(kind: 'new' | 'del', n: NeighMessage): NeighState | null | undefined {
     if (!kept(n)) return undefined;
@@ -293,61 +130,183 @@ export class ObservedNeighbors implements Initializable {
     const cur = m?.get(n.dst);
     if (kind === 'del') {
       if (cur === undefined || m === undefined) return undefined;
+      this.version++;
+      this.account(cur, n.ifindex, n.dst, -1);
       m.delete(n.dst);
       this.count--;
       if (m.size === 0) this.byDevice.delete(n.ifindex);
       return null;
     }
-    if (cur !== undefined) return cur.set(n) ? cur : undefined;
+    if (cur !== undefined) {
+      this.account(cur, n.ifindex, n.dst, -1);
+      const changed = cur.set(n, this.protocol);
+      this.account(cur, n.ifindex, n.dst, 1);
+      if (!changed) return (n.state & NUD_FAILED) !== 0 ? cur : undefined;
+      this.version++;
+      return cur;
+    }
+    this.version++;
     const e = new Entry();
-    e.set(n);
+    e.set(n, this.protocol);
+    e.setMark(this.mark);
+    const ip = this.intern?.(n.ifindex, n.dst) ?? n.dst;
     if (m === undefined) this.byDevice.set(n.ifindex, (m = new Map()));
-    m.set(n.dst, e);
+    m.set(ip, e);
     this.count++;
+    this.account(e, n.ifindex, ip, 1);
     return e;
   }
 
-  /** Replaces the table with a dump; returns what differs (as events would have said). */
-  load(entries: readonly Neigh[]): ObservedChange[] {
-    const changes: ObservedChange[] = [];
-    const seen = new Map<number, Set<string>>();
-    for (const n of entries) {
-      if (!kept(n)) continue;
-      let s = seen.get(n.ifindex);
-      if (s === undefined) seen.set(n.ifindex, (s = new Set()));
-      s.add(n.dst);
-      const after = this.apply('new', n);
-      if (after) changes.push({ ifindex: n.ifindex, ip: n.dst, after: snapshot(after) });
+  /** The parity of the current load: entries a load did not see keep the other one. */
+  private mark = 0;
+  /** A load (a dump) is under way. */
+  private loading = false;
+  /** Entries a load found gone, until the changes are taken. */
+  private gone: { ifindex: number; ip: string }[] = [];
+
+  /**
+   * Starts loading a dump, entry by entry (loadEntry), without a list of it or a set of what
+   * it saw: each entry the dump has takes the load's parity mark, and endLoad() removes the
+   * ones left with the other. Called again before a retry of the same dump (it started
+   * over): then every entry is unmarked first.
+   */
+  beginLoad(): void {
+    if (this.loading || this.aborted) {
+      // A retry of the dump, or a load after one that failed half-way: some entries carry
+      // this load's mark already. Unmark them all.
+      if (!this.loading) this.mark ^= MARK;
+      this.loading = true;
+      this.aborted = false;
+      this.unmarkAll();
+      return;
     }
+    this.loading = true;
+    this.mark ^= MARK;
+  }
+
+  private aborted = false;
+
+  private unmarkAll(): void {
+    for (const m of this.byDevice.values()) for (const e of m.values()) e.setMark(this.mark ^ MARK);
+  }
+
+  /** A load that failed: nothing is removed; the next load unmarks everything first. */
+  abortLoad(): void {
+    if (!this.loading) return;
+    this.loading = false;
+    this.aborted = true;
+  }
+
+  /** One entry of the dump being loaded. */
+  loadEntry(n: NeighMessage): void {
+    if (!kept(n)) return;
+    const after = this.apply('new', n);
+    const e = after ?? this.byDevice.get(n.ifindex)?.get(n.dst);
+    if (!(e instanceof Entry)) return;
+    e.setMark(this.mark);
+    if (after) e.bits |= CHANGED;
+  }
+
+  /** Ends the load: the entries the dump did not have are gone. */
+  endLoad(): void {
+    this.loading = false;
     for (const [ifindex, m] of [...this.byDevice]) {
-      const s = seen.get(ifindex);
-      for (const ip of [...m.keys()]) {
-        if (s?.has(ip)) continue;
+      for (const [ip, e] of m) {
+        if (e.mark === this.mark) continue;
+        this.account(e, ifindex, ip, -1);
         m.delete(ip);
         this.count--;
-        changes.push({ ifindex, ip, after: undefined });
+        this.version++;
+        this.gone.push({ ifindex, ip });
       }
       if (m.size === 0) this.byDevice.delete(ifindex);
     }
-    return changes;
   }
 
-  /** Entries with fibkeeper's mark, by NUD state name (lower case, as metrics label them). */
-  ownedByState(protocol: number): Map<string, number> {
-    const out = new Map<string, number>();
-    for (const m of this.byDevice.values()) {
-      for (const e of m.values()) {
-        if (e.protocol !== protocol) continue;
-        const name = (nudStateNames(e.state)[0] ?? 'none').toLowerCase();
-        out.set(name, (out.get(name) ?? 0) + 1);
+  /**
+   * Hands over, once, every entry the last load changed, added or found gone, for the
+   * reactions (which read the entry as it is now: `find`). A pass over the table.
+   */
+  takeChanges(fn: (ifindex: number, ip: string) => void): void {
+    const gone = this.gone;
+    this.gone = [];
+    for (const g of gone) fn(g.ifindex, g.ip);
+    for (const [ifindex, m] of this.byDevice) {
+      for (const [ip, e] of m) {
+        if ((e.bits & CHANGED) === 0) continue;
+        e.bits &= ~CHANGED;
+        fn(ifindex, ip);
       }
     }
+  }
+
+  /**
+   * Replaces the table with a dump given as a list (beginLoad, loadEntry for each, endLoad)
+   * and returns what differs: changed, added or gone.
+   */
+  load(entries: readonly NeighMessage[]): { ifindex: number; ip: string }[] {
+    this.beginLoad();
+    for (const n of entries) this.loadEntry(n);
+    this.endLoad();
+    const out: { ifindex: number; ip: string }[] = [];
+    this.takeChanges((ifindex, ip) => out.push({ ifindex, ip }));
     return out;
+  }
+
+  /** fibkeeper's own entries by NUD state (index: stateIndex), kept as entries change. */
+  private readonly owned = new Array<number>(STATE_NAMES.length).fill(0);
+  /** Foreign entries as "ifindex|ip" (there are few). */
+  private readonly foreignKeys = new Set<string>();
+
+  /** Counts the entry in (sign 1) or out of (sign -1) the census. */
+  private account(e: Entry, ifindex: number, ip: string, sign: 1 | -1): void {
+    if (isForeign(e, this.protocol)) {
+      if (sign > 0) this.foreignKeys.add(`${ifindex}|${ip}`);
+      else this.foreignKeys.delete(`${ifindex}|${ip}`);
+    } else if (e.protocol === this.protocol) {
+      this.owned[stateIndex(e.state)]! += sign;
+    }
+  }
+
+  /**
+   * fibkeeper's own entries by NUD state name (lower case, as metrics label them), and how
+   * many foreign entries hold a next hop that `wanted` says fibkeeper wants. Kept as the
+   * entries change: no pass over the table.
+   */
+  census(wanted: (ifindex: number, ip: string) => boolean): {
+    byState: Map<string, number>;
+    foreignWanted: number;
+  } {
+    const byState = new Map<string, number>();
+    this.owned.forEach((n, i) => {
+      if (n > 0) byState.set(STATE_NAMES[i]!, n);
+    });
+    let foreignWanted = 0;
+    for (const key of this.foreignKeys) {
+      const { ifindex, ip } = splitNeighKey(key);
+      if (wanted(ifindex, ip)) foreignWanted++;
+    }
+    return { byState, foreignWanted };
   }
 }
 
-function snapshot(n: NeighState): NeighState {
-  return { state: n.state, flags: n.flags, flagsExt: n.flagsExt, protocol: n.protocol };
+/** NUD state names as metrics label them, by stateIndex. */
+const STATE_NAMES = [
+  'incomplete',
+  'reachable',
+  'stale',
+  'delay',
+  'probe',
+  'failed',
+  'noarp',
+  'permanent',
+  'none',
+];
+
+/** The index in STATE_NAMES of a NUD state (its lowest bit; none for 0). */
+function stateIndex(state: number): number {
+  if (state === 0) return 8;
+  return 31 - Math.clz32(state & -state);
 }
 
 function rowOf(ifindex: number, ip: string, e: Entry): ObservedNeighbor {

@@ -30,23 +30,27 @@ function setup(mode: RefreshMode = 'managed', twoStep = false) {
   const metrics = new NeighborMetrics();
   const causes = new Map<string, RequeueCause>();
   const missing: string[] = [];
+  /** What prune takes as desired (the subsystem asks its desired table). */
+  const wanted = new Set<string>();
   const ops = new NeighborOps({
     kernel,
-    mode,
+    mode: () => mode,
     protocol: P,
     observed,
     metrics,
     log: silentLogger(),
     twoStep,
+    paceFrom: 1024,
     causes,
     missing: (keys) => missing.push(...keys),
+    wanted: (ifindex, ip) => wanted.has(neighKey(ifindex, ip)),
   });
   /** Puts an entry in the kernel and in the observed table, as an event would. */
   const present = (n: ReturnType<typeof neigh>) => {
     kernel.entries.set(neighKey(n.ifindex, n.dst!), n);
     observed.apply('new', n);
   };
-  return { kernel, observed, metrics, causes, missing, ops, present };
+  return { kernel, observed, metrics, causes, missing, ops, present, wanted };
 }
 
 describe('neighbor ops', () => {
@@ -138,7 +142,9 @@ describe('neighbor ops', () => {
     s.present(neigh(2, '10.0.0.9', { state: NUD_REACHABLE, flags: NTF_EXT_LEARNED, protocol: P })); // stale
     s.present(neigh(2, '10.0.0.8', { state: NUD_REACHABLE, flags: NTF_EXT_LEARNED })); // operator
     s.present(neigh(2, '10.0.0.7', { state: NUD_REACHABLE, protocol: 186 })); // another agent
-    await s.ops.prune([want(2, '10.0.0.1'), want(2, '10.0.0.5')]);
+    const desired = [want(2, '10.0.0.1'), want(2, '10.0.0.5')];
+    for (const d of desired) s.wanted.add(d.key);
+    await s.ops.prune(desired);
     expect(s.kernel.take()).toEqual(['del 2|10.0.0.9']);
     expect([...s.kernel.entries.keys()].sort()).toEqual(['2|10.0.0.1', '2|10.0.0.7', '2|10.0.0.8']);
     expect(s.missing).toEqual(['2|10.0.0.5']);

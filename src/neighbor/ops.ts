@@ -8,41 +8,57 @@ import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { NeighborMetrics } from '../metrics/neighbor.js';
 import {
+  AF_INET,
+  AF_INET6,
   NetlinkError,
+  NTF_PROXY,
   NTF_USE,
   NUD_NONE,
   NUD_STALE,
   type Neigh,
   type NeighBulkResult,
+  type NeighFields,
   type NeighSpec,
 } from '../netlink/index.js';
 import type { BatchResult, Operations } from '../statedb/index.js';
-import { isForeign, observedRow, type ObservedNeighbors } from './observed.js';
+import { isForeign, isOwned, observedRow, type ObservedNeighbors } from './observed.js';
 import type { RequeueCause } from './reactor.js';
-import { neighKey, type DesiredNeighbor, type RefreshMode } from './types.js';
+import type { DesiredNeighbor, RefreshMode } from './types.js';
 
 /** The netlink calls the operations use (NetlinkHandle has them; tests pass a fake). */
 export interface NeighborKernel {
   neighSetMany(entries: readonly NeighSpec[]): Promise<NeighBulkResult>;
   neighDelMany(entries: readonly Pick<NeighSpec, 'ifindex' | 'dst'>[]): Promise<NeighBulkResult>;
   neighGet(key: Pick<NeighSpec, 'ifindex' | 'dst'>): Promise<Neigh>;
-  neighList(filter?: { family?: number; ifindex?: number }): Promise<Neigh[]>;
+  /** Every entry, one at a time (valid during the call): no list of a million objects. */
+  neighEach(each: (n: NeighFields) => void): Promise<number>;
 }
 
 export interface NeighborOpsParams {
   kernel: NeighborKernel;
-  mode: RefreshMode;
+  /** The refresh path entries are written for now (auto switches it with the table size). */
+  mode: () => RefreshMode;
   protocol: number;
   observed: ObservedNeighbors;
   metrics: NeighborMetrics;
   log: Logger;
   /** Write new legacy entries in two steps (kernels before 5.16). */
   twoStep: boolean;
+  /**
+   * Batches of at least this many writes wait for their events before the next one
+   * (eventsOf); 0: never.
+   */
+  paceFrom: number;
   /** Why a row is being written again (set by requeue, consumed here for the metrics). */
   causes: Map<string, RequeueCause>;
   /** Called by prune with desired keys whose entry the kernel does not have. */
   missing?(keys: readonly string[]): void;
+  /** Whether (ifindex, ip) is a desired entry now (prune's membership test). */
+  wanted(ifindex: number, ip: string): boolean;
 }
+
+/** The longest such a wait: an event may have been lost (an overflow), or never come. */
+const PACE_MAX_MS = 200;
 
 /** Up to this many deletes in a batch, entries the observed table lacks are asked of the kernel. */
 const ASK_KERNEL_UP_TO = 256;
@@ -52,15 +68,17 @@ const isErrno = (err: unknown, ...names: string[]): boolean =>
 
 export class NeighborOps implements Operations<DesiredNeighbor> {
   private readonly p: NeighborOpsParams;
+  /** The last entry the previous large batch created: its event paces the next batch. */
+  private paceAfter: DesiredNeighbor | undefined = undefined;
 
   constructor(p: NeighborOpsParams) {
     this.p = p;
   }
 
-  /** The entry as fibkeeper writes it. */
-  spec(d: DesiredNeighbor): NeighSpec {
+  /** The entry as fibkeeper writes it on the `mode` path. */
+  spec(d: DesiredNeighbor, mode: RefreshMode = this.p.mode()): NeighSpec {
     // One object literal per mode: every spec of a batch has the same shape.
-    if (this.p.mode === 'managed') {
+    if (mode === 'managed') {
       return {
         ifindex: d.ifindex,
         dst: d.nexthop,
@@ -94,19 +112,30 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     const results = new Array<Error | undefined>(objs.length);
     const todo: number[] = [];
     const specs: NeighSpec[] = [];
+    const mode = this.p.mode();
+    let lastNew: DesiredNeighbor | undefined;
     for (let i = 0; i < objs.length; i++) {
       const d = objs[i]!;
       const seen = this.p.observed.find(d.ifindex, d.nexthop);
       if (seen !== undefined && isForeign(seen, this.p.protocol)) continue;
+      if (seen === undefined) lastNew = d;
       todo.push(i);
-      specs.push(this.spec(d));
+      specs.push(this.spec(d, mode));
     }
     if (todo.length === 0) return results;
-    if (this.p.mode === 'legacy' && this.p.twoStep) await this.createFirst(objs, todo);
+    if (mode === 'legacy' && this.p.twoStep) await this.createFirst(objs, todo);
     const out = await this.p.kernel.neighSetMany(specs);
+    const pace = this.p.paceFrom;
+    if (pace > 0 && todo.length >= pace && lastNew !== undefined) {
+      // One batch of lag: the previous batch's events have most likely been read by now,
+      // so the writes and the reading overlap, and the backlog stays within two batches.
+      const previous = this.paceAfter;
+      this.paceAfter = lastNew;
+      if (previous !== undefined) await this.eventsOf(previous);
+    }
     for (const f of out.failures) results[todo[f.index]!] = f.error;
     let inserts = 0;
-    const by: Record<RequeueCause, number> = { deleted: 0, failed: 0, refresh: 0 };
+    const by: Record<RequeueCause, number> = { deleted: 0, failed: 0, refresh: 0, mode: 0 };
     const causes = this.p.causes;
     if (causes.size === 0) inserts = todo.length - out.failures.length;
     else {
@@ -124,6 +153,21 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     this.p.metrics.reinserted('failed', by.failed);
     this.p.metrics.refreshed(by.refresh);
     return results;
+  }
+
+  /**
+   * Waits (at most PACE_MAX_MS) until the event of the last entry a large batch created has
+   * been read: the kernel sends an event for every entry it creates (and another when it
+   * resolves), and a writer that runs ahead of its own events overflows the event socket
+   * (then the table is dumped again: at 1,000,000 entries, a second of work each time).
+   * Events arrive in order, so the last one stands for the batch. An entry gone meanwhile
+   * (deleted again) ends the wait at its limit.
+   */
+  private async eventsOf(d: DesiredNeighbor): Promise<void> {
+    const until = Date.now() + PACE_MAX_MS;
+    while (this.p.observed.find(d.ifindex, d.nexthop) === undefined && Date.now() < until) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
   }
 
   /**
@@ -194,7 +238,7 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     for (let i = 0; i < objs.length; i++) {
       const d = objs[i]!;
       const seen = this.p.observed.find(d.ifindex, d.nexthop);
-      if (seen !== undefined) out[i] = seen.protocol === this.p.protocol;
+      if (seen !== undefined) out[i] = isOwned(seen, this.p.protocol);
       else if (!ask) out[i] = true;
       else asked.push(this.askKernel(d).then((o) => void (out[i] = o)));
     }
@@ -206,7 +250,8 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
   private async askKernel(d: DesiredNeighbor): Promise<boolean | Error | undefined> {
     try {
       const n = await this.p.kernel.neighGet({ ifindex: d.ifindex, dst: d.nexthop });
-      return observedRow(n)?.protocol === this.p.protocol;
+      const row = observedRow(n);
+      return row === undefined ? undefined : isOwned(row, this.p.protocol);
     } catch (err) {
       if (isErrno(err, 'ENOENT', 'ENODEV')) return undefined;
       return err instanceof Error ? err : new Error(describeError(err));
@@ -214,24 +259,26 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
   }
 
   /**
-   * Deletes every entry with fibkeeper's mark that is not desired, from a fresh dump (never
-   * from a possibly partial event view), and reports desired entries the kernel lacks.
-   * Entries without the mark are never touched. Idempotent.
+   * Deletes every entry of fibkeeper's own that is not desired, from a fresh dump (never from
+   * a possibly partial event view), and reports desired entries the kernel lacks (as the
+   * observed table, kept exact by events and dumps, shows them). Entries without the mark,
+   * and marked ones someone wrote over, are never touched. Idempotent. The dump is read
+   * entry by entry and the desired ones are looked up, not collected: a prune of a million
+   * entries builds no set of them.
    */
   async prune(desired: Iterable<DesiredNeighbor>): Promise<void> {
-    const want = new Set<string>();
-    for (const d of desired) want.add(neighKey(d.ifindex, d.nexthop));
-    const present = new Set<string>();
     const stale: Pick<NeighSpec, 'ifindex' | 'dst'>[] = [];
-    for (const n of await this.p.kernel.neighList()) {
-      const row = observedRow(n);
-      if (row === undefined) continue;
-      const key = neighKey(row.ifindex, row.ip);
-      present.add(key);
-      if (row.protocol === this.p.protocol && !want.has(key)) {
-        stale.push({ ifindex: row.ifindex, dst: row.ip });
-      }
-    }
+    const protocol = this.p.protocol;
+    await this.p.kernel.neighEach((n) => {
+      if (n.protocol !== protocol || n.dst === undefined) return;
+      if ((n.family !== AF_INET && n.family !== AF_INET6) || (n.flags & NTF_PROXY) !== 0) return;
+      if (this.p.wanted(n.ifindex, n.dst)) return;
+      // Carries the mark but someone wrote over it, now or before (the observed table
+      // remembers): not fibkeeper's to delete.
+      const seen = this.p.observed.find(n.ifindex, n.dst);
+      if (!isOwned(n, protocol) || (seen !== undefined && seen.foreign === true)) return;
+      stale.push({ ifindex: n.ifindex, dst: n.dst });
+    });
     let failed: Error | undefined;
     if (stale.length > 0) {
       const out = await this.p.kernel.neighDelMany(stale);
@@ -240,7 +287,10 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
       this.p.log.info({ deleted: stale.length - out.failures.length }, 'pruned stale entries');
       if (real.length > 0) failed = real[0]!.error;
     }
-    const missing = [...want].filter((k) => !present.has(k));
+    const missing: string[] = [];
+    for (const d of desired) {
+      if (this.p.observed.find(d.ifindex, d.nexthop) === undefined) missing.push(d.key);
+    }
     if (missing.length > 0) this.p.missing?.(missing);
     if (failed !== undefined) throw failed;
   }

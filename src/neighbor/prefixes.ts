@@ -163,6 +163,16 @@ export class PrefixIndex {
     return NO_GROUP6;
   }
 
+  /** The group key of a route destination ("10.0.0.0/8"): what groupOf answers inside it. */
+  keyOf(dst: string): GroupKey {
+    const slash = dst.lastIndexOf('/');
+    const len = Number(dst.slice(slash + 1));
+    const v = v4Number(dst.slice(0, slash));
+    if (v >= 0) return len * 0x1_0000_0000 + v4Net(v, len);
+    writeIp(dst.slice(0, slash), scratch);
+    return `${len}/${v6Net(len)}`;
+  }
+
   /** Distinct prefixes, both families (for status and tests). */
   get size(): number {
     let n = 0;

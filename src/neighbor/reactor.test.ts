@@ -27,7 +27,7 @@ function setup(mode: RefreshMode) {
   const r = new Reactor({
     desired,
     devices,
-    mode,
+    mode: () => mode,
     protocol: P,
     clock,
     retryMinMs: 100,
@@ -79,13 +79,12 @@ describe('reactor', () => {
     expect(l.requeued).toEqual([`0 ${KEY} failed`]);
   });
 
-  it('refreshes STALE entries on the legacy path only', () => {
-    const m = setup('managed');
-    m.r.observed({ ifindex: 2, ip: '10.0.0.1', after: m.state(NUD_STALE) });
-    expect(m.requeued).toEqual([]);
-    const l = setup('legacy');
-    l.r.observed({ ifindex: 2, ip: '10.0.0.1', after: l.state(NUD_STALE) });
-    expect(l.requeued).toEqual([`0 ${KEY} refresh`]);
+  it('leaves STALE entries to the refresher (the legacy sweep) and to the kernel (managed)', () => {
+    for (const mode of ['managed', 'legacy'] as const) {
+      const x = setup(mode);
+      x.r.observed({ ifindex: 2, ip: '10.0.0.1', after: x.state(NUD_STALE) });
+      expect(x.requeued).toEqual([]);
+    }
   });
 
   it('ignores entries that are not desired and devices that are not selected', () => {

@@ -1,6 +1,7 @@
 // Turns observed changes of desired entries into work for the reconciler: an entry that
 // vanished (deleted by anyone, flushed) or FAILED without the kernel retrying it is written
-// again as soon as the event arrives; a STALE entry on the legacy path is refreshed.
+// again as soon as the event arrives (STALE entries on the legacy path are the refresher's:
+// refresh.ts).
 //
 // Bounds, so that an unreachable next hop never becomes a write loop and ARP stays bounded:
 //   - per entry: consecutive losses back off exponentially (retryMin·2^(n-2) after the
@@ -16,12 +17,14 @@ import type { DeviceTracker } from './devices.js';
 import { reactionTo, type NeighState, type ObservedChange } from './observed.js';
 import { neighKey, type DesiredNeighbor, type RefreshMode } from './types.js';
 
-export type RequeueCause = 'deleted' | 'failed' | 'refresh';
+/** Why an entry is written again: lost, FAILED (legacy), STALE (legacy), or a mode switch. */
+export type RequeueCause = 'deleted' | 'failed' | 'refresh' | 'mode';
 
 export interface ReactorParams {
   desired: Table<DesiredNeighbor>;
   devices: DeviceTracker;
-  mode: RefreshMode;
+  /** The refresh path now (auto switches it with the table size). */
+  mode: () => RefreshMode;
   protocol: number;
   clock: Clock;
   retryMinMs: number;
@@ -156,7 +159,7 @@ export class Reactor {
    * reaction comes first: most events (an entry resolving) need no table lookup at all.
    */
   observedEntry(ifindex: number, ip: string, after: NeighState | undefined): void {
-    const reaction = reactionTo(after, this.p.mode, this.p.protocol);
+    const reaction = reactionTo(after, this.p.mode(), this.p.protocol);
     if (reaction === 'none') return;
     if (reaction === 'healthy') {
       if (this.losses.size > 0) this.forget(neighKey(ifindex, ip));
@@ -170,8 +173,7 @@ export class Reactor {
     if (!this.p.devices.isSelected(ifindex)) return;
     switch (reaction) {
       case 'stale':
-        this.p.requeue(key, 'refresh');
-        return;
+        return; // the refresher's sweep (refresh.ts) finds it, at the pace of the rate limit
       case 'deleted':
       case 'failed':
         this.lost(key, reaction);

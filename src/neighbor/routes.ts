@@ -17,9 +17,19 @@
 // The tracker also keeps the destination prefix of every route (prefixes.ts): an IP's
 // longest containing prefix is the group whose lookup it shares.
 import { parsePrefix, prefixCovers, type IpPrefix, type IpRangeIndex } from '../ipaddr/index.js';
-import { AF_INET, AF_INET6, RTM_F_CLONED, RTNH_F_DEAD, type Route } from '../netlink/index.js';
+import {
+  AF_INET,
+  AF_INET6,
+  RTM_F_CLONED,
+  RTN_BLACKHOLE,
+  RTN_PROHIBIT,
+  RTN_UNREACHABLE,
+  RTNH_F_DEAD,
+  routeTypeName,
+  type Route,
+} from '../netlink/index.js';
 import { Table } from '../statedb/index.js';
-import { PrefixIndex } from './prefixes.js';
+import { groupLength, PrefixIndex, type GroupKey } from './prefixes.js';
 import type { RouteRow } from './types.js';
 
 export interface RouteListener {
@@ -91,11 +101,19 @@ interface HidingPrefix {
 
 const groupKey = (r: RouteRow): string => `${r.family}|${r.table}`;
 
+/** Route types that reject traffic instead of forwarding it. */
+const REJECTS = [RTN_BLACKHOLE, RTN_UNREACHABLE, RTN_PROHIBIT];
+
 export class RouteTracker {
   readonly table: Table<RouteRow>;
   /** The destination of every route in the table (counted per route). */
   readonly prefixes = new PrefixIndex();
   private listener: RouteListener | undefined = undefined;
+  /**
+   * Route destination (as a group key) → its routes: how many, and how many reject traffic
+   * (blackhole, unreachable, prohibit) by type. For status: why an IP has no next hop.
+   */
+  private readonly byDst = new Map<GroupKey, { dst: string; routes: number; rejects: number[] }>();
   /** family|table → prefix text → the devices its routes have legs on. */
   private readonly hiding = new Map<string, Map<string, HidingPrefix>>();
 
@@ -157,7 +175,34 @@ export class RouteTracker {
     if (after !== undefined) this.hide(after);
     if (before === undefined && after !== undefined) this.prefixes.add(after.dst);
     else if (before !== undefined && after === undefined) this.prefixes.remove(before.dst);
+    if (before !== undefined) this.count(before, -1);
+    if (after !== undefined) this.count(after, 1);
     this.listener?.routeChanged(before, after);
+  }
+
+  private count(r: RouteRow, delta: 1 | -1): void {
+    const key = this.prefixes.keyOf(r.dst);
+    let e = this.byDst.get(key);
+    if (e === undefined) this.byDst.set(key, (e = { dst: r.dst, routes: 0, rejects: [0, 0, 0] }));
+    e.routes += delta;
+    const reject = REJECTS.indexOf(r.type);
+    if (reject >= 0) e.rejects[reject]! += delta;
+    if (e.routes <= 0) this.byDst.delete(key);
+  }
+
+  /**
+   * Why an IP may have no next hop, from the routes alone (the lookups with an output device
+   * answer "no route to host" for a reject route and for no route alike): "no route", the
+   * reject route at its longest containing prefix ("blackhole route 10.9.0.0/16"), or
+   * undefined (routes exist, the lookups say none leaves through a selected device).
+   */
+  explain(ip: string): string | undefined {
+    const key = this.prefixes.groupOf(ip);
+    const e = this.byDst.get(key);
+    if (e === undefined) return groupLength(key) < 0 ? 'no route' : undefined;
+    const types = REJECTS.filter((_, i) => e.rejects[i]! > 0);
+    if (types.length === 0 || e.rejects.reduce((a, b) => a + b, 0) < e.routes) return undefined;
+    return `${types.map((t) => routeTypeName(t)).join('/')} route ${e.dst}`;
   }
 
   private hide(r: RouteRow): void {

@@ -10,6 +10,7 @@ import type { DeviceTracker } from './devices.js';
 import type { ForwardableIPs } from './forwardable.js';
 import { isForeign, type ObservedNeighbors } from './observed.js';
 import type { Reactor } from './reactor.js';
+import type { RouteTracker } from './routes.js';
 import { neighKey, type DesiredNeighbor, type ForwardableIP, type RefreshMode } from './types.js';
 
 export interface StatusQuery {
@@ -29,7 +30,11 @@ export interface KernelEntryStatus {
   flags: string[];
   lladdr?: string;
   protocol?: number;
-  /** fibkeeper wrote it (its protocol mark), someone else owns it, or the kernel learned it. */
+  /**
+   * fibkeeper wrote it (its protocol mark, nobody wrote over it), someone else owns it (left
+   * alone until it disappears: observed.ts isForeign), or the kernel learned it (adopted on
+   * the next write).
+   */
   owner: 'fibkeeper' | 'foreign' | 'kernel';
 }
 
@@ -45,7 +50,21 @@ export interface ForwardableStatus {
   owners: readonly string[];
   /** Set when the IP is now an address of this node (then it is not forwarded to). */
   nodeAddress?: string;
-  devices: { ifindex: number; device: string; nexthops: NexthopStatus[]; lookupError?: string }[];
+  /**
+   * Why the IP has no next hop on any selected device: the node's own address, a broadcast
+   * or local address, a blackhole/prohibit/unreachable route, a route through a nexthop
+   * object whose legs the kernel does not show (each "… on DEV"), or "not routed via a
+   * selected device". Absent when it has next hops or a lookup is failing.
+   */
+  reason?: string;
+  devices: {
+    ifindex: number;
+    device: string;
+    nexthops: NexthopStatus[];
+    lookupError?: string;
+    /** Why there is no next hop on this device, when there is more to say than "no route". */
+    noEntry?: string;
+  }[];
 }
 
 export interface DesiredStatus {
@@ -81,6 +100,8 @@ export interface NeighborStatus {
     desiredByStatus: { pending: number; done: number; error: number };
     selectedDevices: number;
     kernelEntriesByState: Record<string, number>;
+    /** Desired next hops whose kernel entry belongs to someone else (left alone). */
+    foreignEntries: number;
     pendingLookups: number;
     failingLookups: number;
     scheduledRetries: number;
@@ -110,8 +131,10 @@ export interface StatusSources {
   desired: Table<DesiredNeighbor>;
   observed: ObservedNeighbors;
   calculator: Calculator;
+  routes: RouteTracker;
   reactor: Reactor;
   counters: NeighborCounters;
+  census: { byState: ReadonlyMap<string, number>; foreignWanted: number };
   pendingLookups: number;
   scheduledRetries: number;
   sharedLookups: { ipv4: boolean; ipv6: boolean };
@@ -123,8 +146,11 @@ function kernelEntry(s: StatusSources, ifindex: number, ip: string): KernelEntry
   const out: KernelEntryStatus = {
     state: nudStateNames(n.state),
     flags: neighFlagNames(n.flags, n.flagsExt),
-    owner:
-      n.protocol === s.protocol ? 'fibkeeper' : isForeign(n, s.protocol) ? 'foreign' : 'kernel',
+    owner: isForeign(n, s.protocol)
+      ? 'foreign'
+      : n.protocol === s.protocol
+        ? 'fibkeeper'
+        : 'kernel',
   };
   if (n.lladdr !== undefined) out.lladdr = n.lladdr;
   if (n.protocol !== undefined) out.protocol = n.protocol;
@@ -158,9 +184,24 @@ function forwardableRow(s: StatusSources, f: ForwardableIP, q: StatusQuery): For
     };
     const err = s.calculator.lookupError(d.ifindex, f.ip);
     if (err !== undefined) row.lookupError = err;
+    const why = nh.length === 0 ? s.calculator.noEntryReason(d.ifindex, f.ip) : undefined;
+    if (why !== undefined) row.noEntry = why;
     out.devices.push(row);
   }
+  const reason = noEntryReason(s, out);
+  if (reason !== undefined) out.reason = reason;
   return out;
+}
+
+/** The forwardable row's `reason` (see ForwardableStatus.reason). */
+function noEntryReason(s: StatusSources, f: ForwardableStatus): string | undefined {
+  if (f.nodeAddress !== undefined) return `an address of this node (on ${f.nodeAddress})`;
+  if (f.devices.some((d) => d.nexthops.length > 0 || d.lookupError !== undefined)) {
+    return undefined;
+  }
+  const why = f.devices.filter((d) => d.noEntry !== undefined);
+  if (why.length > 0) return why.map((d) => `${d.noEntry} on ${d.device}`).join('; ');
+  return s.routes.explain(f.ip) ?? 'not routed via a selected device';
 }
 
 function desiredRow(s: StatusSources, d: DesiredNeighbor): DesiredStatus {
@@ -229,7 +270,8 @@ export function buildStatus(s: StatusSources, q: StatusQuery): NeighborStatus {
       desiredEntries: s.desired.size,
       desiredByStatus: s.desired.statusCounts(),
       selectedDevices: s.devices.selected().length,
-      kernelEntriesByState: Object.fromEntries(s.observed.ownedByState(s.protocol)),
+      kernelEntriesByState: Object.fromEntries(s.census.byState),
+      foreignEntries: s.census.foreignWanted,
       pendingLookups: s.pendingLookups,
       failingLookups: s.calculator.failingLookups,
       scheduledRetries: s.scheduledRetries,

@@ -12,15 +12,14 @@ import type { Logger } from '../log/index.js';
 import { NeighborMetrics, type NeighborCounters } from '../metrics/neighbor.js';
 import {
   NetlinkHandle,
+  NTF_EXT_MANAGED,
   type Address,
   type Link,
-  type Neigh,
   type Route,
   type RouteQuery,
   type Rule,
 } from '../netlink/index.js';
 import {
-  RateLimiter,
   Reconciler,
   systemClock,
   Table,
@@ -38,15 +37,22 @@ import {
 } from './config.js';
 import { DeviceTracker } from './devices.js';
 import { makeFeeds, type Feed } from './feeds.js';
-import { ForwardableIPs } from './forwardable.js';
-import { ObservedNeighbors } from './observed.js';
+import { ForwardableIPs, type OwnerChange } from './forwardable.js';
+import { isOwned, ObservedNeighbors } from './observed.js';
 import type { GroupKey } from './prefixes.js';
-import { NeighborOps } from './ops.js';
 import { Reactor, type RequeueCause } from './reactor.js';
+import { Refresher } from './refresh.js';
+import { RefreshPath } from './mode.js';
+import { makeWriter } from './writer.js';
 import { RouteTracker } from './routes.js';
 import { RuleTracker } from './rules.js';
 import { buildStatus, type NeighborStatus, type StatusQuery } from './status.js';
-import { FIBKEEPER_NEIGH_PROTOCOL, type DesiredNeighbor, type RefreshMode } from './types.js';
+import {
+  FIBKEEPER_NEIGH_PROTOCOL,
+  neighKey,
+  type DesiredNeighbor,
+  type RefreshMode,
+} from './types.js';
 
 export interface NeighborSubsystemParams {
   /** Network namespace to manage (a name under /run/netns or a path); default: our own. */
@@ -76,7 +82,7 @@ export interface NeighborHealth {
 type State = 'new' | 'starting' | 'running' | 'stopped';
 
 export class NeighborSubsystem {
-  readonly mode: RefreshMode;
+  private readonly path: RefreshPath;
   readonly protocol = FIBKEEPER_NEIGH_PROTOCOL;
   readonly metrics: NeighborMetrics;
   private readonly forwardable: ForwardableIPs;
@@ -91,13 +97,14 @@ export class NeighborSubsystem {
   private readonly log: Logger;
   private readonly calculator: Calculator;
   private readonly reactor: Reactor;
+  private readonly refresher: Refresher;
   private readonly reconciler: Reconciler<DesiredNeighbor>;
   private readonly causes = new Map<string, RequeueCause>();
   private state: State = 'new';
   private nl: NetlinkHandle | undefined = undefined;
   private linkFeed: Feed<[Link[], Address[]]> | undefined = undefined;
   private routeFeed: Feed<[Route[], Rule[]]> | undefined = undefined;
-  private neighFeed: Feed<Neigh[]> | undefined = undefined;
+  private neighFeed: Feed<number> | undefined = undefined;
   private resyncTimer: TimerHandle | undefined = undefined;
   private redumpTimer: TimerHandle | undefined = undefined;
   private readonly initDone: Map<string, () => void>;
@@ -106,7 +113,13 @@ export class NeighborSubsystem {
   constructor(p: NeighborSubsystemParams) {
     validateConfig(p.config);
     this.p = p;
-    this.mode = resolveMode(p.config.refresh, p.managedSupported);
+    this.path = new RefreshPath({
+      initial: resolveMode(p.config.refresh, p.managedSupported),
+      auto: p.config.refresh === 'auto' && p.managedSupported,
+      rateLimit: p.config.rateLimit,
+      size: () => this.desired.size,
+      switched: (to, size) => this.switched(to, size),
+    });
     this.tuning = { ...defaultTuning(), ...stripUndefined(p.tuning ?? {}) };
     this.clock = p.clock ?? systemClock;
     this.log = p.log.child({ component: 'neighbor' });
@@ -118,7 +131,12 @@ export class NeighborSubsystem {
     );
     this.forwardable = new ForwardableIPs({ nodeAddresses: () => this.devices.nodeAddresses() });
     this.routes = new RouteTracker(now);
-    this.observed = new ObservedNeighbors();
+    this.observed = new ObservedNeighbors(
+      this.protocol,
+      this.tuning.internAddresses
+        ? (ifindex, ip) => this.calculator.onLinkString(ifindex, ip)
+        : undefined,
+    );
     this.desired = new Table<DesiredNeighbor>({
       name: 'desired-neighbors',
       primaryKey: (d) => d.key,
@@ -146,7 +164,7 @@ export class NeighborSubsystem {
     this.reactor = new Reactor({
       desired: this.desired,
       devices: this.devices,
-      mode: this.mode,
+      mode: () => this.currentMode(),
       protocol: this.protocol,
       clock: this.clock,
       retryMinMs: p.config.retryMinMs,
@@ -154,58 +172,116 @@ export class NeighborSubsystem {
       requeue: (key, cause) => this.requeue(key, cause),
     });
     this.reconciler = this.makeReconciler();
+    this.refresher = this.makeRefresher();
     this.wire();
+    this.exposeMetrics();
+  }
+
+  private censusCache:
+    | { observed: number; desired: number; value: ReturnType<ObservedNeighbors['census']> }
+    | undefined;
+
+  /** The observed table's census, computed again only after a change of either table. */
+  private census(): ReturnType<ObservedNeighbors['census']> {
+    const c = this.censusCache;
+    const observed = this.observed.version;
+    const desired = this.desired.revision;
+    if (c !== undefined && c.observed === observed && c.desired === desired) return c.value;
+    const value = this.observed.census((ifindex, ip) => this.desired.has(neighKey(ifindex, ip)));
+    this.censusCache = { observed, desired, value };
+    return value;
+  }
+
+  /** The rate limiter's burst: a tenth of a second's worth of neighbor.rateLimit. */
+  private get burst(): number {
+    return Math.max(1, Math.ceil(this.p.config.rateLimit / 10));
+  }
+
+  /** How entries stay fresh right now: managed (the kernel re-resolves) or legacy. */
+  get mode(): RefreshMode {
+    return this.path.mode;
+  }
+
+  /** The refresh path, switched first when `auto` calls for it (mode.ts). */
+  private currentMode(): RefreshMode {
+    return this.path.current();
+  }
+
+  /**
+   * The refresh path switched: writes the entries that carry the other path's flags again
+   * (rate-limited: at the switch there are about rateLimit of them).
+   */
+  private switched(to: RefreshMode, size: number): void {
+    this.metrics.modeSwitched(to);
+    this.log.info(
+      { mode: to, desiredEntries: size, rateLimit: this.p.config.rateLimit },
+      'neighbor.refresh auto: switched the refresh path',
+    );
+    setImmediate(() => {
+      if (this.state !== 'running' || this.path.mode !== to) return;
+      for (const r of this.desired.rows()) {
+        const d = r.object;
+        const seen = this.observed.find(d.ifindex, d.nexthop);
+        if (seen === undefined || !isOwned(seen, this.protocol)) continue;
+        const managed = (seen.flagsExt & NTF_EXT_MANAGED) !== 0;
+        if (managed !== (to === 'managed')) this.requeue(r.key, 'mode');
+      }
+    });
+  }
+
+  private makeRefresher(): Refresher {
+    return new Refresher({
+      desired: this.desired,
+      observed: this.observed,
+      devices: this.devices,
+      protocol: this.protocol,
+      mode: () => this.currentMode(),
+      clock: this.clock,
+      requeue: (key) => this.requeue(key, 'refresh'),
+      written: (key) => this.causes.get(key) !== 'refresh',
+      // The limiter's burst: the reconciler takes them at rateLimit per second.
+      outstanding: this.burst,
+      scanPerTick: this.tuning.refreshScan,
+      tickMs: this.tuning.refreshTickMs,
+    });
+  }
+
+  /** The gauges read at scrape time. */
+  private exposeMetrics(): void {
     this.metrics.setSource({
       forwardableIps: () => this.forwardable.size,
       selectedDevices: () => this.devices.selected().length,
       desiredByStatus: () => this.desired.statusCounts(),
-      kernelEntriesByState: () => this.observed.ownedByState(this.protocol),
+      kernelEntriesByState: () => this.census().byState,
+      foreignEntries: () => this.census().foreignWanted,
+      refreshMode: () => this.path.mode,
     });
   }
 
   private makeReconciler(): Reconciler<DesiredNeighbor> {
-    const c = this.p.config;
-    const ops = new NeighborOps({
+    return makeWriter({
+      config: this.p.config,
+      tuning: this.tuning,
       kernel: {
         neighSetMany: (e) => this.handle().neighSetMany(e),
         neighDelMany: (e) => this.handle().neighDelMany(e),
         neighGet: (k) => this.handle().neighGet(k),
-        neighList: (f) => this.handle().neighList(f),
+        neighEach: (each) => this.handle().neighEach(each),
       },
-      mode: this.mode,
+      mode: () => this.currentMode(),
       protocol: this.protocol,
+      desired: this.desired,
+      inputs: [this.forwardable, this.devices.table, this.routes.table, this.observed],
       observed: this.observed,
       metrics: this.metrics,
+      clock: this.clock,
       log: this.log,
       twoStep: this.tuning.legacyTwoStep ?? !this.p.managedSupported,
       causes: this.causes,
+      burst: this.burst,
       missing: (keys) => {
         for (const k of keys) this.requeue(k, 'deleted');
       },
-    });
-    return new Reconciler<DesiredNeighbor>({
-      table: this.desired,
-      ops,
-      name: 'neighbors',
-      inputs: [this.forwardable, this.devices.table, this.routes.table, this.observed],
-      config: {
-        retryBackoffMinMs: c.retryMinMs,
-        retryBackoffMaxMs: c.retryMaxMs,
-        pruneIntervalMs: c.resyncIntervalMs,
-        batchSize: this.tuning.writeBatch,
-        // A lost entry is written again at once, but never sooner than this after its last
-        // write: the per-entry bound (exponential backoff on repeated losses is the reactor's).
-        requeueMinIntervalMs: c.retryMinMs,
-      },
-      configPath: 'neighbor',
-      metrics: this.metrics,
-      clock: this.clock,
-      limiter: new RateLimiter({
-        rate: c.rateLimit,
-        burst: c.rateLimit,
-        now: () => this.clock.now(),
-      }),
-      log: this.log,
     });
   }
 
@@ -253,7 +329,9 @@ export class NeighborSubsystem {
 
   private requeue(key: string, cause: RequeueCause): void {
     this.causes.set(key, cause);
-    if (!this.reconciler.requeue(key)) this.causes.delete(key);
+    // A lost or failed entry goes ahead of the refreshes waiting for the rate limit.
+    const urgent = cause === 'deleted' || cause === 'failed';
+    if (!this.reconciler.requeue(key, { urgent })) this.causes.delete(key);
     this.log.debug({ key, cause }, 'requeued');
   }
 
@@ -296,6 +374,7 @@ export class NeighborSubsystem {
     this.calculator.start();
     this.reactor.start();
     this.reconciler.start();
+    this.refresher.start();
     void this.forwardable.waitInitialized().then(() => this.calculator.inputInitialized());
     this.armResync();
     this.log.info(
@@ -386,6 +465,7 @@ export class NeighborSubsystem {
       for (const t of [this.resyncTimer, this.redumpTimer]) {
         if (t !== undefined) this.clock.clearTimeout(t);
       }
+      this.refresher.stop();
       await this.reconciler.stop();
       this.reactor.stop();
       this.calculator.stop();
@@ -398,19 +478,25 @@ export class NeighborSubsystem {
 
   // ---- forwardable IPs ---------------------------------------------------------------
 
-  /** Adds `owner` to each IP. All or nothing: throws InvalidArgumentError naming bad IPs. */
-  upsert(owner: string, ips: readonly string[]): void {
-    this.forwardable.upsert(owner, ips);
+  /**
+   * Adds `owner` to each IP. All or nothing: throws InvalidArgumentError naming bad IPs.
+   * Returns how many IPs the owner did not hold before.
+   */
+  upsert(owner: string, ips: readonly string[]): OwnerChange {
+    return this.forwardable.upsert(owner, ips);
   }
 
-  /** Removes `owner` from each IP; an IP goes when its last owner does. All or nothing. */
-  delete(owner: string, ips: readonly string[]): void {
-    this.forwardable.delete(owner, ips);
+  /**
+   * Removes `owner` from each IP; an IP goes when its last owner does. All or nothing.
+   * Returns how many of the IPs the owner held (the others are no error).
+   */
+  delete(owner: string, ips: readonly string[]): OwnerChange {
+    return this.forwardable.delete(owner, ips);
   }
 
-  /** Makes `ips` exactly what `owner` holds. All or nothing. */
-  setOwner(owner: string, ips: readonly string[]): void {
-    this.forwardable.setOwner(owner, ips);
+  /** Makes `ips` exactly what `owner` holds. All or nothing. Returns what changed. */
+  setOwner(owner: string, ips: readonly string[]): OwnerChange {
+    return this.forwardable.setOwner(owner, ips);
   }
 
   /** Checks IPs as upsert() does (valid unicast, not the node's own), changing nothing. */
@@ -479,8 +565,10 @@ export class NeighborSubsystem {
         desired: this.desired,
         observed: this.observed,
         calculator: this.calculator,
+        routes: this.routes,
         reactor: this.reactor,
         counters: this.metrics.counters(),
+        census: this.census(),
         pendingLookups: this.calculator.pending,
         scheduledRetries: this.reconciler.scheduledRetries,
         sharedLookups: {

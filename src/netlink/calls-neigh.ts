@@ -24,7 +24,15 @@ import {
   SIZEOF_NDMSG,
   SIZEOF_NLMSGHDR,
 } from './constants.js';
-import { formatNeigh, parseNeigh, type Neigh } from './neigh.js';
+import {
+  formatNeigh,
+  neighFields,
+  parseNeigh,
+  readNeighFields,
+  type Neigh,
+  type NeighFields,
+} from './neigh.js';
+export type { NeighFields };
 import type { Writer } from './wire.js';
 
 /** A neighbor entry to set (replace) or, with ifindex + dst only, to delete or get. */
@@ -108,6 +116,48 @@ export async function neighList(
       (filter.family === undefined || n.family === filter.family) &&
       (filter.ifindex === undefined || n.ifindex === filter.ifindex),
   );
+}
+
+/**
+ * neighEach — neighList without an object per entry: each entry is read into one reused
+ * NeighFields (readNeighFields) and handed to `each`, valid only during the call. For tables
+ * of a million entries, whose list would be a million objects at once. `begin` is called
+ * before every attempt of the dump (an interrupted one starts over). Resolves with the
+ * number of entries handed over.
+ */
+export async function neighEach(
+  c: Client,
+  each: (n: NeighFields) => void,
+  filter: { family?: number; ifindex?: number } = {},
+  begin?: () => void,
+): Promise<number> {
+  const req: Neigh = {
+    family: filter.family ?? AF_UNSPEC,
+    ifindex: 0,
+    state: 0,
+    flags: 0,
+    type: 0,
+    flagsExt: 0,
+  };
+  if (filter.ifindex !== undefined) req.filterIfindex = filter.ifindex;
+  const into = neighFields();
+  let n = 0;
+  await c.dumpEach(
+    (w) => formatNeigh(w, RTM_GETNEIGH, NLM_F_REQUEST, req),
+    (buf, off, len) => {
+      const f = readNeighFields(buf, off, len, into);
+      if (filter.family !== undefined && f.family !== filter.family) return;
+      if (filter.ifindex !== undefined && f.ifindex !== filter.ifindex) return;
+      n++;
+      each(f);
+    },
+    'neighEach',
+    () => {
+      n = 0;
+      begin?.();
+    },
+  );
+  return n;
 }
 
 /** neighGet — like `ip neigh get DST dev DEV`. ENOENT when absent. */

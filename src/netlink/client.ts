@@ -201,10 +201,33 @@ export class Client implements NetlinkReceiver, BulkHost {
    * `dumpAttempts` times, then DumpInterruptedError.
    */
   dump<T>(encode: Encode, parse: Parse<T>, what: string): Promise<T[]> {
+    let items: T[] = [];
+    return this.dumpEach(
+      encode,
+      (buf, off, len) => void items.push(parse(buf, off, len)),
+      what,
+      () => (items = []),
+    ).then(() => items);
+  }
+
+  /**
+   * A dump whose messages are handed to `each` as they arrive (the bytes are valid only
+   * during the call), without an array of them: for tables of a million rows. `begin` is
+   * called before every attempt (an interrupted dump starts over: what the previous attempt
+   * handed over may be stale). An exception thrown by `each` fails the dump, once it has
+   * drained. Resolves with the number of messages of the attempt that completed.
+   */
+  dumpEach(
+    encode: Encode,
+    each: (buf: Buffer, off: number, len: number) => void,
+    what: string,
+    begin?: () => void,
+  ): Promise<number> {
     const run = this.#dumpTail.then(async () => {
       for (let attempt = 1; ; attempt++) {
-        const r = await this.#dumpOnce(encode, parse, what);
-        if (!r.interrupted) return r.items;
+        begin?.();
+        const r = await this.#dumpOnce(encode, each, what);
+        if (!r.interrupted) return r.count;
         if (attempt >= this.params.dumpAttempts) throw new DumpInterruptedError(what, attempt);
       }
     });
@@ -212,14 +235,14 @@ export class Client implements NetlinkReceiver, BulkHost {
     return run;
   }
 
-  #dumpOnce<T>(
+  #dumpOnce(
     encode: Encode,
-    parse: Parse<T>,
+    each: (buf: Buffer, off: number, len: number) => void,
     what: string,
-  ): Promise<{ items: T[]; interrupted: boolean }> {
+  ): Promise<{ count: number; interrupted: boolean }> {
     return new Promise((resolve, reject) => {
       const seq = this.allocSeq(1);
-      const items: T[] = [];
+      let count = 0;
       let interrupted = false;
       let parseError: Error | undefined; // reported at NLMSG_DONE: the dump must drain first
       const op = singleOp(
@@ -230,7 +253,7 @@ export class Client implements NetlinkReceiver, BulkHost {
             const d = parseDoneMessage(buf, off, len);
             if (d.error !== 0) reject(new NetlinkError(what, d.error, d.extAck));
             else if (parseError) reject(parseError);
-            else resolve({ items, interrupted });
+            else resolve({ count, interrupted });
             return true;
           }
           if (type === NLMSG_ERROR) {
@@ -241,7 +264,8 @@ export class Client implements NetlinkReceiver, BulkHost {
           }
           if (type === NLMSG_NOOP || type === NLMSG_OVERRUN) return false;
           try {
-            items.push(parse(buf, off, len));
+            each(buf, off, len);
+            count++;
           } catch (err) {
             parseError ??= err as Error;
           }

@@ -248,6 +248,14 @@ export class NetlinkHandle {
   neighList(filter?: { family?: number; ifindex?: number; proxy?: boolean }): Promise<Neigh[]> {
     return neigh.neighList(this.#client, filter);
   }
+  /** neighEach — neighList without an object per entry (see calls-neigh.ts). */
+  neighEach(
+    each: (n: neigh.NeighFields) => void,
+    filter?: { family?: number; ifindex?: number },
+    begin?: () => void,
+  ): Promise<number> {
+    return neigh.neighEach(this.#client, each, filter, begin);
+  }
   /** neighGet — like `ip neigh get DST dev DEV`. */
   neighGet(key: Pick<neigh.NeighSpec, 'ifindex' | 'dst'>): Promise<Neigh> {
     return neigh.neighGet(this.#client, key);

@@ -406,6 +406,32 @@ describe('Reconciler: refresh, requeue, rate limit', () => {
   });
 });
 
+describe('Reconciler: urgent requeues', () => {
+  it('go ahead of the requeues already waiting for the rate limiter', async () => {
+    const limiter = new RateLimiter({ rate: 10, burst: 1, now: () => Date.now() });
+    const { table, ops, r } = setup({ requeueMinIntervalMs: 0, pruneIntervalMs: 0 }, { limiter });
+    insert(table, '10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4');
+    r.start();
+    await r.waitFirstRound();
+    await advance(r, 1000);
+    ops.take();
+    // Three routine refreshes wait for the limiter, then a repair comes.
+    for (const ip of ['10.0.0.1', '10.0.0.2', '10.0.0.3']) r.requeue(ip);
+    r.requeue('10.0.0.4', { urgent: true });
+    const order: string[] = [];
+    for (let t = 0; t < 5; t++) {
+      await advance(r, 100);
+      order.push(...ops.take());
+    }
+    expect(order).toEqual([
+      'update(10.0.0.4) ok',
+      'update(10.0.0.1) ok',
+      'update(10.0.0.2) ok',
+      'update(10.0.0.3) ok',
+    ]);
+  });
+});
+
 describe('Reconciler: full resync', () => {
   it('marks every row pending, updates them all, then prunes', async () => {
     const { table, ops, r } = setup();

@@ -153,15 +153,19 @@ export class Reconciler<Obj> {
    * Asks for the row to be updated again although it has not changed (the target lost it).
    * Only done rows are requeued (pending and failing rows are already on their way), no
    * sooner than requeueMinIntervalMs after their last update, and through the rate limiter.
-   * Returns false if the table has no such row.
+   * `urgent` puts it ahead of the requeues already waiting for the limiter (a repair before
+   * a routine refresh). Returns false if the table has no such row.
    */
-  requeue(key: string): boolean {
+  requeue(key: string, opts: { urgent?: boolean } = {}): boolean {
     const row = this.table.row(key);
     const status = this.table.status(key);
     if (row === undefined || status === undefined) return false;
     if (status.kind !== 'done') return true;
     const now = this.clock.now();
-    const due = Math.max(now, status.updatedAt + this.config.requeueMinIntervalMs);
+    const earliest = status.updatedAt + this.config.requeueMinIntervalMs;
+    // Due times order the queue the limiter drains: an urgent requeue is due as early as
+    // its minimum interval allows, ahead of requeues made "now".
+    const due = opts.urgent === true ? earliest : Math.max(now, earliest);
     const existing = this.apply.retries.get(key);
     if (existing !== undefined && existing.due <= due) return true;
     this.table.setStatus(key, row.revision, { kind: 'pending', updatedAt: now });

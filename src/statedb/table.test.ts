@@ -258,6 +258,22 @@ describe('Table changes', () => {
     ac.abort(new Error('bye'));
     await expect(aborted).rejects.toThrow('bye');
   });
+
+  it('leaves nothing behind for a wait that was aborted (a reconciler waits every round)', async () => {
+    const t = neighTable();
+    for (let i = 0; i < 1000; i++) {
+      const ac = new AbortController();
+      const p = t.waitForChange(t.revision, ac.signal);
+      ac.abort(new Error('round done'));
+      await expect(p).rejects.toThrow('round done');
+    }
+    expect(t.changeWaitersCount).toBe(0);
+    const pending = t.waitForChange(t.revision);
+    expect(t.changeWaitersCount).toBe(1);
+    t.insert({ ip: '10.0.0.1', ifindex: 1 });
+    await pending;
+    expect(t.changeWaitersCount).toBe(0);
+  });
 });
 
 describe('Table initializers', () => {

@@ -141,7 +141,8 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
   private depth = 0;
   private dirty = false;
   private writeAt = 0;
-  private changed: Deferred<void> | undefined = undefined;
+  /** Waiters for the next commit (waitForChange); an aborted one removes itself. */
+  private readonly changeWaiters = new Set<() => void>();
   private readonly pendingInit = new Set<{ readonly name: string }>();
   private initLatched = false;
   private initWaiter: Deferred<void> | undefined = undefined;
@@ -294,9 +295,10 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
   private end(): void {
     if (--this.depth > 0 || !this.dirty) return;
     this.dirty = false;
-    const waiters = this.changed;
-    this.changed = undefined;
-    waiters?.resolve();
+    if (this.changeWaiters.size === 0) return;
+    const waiters = [...this.changeWaiters];
+    this.changeWaiters.clear();
+    for (const w of waiters) w();
   }
 
   private put(key: string, obj: Obj, mustBeNew: boolean): boolean {
@@ -348,10 +350,33 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
 
   /** Resolves on the first commit that takes the table revision above `rev`. */
   async waitForChange(rev: number, signal?: AbortSignal): Promise<void> {
-    while (this.rev <= rev) {
-      this.changed ??= deferred<void>();
-      await abortable(this.changed.promise, signal);
-    }
+    while (this.rev <= rev) await this.nextCommit(signal);
+  }
+
+  /**
+   * Resolves at the next commit; rejects with the signal's reason if it aborts first. An
+   * aborted wait leaves nothing behind (a reconciler waits once per round, and rounds can
+   * come a thousand times a second while nothing is committed).
+   */
+  private nextCommit(signal: AbortSignal | undefined): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<void>((resolve, reject) => {
+      const done = (): void => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      const onAbort = (): void => {
+        this.changeWaiters.delete(done);
+        reject(signal?.reason);
+      };
+      this.changeWaiters.add(done);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Pending waitForChange calls (for tests: an aborted one must not stay). */
+  get changeWaitersCount(): number {
+    return this.changeWaiters.size;
   }
 
   /** Called after a watcher read or closed: drop tombstones every watcher has seen. */

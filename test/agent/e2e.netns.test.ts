@@ -164,6 +164,22 @@ describe.skipIf(skip)('the agent end to end, through the CLI', () => {
     expect(status.out).toMatch(/10\.77\.2\.2\s+e2e\s+r-server1\s+10\.77\.2\.2\s+done\s+REACHABLE/);
   });
 
+  it('forwardable add/del report what changed: only the IPs the owner took or gave up', () => {
+    // Another owner's IP and one nobody holds: nothing of them is removed.
+    const del = api('forwardable', 'del', '10.77.2.2', '10.77.9.9', '--owner', 'e2e-other');
+    expect(del.code, del.err).toBe(0);
+    expect(del.out).toBe('removed: 0 of 2 IP(s) for owner e2e-other (2 not held by it)\n');
+    const add = api('forwardable', 'add', '10.77.2.2', '10.77.2.9', '--owner', 'e2e-other');
+    expect(add.out).toBe('added: 2 IP(s) for owner e2e-other\n');
+    const again = api('forwardable', 'add', '10.77.2.9', '--owner', 'e2e-other');
+    expect(again.out).toBe('added: 0 of 1 IP(s) for owner e2e-other (1 already held)\n');
+    const gone = api('forwardable', 'del', '10.77.2.2', '10.77.2.9', '--owner', 'e2e-other');
+    expect(gone.out).toBe('removed: 2 IP(s) for owner e2e-other\n');
+    const list = JSON.parse(api('forwardable', 'list', '--json').out) as { ip: string }[];
+    expect(list.some((f) => f.ip === '10.77.2.2')).toBe(true); // e2e still holds it
+    expect(list.some((f) => f.ip === '10.77.2.9')).toBe(false);
+  });
+
   it('refuses bad input with a clear error and changes nothing', () => {
     const before = api('forwardable', 'list', '--json').out;
     for (const [args, msg] of [

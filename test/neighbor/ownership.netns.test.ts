@@ -90,6 +90,8 @@ describe.skipIf(skip)('neighbor ownership', () => {
       'ra0',
       'lladdr',
       '02:00:00:00:00:77',
+      'nud',
+      'stale', // as fibkeeper's entries are: dynamic (a PERMANENT one would be an operator's)
       'extern_learn',
       'proto',
       PROTO,

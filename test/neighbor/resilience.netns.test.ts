@@ -96,6 +96,10 @@ describe.skipIf(skip)('neighbor resilience', () => {
     expect(after).not.toBe(before);
     const e = await waitEntry(lab.r, '10.2.0.20', 'rb0', (x) => x.state.includes('REACHABLE'));
     expect(hasMarks(e)).toBe(true);
+    // The kernel can show the entry before a loaded agent has read the answer to its write.
+    await waitFor(() => n.status({ ip: '10.2.0.20' }).desired[0]?.status === 'done', {
+      what: 'the write reported done',
+    });
     expect(n.status({ ip: '10.2.0.20' }).desired).toEqual([
       expect.objectContaining({
         ifindex: after,

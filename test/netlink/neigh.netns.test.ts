@@ -155,6 +155,18 @@ describe.skipIf(skip)('neighbors', () => {
     expect(new Set(mine.map((d) => d.dst))).toEqual(new Set(entries.map((e) => e.dst)));
     expect(mine.every((d) => d.flags & NTF_EXT_LEARNED && d.state === NUD_REACHABLE)).toBe(true);
     expect(countProto(ns)).toBe(n);
+    // The same dump read entry by entry (neighEach, no list): the same entries and fields.
+    const each: string[] = [];
+    const count = await h.neighEach(
+      (f) => {
+        if (f.protocol === PROTO) each.push(`${f.dst} ${f.lladdr} ${f.state} ${f.flags}`);
+      },
+      { ifindex: v0 },
+    );
+    expect(count).toBe(dumped.length);
+    expect(each.sort()).toEqual(
+      mine.map((d) => `${d.dst} ${d.lladdr} ${d.state} ${d.flags}`).sort(),
+    );
     const del = await h.neighDelMany(entries);
     expect(del).toEqual({ ok: n, failures: [] });
     expect(countProto(ns)).toBe(0);

@@ -1,0 +1,41 @@
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { AGENT_NODE_FLAGS, reexecArgs } from './node-flags.js';
+
+describe('the agent’s V8 flags', () => {
+  it('adds what is missing, keeps what the operator gave, and can be turned off', () => {
+    const argv = ['/usr/bin/node', '/opt/fibkeeper/bin/fibkeeper.js', 'run', '--config', 'c.yaml'];
+    expect(reexecArgs([], argv, {})).toEqual([
+      ...AGENT_NODE_FLAGS,
+      '/opt/fibkeeper/bin/fibkeeper.js',
+      'run',
+      '--config',
+      'c.yaml',
+    ]);
+    expect(reexecArgs(['--max-semi-space-size=4'], argv, {})).toBeUndefined();
+    expect(reexecArgs(['--max_semi_space_size=4'], argv, {})).toBeUndefined();
+    expect(reexecArgs(['--inspect'], argv, {})).toEqual([
+      ...AGENT_NODE_FLAGS,
+      '--inspect',
+      ...argv.slice(1),
+    ]);
+    expect(reexecArgs([], argv, { FIBKEEPER_NODE_FLAGS: '0' })).toBeUndefined();
+  });
+
+  it('fibkeeper run gets them, in the same process (same PID)', () => {
+    const script = [
+      "import { reexecForAgent } from './dist/cli/node-flags.js';",
+      'const before = process.env.PID_BEFORE ?? String(process.pid);',
+      'process.env.PID_BEFORE = before;',
+      'reexecForAgent();',
+      'console.log(JSON.stringify({ before, pid: process.pid, execArgv: process.execArgv }));',
+    ].join('\n');
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+    });
+    expect(r.stderr).toBe('');
+    const out = JSON.parse(r.stdout) as { before: string; pid: number; execArgv: string[] };
+    expect(String(out.pid)).toBe(out.before);
+    for (const f of AGENT_NODE_FLAGS) expect(out.execArgv).toContain(f);
+  });
+});

@@ -1,0 +1,41 @@
+// V8 options the agent runs with. `fibkeeper run` holds large tables (100,000 to 1,000,000
+// forwardable IPs) that change all the time; with V8's default young generation on a large
+// machine (semi-spaces of 32-64 MiB) the short-lived objects of that churn cost the agent
+// ~170 MiB more RSS at 100,000 IPs than with 16 MiB semi-spaces, for no measurable speed
+// (docs/neighbor.md, "Memory"). A flag of the heap can only be set when the process starts,
+// so `run` replaces itself (same PID, process.execve) with the flags added, once.
+/** Added to `node` for `fibkeeper run` unless the command line sets them already. */
+export const AGENT_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=16'];
+
+/**
+ * The arguments to re-execute this process with, or undefined when there is nothing to do:
+ * the flags are set (by us or by the operator: a flag of the same name counts), or
+ * FIBKEEPER_NODE_FLAGS=0 asks to run with Node's defaults.
+ */
+export function reexecArgs(
+  execArgv: readonly string[],
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+): string[] | undefined {
+  if (env.FIBKEEPER_NODE_FLAGS === '0') return undefined;
+  const name = (f: string): string => f.split('=')[0]!.replace(/_/g, '-');
+  const given = new Set(execArgv.map(name));
+  const missing = AGENT_NODE_FLAGS.filter((f) => !given.has(name(f)));
+  if (missing.length === 0) return undefined;
+  return [...missing, ...execArgv, ...argv.slice(1)];
+}
+
+/**
+ * For `fibkeeper run`: replaces the process with one that has AGENT_NODE_FLAGS (same PID,
+ * same stdio; nothing has been opened yet). Does nothing where process.execve is missing
+ * (Node before 22.15, Windows): the agent then runs with Node's defaults.
+ */
+export function reexecForAgent(): void {
+  const args = reexecArgs(process.execArgv, process.argv, process.env);
+  // A property, not an import: Node 22.12-22.14 has no process.execve.
+  const execve = (
+    process as { execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => never }
+  ).execve;
+  if (args === undefined || typeof execve !== 'function') return;
+  execve.call(process, process.execPath, [process.execPath, ...args], process.env);
+}

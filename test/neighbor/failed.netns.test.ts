@@ -1,0 +1,60 @@
+// A next hop that does not answer: its entry goes FAILED. fibkeeper keeps trying (legacy:
+// it writes the entry again with backoff until it resolves; managed: the kernel re-probes by
+// itself), so when the gateway answers again the entry resolves without anyone's help.
+import { describe, expect, it } from 'vitest';
+import { ip, privileged, sysctl, waitFor } from '../helpers/netns.js';
+import { buildLab, entry, hasMarks, startAgent, waitEntry, type Lab } from './lab.js';
+
+const { skip } = privileged();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Resolution attempts on ra0 give up after 2 broadcasts 250 ms apart. */
+function quickGiveUp(lab: Lab): void {
+  sysctl(lab.r, 'net.ipv4.neigh.ra0.retrans_time_ms', 250);
+  sysctl(lab.r, 'net.ipv4.neigh.ra0.mcast_solicit', 2);
+}
+
+describe.skipIf(skip)('neighbor: a gateway that is down, then back', () => {
+  for (const mode of ['legacy', 'managed'] as const) {
+    it(`${mode}: the FAILED entry is retried with backoff until the gateway answers again`, async () => {
+      const lab = buildLab(`nb-fl-${mode.slice(0, 3)}`);
+      quickGiveUp(lab);
+      ip(lab.a, 'addr', 'del', '10.1.0.2/24', 'dev', 'pa0'); // the gateway is down
+      const n = await startAgent(lab.r, {
+        config: { refresh: mode, retryMinMs: 100, retryMaxMs: 1000 },
+      });
+      expect(n.mode).toBe(mode);
+      n.upsert('test', ['10.9.0.5']); // via 10.1.0.2
+      await n.waitReady();
+      await waitEntry(lab.r, '10.1.0.2', 'ra0', (e) => e.state.includes('FAILED'));
+      // Down for a while: several attempts, each FAILED again.
+      await sleep(4000);
+      // Between attempts FAILED, during one INCOMPLETE: never resolved.
+      expect(['FAILED', 'INCOMPLETE']).toContain(entry(lab.r, '10.1.0.2', 'ra0')?.state[0]);
+      const whileDown = n.status().counters.reinserts.failed;
+      if (mode === 'legacy') {
+        // Retried, with backoff: an attempt takes 0.5 s, then waits 0.1, 0.2, 0.4, 0.8, 1 s...
+        expect(whileDown).toBeGreaterThanOrEqual(3);
+        expect(whileDown).toBeLessThanOrEqual(8);
+      } else {
+        expect(whileDown).toBe(0); // the kernel re-probes managed entries itself
+      }
+      ip(lab.a, 'addr', 'add', '10.1.0.2/24', 'dev', 'pa0'); // back
+      const back = await waitEntry(
+        lab.r,
+        '10.1.0.2',
+        'ra0',
+        (e) => e.state.includes('REACHABLE'),
+        8000,
+      );
+      expect(hasMarks(back, mode === 'managed')).toBe(true);
+      // Resolved: the backoff starts over, nothing more is written.
+      await waitFor(() => n.status({ ip: '10.9.0.5' }).desired[0]?.losses === 0, {
+        what: 'losses reset',
+      });
+      const after = n.status().counters.reinserts.failed;
+      await sleep(1500);
+      expect(n.status().counters.reinserts.failed).toBe(after);
+    });
+  }
+});
