@@ -196,8 +196,10 @@ export class LeaseKeeper {
       this.#fenceTimer = undefined;
       if (this.#stopped) return;
       if (this.mayHold()) {
-        this.#armFence(); // a timer may fire a little early
-        return;
+        // A timer may fire a little early: wait out the rest. The clock is read again there,
+        // and a process preempted in between may find holdUntil passed: fence now, then.
+        this.#armFence();
+        if (!this.#fenced) return;
       }
       this.#fenced = true;
       this.#p.onChange('fenced');
