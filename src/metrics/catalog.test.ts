@@ -69,6 +69,7 @@ describe('labelled counters', () => {
       'foreign',
       'holder',
       'holder-up',
+      'sysctl',
     ]);
     expect(series('fibkeeper_extip_errors_total')).toEqual(
       [
