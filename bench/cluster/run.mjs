@@ -94,7 +94,10 @@ const KEYS = '/fk-bench/';
 // etcd, tcpdump and ping by PID and deletes the lab's namespaces.
 const reaper = Reaper.start();
 reaper.netns(...clusterLabNamespaces(describeClusterLab(prefix)));
-const etcd = await LocalEtcd.start({ onSpawn: (pid) => reaper.process(pid) });
+reaper.dir(dir);
+const etcd = await LocalEtcd.start({
+  onSpawn: (pid, dataDir) => (reaper.process(pid), reaper.dir(dataDir)),
+});
 const lab = clusterLabUp(prefix);
 const IP = lab.ip4(0);
 const procs = [];

@@ -19,9 +19,9 @@ export interface LocalEtcdOptions {
   electionMs?: number;
   /** How long to wait for the server to answer after a (re)start. */
   startTimeoutMs?: number;
-  /** Called with the PID of every etcd process started (start and each restart), e.g. for a
-   * watchdog that ends it should the caller die before it could. */
-  onSpawn?: (pid: number) => void;
+  /** Called with the PID of every etcd process started (start and each restart) and its data
+   * dir, e.g. for a watchdog that ends it and removes the dir should the caller die first. */
+  onSpawn?: (pid: number, dataDir: string) => void;
 }
 
 /** A running (or stopped) local etcd; `restart()` keeps the data dir and ports. */
@@ -33,7 +33,7 @@ export class LocalEtcd {
   readonly electionMs: number;
   readonly #binary: string;
   readonly #startTimeoutMs: number;
-  readonly #onSpawn: ((pid: number) => void) | undefined;
+  readonly #onSpawn: ((pid: number, dataDir: string) => void) | undefined;
   #child: ChildProcess | undefined;
   #log: string[] = [];
 
@@ -110,7 +110,7 @@ export class LocalEtcd {
     ];
     const child = spawn(this.#binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     this.#child = child;
-    if (child.pid !== undefined) this.#onSpawn?.(child.pid);
+    if (child.pid !== undefined) this.#onSpawn?.(child.pid, this.dataDir);
     this.#log = [];
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (s: string) => {

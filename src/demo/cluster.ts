@@ -108,7 +108,9 @@ export async function clusterAct(
   };
   o.onCleanup(cleanup);
   o.reaper.netns(...clusterLabNamespaces(describeClusterLab(o.prefix)));
-  etcd = await LocalEtcd.start({ onSpawn: (pid) => o.reaper.process(pid) });
+  etcd = await LocalEtcd.start({
+    onSpawn: (pid, dataDir) => (o.reaper.process(pid), o.reaper.dir(dataDir)),
+  });
   if (cancelled) {
     await etcd.destroy();
     throw new Error('interrupted');

@@ -323,6 +323,7 @@ export async function runDemo(rawIo: DemoIo): Promise<number> {
   // the reaper removes the labs and ends the agents and etcd it started.
   const reaper = Reaper.start();
   reaper.netns(...Object.values(describeLab(prefix).hosts));
+  reaper.dir(dir);
   const lab = labUp(prefix);
   const c: Ctx = {
     reaper,

@@ -3,19 +3,20 @@
 // of the namespaces we create, and waits on a pipe from us. When the pipe closes — we exited
 // normally, threw, were interrupted, timed out, or were killed with SIGKILL together with our
 // whole process group — it ends each of those processes that is still the one we started
-// (same PID *and* start time in /proc, so a reused PID is never hit) and deletes each of those
-// namespaces that still exists (after ending what runs inside it). Our own orderly cleanup
+// (same PID *and* start time in /proc, so a reused PID is never hit), deletes each of those
+// namespaces that still exists (after ending what runs inside it) and removes the temp dirs. Our own orderly cleanup
 // stays first; the reaper only sweeps what it left.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 /** The reaper's own program (node -e): builtins only, so it runs from src/ and dist/ alike. */
 const PROGRAM = `
-const { readFileSync, existsSync } = require('node:fs');
+const { readFileSync, existsSync, rmSync } = require('node:fs');
 const { spawnSync } = require('node:child_process');
 const pids = new Map();
 const netns = new Set();
 const prefixes = new Map();
+const dirs = new Set();
 const start = (pid) => { try { return readFileSync('/proc/' + pid + '/stat', 'utf8').split(') ').pop().split(' ')[19]; } catch { return undefined; } };
 const zombie = (pid) => { try { return readFileSync('/proc/' + pid + '/stat', 'utf8').split(') ').pop().startsWith('Z'); } catch { return false; } };
 const kill = (pid) => { try { process.kill(pid, 'SIGKILL'); } catch {} };
@@ -30,6 +31,7 @@ process.stdin.on('data', (s) => {
     else if (kind === 'forget') pids.delete(Number(a));
     else if (kind === 'netns') netns.add(a);
     else if (kind === 'prefix') prefixes.set(a, [Number(b), c]);
+    else if (kind === 'dir') dirs.add(decodeURIComponent(a));
   }
 });
 const sweep = () => {
@@ -49,6 +51,7 @@ const sweep = () => {
     for (const p of out.split(/\\s+/).filter(Boolean)) kill(Number(p));
     spawnSync('ip', ['netns', 'del', ns]);
   }
+  for (const d of dirs) { try { rmSync(d, { recursive: true, force: true }); } catch {} }
   process.exit(0);
 };
 process.stdin.on('end', sweep);
@@ -122,6 +125,11 @@ export class Reaper {
   /** Deletes namespace `name` (and ends what runs in it) when we are gone, if it exists. */
   netns(...names: string[]): void {
     for (const n of names) this.#send(`netns ${n}`);
+  }
+
+  /** Removes directory `path` (a temp dir of ours) when we are gone. */
+  dir(path: string): void {
+    this.#send(`dir ${encodeURIComponent(path)}`);
   }
 
   /** Closes the pipe: the reaper sweeps now (after our own cleanup) and exits. */

@@ -23,7 +23,9 @@ let store: EtcdStore;
 let prefixN = 0;
 
 beforeAll(async () => {
-  etcd = await LocalEtcd.start({ onSpawn: (pid) => reaper.process(pid) });
+  etcd = await LocalEtcd.start({
+    onSpawn: (pid, dataDir) => (reaper.process(pid), reaper.dir(dataDir)),
+  });
   store = new EtcdStore({ endpoints: [etcd.endpoint], requestTimeoutMs: 2000 });
 });
 afterAll(async () => {

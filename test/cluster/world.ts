@@ -201,6 +201,7 @@ export class ClusterWorld {
     const proxies: ProxyProc[] = [];
     let world: ClusterWorld | undefined;
     const dir = mkdtempSync(join(tmpdir(), `fk-cluster-${tag}-`));
+    reaper.dir(dir);
     teardowns.push(async () => {
       world?.stopAsking();
       for (const p of world?.agents ?? []) {
@@ -212,7 +213,9 @@ export class ClusterWorld {
       await etcd?.destroy();
       rmSync(dir, { recursive: true, force: true });
     });
-    etcd = await LocalEtcd.start({ onSpawn: (pid) => reaper.process(pid) });
+    etcd = await LocalEtcd.start({
+      onSpawn: (pid, dataDir) => (reaper.process(pid), reaper.dir(dataDir)),
+    });
     lab = clusterLabUp(prefix);
     for (const n of lab.nodes) {
       const d = join(dir, n.name);

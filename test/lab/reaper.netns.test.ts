@@ -1,10 +1,12 @@
 // The reaper (src/lab/reaper.ts) sweeps what a lab's process made when that process dies
 // without its own cleanup: a process that spawned an agent-like child outside any namespace
 // (as `fibkeeper run --netns` is: `ip netns pids` never finds it) and a namespace with a
-// process inside, and the scratch namespace a probe of that child would leave, then is SIGKILLed together with its whole process group. Afterwards the
+// process inside, a temp dir, and the scratch namespace a probe of that child would leave, then is SIGKILLed together with its whole process group. Afterwards the
 // child is gone (ended by its PID), the namespace is deleted, and the reaper has exited.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { privileged, waitFor } from '../helpers/netns.js';
 
@@ -46,10 +48,13 @@ async function owner(body: string) {
 describe.skipIf(skip)('Reaper', () => {
   it('ends the processes and deletes the namespaces of an owner killed with its process group', async () => {
     const ns = `fkt-reap-${process.pid}`;
+    const dir = mkdtempSync(join(tmpdir(), 'fkt-reap-'));
+    writeFileSync(join(dir, 'state.json'), '{}');
     const { child, info, exited } = await owner(
       [
         `const ns = ${JSON.stringify(ns)};`,
         'reaper.netns(ns);',
+        `reaper.dir(${JSON.stringify(dir)});`,
         "execFileSync('ip', ['netns', 'add', ns]);",
         // a child in a session of its own (it would outlive a kill of our group)
         "const agent = reaper.agent(spawn('sleep', ['300'], { detached: true, stdio: 'ignore' }));",
@@ -72,10 +77,12 @@ describe.skipIf(skip)('Reaper', () => {
       await waitFor(() => !alive(info.inside!), { what: 'the process inside to be ended' });
       await waitFor(() => !alive(info.reaper!), { what: 'the reaper to exit' });
       expect(existsSync(`/run/netns/fkprobe-${info.agent}-a1b2c3`)).toBe(false);
+      expect(existsSync(dir)).toBe(false); // its temp dir too
     } finally {
       for (const pid of [info.agent, info.inside, info.reaper]) {
         if (pid && alive(pid)) process.kill(pid, 'SIGKILL');
       }
+      rmSync(dir, { recursive: true, force: true });
       for (const n of [ns, `fkprobe-${info.agent}-a1b2c3`]) {
         if (existsSync(`/run/netns/${n}`)) spawn('ip', ['netns', 'del', n]);
       }
