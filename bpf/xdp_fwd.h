@@ -9,11 +9,15 @@
  *
  * Object: build/bpf/xdp_fwd.o (libbpf object name "xdp_fwd").
  *
- *   kind     name            type / key / value                   entries
+ *   kind     name            type / key / value                    entries
  *   program  fk_xdp_fwd      XDP, ELF section "xdp"
- *   map      fk_tx_ports     DEVMAP_HASH  u32 ifindex / u32 ifindex  1024
- *   map      fk_stats        PERCPU_ARRAY u32 slot / fk_stats      64
- *   map      fk_miss         LRU_HASH fk_miss_key / fk_miss_val  4096
+ *   map      fk_tx_ports     DEVMAP_HASH  u32 ifindex / u32 ifindex   1024
+ *   map      fk_stats        PERCPU_ARRAY u32 slot / fk_stats        64
+ *   map      fk_miss         LRU_HASH fk_miss_key / fk_miss_val    4096
+ *   map      fk_state        ARRAY u32 0 / fk_state                  1
+ *   map      fk_local4w      LPM_TRIE fk_lpm4_key / u8           65536
+ *   map      fk_mpath4       LPM_TRIE fk_lpm4_key / u8           65536
+ *   map      fk_mpath6       LPM_TRIE fk_lpm6_key / u8           65536
  *   rodata   xdp_fwd.rodata  one variable: fk_cfg (fk_config), offset 0
  *
  * Names are at most 15 characters (the kernel truncates object names).
@@ -22,7 +26,7 @@
  * loads the object once per device with fk_cfg.slot (and, with dmac_check,
  * dev_mac) set, reusing the maps of the first instance for the others
  * (bpf_map__reuse_fd), so all instances share fk_tx_ports, fk_stats and
- * fk_miss. Per packet, counting is one inlined PERCPU_ARRAY lookup with a
+ * fk_miss and the kernel-state maps (fk_state and the LPM tries). Per packet, counting is one inlined PERCPU_ARRAY lookup with a
  * load-time-constant key plus two counter updates: about 2 ns over no
  * counters in bpf_prog_test_run. Looking the slot up by ingress ifindex
  * cost the same with an ARRAY indexed by ifindex (bounded ifindex) and
@@ -31,6 +35,15 @@
  * without a slot of its own (more than FK_MAX_SLOTS - 1 devices, or an
  * instance loaded with the default rodata) counts there, so no packet goes
  * uncounted; so does an instance whose slot is >= FK_MAX_SLOTS.
+ *
+ * Kernel equivalence: the program forwards a frame only when it can tell
+ * that the kernel would forward the same frame with the same bytes out of
+ * the same device (and multipath leg); everything else is XDP_PASS, and the
+ * kernel decides. What the kernel decides from its own configuration (own
+ * addresses, local routes, rp_filter, disable_ipv6, multipath routes and
+ * hash policies) the agent mirrors into fk_state, fk_local4w, fk_mpath4
+ * and fk_mpath6, from netlink events and sysctls. A slot whose
+ * fk_state entry is not ready passes everything (FK_REASON_NOT_READY).
  */
 #ifndef FIBKEEPER_XDP_FWD_H
 #define FIBKEEPER_XDP_FWD_H
@@ -42,6 +55,10 @@
 #define FK_MAP_TX_PORTS "fk_tx_ports"
 #define FK_MAP_STATS	"fk_stats"
 #define FK_MAP_MISS	"fk_miss"
+#define FK_MAP_STATE	"fk_state"
+#define FK_MAP_LOCAL4W	"fk_local4w"
+#define FK_MAP_MPATH4	"fk_mpath4"
+#define FK_MAP_MPATH6	"fk_mpath6"
 #define FK_MAP_RODATA	"xdp_fwd.rodata"
 #define FK_CFG_VAR	"fk_cfg"
 
@@ -49,6 +66,7 @@
 #define FK_TX_PORTS_MAX 1024
 #define FK_MAX_SLOTS	64
 #define FK_MISS_MAX	4096
+#define FK_LPM_MAX	65536
 
 /* Counter slot shared by every device without a slot of its own. */
 #define FK_SLOT_OTHER 0
@@ -80,25 +98,38 @@
 #define FK_ACTION_MAX	   5
 
 /*
- * Reasons a frame was passed before (or instead of) forwarding. Frames
- * that reach bpf_fib_lookup and get a non-SUCCESS result are counted
- * under their result, not here.
+ * Reasons a frame was passed to the kernel. Reasons below
+ * FK_REASON_POST_LOOKUP are decided before bpf_fib_lookup (such a frame has
+ * no result); the others after a SUCCESS result (counted in both).
  */
-#define FK_REASON_ETH_TRUNC    0 /* shorter than an Ethernet header */
-#define FK_REASON_L2_MCAST     1 /* destination MAC multicast/broadcast */
-#define FK_REASON_L2_OTHERHOST 2 /* destination MAC not dev_mac (check on) */
-#define FK_REASON_VLAN	       3 /* 802.1Q or 802.1ad tag */
-#define FK_REASON_ARP	       4 /* ARP */
-#define FK_REASON_NON_IP       5 /* any other EtherType */
-#define FK_REASON_IP4_BAD      6 /* IPv4 header truncated or invalid */
-#define FK_REASON_IP4_OPTIONS  7 /* IPv4 options and ip4_options == 0 */
-#define FK_REASON_IP4_OFF      8 /* IPv4 disabled (ipv4 == 0) */
-#define FK_REASON_IP6_BAD      9 /* IPv6 header truncated or invalid */
-#define FK_REASON_IP6_EXT      10 /* extension header not skipped */
-#define FK_REASON_IP6_OFF      11 /* IPv6 disabled (ipv6 == 0) */
-#define FK_REASON_TTL	       12 /* TTL or hop limit <= 1 */
-#define FK_REASON_NO_TXPORT    13 /* SUCCESS, egress not in fk_tx_ports */
-#define FK_REASON_MAX	       14
+#define FK_REASON_ETH_TRUNC	0 /* shorter than an Ethernet header */
+#define FK_REASON_L2_MCAST	1 /* destination MAC multicast/broadcast */
+#define FK_REASON_L2_OTHERHOST	2 /* destination MAC not dev_mac (check on) */
+#define FK_REASON_VLAN		3 /* 802.1Q or 802.1ad tag */
+#define FK_REASON_ARP		4 /* ARP */
+#define FK_REASON_NON_IP	5 /* any other EtherType */
+#define FK_REASON_NOT_READY	6 /* the agent has not written fk_state yet */
+#define FK_REASON_IP4_OFF	7 /* IPv4 disabled (ipv4 == 0) */
+#define FK_REASON_IP4_BAD	8 /* IPv4 header truncated or invalid */
+#define FK_REASON_IP4_CSUM	9 /* IPv4 header checksum wrong */
+#define FK_REASON_IP4_OPTIONS	10 /* IPv4 options the kernel must process */
+#define FK_REASON_IP6_OFF	11 /* IPv6 disabled (ipv6 == 0) */
+#define FK_REASON_IP6_BAD	12 /* IPv6 header truncated or invalid */
+#define FK_REASON_IP6_EXT	13 /* hop-by-hop, truncated or long chain */
+#define FK_REASON_IP6_DISABLED	14 /* disable_ipv6 / IPv6 forwarding off */
+#define FK_REASON_TTL		15 /* TTL or hop limit <= 1 */
+#define FK_REASON_MARTIAN_SRC	16 /* source the kernel never forwards */
+#define FK_REASON_MARTIAN_DST	17 /* destination the kernel never forwards */
+#define FK_REASON_LOCAL_SRC	18 /* source is local (address, local route) */
+#define FK_REASON_NDISC		19 /* ICMPv6 neighbor discovery */
+#define FK_REASON_POST_LOOKUP	20 /* first reason decided after SUCCESS */
+#define FK_REASON_NO_TXPORT	20 /* egress not in fk_tx_ports */
+#define FK_REASON_HAIRPIN	21 /* egress is the ingress device */
+#define FK_REASON_MULTIPATH	22 /* multipath leg not computable here */
+#define FK_REASON_RP_FILTER	23 /* rp_filter check not passed in XDP */
+#define FK_REASON_ROUTE_MTU	24 /* above an unlocked route MTU */
+#define FK_REASON_TRIM_ERROR	25 /* bpf_xdp_adjust_tail failed */
+#define FK_REASON_MAX		26
 
 /*
  * A packet and a byte counter. Bytes are frame lengths: Ethernet header
@@ -112,12 +143,16 @@ struct fk_ctr {
 /*
  * Value of fk_stats: every counter of one slot (device) on one CPU. A
  * user-space lookup returns one fk_stats per possible CPU (each rounded to
- * 8 bytes, so 480 apart); sum them. Every packet counts once in action[];
- * one that reached bpf_fib_lookup counts once in result[]; one passed for a
- * reason counts once in reason[]. Hence
- *   sum(action) = sum(result) + sum(reason) - reason[FK_REASON_NO_TXPORT].
- * Size 480: action[] at offset 0 (80 bytes), result[] at 80 (176 bytes),
- * reason[] at 256 (224 bytes).
+ * 8 bytes, so 672 apart); sum them. Every packet counts once in action[];
+ * one passed for a reason counts once in reason[]; one that reached
+ * bpf_fib_lookup counts once in result[], except a SUCCESS that was
+ * redirected: result[SUCCESS] holds only SUCCESS lookups passed afterwards,
+ * and readers add action[REDIRECT] (one counter update less per forwarded
+ * packet). With that sum as result[SUCCESS]:
+ *   sum(action) = sum(result) + sum(reason[0 .. FK_REASON_POST_LOOKUP - 1])
+ *   action[REDIRECT] = result[SUCCESS] - sum(reason[FK_REASON_POST_LOOKUP ..])
+ * Size 672: action[] at offset 0 (80 bytes), result[] at 80 (176 bytes),
+ * reason[] at 256 (416 bytes).
  */
 struct fk_stats {
 	struct fk_ctr action[FK_ACTION_MAX];
@@ -125,7 +160,7 @@ struct fk_stats {
 	struct fk_ctr reason[FK_REASON_MAX];
 };
 
-#define FK_STATS_SIZE 480
+#define FK_STATS_SIZE 672
 
 /* Address families in fk_miss_key and fk_miss_val (AF_INET, AF_INET6). */
 #define FK_AF_INET  2
@@ -199,18 +234,20 @@ struct fk_config {
 	/* offset 17: forward IPv6 [1]; 0 passes it (FK_REASON_IP6_OFF) */
 	__u8 ipv6;
 	/*
-	 * offset 18: forward IPv4 with options [1], like the kernel sample;
-	 * 0 passes them (FK_REASON_IP4_OPTIONS) so that the stack updates
-	 * record-route/timestamp options and enforces source routes exactly
-	 * as it would.
+	 * offset 18: forward IPv4 with options that the kernel forwards
+	 * unchanged (NOP, end of list with zeros after it, and kinds the
+	 * kernel does not process) [0]; source routes, record route,
+	 * timestamps, router alert, CIPSO and malformed options are always
+	 * passed (FK_REASON_IP4_OPTIONS). 0 passes every packet with options.
 	 */
 	__u8 ip4_options;
 	/* offset 19: record NO_NEIGH destinations in fk_miss [1] */
 	__u8 miss_track;
 	/*
 	 * offset 20: pass unicast frames whose destination MAC is not
-	 * dev_mac (FK_REASON_L2_OTHERHOST) [0]; the stack drops those, but
-	 * a promiscuous device (bridge port, tcpdump) shows them to XDP
+	 * dev_mac (FK_REASON_L2_OTHERHOST) [0; the loader sets 1]; the stack
+	 * drops those (PACKET_OTHERHOST), but a veth or a promiscuous device
+	 * (bridge port, tcpdump, macvlan parent) shows them to XDP
 	 */
 	__u8 dmac_check;
 	/* offset 21: zero */
@@ -222,5 +259,144 @@ struct fk_config {
 };
 
 #define FK_CONFIG_SIZE 32
+
+/*
+ * Kernel state of one device (fk_state.dev[slot]), written by the agent.
+ * Size 8.
+ */
+struct fk_dev_state {
+	/* offset 0: 1 once the agent wrote this entry; 0 passes everything */
+	__u8 ready;
+	/* offset 1: effective IPv4 rp_filter (max of all and DEV): 0, 1, 2 */
+	__u8 rp_filter;
+	/* offset 2: the device has an IPv4 address (loose rp_filter) */
+	__u8 v4_addr;
+	/*
+	 * offset 3: the kernel takes no IPv6 from the device: disable_ipv6
+	 * on it, or net.ipv6.conf.all.forwarding 0 (FK_REASON_IP6_DISABLED)
+	 */
+	__u8 ip6_off;
+	/* offset 4: zero */
+	__u8 pad[4];
+};
+
+/*
+ * fk_state.local4: the node's local IPv4 addresses (every interface
+ * address, every /32 of a local, broadcast, anycast, multicast or NAT
+ * route) in a hash table of buckets of FK_LOCAL4_PROBES slots: an address
+ * a (as the 4 bytes of the packet, loaded as a host-order u32) lives in
+ * one of the slots of the bucket starting at FK_LOCAL4_HASH(a) (read with
+ * four loads at constant offsets); 0 is an empty slot.
+ * What does not fit, and every wider local route, is in fk_local4w
+ * instead. Size 16384. (Inside fk_state: one map lookup per packet for
+ * both.)
+ */
+#define FK_LOCAL4_BITS	 12
+#define FK_LOCAL4_SLOTS	 (1U << FK_LOCAL4_BITS)
+#define FK_LOCAL4_PROBES 4
+#define FK_LOCAL4_MUL	 0x9e3779b1U
+
+
+/* The first slot of address a's bucket (u32 arithmetic). */
+#define FK_LOCAL4_HASH(a)                                                      \
+	((((__u32)(a) * FK_LOCAL4_MUL) >> (32 - FK_LOCAL4_BITS)) &            \
+	 ~(FK_LOCAL4_PROBES - 1))
+
+/*
+ * Value of fk_state (one entry, key 0): the namespace's settings, one
+ * fk_dev_state per counter slot and the local-address table. Size 16912.
+ */
+struct fk_state {
+	/* offset 0: net.ipv4.fib_multipath_hash_policy */
+	__u8 mp_policy4;
+	/* offset 1: net.ipv6.fib_multipath_hash_policy */
+	__u8 mp_policy6;
+	/* offset 2: fk_mpath4 has entries */
+	__u8 mpath4;
+	/* offset 3: fk_mpath6 has entries */
+	__u8 mpath6;
+	/* offset 4: fk_local4w has entries */
+	__u8 local4w;
+	/* offset 5: zero */
+	__u8 pad0;
+	/*
+	 * offset 6, 8: the smallest unlocked route MTU (RTAX_MTU without the
+	 * lock) of any IPv4 / IPv6 route, 0 when none: bpf_fib_lookup enforces
+	 * only locked ones, the kernel's forwarding both, so larger packets go
+	 * to the kernel (FK_REASON_ROUTE_MTU)
+	 */
+	__u16 route_mtu4;
+	__u16 route_mtu6;
+	/* offset 10: zero */
+	__u8 pad1[6];
+	/* offset 16: per counter slot */
+	struct fk_dev_state dev[FK_MAX_SLOTS];
+	/* offset 528: local IPv4 addresses (see above) */
+	__u32 local4[FK_LOCAL4_SLOTS];
+};
+
+#define FK_STATE_SIZE 16912
+
+/*
+ * Keys of the LPM tries: prefix length, then the address in network
+ * order. fk_local4w: local routes wider than /32 (and addresses that did
+ * not fit in fk_state.local4); fk_mpath4/6: destinations of multipath routes
+ * (any table; a route through a nexthop object counts as multipath).
+ * Values: one byte, 1. Sizes 8 and 20.
+ */
+struct fk_lpm4_key {
+	__u32 prefixlen;
+	__u32 addr;
+};
+
+struct fk_lpm6_key {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+
+/*
+ * The redirect-error tracer (bpf/xdp_trace.c, build/bpf/xdp_trace.o): raw
+ * tracepoint programs on xdp_redirect_err (a redirect the kernel refused:
+ * frame too big, egress down, egress takes no XDP frames) and
+ * xdp_devmap_xmit (frames the egress driver dropped), counting per ingress
+ * device of one network namespace (fk_trace_cfg.netns_ino, the inode of
+ * /proc/self/ns/net there) into fk_rerr.
+ *
+ *   program  fk_trace_rerr   raw_tp/xdp_redirect_err
+ *   program  fk_trace_xmit   raw_tp/xdp_devmap_xmit
+ *   map      fk_rerr         HASH fk_rerr_key / u64 (frames)           1024
+ *   rodata   xdp_trace.rodata  one variable: fk_trace_cfg, offset 0
+ */
+#define FK_TRACE_RERR_PROG "fk_trace_rerr"
+#define FK_TRACE_XMIT_PROG "fk_trace_xmit"
+#define FK_TRACE_RERR_TP   "xdp_redirect_err"
+#define FK_TRACE_XMIT_TP   "xdp_devmap_xmit"
+#define FK_MAP_RERR	   "fk_rerr"
+#define FK_TRACE_CFG_VAR   "fk_trace_cfg"
+#define FK_RERR_MAX_ENTRIES 1024
+
+/* Why a redirected frame was lost (fk_rerr_key.reason). */
+#define FK_RERR_TOO_BIG	  0 /* EMSGSIZE: larger than the egress MTU */
+#define FK_RERR_DOWN	  1 /* ENETDOWN: egress device down */
+#define FK_RERR_NO_TARGET 2 /* EOPNOTSUPP: egress takes no XDP frames */
+#define FK_RERR_XMIT_DROP 3 /* the egress driver dropped it (ring full, peer) */
+#define FK_RERR_OTHER	  4 /* any other error */
+#define FK_RERR_MAX	  5
+
+/* Key of fk_rerr. Size 8. */
+struct fk_rerr_key {
+	/* offset 0: the ingress device (the one whose XDP program redirected) */
+	__u32 ifindex;
+	/* offset 4: FK_RERR_* */
+	__u32 reason;
+};
+
+/* The tracer's rodata. Size 8. */
+struct fk_trace_config {
+	/* offset 0: inode of the namespace whose redirects are counted */
+	__u32 netns_ino;
+	/* offset 4: zero */
+	__u32 pad;
+};
 
 #endif /* FIBKEEPER_XDP_FWD_H */

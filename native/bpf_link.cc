@@ -44,6 +44,7 @@ class BpfLink : public BpfFdObject<BpfLink> {
                InstanceMethod<&BpfLink::Update>("update"),
                InstanceMethod<&BpfLink::Detach>("detach"),
                StaticMethod<&BpfLink::AttachXdp>("attachXdp"),
+               StaticMethod<&BpfLink::AttachRawTracepoint>("attachRawTracepoint"),
            });
   }
 
@@ -97,6 +98,16 @@ class BpfLink : public BpfFdObject<BpfLink> {
       if (!fd.Valid())
         ThrowErrno(env, errno, "bpf_link_create", "xdp ifindex " + std::to_string(ifindex));
     }
+    return NewFdObject(env, kKind, std::move(fd));
+  }
+
+  // attachRawTracepoint(progFd, name): bpf_raw_tracepoint_open (a raw_tp link, kernel 5.7+).
+  static Napi::Value AttachRawTracepoint(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    int prog = ArgFd(info, 0, "prog");
+    std::string name = ArgString(info, 1, "name");
+    UniqueFd fd(bpf_raw_tracepoint_open(name.c_str(), prog));
+    if (!fd.Valid()) ThrowErrno(env, errno, "bpf_raw_tracepoint_open", name);
     return NewFdObject(env, kKind, std::move(fd));
   }
 };

@@ -163,9 +163,15 @@ ts(
   'Bps',
 );
 ts(
-  'Passed without a lookup, by reason',
+  'Passed to the kernel, by reason',
   12,
   [[by('fibkeeper_xdp_not_handled_total', 'device, reason'), '{{device}} {{reason}}']],
+  'pps',
+);
+ts(
+  'Frames lost after a redirect, by reason',
+  12,
+  [[by('fibkeeper_xdp_redirect_errors_total', 'device, reason'), '{{device}} {{reason}}']],
   'pps',
 );
 ts(

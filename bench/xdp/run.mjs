@@ -3,7 +3,11 @@
 //
 //  1. Per-packet cost with bpf_prog_test_run (repeat >= 1,000,000) of the IPv4 SUCCESS, IPv6
 //     SUCCESS and IPv4 NO_NEIGH paths, against the bare reference forwarder
-//     (bench/xdp/ref/xdp_ref_fwd.c) in the same run. Every run goes through rs_restore
+//     (bench/xdp/ref/xdp_ref_fwd.c) in the same run. fk_xdp_fwd runs with every check on, as
+//     the loader configures it: destination MAC, header checksum, martians, the local-source
+//     table holding the router's addresses, multipath policy 0. The rp_filter emulation (a
+//     reverse bpf_fib_lookup when the device's rp_filter is 1 or 2) is measured on its own:
+//     the same program with rp_filter 1 for its slot, against the program without. Every run goes through rs_restore
 //     (bench/xdp/ref/xdp_restore.c), which writes the frame's first 32 bytes back before
 //     tail-calling the program, or the TTL would reach 1 after 63 repeats; the wrapper's own
 //     cost (rs_restore -> rs_pass) is measured too and subtracted.
@@ -27,7 +31,7 @@ import { fileURLToPath } from 'node:url';
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
 const dist = join(root, 'dist');
-const OBJ = join(root, 'build', 'bpf', 'xdp_fwd.o');
+const OBJ = process.env.FK_BENCH_OBJ ?? join(root, 'build', 'bpf', 'xdp_fwd.o');
 for (const [what, path, fix] of [
   ['compiled TypeScript', join(dist, 'fib', 'index.js'), 'npx tsc -p tsconfig.build.json'],
   ['the XDP object', OBJ, 'make bpf'],
@@ -57,8 +61,10 @@ function args() {
 const opt = args();
 if (opt.repeat < 1_000_000) console.warn('note: --repeat below 1,000,000 is noisier');
 
-// ---- targets (the issue's, for this kind of machine) --------------------------------------
-const TARGET = { v4ns: 150, v6ns: 280, v4ratio: 2.3, v6ratio: 1.6 };
+// ---- targets (issue 9, for this kind of machine) -------------------------------------------
+// test-run: at most 1.10 x the bare reference in the same run; live frames: at least 2.5 x
+// (IPv4) and 1.6 x (IPv6) the kernel's own forwarding in the same run
+const TARGET = { v4tr: 1.1, v6tr: 1.1, v4ratio: 2.5, v6ratio: 1.6 };
 
 // ---- namespaces ---------------------------------------------------------------------------
 const tag = randomBytes(3).toString('hex');
@@ -337,14 +343,35 @@ function figure(name, value, unit, reference, referenceName, target, targetKind,
   return { name, value, unit, reference, referenceName, ratio, target, targetKind, targetOf, pass };
 }
 
-/** fk_xdp_fwd as the loader configures it (slot 1, defaults) and the reference, devmaps r1/r2. */
+/** fk_state for the router: slot 1 (r1) with rp_filter 0, slot 2 the same with rp_filter 1. */
+function writeKernelState(fk) {
+  const dev = Array.from({ length: fib.FK_MAX_SLOTS }, () => ({ ...fib.NOT_READY }));
+  dev[1] = { ready: true, rpFilter: 0, v4Addr: true, ip6Off: false };
+  dev[2] = { ...dev[1], rpFilter: 1 };
+  const { table } = fib.buildLocal4(['10.61.1.1', '10.61.2.1']); // the router's addresses
+  const state = {
+    ...{ mpPolicy4: 0, mpPolicy6: 0, mpath4: false, mpath6: false, local4w: false },
+    ...{ dev, local4: table },
+  };
+  fk.maps.state.update(u32(0), fib.encodeState(state));
+}
+
+/**
+ * fk_xdp_fwd as the loader configures it (slot 1, destination MAC check on, every kernel-state
+ * check), its rp_filter twin (slot 2) and the reference, devmaps r1/r2.
+ */
 function programs(dev, refObj) {
-  const fk = fib.loadInstance(OBJ, { ...fib.defaultConfig(), slot: 1 });
+  const cfg = { ...fib.defaultConfig(), dmacCheck: true, devMac: MAC.r1 };
+  const fk = fib.loadInstance(OBJ, { ...cfg, slot: 1 });
+  const rp = fib.loadInstance(OBJ, { ...cfg, slot: 2 }, fk.maps);
   closers.push(() => {
     fk.prog.close();
     fk.cfgMap.close();
+    rp.prog.close();
+    rp.cfgMap.close();
     for (const m of Object.values(fk.maps)) m.close();
   });
+  writeKernelState(fk);
   const ro = BpfObject.open(refObj);
   ro.load();
   const ref = ro.program('ref_xdp_fwd');
@@ -362,7 +389,7 @@ function programs(dev, refObj) {
   });
   const redirected = () =>
     fib.decodeStats(fk.maps.stats.lookupPerCpu(u32(1))).actions.redirect.packets;
-  return { fk: fk.prog, ref, redirected };
+  return { fk: fk.prog, rp: rp.prog, ref, redirected };
 }
 
 function measure(dev, restoreObj, p) {
@@ -376,7 +403,7 @@ function measure(dev, restoreObj, p) {
   const sides = { fk: p.fk, ref: p.ref };
   console.log(`test-run: ${opt.rounds} rounds x ${opt.repeat} repeats per side`);
   const testrun = {
-    v4: perPacket(w.v4, sides, { fk: R, ref: R }),
+    v4: perPacket(w.v4, { ...sides, rp: p.rp }, { fk: R, ref: R, rp: R }),
     v6: perPacket(w.v6, sides, { fk: R, ref: R }),
     noNeigh: perPacket(w.noNeigh, sides, { fk: P, ref: P }),
   };
@@ -404,9 +431,9 @@ function figures({ testrun: tr, live }) {
       'ns/packet',
       tr.v4.ref.ns,
       REF,
-      TARGET.v4ns,
+      TARGET.v4tr,
       '<=',
-      'value',
+      'ratio',
     ),
     figure(
       'testrun_ipv6_success',
@@ -414,7 +441,17 @@ function figures({ testrun: tr, live }) {
       'ns/packet',
       tr.v6.ref.ns,
       REF,
-      TARGET.v6ns,
+      TARGET.v6tr,
+      '<=',
+      'ratio',
+    ),
+    figure(
+      'testrun_ipv4_rp_filter',
+      tr.v4.rp.ns,
+      'ns/packet',
+      tr.v4.fk.ns,
+      'fk_xdp_fwd without rp_filter (the emulation costs the difference)',
+      null,
       '<=',
       'value',
     ),
@@ -460,6 +497,7 @@ function report(m, figs) {
     options: opt,
     notes: [
       'test-run figures: median ns per run through rs_restore minus the wrapper alone (rs_restore -> rs_pass)',
+      'fk_xdp_fwd with every check on (destination MAC, header checksum, martians, local-source table, multipath policy 0); testrun_ipv4_rp_filter: the same with rp_filter 1 (a reverse bpf_fib_lookup per packet), reported against fk_xdp_fwd without it',
       'live figures: median Mpps; ratio = fk / kernel; target applies to the ratio',
       'no target is given for NO_NEIGH (the slow path: the stack handles the packet next)',
     ],

@@ -176,6 +176,11 @@ export class Agent {
       );
     } catch (err) {
       this.log.error({ err: describeError(err) }, 'fibkeeper agent failed to start');
+      // A failed start leaves no XDP program attached or pinned (adopted ones included): the
+      // kernel forwards until an agent starts for good.
+      await this.xdp?.detach().catch((e: unknown) => {
+        this.log.error({ err: describeError(e) }, 'xdp: detach after a failed start');
+      });
       await this.stop();
       throw err;
     }

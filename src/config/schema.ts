@@ -71,8 +71,8 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     path: 'xdp.ipv4Options',
     type: 'bool',
-    default: true,
-    doc: 'Forward IPv4 packets that carry IP options in XDP (off: they go to the kernel stack, which processes the options).',
+    default: false,
+    doc: 'Forward in XDP IPv4 packets whose options the kernel forwards unchanged (NOP, end of list, unknown kinds; needs Linux 5.18). Off: every packet with options goes to the kernel stack. Source routes, record route, timestamps, router alert and malformed options always go to the kernel.',
   },
   {
     path: 'xdp.missTracker.enabled',

@@ -36,12 +36,25 @@ import {
   mapMismatch,
   type SharedMaps,
 } from './instance.js';
+import type { KernelMirror } from './kstate.js';
+import { FK_MAP_RERR, encodeState, type RedirectErrorName } from './layout-state.js';
+import { Tracer, defaultTracerPath } from './tracer.js';
 import type { DatapathOps, HookQuery, RecordInfo } from './ops.js';
 import { describeForeign, type ForeignProgram } from './owner.js';
-import { devPaths, ensureBpffs, pinPaths, pinnedDevices, unpin, type PinPaths } from './pins.js';
+import {
+  devPaths,
+  ensureBpffs,
+  netnsInode,
+  pinPaths,
+  pinnedDevices,
+  unpin,
+  type PinPaths,
+} from './pins.js';
 
 export interface DatapathParams {
   objectPath: string;
+  /** The redirect-error tracer; default build/bpf/xdp_trace.o. */
+  tracerPath?: string;
   netns: string | undefined;
   pinDir: string;
   log: Logger;
@@ -68,12 +81,22 @@ function keyForAll(netns: string | undefined): { netns?: string } {
   return netns === undefined ? {} : { netns };
 }
 
+/** Makes a map of 1-byte values hold exactly `keys` (additions first, then removals). */
+function syncKeys(m: BpfMap, keys: readonly Buffer[]): void {
+  const want = new Map(keys.map((k) => [k.toString('hex'), k]));
+  const have = new Set(m.keys().map((k) => k.toString('hex')));
+  const one = Buffer.from([1]);
+  for (const [hex, k] of want) if (!have.has(hex)) m.update(k, one);
+  for (const hex of have) if (!want.has(hex)) m.delete(Buffer.from(hex, 'hex'));
+}
+
 export class Datapath implements DatapathOps {
   readonly #p: DatapathParams;
   #paths: PinPaths | undefined;
   #maps: SharedMaps | undefined;
   readonly #recs = new Map<string, Rec>();
   #tag: string | undefined;
+  #tracer: Tracer | undefined;
 
   constructor(p: DatapathParams) {
     this.#p = p;
@@ -114,6 +137,12 @@ export class Datapath implements DatapathOps {
       }
     }
     for (const name of pinnedDevices(paths)) this.#adoptRecord(name, pinned === undefined);
+    this.#tracer = Tracer.start({
+      objectPath: this.#p.tracerPath ?? defaultTracerPath(),
+      netnsIno: netnsInode(this.#p.netns),
+      mapPin: `${paths.maps}/${FK_MAP_RERR}`,
+      log: this.#p.log,
+    });
     return { records: this.records(), mapsReplaced: pinned === undefined };
   }
 
@@ -442,7 +471,24 @@ export class Datapath implements DatapathOps {
     return this.#sharedMaps().miss.delete(encodeMissKey(key));
   }
 
+  writeMirror(m: KernelMirror): void {
+    const maps = this.#sharedMaps();
+    const zero = u32(0);
+    syncKeys(maps.local4w, m.local4w);
+    syncKeys(maps.mpath4, m.mpath4);
+    syncKeys(maps.mpath6, m.mpath6);
+    const state = encodeState(m.state);
+    const cur = maps.state.lookup(zero);
+    if (cur === undefined || !cur.equals(state)) maps.state.update(zero, state);
+  }
+
+  readRedirectErrors(): Map<number, Record<RedirectErrorName, number>> | undefined {
+    return this.#tracer?.read();
+  }
+
   close(): void {
+    this.#tracer?.close();
+    this.#tracer = undefined;
     for (const r of this.#recs.values()) {
       r.link?.close();
       r.prog.close();

@@ -10,7 +10,17 @@ import { NetlinkHandle as Handle } from '../netlink/index.js';
 import { Datapath } from './datapath.js';
 import { detachPinned } from './detach.js';
 import { defaultObjectPath } from './instance.js';
+import type { SlotDevice } from './kstate.js';
+import {
+  MirrorWriter,
+  RTM_DELNETCONF,
+  RTM_NEWNETCONF,
+  RTNLGRP_IPV4_NETCONF,
+  RTNLGRP_IPV6_NETCONF,
+} from './kwatch.js';
 import { FK_SLOT_OTHER, type MissEntry, type MissKey } from './layout.js';
+import { zeroRedirectErrors } from './layout-state.js';
+import { XdpFeatures } from './xdp-features.js';
 import type { DatapathOps } from './ops.js';
 import { Reconciler } from './reconcile.js';
 import {
@@ -34,6 +44,11 @@ export interface XdpForwarderParams {
   log: Logger;
   /** Full resync period in ms (others' XDP changes raise no event); default 30000, 0 = off. */
   resyncIntervalMs?: number;
+  /**
+   * How often the sysctls the program mirrors are read (most raise no event: multipath hash
+   * policy, disable_ipv6); default 1000 ms, 0 = off (tests).
+   */
+  sysctlPollMs?: number;
   /** Tests: the kernel side. Default: Datapath over libbpf. */
   ops?: DatapathOps;
 }
@@ -62,6 +77,11 @@ export class XdpForwarder {
   #ownNl = false;
   #sub: Subscription | undefined;
   #timer: NodeJS.Timeout | undefined;
+  #poll: NodeJS.Timeout | undefined;
+  readonly #mirror: MirrorWriter;
+  #features: XdpFeatures | undefined;
+  /** The xdp_features the last sync used, to see whether a poll found a change. */
+  #lastFeatures = '';
   #state: State = 'new';
   #queue: Promise<void> = Promise.resolve();
   #pending = false;
@@ -84,6 +104,7 @@ export class XdpForwarder {
         log: p.log,
       });
     this.#reconciler = new Reconciler(this.#ops, this.#cfg, p.log);
+    this.#mirror = new MirrorWriter(this.#ops, p.netns, p.log);
     if (p.registry !== undefined) {
       const set = registerXdpMetrics(p.registry);
       this.#setMetricsSource = (s) =>
@@ -126,17 +147,32 @@ export class XdpForwarder {
         this.#ownNl = true;
       }
       const { records, mapsReplaced } = this.#ops.open();
+      if (this.#p.ops === undefined) this.#features = XdpFeatures.open(this.#p.netns, this.#p.log);
       this.#p.log.info(
         { records: records.map((r) => r.name), mapsReplaced },
         records.length > 0 ? 'xdp: adopting pinned programs' : 'xdp: no pinned programs',
       );
-      // Subscribe first, then dump: no change falls in between.
-      this.#sub = this.#nl.subscribe(['link'], {
+      // Subscribe first, then dump: no change falls in between. Links decide the
+      // attachments; links, addresses, routes and netconf (rp_filter, forwarding) changes
+      // what the program must know of the kernel.
+      const groups = [
+        'link',
+        'address',
+        'route',
+        RTNLGRP_IPV4_NETCONF,
+        RTNLGRP_IPV6_NETCONF,
+      ] as const;
+      this.#sub = this.#nl.subscribe(groups, {
+        onMessage: (type) => {
+          if (type !== RTM_NEWNETCONF && type !== RTM_DELNETCONF) return false;
+          this.#schedule();
+          return true;
+        },
         onEvent: (ev) => {
-          if (ev.kind === 'overflow') this.#p.log.warn('xdp: link events lost; resyncing');
+          if (ev.kind === 'overflow') this.#p.log.warn('xdp: kernel events lost; resyncing');
           this.#schedule();
         },
-        onError: (err) => this.#p.log.warn({ err: describeError(err) }, 'xdp: link events'),
+        onError: (err) => this.#p.log.warn({ err: describeError(err) }, 'xdp: kernel events'),
       });
       this.#sub.unref();
       this.#state = 'running';
@@ -147,9 +183,15 @@ export class XdpForwarder {
         this.#timer = setInterval(() => this.#schedule(), every);
         this.#timer.unref();
       }
+      const poll = this.#p.sysctlPollMs ?? 1000;
+      if (poll > 0) {
+        this.#poll = setInterval(() => this.#pollSysctls(), poll);
+        this.#poll.unref();
+      }
       this.#setMetricsSource?.(this);
     } catch (err) {
-      await this.#shutdown(true);
+      // a start that fails leaves nothing attached or pinned behind
+      await this.#shutdown(false);
       throw err;
     }
   }
@@ -189,7 +231,9 @@ export class XdpForwarder {
     const wasRunning = this.#state !== 'new';
     this.#state = 'stopped';
     if (this.#timer !== undefined) clearInterval(this.#timer);
+    if (this.#poll !== undefined) clearInterval(this.#poll);
     this.#timer = undefined;
+    this.#poll = undefined;
     this.#sub?.close();
     this.#sub = undefined;
     await this.#queue.catch(() => undefined);
@@ -204,6 +248,8 @@ export class XdpForwarder {
       }
     }
     this.#devices = new Map();
+    this.#features?.close();
+    this.#features = undefined;
     if (this.#ownNl) this.#nl?.close();
     this.#nl = undefined;
   }
@@ -233,6 +279,48 @@ export class XdpForwarder {
     void this.#enqueue();
   }
 
+  /** Devices with a slot of their own (or :other) and fibkeeper's program attached. */
+  #slotDevices(): SlotDevice[] {
+    const out: SlotDevice[] = [];
+    for (const d of this.#devices.values()) {
+      if (d.attached === 'ours' && d.ifindex > 0 && d.slot !== undefined) {
+        out.push({ name: d.name, ifindex: d.ifindex, slot: d.slot });
+      }
+    }
+    return out;
+  }
+
+  async #readFeatures(): Promise<Map<number, bigint> | undefined> {
+    const f = await this.#features?.read();
+    this.#lastFeatures = f === undefined ? '' : JSON.stringify([...f].map(([k, v]) => [k, `${v}`]));
+    return f;
+  }
+
+  /** Sysctls and xdp_features change without events: looked at every sysctlPollMs. */
+  #pollSysctls(): void {
+    if (this.#pending || this.#state !== 'running') return;
+    try {
+      if (this.#mirror.sysctlsChanged(this.#slotDevices().map((d) => d.name))) {
+        this.#schedule();
+        return;
+      }
+    } catch (err) {
+      this.#p.log.warn({ err: describeError(err) }, 'xdp: reading sysctls');
+    }
+    // after whatever sync runs now: one genetlink request at a time
+    this.#queue = this.#queue.then(async () => {
+      if (this.#state !== 'running' || this.#features === undefined) return;
+      const last = this.#lastFeatures;
+      try {
+        const f = await this.#features.read();
+        const now = f === undefined ? '' : JSON.stringify([...f].map(([k, v]) => [k, `${v}`]));
+        if (now !== last) this.#schedule();
+      } catch (err) {
+        this.#p.log.warn({ err: describeError(err) }, 'xdp: reading xdp_features');
+      }
+    });
+  }
+
   #enqueue(): Promise<void> {
     this.#pending = true;
     const run = this.#queue.then(async () => {
@@ -240,8 +328,10 @@ export class XdpForwarder {
       if (this.#state !== 'running' || this.#nl === undefined) return;
       try {
         const links = await this.#nl.linkList();
+        const features = await this.#readFeatures();
         if (this.#state !== 'running') return;
-        this.#devices = this.#reconciler.run(links);
+        this.#devices = this.#reconciler.run(links, features);
+        await this.#mirror.refresh(this.#nl, this.#slotDevices());
         this.#syncError = undefined;
       } catch (err) {
         this.#syncError = describeError(err);
@@ -264,18 +354,35 @@ export class XdpForwarder {
   counters(): XdpDeviceCounters[] {
     if (this.#state !== 'running') return [];
     const out: XdpDeviceCounters[] = [];
+    const rerr = this.#ops.readRedirectErrors();
+    const errorsOf = (ifindex: number) => ({
+      ...zeroRedirectErrors(),
+      ...(ifindex > 0 ? rerr?.get(ifindex) : undefined),
+    });
     for (const r of this.#ops.records()) {
       if (r.slot === FK_SLOT_OTHER) continue;
       const ifindex = this.#devices.get(r.name)?.ifindex ?? 0;
-      out.push({ device: r.name, ifindex, slot: r.slot, ...this.#ops.readSlot(r.slot) });
+      out.push({
+        device: r.name,
+        ifindex,
+        slot: r.slot,
+        ...this.#ops.readSlot(r.slot),
+        redirectErrors: errorsOf(ifindex),
+      });
     }
     out.push({
       device: OTHER_DEVICE,
       ifindex: 0,
       slot: FK_SLOT_OTHER,
       ...this.#ops.readSlot(FK_SLOT_OTHER),
+      redirectErrors: zeroRedirectErrors(),
     });
     return out;
+  }
+
+  /** Redirect errors can be counted on this kernel (the tracer is loaded). */
+  redirectErrorsCounted(): boolean {
+    return this.#state === 'running' && this.#ops.readRedirectErrors() !== undefined;
   }
 
   /** The NO_NEIGH miss map as it is now. */

@@ -13,12 +13,21 @@
 //
 // Behaviour worth documenting for users:
 //  - Selection: a device gets the program when its name matches `devices` (globs with * and
-//    ?), it is an Ethernet device with a non-zero MAC, not loopback and not the external-IP
-//    holder. Up/down does not matter. Selected devices are also the only redirect targets
-//    (the devmap): a route through any other device goes to the kernel stack.
-//  - Mode: auto lets the kernel pick (native when the driver has XDP support, else generic);
-//    status and the log say which. An explicit native/generic that differs from what a
-//    restart finds attached re-attaches (a short gap in which the stack forwards).
+//    ?), it is an Ethernet device with a non-zero MAC, up, not loopback, not the port of a
+//    bridge/bond/team/VRF and not the external-IP holder. A device that goes down is
+//    detached (its record, slot and counters kept). Selected devices that can take
+//    redirected frames (xdp_features: ndo_xdp_xmit) are the only redirect targets (the
+//    devmap): a route through any other device goes to the kernel stack.
+//  - Kernel equivalence: the program forwards only what the kernel would forward, with the
+//    same bytes and multipath leg, and passes everything else (bpf/xdp_fwd.c); the agent
+//    mirrors what it needs (addresses, local and multipath routes, rp_filter, disable_ipv6,
+//    hash policies) into its maps from events and a sysctl poll (kstate.ts, kwatch.ts).
+//  - Mode: auto lets the kernel pick (native when the driver has XDP support, else generic)
+//    and tries native again once on each start; status and the log say which. An explicit
+//    native/generic that differs from what a restart finds attached re-attaches (a short gap
+//    in which the stack forwards). A start that fails detaches and unpins everything.
+//  - Redirect errors (frames lost after a redirect) are counted by a tracepoint program
+//    (tracer.ts, bpf/xdp_trace.c) while the agent runs.
 //  - Pins: <pinDir>/ns<inode of the network namespace>/{maps/*, dev/<name>/{prog,cfg,link}}.
 //    A bpffs is mounted on /sys/fs/bpf (or on pinDir) when there is none.
 //  - Stop: with keepOnStop (default) the programs stay attached and pinned, and forwarding
@@ -50,11 +59,33 @@ export { selectDevice, type DeviceVerdict, type SelectionConfig } from './select
 export { pinPaths, type PinPaths } from './pins.js';
 export type { ForeignProgram } from './owner.js';
 export type { DatapathOps, HookMode, HookQuery, RecordInfo } from './ops.js';
-export { defaultObjectPath, loadInstance, type Instance, type SharedMaps } from './instance.js';
+export {
+  SHARED_MAP_NAMES,
+  defaultObjectPath,
+  loadInstance,
+  type Instance,
+  type SharedMaps,
+} from './instance.js';
+export {
+  NOT_READY,
+  buildLocal4,
+  decodeState,
+  encodeState,
+  lpm4Key,
+  lpm6Key,
+  zeroRedirectErrors,
+  REDIRECT_ERROR_NAMES,
+  type RedirectErrorName,
+  type DevState,
+  type KernelState,
+} from './layout-state.js';
+export { mirrorKernel, type KernelMirror, type NetSysctls, type SlotDevice } from './kstate.js';
 export {
   ACTION_NAMES,
   REASON_NAMES,
   RESULT_NAMES,
+  FK_REASON_POST_LOOKUP,
+  POST_LOOKUP_REASONS,
   FK_MAX_SLOTS,
   FK_SLOT_OTHER,
   BPF_FIB_LOOKUP_DIRECT,

@@ -20,6 +20,16 @@ import {
   encodeConfig,
   type FkConfig,
 } from './layout.js';
+import {
+  FK_LPM_MAX,
+  FK_MAP_LOCAL4W,
+  FK_MAP_MPATH4,
+  FK_MAP_MPATH6,
+  FK_MAP_STATE,
+  SIZEOF_FK_LPM4_KEY,
+  SIZEOF_FK_LPM6_KEY,
+  SIZEOF_FK_STATE,
+} from './layout-state.js';
 
 /** build/bpf/xdp_fwd.o of this package (src/fib and dist/fib are both two levels down). */
 export function defaultObjectPath(): string {
@@ -31,12 +41,21 @@ export interface SharedMaps {
   txPorts: BpfMap;
   stats: BpfMap;
   miss: BpfMap;
+  /** The kernel state the agent mirrors (fk_state and the LPM tries). */
+  state: BpfMap;
+  local4w: BpfMap;
+  mpath4: BpfMap;
+  mpath6: BpfMap;
 }
 
 export const SHARED_MAP_NAMES: Record<keyof SharedMaps, string> = {
   txPorts: FK_MAP_TX_PORTS,
   stats: FK_MAP_STATS,
   miss: FK_MAP_MISS,
+  state: FK_MAP_STATE,
+  local4w: FK_MAP_LOCAL4W,
+  mpath4: FK_MAP_MPATH4,
+  mpath6: FK_MAP_MPATH6,
 };
 
 /** What each shared map must look like (the layout of xdp_fwd.h). */
@@ -47,6 +66,10 @@ const MAP_SHAPES: Record<
   txPorts: { type: 'devmap_hash', key: 4, value: 4, max: FK_TX_PORTS_MAX },
   stats: { type: 'percpu_array', key: 4, value: SIZEOF_FK_STATS, max: FK_MAX_SLOTS },
   miss: { type: 'lru_hash', key: SIZEOF_FK_MISS_KEY, value: SIZEOF_FK_MISS_VAL, max: FK_MISS_MAX },
+  state: { type: 'array', key: 4, value: SIZEOF_FK_STATE, max: 1 },
+  local4w: { type: 'lpm_trie', key: SIZEOF_FK_LPM4_KEY, value: 1, max: FK_LPM_MAX },
+  mpath4: { type: 'lpm_trie', key: SIZEOF_FK_LPM4_KEY, value: 1, max: FK_LPM_MAX },
+  mpath6: { type: 'lpm_trie', key: SIZEOF_FK_LPM6_KEY, value: 1, max: FK_LPM_MAX },
 };
 
 /** Why `m` cannot serve as shared map `which`, or undefined when it can. */
@@ -66,9 +89,7 @@ export function mapMismatch(which: keyof SharedMaps, m: BpfMap): string | undefi
 
 export function closeMaps(maps: SharedMaps | undefined): void {
   if (maps === undefined) return;
-  maps.txPorts.close();
-  maps.stats.close();
-  maps.miss.close();
+  for (const m of Object.values(maps)) m.close();
 }
 
 /** A loaded instance: the program and its rodata map (own descriptors), and the maps used. */
@@ -114,11 +135,14 @@ export function loadInstance(objectPath: string, cfg: FkConfig, reuse?: SharedMa
     }
     const prog = obj.program(FK_PROG_NAME);
     const cfgMap = obj.map(rodataName(obj));
-    const maps = reuse ?? {
-      txPorts: obj.map(FK_MAP_TX_PORTS),
-      stats: obj.map(FK_MAP_STATS),
-      miss: obj.map(FK_MAP_MISS),
-    };
+    const maps =
+      reuse ??
+      (Object.fromEntries(
+        (Object.keys(SHARED_MAP_NAMES) as (keyof SharedMaps)[]).map((k) => [
+          k,
+          obj.map(SHARED_MAP_NAMES[k]),
+        ]),
+      ) as unknown as SharedMaps);
     return { prog, cfgMap, maps };
   } finally {
     obj.close();

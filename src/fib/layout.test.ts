@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import * as L from './layout.js';
+import * as S from './layout-state.js';
 
 const CC = ['cc', 'gcc', 'clang'].find((c) => spawnSync(c, ['--version']).status === 0);
 const BPF_DIR = fileURLToPath(new URL('../../bpf/', import.meta.url));
@@ -21,6 +22,23 @@ function expected(): Map<string, string> {
   m.set('FK_MAP_STATS', L.FK_MAP_STATS);
   m.set('FK_MAP_MISS', L.FK_MAP_MISS);
   m.set('FK_CFG_VAR', L.FK_CFG_VAR);
+  for (const k of ['FK_MAP_STATE', 'FK_MAP_LOCAL4W', 'FK_MAP_MPATH4', 'FK_MAP_MPATH6'] as const) {
+    m.set(k, S[k]);
+  }
+  for (const k of [
+    'FK_LPM_MAX',
+    'FK_LOCAL4_BITS',
+    'FK_LOCAL4_SLOTS',
+    'FK_LOCAL4_PROBES',
+    'FK_LOCAL4_MUL',
+  ] as const) {
+    num(k, S[k]);
+  }
+  num('FK_REASON_POST_LOOKUP', L.FK_REASON_POST_LOOKUP);
+  num('FK_STATE_SIZE', S.SIZEOF_FK_STATE);
+  for (const k of Object.keys(S) as (keyof typeof S)[]) {
+    if (k.startsWith('SIZEOF_') || k.startsWith('OFFSETOF_')) num(k, S[k] as number);
+  }
   for (const k of [
     'FK_TX_PORTS_MAX',
     'FK_MAX_SLOTS',
@@ -78,13 +96,35 @@ const EXPRS: Record<string, string> = {
   OFFSETOF_CFG_MISS_TRACK: 'offsetof(struct fk_config, miss_track)',
   OFFSETOF_CFG_DMAC_CHECK: 'offsetof(struct fk_config, dmac_check)',
   OFFSETOF_CFG_DEV_MAC: 'offsetof(struct fk_config, dev_mac)',
+  SIZEOF_FK_DEV_STATE: 'sizeof(struct fk_dev_state)',
+  OFFSETOF_DEV_READY: 'offsetof(struct fk_dev_state, ready)',
+  OFFSETOF_DEV_RP_FILTER: 'offsetof(struct fk_dev_state, rp_filter)',
+  OFFSETOF_DEV_V4_ADDR: 'offsetof(struct fk_dev_state, v4_addr)',
+  OFFSETOF_DEV_IP6_OFF: 'offsetof(struct fk_dev_state, ip6_off)',
+  SIZEOF_FK_STATE: 'sizeof(struct fk_state)',
+  OFFSETOF_STATE_MP_POLICY4: 'offsetof(struct fk_state, mp_policy4)',
+  OFFSETOF_STATE_MP_POLICY6: 'offsetof(struct fk_state, mp_policy6)',
+  OFFSETOF_STATE_MPATH4: 'offsetof(struct fk_state, mpath4)',
+  OFFSETOF_STATE_MPATH6: 'offsetof(struct fk_state, mpath6)',
+  OFFSETOF_STATE_LOCAL4W: 'offsetof(struct fk_state, local4w)',
+  OFFSETOF_STATE_ROUTE_MTU4: 'offsetof(struct fk_state, route_mtu4)',
+  OFFSETOF_STATE_ROUTE_MTU6: 'offsetof(struct fk_state, route_mtu6)',
+  OFFSETOF_STATE_DEV: 'offsetof(struct fk_state, dev)',
+  OFFSETOF_STATE_LOCAL4: 'offsetof(struct fk_state, local4)',
+  SIZEOF_FK_LOCAL4: 'sizeof(((struct fk_state *)0)->local4)',
+  SIZEOF_FK_LPM4_KEY: 'sizeof(struct fk_lpm4_key)',
+  SIZEOF_FK_LPM6_KEY: 'sizeof(struct fk_lpm6_key)',
+  SIZEOF_FK_RERR_KEY: 'sizeof(struct fk_rerr_key)',
+  SIZEOF_FK_TRACE_CONFIG: 'sizeof(struct fk_trace_config)',
 };
 
 function headerValues(names: string[]): Map<string, string> {
   const dir = mkdtempSync(join(tmpdir(), 'fk-xdplayout-'));
   try {
     const lines = names.map((n) => {
-      if (/_NAME$|^FK_MAP_|^FK_CFG_VAR$/.test(n)) return `  printf("%s %s\\n", "${n}", ${n});`;
+      if (/_NAME$|^FK_MAP_|_CFG_VAR$|_PROG$|_TP$/.test(n))
+        return `  printf("%s %s\\n", "${n}", ${n});`;
+      if (n === 'FK_LOCAL4_MUL') return `  printf("%s %u\\n", "${n}", ${n});`;
       const expr = EXPRS[n] ?? n;
       return `  printf("%s %lld\\n", "${n}", (long long)(${expr}));`;
     });
@@ -167,11 +207,13 @@ describe('fk_stats', () => {
       put(L.OFFSETOF_STATS_ACTION, 4, 10, 1000); // redirect
       put(L.OFFSETOF_STATS_RESULT, 7, 3, 300); // no_neigh
       put(L.OFFSETOF_STATS_RESULT, 10, 1, 64); // error
-      put(L.OFFSETOF_STATS_REASON, 13, 2, 128); // no_txport
+      put(L.OFFSETOF_STATS_REASON, 20, 2, 128); // no_txport
       return b;
     };
     const s = L.decodeStats([cpu(1), cpu(2)]);
     expect(s.actions.redirect).toEqual({ packets: 30, bytes: 3000 });
+    // a redirected SUCCESS is counted only as action[REDIRECT]; results.success includes it
+    expect(s.results.success).toEqual({ packets: 30, bytes: 3000 });
     expect(s.actions.pass).toEqual({ packets: 0, bytes: 0 });
     expect(s.results.no_neigh).toEqual({ packets: 9, bytes: 900 });
     expect(s.results.error).toEqual({ packets: 3, bytes: 192 });
@@ -212,5 +254,95 @@ describe('fk_miss', () => {
     const bad = Buffer.alloc(L.SIZEOF_FK_MISS_KEY);
     bad[4] = 99;
     expect(() => L.decodeMissKey(bad)).toThrow(/family 99/);
+  });
+});
+
+describe.skipIf(CC === undefined)('fk_state.local4 against FK_LOCAL4_HASH', () => {
+  it('the table puts every address where the program probes for it', () => {
+    const addrs = ['10.61.1.1', '192.0.2.1', '172.16.0.9', '100.64.3.2', '10.0.0.1'];
+    const dir = mkdtempSync(join(tmpdir(), 'fk-local4-'));
+    try {
+      const lines = addrs.map(
+        (a) =>
+          `  { unsigned char b[4] = {${a.split('.').join(',')}}; __u32 v; memcpy(&v, b, 4); printf("%u\\n", FK_LOCAL4_HASH(v)); }`,
+      );
+      const src = [
+        '#include <stdio.h>',
+        '#include <string.h>',
+        '#include "xdp_fwd.h"',
+        'int main(void) {',
+        ...lines,
+        '  return 0;',
+        '}',
+      ].join('\n');
+      writeFileSync(join(dir, 'h.c'), src);
+      execFileSync(CC!, [
+        '-Wall',
+        '-Werror',
+        `-I${BPF_DIR}`,
+        '-o',
+        join(dir, 'h'),
+        join(dir, 'h.c'),
+      ]);
+      const c = execFileSync(join(dir, 'h'), { encoding: 'utf8' }).trim().split('\n').map(Number);
+      expect(addrs.map((a) => S.local4Hash(a))).toEqual(c);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const { table, overflow } = S.buildLocal4(addrs);
+    expect(overflow).toEqual([]);
+    for (const a of addrs) {
+      const h = S.local4Hash(a);
+      const slots = [0, 1, 2, 3].map((p) =>
+        [
+          ...table.subarray(
+            ((h + p) % S.FK_LOCAL4_SLOTS) * 4,
+            ((h + p) % S.FK_LOCAL4_SLOTS) * 4 + 4,
+          ),
+        ].join('.'),
+      );
+      expect(slots, a).toContain(a);
+    }
+  });
+});
+
+describe('fk_state, its local-address table and the LPM keys', () => {
+  it('an address that finds its probe window full overflows (to fk_local4w)', () => {
+    // addresses with the same first slot: the fifth has no room
+    const same: string[] = [];
+    const want = S.local4Hash('10.0.0.1');
+    for (let i = 1; same.length < 6 && i < 1 << 20; i++) {
+      const a = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+      if (S.local4Hash(a) === want) same.push(a);
+    }
+    const { overflow } = S.buildLocal4(same);
+    expect(overflow).toEqual(same.slice(4));
+    expect(() => S.buildLocal4(['0.0.0.0'])).toThrow(/empty slot/);
+    expect(() => S.buildLocal4(['::1'])).toThrow(/IPv4/);
+  });
+
+  it('fk_state encodes and decodes every field', () => {
+    const dev = Array.from({ length: 64 }, () => ({ ...S.NOT_READY }));
+    dev[3] = { ready: true, rpFilter: 2, v4Addr: true, ip6Off: true };
+    const st = {
+      ...{ mpPolicy4: 3, mpPolicy6: 1, mpath4: true, mpath6: false, local4w: true },
+      ...{ routeMtu4: 1400, routeMtu6: 0, dev },
+    };
+    const b = S.encodeState(st);
+    expect(b.length).toBe(S.SIZEOF_FK_STATE);
+    expect(b.subarray(0, 16).toString('hex')).toBe('03010100010078050000000000000000');
+    expect(b.subarray(16 + 3 * 8, 16 + 4 * 8).toString('hex')).toBe('0102010100000000');
+    expect(S.decodeState(b)).toEqual({ ...st, local4: Buffer.alloc(S.SIZEOF_FK_LOCAL4) });
+    const { table } = S.buildLocal4(['10.0.0.1']);
+    expect(S.decodeState(S.encodeState({ ...st, local4: table })).local4).toEqual(table);
+    expect(() => S.encodeState({ ...st, mpPolicy4: 256 })).toThrow(/mpPolicy4/);
+  });
+
+  it('LPM keys: host-order prefix length, the address masked to it', () => {
+    expect(S.lpm4Key('10.99.1.2', 16).toString('hex')).toBe('10000000' + '0a630000');
+    expect(S.lpm6Key('fd99:1::5', 32).toString('hex')).toBe(
+      '20000000' + 'fd990001' + '0'.repeat(24),
+    );
+    expect(() => S.lpm4Key('10.0.0.0', 33)).toThrow(/IPv4 prefix/);
   });
 });

@@ -38,7 +38,10 @@ export type ResultName = (typeof RESULT_NAMES)[number];
 export const ACTION_NAMES = ['aborted', 'drop', 'pass', 'tx', 'redirect'] as const;
 export type ActionName = (typeof ACTION_NAMES)[number];
 
-/** fk_stats.reason[i]: FK_REASON_*. */
+/**
+ * fk_stats.reason[i]: FK_REASON_*. From FK_REASON_POST_LOOKUP on, a reason is decided after a
+ * SUCCESS result (the packet counts in both).
+ */
 export const REASON_NAMES = [
   'eth_trunc',
   'l2_mcast',
@@ -46,16 +49,31 @@ export const REASON_NAMES = [
   'vlan',
   'arp',
   'non_ip',
-  'ip4_bad',
-  'ip4_options',
+  'not_ready',
   'ip4_off',
+  'ip4_bad',
+  'ip4_csum',
+  'ip4_options',
+  'ip6_off',
   'ip6_bad',
   'ip6_ext',
-  'ip6_off',
+  'ip6_disabled',
   'ttl',
+  'martian_src',
+  'martian_dst',
+  'local_src',
+  'ndisc',
   'no_txport',
+  'hairpin',
+  'multipath',
+  'rp_filter',
+  'route_mtu',
+  'trim_error',
 ] as const;
 export type ReasonName = (typeof REASON_NAMES)[number];
+export const FK_REASON_POST_LOOKUP = 20;
+/** Reasons counted after a SUCCESS result. */
+export const POST_LOOKUP_REASONS: readonly ReasonName[] = REASON_NAMES.slice(FK_REASON_POST_LOOKUP);
 
 export const FK_RESULT_MAX = RESULT_NAMES.length;
 export const FK_ACTION_MAX = ACTION_NAMES.length;
@@ -63,7 +81,7 @@ export const FK_REASON_MAX = REASON_NAMES.length;
 
 // --- struct sizes and offsets ---------------------------------------------------------------
 export const SIZEOF_FK_CTR = 16;
-export const SIZEOF_FK_STATS = 480;
+export const SIZEOF_FK_STATS = 672;
 export const OFFSETOF_STATS_ACTION = 0;
 export const OFFSETOF_STATS_RESULT = 80;
 export const OFFSETOF_STATS_REASON = 256;
@@ -130,7 +148,7 @@ export function defaultConfig(): FkConfig {
     mark: 0,
     ipv4: true,
     ipv6: true,
-    ip4Options: true,
+    ip4Options: false,
     missTrack: true,
     dmacCheck: false,
     devMac: undefined,
@@ -223,11 +241,14 @@ export function decodeStats(perCpu: readonly Buffer[]): SlotCounters {
       throw new InvalidArgumentError(`fk_stats is ${SIZEOF_FK_STATS} bytes, got ${b.length}`);
     }
   }
-  return {
-    actions: readCtrs(perCpu, ACTION_NAMES, OFFSETOF_STATS_ACTION),
-    results: readCtrs(perCpu, RESULT_NAMES, OFFSETOF_STATS_RESULT),
-    reasons: readCtrs(perCpu, REASON_NAMES, OFFSETOF_STATS_REASON),
+  const actions = readCtrs(perCpu, ACTION_NAMES, OFFSETOF_STATS_ACTION);
+  const results = readCtrs(perCpu, RESULT_NAMES, OFFSETOF_STATS_RESULT);
+  // the program counts a redirected SUCCESS only as action[REDIRECT] (xdp_fwd.h)
+  results.success = {
+    packets: results.success.packets + actions.redirect.packets,
+    bytes: results.success.bytes + actions.redirect.bytes,
   };
+  return { actions, results, reasons: readCtrs(perCpu, REASON_NAMES, OFFSETOF_STATS_REASON) };
 }
 
 /** An all-zero SlotCounters. */

@@ -5,6 +5,7 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { registerXdpMetrics, type XdpMetricsSource } from '../metrics/xdp.js';
 import { emptyCounters } from './layout.js';
+import { zeroRedirectErrors } from './layout-state.js';
 
 const PROMTOOL = spawnSync('promtool', ['--version']).status === 0;
 
@@ -17,8 +18,8 @@ describe('fibkeeper_xdp_* metrics', () => {
       counters: () => {
         reads++;
         return [
-          { device: 'eth0', ...eth0 },
-          { device: ':other', ...emptyCounters() },
+          { device: 'eth0', ...eth0, redirectErrors: { ...zeroRedirectErrors(), too_big: 4 } },
+          { device: ':other', ...emptyCounters(), redirectErrors: zeroRedirectErrors() },
         ];
       },
       attachments: () => [{ device: 'eth0', mode: 'native' }],
@@ -45,9 +46,15 @@ describe('fibkeeper_xdp_* metrics', () => {
     expect(text).toContain('fibkeeper_xdp_attached{device="eth0",mode="native"} 1');
     expect(text).toContain('fibkeeper_xdp_foreign_program{device="eth1"} 1');
     expect(text).toContain('fibkeeper_xdp_miss_entries 3');
-    // 11 results + 5 actions + 14 reasons per device, packets and bytes where kept
+    // 11 results + 5 actions + 26 reasons per device, packets and bytes where kept
     expect(text.match(/^fibkeeper_xdp_fib_lookup_packets_total\{/gm)).toHaveLength(22);
-    expect(text.match(/^fibkeeper_xdp_not_handled_total\{/gm)).toHaveLength(28);
+    expect(text.match(/^fibkeeper_xdp_not_handled_total\{/gm)).toHaveLength(52);
+    // redirect errors: every reason of every device, from zero
+    expect(text).toContain('fibkeeper_xdp_redirect_errors_total{device="eth0",reason="too_big"} 4');
+    expect(text).toContain(
+      'fibkeeper_xdp_redirect_errors_total{device=":other",reason="xmit_drop"} 0',
+    );
+    expect(text.match(/^fibkeeper_xdp_redirect_errors_total\{/gm)).toHaveLength(10);
     // lazily: the next scrape sees the new value
     eth0.results.success = { packets: 9, bytes: 900 };
     text = await registry.metrics();

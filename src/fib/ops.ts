@@ -3,6 +3,8 @@
 // tested with a fake (forwarder.test.ts) and the real thing (datapath.ts) stays small.
 import type { XdpMode } from '../native/index.js';
 import type { FkConfig, MissEntry, MissKey, SlotCounters } from './layout.js';
+import type { KernelMirror } from './kstate.js';
+import type { RedirectErrorName } from './layout-state.js';
 import type { ForeignProgram } from './owner.js';
 
 /** How programs sit on a device's XDP hook (bpf_xdp_query). */
@@ -61,6 +63,17 @@ export interface DatapathOps {
   readMisses(): MissEntry[];
   /** Deletes one miss entry; false when it was not there. */
   deleteMiss(key: MissKey): boolean;
+  /**
+   * Writes the kernel's state into the shared maps: the LPM tries first (made to hold exactly
+   * the mirror's keys), fk_state last. Writing what is already
+   * there changes nothing.
+   */
+  writeMirror(m: KernelMirror): void;
+  /**
+   * Frames lost after a redirect (the tracer's counts), per ingress ifindex and reason;
+   * undefined when this kernel cannot count them.
+   */
+  readRedirectErrors(): Map<number, Record<RedirectErrorName, number>> | undefined;
   /** Closes every descriptor; pinned objects stay (and stay attached). Idempotent. */
   close(): void;
   /** Detaches every link and unpins everything of this namespace; returns the record names. */

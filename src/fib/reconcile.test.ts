@@ -2,7 +2,7 @@
 // an operation history and a "faulty" switch, so each step's decisions are visible.
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../log/index.js';
-import { ARPHRD_ETHER, IFF_LOOPBACK, type Link } from '../netlink/index.js';
+import { ARPHRD_ETHER, IFF_LOOPBACK, IFF_UP, type Link } from '../netlink/index.js';
 import { emptyCounters, type FkConfig } from './layout.js';
 import type { DatapathOps, HookQuery, RecordInfo } from './ops.js';
 import { Reconciler } from './reconcile.js';
@@ -141,6 +141,13 @@ class FakeDatapath implements DatapathOps {
   deleteMiss() {
     return false;
   }
+  mirrors = 0;
+  writeMirror(): void {
+    this.mirrors++;
+  }
+  readRedirectErrors() {
+    return undefined;
+  }
   close(): void {}
   destroy(): string[] {
     return [];
@@ -159,7 +166,7 @@ const link = (index: number, name: string, over: Partial<Link> = {}): Link => ({
   family: 0,
   type: ARPHRD_ETHER,
   index,
-  flags: 0,
+  flags: IFF_UP,
   change: 0,
   name,
   address: `02:00:00:00:00:${index.toString(16).padStart(2, '0')}`,
@@ -244,9 +251,57 @@ describe('Reconciler', () => {
     expect(ops.take()).toEqual(['unlink eth1']);
     expect(st.get('eth1')).toMatchObject({ ifindex: 0, attached: 'none', slot: 2 });
     expect(ops.txPorts).toEqual([2]);
-    r.run([link(2, 'eth0'), link(9, 'eth1')]);
+    r.run([link(2, 'eth0'), link(9, 'eth1', { address: '02:00:00:00:00:03' })]);
     expect(ops.take()).toEqual(['attach eth1 9 auto']);
     expect(ops.txPorts).toEqual([2, 9]);
+  });
+
+  it('a device that goes down is detached but keeps its record and slot; up again, it is attached again', () => {
+    const { ops, r } = setup();
+    r.run([link(2, 'eth0'), link(3, 'eth1')]);
+    ops.take();
+    const st = r.run([link(2, 'eth0'), link(3, 'eth1', { flags: 0 })]);
+    expect(ops.take()).toEqual(['unlink eth1']);
+    expect(st.get('eth1')).toMatchObject({ attached: 'none', slot: 2 });
+    expect(ops.txPorts).toEqual([2]);
+    // while it is down, another program may take the hook: fibkeeper reports it, leaves it
+    ops.hooks.set(3, { progIds: [77], mode: 'native' });
+    const up = r.run([link(2, 'eth0'), link(3, 'eth1')]);
+    expect(up.get('eth1')).toMatchObject({ attached: 'foreign', progId: 77 });
+    ops.hooks.delete(3);
+    r.run([link(2, 'eth0'), link(3, 'eth1')]);
+    expect(ops.take()).toEqual(['attach eth1 3 auto']);
+    expect(ops.records().find((x) => x.name === 'eth1')?.slot).toBe(2);
+  });
+
+  it('a device never seen up is never attached', () => {
+    const { ops, r } = setup();
+    const st = r.run([link(2, 'eth0', { flags: 0 })]);
+    expect(ops.take()).toEqual([]);
+    expect(st.size).toBe(0);
+  });
+
+  it('auto: a start that finds its program in generic mode tries native again, once', () => {
+    const { ops, r } = setup();
+    r.run([link(2, 'eth0')]);
+    ops.hooks.get(2)!.mode = 'generic'; // what a run in generic mode (or a failed native attach) left
+    ops.take();
+    const restarted = new Reconciler(ops, setupCfg(), silentLogger());
+    restarted.run([link(2, 'eth0')]);
+    expect(ops.take()).toEqual(['unlink eth0', 'attach eth0 2 auto']);
+    ops.hooks.get(2)!.mode = 'generic'; // the driver has no native mode after all
+    restarted.run([link(2, 'eth0')]);
+    expect(ops.take()).toEqual([]);
+  });
+
+  it("the program knows its device's MAC (destination check); a new MAC swaps the program", () => {
+    const { ops, r } = setup();
+    r.run([link(2, 'eth0')]);
+    expect(ops.recs.get('eth0')?.cfg).toContain('"dmacCheck":true,"devMac":"02:00:00:00:00:02"');
+    ops.take();
+    r.run([link(2, 'eth0', { address: '02:00:00:00:aa:02' })]);
+    expect(ops.take()).toEqual(['upgrade eth0']);
+    expect(ops.recs.get('eth0')?.cfg).toContain('"devMac":"02:00:00:00:aa:02"');
   });
 
   it('a renamed device: its link moves to a record (and slot) of the new name', () => {
@@ -284,7 +339,7 @@ describe('Reconciler', () => {
     expect(ops.take()).toEqual(['upgrade eth0']);
   });
 
-  it('an explicit mode different from the attached one re-attaches; auto accepts either', () => {
+  it('an explicit mode different from the attached one re-attaches; auto tries native once, then accepts either', () => {
     const { ops, r } = setup();
     r.run([link(2, 'eth0')]);
     ops.take();
@@ -292,6 +347,9 @@ describe('Reconciler', () => {
     expect(ops.take()).toEqual([]);
     new Reconciler(ops, { ...setupCfg(), mode: 'generic' }, silentLogger()).run([link(2, 'eth0')]);
     expect(ops.take()).toEqual(['unlink eth0', 'attach eth0 2 generic']);
+    r.run([link(2, 'eth0')]);
+    expect(ops.take()).toEqual(['unlink eth0', 'attach eth0 2 auto']);
+    ops.hooks.get(2)!.mode = 'generic';
     r.run([link(2, 'eth0')]);
     expect(ops.take()).toEqual([]);
   });

@@ -12,6 +12,7 @@ import type { DatapathOps, RecordInfo } from './ops.js';
 import type { ForeignProgram } from './owner.js';
 import { decideAttach, pickSlot, selectDevice, type DeviceVerdict } from './select.js';
 import type { XdpDeviceStatus, XdpForwarderConfig } from './types.js';
+import { NETDEV_XDP_ACT_NDO_XMIT } from './xdp-features.js';
 
 export class Reconciler {
   readonly #ops: DatapathOps;
@@ -21,6 +22,8 @@ export class Reconciler {
   /** Foreign programs described before ("ifindex:progId"): /proc is scanned once per program. */
   #foreign = new Map<string, ForeignProgram>();
   #foreignSeen = new Map<string, ForeignProgram>();
+  /** Devices whose generic-mode attachment this reconciler (this start) tried to make native. */
+  readonly #nativeRetried = new Set<string>();
 
   constructor(ops: DatapathOps, cfg: XdpForwarderConfig, log: Logger) {
     this.#ops = ops;
@@ -28,8 +31,15 @@ export class Reconciler {
     this.#log = log;
   }
 
-  /** One pass over the links; returns the status of every device it knows. */
-  run(links: readonly Link[]): Map<string, XdpDeviceStatus> {
+  /**
+   * One pass over the links; returns the status of every device it knows. `xdpFeatures`
+   * (ifindex -> the kernel's xdp_features), when known, keeps devices that cannot take
+   * redirected frames out of the devmap: the kernel forwards what is routed through them.
+   */
+  run(
+    links: readonly Link[],
+    xdpFeatures?: ReadonlyMap<number, bigint>,
+  ): Map<string, XdpDeviceStatus> {
     const sel = { devices: this.#cfg.devices, holderName: this.#cfg.holderName };
     const verdicts = links.map((l) => selectDevice(l, sel));
     const byIfindex = new Map(verdicts.map((v) => [v.ifindex, v]));
@@ -40,10 +50,11 @@ export class Reconciler {
       const v = byIfindex.get(r.linkIfindex);
       if (r.linkIfindex === 0 || v === undefined || !v.selected) this.#ops.unlink(r.name);
     }
-    // Records of devices that exist but are no longer selected.
+    // Records of devices that exist but are no longer selected (a device that is only down
+    // keeps its record, slot and counters).
     for (const r of this.#ops.records()) {
       const v = byName.get(r.name);
-      if (v !== undefined && !v.selected) {
+      if (v !== undefined && !v.selected && !v.keepRecord) {
         this.#ops.remove(r.name);
         this.#log.info({ device: r.name, reason: v.reason }, 'xdp: device no longer selected');
       }
@@ -55,7 +66,24 @@ export class Reconciler {
     for (const r of this.#ops.records()) {
       if (!next.has(r.name)) next.set(r.name, this.#goneStatus(r));
     }
-    for (const f of this.#ops.setTxPorts(selected.map((v) => v.ifindex))) {
+    const target = (ifindex: number) => {
+      const f = xdpFeatures?.get(ifindex);
+      return xdpFeatures === undefined || (f !== undefined && (f & NETDEV_XDP_ACT_NDO_XMIT) !== 0n);
+    };
+    const ports = selected.filter((v) => target(v.ifindex));
+    for (const v of selected) {
+      const st = next.get(v.name);
+      if (st !== undefined) st.redirectTarget = target(v.ifindex);
+      if (!target(v.ifindex) && this.#logOnce(`${v.name}:target`, 'no ndo_xdp_xmit')) {
+        this.#log.warn(
+          { device: v.name },
+          'xdp: the device takes no redirected frames now (for a veth: its peer runs no XDP program and has GRO off); what is routed through it goes to the kernel',
+        );
+      } else if (target(v.ifindex)) {
+        this.#logOnce(`${v.name}:target`, '');
+      }
+    }
+    for (const f of this.#ops.setTxPorts(ports.map((v) => v.ifindex))) {
       this.#log.warn(f, 'xdp: devmap update failed');
     }
     this.#foreign = this.#foreignSeen;
@@ -73,16 +101,20 @@ export class Reconciler {
       slot: r.slot,
       foreign: undefined,
       error: undefined,
+      redirectTarget: false,
     };
   }
 
-  #configFor(slot: number): FkConfig {
+  /** The rodata of `v`'s instance: its slot, its MAC (frames for another host are passed). */
+  #configFor(slot: number, v: DeviceVerdict): FkConfig {
     return {
       ...defaultConfig(),
       slot,
       ipv6: this.#cfg.ipv6,
       missTrack: this.#cfg.missTrack ?? true,
-      ip4Options: this.#cfg.ipv4Options ?? true,
+      ip4Options: this.#cfg.ipv4Options ?? false,
+      dmacCheck: true,
+      devMac: v.mac,
     };
   }
 
@@ -91,7 +123,7 @@ export class Reconciler {
     const recs = this.#ops.records();
     const have = recs.find((r) => r.name === v.name);
     if (have !== undefined) {
-      const cfg = this.#configFor(have.slot);
+      const cfg = this.#configFor(have.slot, v);
       if (this.#ops.isCurrent(v.name, cfg)) return have;
       const r = this.#ops.upgrade(v.name, cfg);
       this.#log.info(
@@ -112,7 +144,7 @@ export class Reconciler {
     }
     if (slot !== FK_SLOT_OTHER) this.#ops.zeroSlot(slot);
     else this.#log.warn({ device: v.name }, 'xdp: no counter slot left; counting under :other');
-    return this.#ops.create(v.name, this.#configFor(slot));
+    return this.#ops.create(v.name, this.#configFor(slot, v));
   }
 
   #ensureDevice(v: DeviceVerdict, byName: ReadonlyMap<string, DeviceVerdict>): XdpDeviceStatus {
@@ -126,6 +158,7 @@ export class Reconciler {
       slot: undefined,
       foreign: undefined,
       error: undefined,
+      redirectTarget: false,
     };
     try {
       this.#attachDevice(v, byName, st);
@@ -193,6 +226,15 @@ export class Reconciler {
       );
       this.#ops.unlink(v.name);
       this.#attachLogged(v, mode);
+    } else if (d.kind === 'keep' && mode === 'auto' && hook.mode === 'generic') {
+      // auto prefers native: a start that finds generic (a run in generic mode, a driver
+      // that had no XDP then) tries again, once; the stack forwards in the gap
+      if (!this.#nativeRetried.has(v.name)) {
+        this.#nativeRetried.add(v.name);
+        this.#log.info({ device: v.name }, 'xdp: auto mode: trying native instead of generic');
+        this.#ops.unlink(v.name);
+        this.#attachLogged(v, mode);
+      }
     } else if (d.kind !== 'keep') {
       this.#attachLogged(v, mode);
     }

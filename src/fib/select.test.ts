@@ -1,13 +1,13 @@
 // Device selection, slot picking and the attach decision: the pure rules of the loader.
 import { describe, expect, it } from 'vitest';
-import { ARPHRD_ETHER, IFF_LOOPBACK, type Link } from '../netlink/index.js';
+import { ARPHRD_ETHER, IFF_LOOPBACK, IFF_UP, type Link } from '../netlink/index.js';
 import { decideAttach, pickSlot, selectDevice } from './select.js';
 
 const link = (name: string, over: Partial<Link> = {}): Link => ({
   family: 0,
   type: ARPHRD_ETHER,
   index: 7,
-  flags: 0,
+  flags: IFF_UP,
   change: 0,
   name,
   address: '02:00:00:00:00:07',
@@ -16,15 +16,30 @@ const link = (name: string, over: Partial<Link> = {}): Link => ({
 const sel = { devices: ['eth*', 'ens?', 'lo', 'bond0'], holderName: 'fk-holder' };
 
 describe('selectDevice', () => {
-  it('selects matching Ethernet devices, up or down', () => {
+  it('selects matching Ethernet devices that are up', () => {
     expect(selectDevice(link('eth0'), sel)).toEqual({
       ifindex: 7,
       name: 'eth0',
       mac: '02:00:00:00:00:07',
       selected: true,
       reason: undefined,
+      keepRecord: true,
     });
-    expect(selectDevice(link('ens3', { flags: 0 }), sel).selected).toBe(true);
+    expect(selectDevice(link('ens3'), sel).selected).toBe(true);
+  });
+
+  it('a device that is down is not selected, but keeps its record (slot, counters)', () => {
+    expect(selectDevice(link('ens3', { flags: 0 }), sel)).toMatchObject({
+      selected: false,
+      reason: 'down',
+      keepRecord: true,
+    });
+  });
+
+  it('a port of a bridge, bond, team or VRF is not selected: the kernel does not route its frames', () => {
+    const v = selectDevice(link('eth3', { master: 12 }), sel);
+    expect(v).toMatchObject({ selected: false, keepRecord: false });
+    expect(v.reason).toMatch(/port of ifindex 12/);
   });
 
   it('says why not', () => {

@@ -1,7 +1,7 @@
 // Pure decisions of the loader: which links get XDP, which counter slot a device gets, and
 // what to do about the program found on a device. No I/O here; forwarder.ts acts on them.
 import { matchGlob } from '../neighbor/index.js';
-import { ARPHRD_ETHER, IFF_LOOPBACK, type Link } from '../netlink/index.js';
+import { ARPHRD_ETHER, IFF_LOOPBACK, IFF_UP, type Link } from '../netlink/index.js';
 import { FK_MAX_SLOTS, FK_SLOT_OTHER } from './layout.js';
 
 export interface SelectionConfig {
@@ -19,6 +19,11 @@ export interface DeviceVerdict {
   selected: boolean;
   /** Why not, when not selected. */
   reason: string | undefined;
+  /**
+   * A device that is not selected only for now (down) keeps its record, slot and counters;
+   * others lose theirs.
+   */
+  keepRecord: boolean;
 }
 
 function zeroMac(mac: string | undefined): boolean {
@@ -27,8 +32,10 @@ function zeroMac(mac: string | undefined): boolean {
 
 /**
  * A link gets the XDP program when its name matches `devices`, it is not loopback, it is an
- * Ethernet device with a non-zero address, and it is not the holder device. Up/down does not
- * matter: the program stays attached while a device is down.
+ * Ethernet device with a non-zero address, it is up, it is not the port of a bridge, bond,
+ * team or VRF (the kernel bridges or bonds those frames, or routes them in another table:
+ * never what the program would do) and it is not the holder device. A device that goes down
+ * is detached (so another program can take its hook meanwhile) but keeps its record.
  */
 export function selectDevice(link: Link, sel: SelectionConfig): DeviceVerdict {
   const name = link.name ?? `if${link.index}`;
@@ -39,7 +46,17 @@ export function selectDevice(link: Link, sel: SelectionConfig): DeviceVerdict {
   else if (link.flags & IFF_LOOPBACK) reason = 'loopback';
   else if (link.type !== ARPHRD_ETHER) reason = 'not an Ethernet device';
   else if (mac === undefined) reason = 'no Ethernet address';
-  return { ifindex: link.index, name, mac, selected: reason === undefined, reason };
+  else if (link.master) {
+    reason = `port of ifindex ${link.master} (a bridge, bond, team or VRF port: the kernel does not route its frames itself)`;
+  } else if (!(link.flags & IFF_UP)) reason = 'down';
+  return {
+    ifindex: link.index,
+    name,
+    mac,
+    selected: reason === undefined,
+    reason,
+    keepRecord: reason === undefined || reason === 'down',
+  };
 }
 
 /** A slot in use: by a device that exists now (present) or one that went away. */

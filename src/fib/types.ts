@@ -1,5 +1,6 @@
 // The forwarder's configuration and what it reports, shared by forwarder.ts and reconcile.ts.
 import type { SlotCounters } from './layout.js';
+import type { RedirectErrorName } from './layout-state.js';
 import type { HookMode } from './ops.js';
 import type { ForeignProgram } from './owner.js';
 
@@ -38,11 +39,21 @@ export interface XdpDeviceStatus {
   /** The program in the way, when attached is foreign. */
   foreign: ForeignProgram | undefined;
   error: string | undefined;
+  /**
+   * XDP may redirect frames into this device (it is in the devmap): the kernel reports
+   * ndo_xdp_xmit for it (a veth: its peer runs XDP or has GRO on), or cannot tell.
+   */
+  redirectTarget: boolean;
 }
 
 export interface XdpDeviceCounters extends SlotCounters {
   /** Device name, or ":other" for the shared slot. */
   device: string;
+  /**
+   * Frames this device's program redirected that never left (the egress refused or dropped
+   * them), by reason; counted per current ifindex (zero for ":other" and gone devices).
+   */
+  redirectErrors: Record<RedirectErrorName, number>;
   /** 0 when gone (or for ":other"). */
   ifindex: number;
   slot: number;

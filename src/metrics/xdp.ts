@@ -15,6 +15,8 @@ export interface XdpDeviceCountersLike {
   actions: Readonly<Record<string, PacketBytesLike>>;
   results: Readonly<Record<string, PacketBytesLike>>;
   reasons: Readonly<Record<string, PacketBytesLike>>;
+  /** Frames redirected that never left, by reason (every reason present, zeros included). */
+  redirectErrors?: Readonly<Record<string, number>>;
 }
 
 /** What the metrics read at scrape time. */
@@ -110,12 +112,26 @@ export function registerXdpMetrics(
   counter(
     registry,
     'fibkeeper_xdp_not_handled_total',
-    'Packets the XDP program passed to the kernel stack without a lookup (or, no_txport, after a successful one), by device and reason.',
+    'Packets the XDP program passed to the kernel stack, by device and reason: before any lookup (l2_otherhost, ip4_csum, martian_src, local_src, ...) or after a SUCCESS one (no_txport, hairpin, multipath, rp_filter, route_mtu, trim_error).',
     'reason',
     'reasons',
     'packets',
     get,
   );
+  new Counter({
+    name: 'fibkeeper_xdp_redirect_errors_total',
+    help: 'Frames the XDP program redirected that never left the egress device (too_big, down, no_target: the kernel refused the redirect; xmit_drop: the egress driver dropped them; other), by ingress device and reason. Counted by a tracepoint program; per current ifindex of the device.',
+    labelNames: ['device', 'reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const c of src?.counters() ?? []) {
+        for (const [k, v] of Object.entries(c.redirectErrors ?? {})) {
+          this.inc({ device: c.device, reason: k }, v);
+        }
+      }
+    },
+  });
   new Gauge({
     name: 'fibkeeper_xdp_attached',
     help: "1 for each device with fibkeeper's XDP program attached, labelled with the attach mode (native or generic).",

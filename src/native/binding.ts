@@ -213,6 +213,7 @@ export interface Binding {
   BpfMap: RawBpfFdClass<RawBpfMap>;
   BpfLink: RawBpfFdClass<RawBpfLink> & {
     attachXdp(progFd: number, ifindex: number, flags: number, netns?: string): RawBpfLink;
+    attachRawTracepoint(progFd: number, name: string): RawBpfLink;
   };
   xdpAttachLegacy(
     ifindex: number,

@@ -99,6 +99,20 @@ export class BpfLink extends BpfFdObject<RawBpfLink> {
     );
   }
 
+  /**
+   * Attaches a raw tracepoint program (BPF_PROG_TYPE_RAW_TRACEPOINT) to the tracepoint
+   * `name` ("xdp_redirect_err"), kernel 5.7+. The tracepoint fires in every namespace.
+   */
+  static attachRawTracepoint(prog: BpfProgram, name: string): BpfLink {
+    const fd = openProgFd(prog, 'prog');
+    if (typeof name !== 'string' || !/^[a-z0-9_]{1,64}$/.test(name)) {
+      throw new InvalidArgumentError(
+        `tracepoint name must be like xdp_redirect_err, got ${String(name)}`,
+      );
+    }
+    return new BpfLink(binding().BpfLink.attachRawTracepoint(fd, name));
+  }
+
   /** Opens a link pinned on a bpffs. */
   static fromPinned(path: string): BpfLink {
     return new BpfLink(binding().BpfLink.fromPinned(checkPath('path', path)));

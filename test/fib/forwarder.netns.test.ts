@@ -18,6 +18,8 @@ import {
   pinPaths,
   type XdpDeviceStatus,
   type XdpForwarderConfig,
+  SHARED_MAP_NAMES,
+  type SharedMaps,
 } from '../../src/fib/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import {
@@ -30,7 +32,7 @@ import {
   xdpQuery,
 } from '../../src/native/index.js';
 import { ifindexOf, ip, ipJson, privileged, vethPair, waitFor } from '../helpers/netns.js';
-import { V4, cleanupLater, makeLab, peerPass, ping, privateBpffs, type Lab } from './lab.js';
+import { MAC, V4, cleanupLater, makeLab, peerPass, ping, privateBpffs, type Lab } from './lab.js';
 
 const { skip } = privileged();
 
@@ -96,6 +98,8 @@ function devmap(pinDir: string, ns: string): number[] {
   }
 }
 
+const MAP_PINS = [...Object.values(SHARED_MAP_NAMES), 'fk_rerr'].sort();
+
 describe.skipIf(skip)('XdpForwarder: attach and pins', () => {
   it('attaches to every selected device (auto: native on veth), pins links/programs/maps, fills the devmap', async () => {
     const lab = makeLab('fa', { peerXdp: false });
@@ -127,7 +131,7 @@ describe.skipIf(skip)('XdpForwarder: attach and pins', () => {
     expect(ipXdp(lab.router, 'fk-holder')).toBeUndefined();
     expect(ipXdp(lab.router, 'lo')).toBeUndefined();
     const p = pinPaths(pinDir, lab.router);
-    expect(readdirSync(p.maps).sort()).toEqual(['fk_miss', 'fk_stats', 'fk_tx_ports']);
+    expect(readdirSync(p.maps).sort()).toEqual(MAP_PINS);
     expect(readdirSync(join(p.dev, 'r1')).sort()).toEqual(['cfg', 'link', 'prog']);
     const link = BpfLink.fromPinned(join(p.dev, 'r1', 'link'));
     expect(link.info()).toMatchObject({ id: r1.linkId, progId: r1.progId, ifindex: lab.r1 });
@@ -135,6 +139,12 @@ describe.skipIf(skip)('XdpForwarder: attach and pins', () => {
     const cfg = BpfMap.fromPinned(join(p.dev, 'r2', 'cfg'));
     expect(decodeConfig(cfg.lookup(Buffer.alloc(4))!)).toMatchObject({ slot: r2.slot, ipv6: true });
     cfg.close();
+    // neither peer runs XDP: no device can take redirected frames yet (the kernel forwards)
+    expect(devmap(pinDir, lab.router)).toEqual([]);
+    expect(x.status().map((d) => d.redirectTarget)).toEqual([false, false]);
+    peerPass(lab.client, 'c0');
+    peerPass(lab.server, 's0');
+    await x.resync();
     expect(devmap(pinDir, lab.router)).toEqual([lab.r1, lab.r2].sort((a, b) => a - b));
   });
 
@@ -301,7 +311,8 @@ describe.skipIf(skip)('XdpForwarder: devices that come and go', () => {
     await waitFor(() => dev(x, 'r2').ifindex === 0, { what: 'r2 gone' });
     expect(dev(x, 'r2')).toMatchObject({ attached: 'none', slot: old.slot });
     expect(devmap(pinDir, lab.router)).toEqual([lab.r1]);
-    vethPair(lab.server, 's0', lab.router, 'r2');
+    // the same MAC (as a NIC that comes back): the same program; a new MAC would swap it
+    vethPair(lab.server, 's0', lab.router, 'r2', { macA: MAC.server, macB: MAC.r2 });
     ip(lab.server, 'addr', 'add', `${V4.server}/24`, 'dev', 's0');
     ip(lab.server, 'route', 'add', 'default', 'via', V4.r2);
     ip(lab.router, 'addr', 'add', `${V4.r2}/24`, 'dev', 'r2');
@@ -316,7 +327,7 @@ describe.skipIf(skip)('XdpForwarder: devices that come and go', () => {
     expect(ping(lab.client, V4.server, 3)).toBe(3);
   });
 
-  it('a renamed device keeps its link (new program with its own slot); the old name keeps its slot', async () => {
+  it('a renamed device (down, renamed, up) gets a program with a slot of its own; the old name keeps its slot', async () => {
     const lab = makeLab('fn', { peerXdp: false });
     const pinDir = privateBpffs();
     const x = forwarder(lab, pinDir);
@@ -329,7 +340,8 @@ describe.skipIf(skip)('XdpForwarder: devices that come and go', () => {
       what: 'r9 attached',
     });
     const r9 = dev(x, 'r9');
-    expect(r9).toMatchObject({ ifindex: lab.r2, linkId: old.linkId });
+    // its link moves over, or (when a sync saw it down) it was detached and attached again
+    expect(r9).toMatchObject({ ifindex: lab.r2, attached: 'ours' });
     expect(r9.slot).not.toBe(old.slot);
     expect(xdpQuery(lab.r2, { netns: lab.router }).progId).toBe(r9.progId);
     expect(dev(x, 'r2')).toMatchObject({ ifindex: 0, attached: 'none', slot: old.slot });
@@ -343,7 +355,7 @@ describe.skipIf(skip)('XdpForwarder: devices that come and go', () => {
   });
 
   it('reconfigure: a new devices list detaches and attaches, a new ipv6 setting swaps programs in place', async () => {
-    const lab = makeLab('fy', { peerXdp: false });
+    const lab = makeLab('fy');
     const pinDir = privateBpffs();
     const x = forwarder(lab, pinDir);
     await x.start();
@@ -434,11 +446,7 @@ describe.skipIf(skip)('XdpForwarder: upgrades', () => {
       expect(d).toMatchObject({ attached: 'ours', linkId: o.linkId, slot: o.slot });
       expect(d.progId).not.toBe(o.progId);
     }
-    expect(readdirSync(pinPaths(pinDir, lab.router).maps).sort()).toEqual([
-      'fk_miss',
-      'fk_stats',
-      'fk_tx_ports',
-    ]);
+    expect(readdirSync(pinPaths(pinDir, lab.router).maps).sort()).toEqual(MAP_PINS);
     expect(ping(lab.client, V4.server, 3)).toBe(3);
     // fresh maps: counting starts again (the first echo request found no neighbor yet)
     const c = b.counters().find((x) => x.device === 'r1')!;
@@ -453,15 +461,16 @@ describe.skipIf(skip)('XdpForwarder: upgrades', () => {
     await a.stop();
     // what a crash between pinning the new instance and bpf_link_update leaves behind
     const p = pinPaths(pinDir, lab.router);
-    const maps = {
-      txPorts: BpfMap.fromPinned(join(p.maps, 'fk_tx_ports')),
-      stats: BpfMap.fromPinned(join(p.maps, 'fk_stats')),
-      miss: BpfMap.fromPinned(join(p.maps, 'fk_miss')),
-    };
+    const maps = Object.fromEntries(
+      Object.entries(SHARED_MAP_NAMES).map(([k, name]) => [
+        k,
+        BpfMap.fromPinned(join(p.maps, name)),
+      ]),
+    ) as unknown as SharedMaps;
     const next = loadInstance(defaultObjectPath(), { ...defaultConfig(), slot: old.slot! }, maps);
     rmSync(join(p.dev, 'r1', 'prog'));
     next.prog.pin(join(p.dev, 'r1', 'prog'));
-    for (const x of [next.prog, next.cfgMap, maps.txPorts, maps.stats, maps.miss]) x.close();
+    for (const x of [next.prog, next.cfgMap, ...Object.values(maps)]) x.close();
     expect(xdpQuery(lab.r1, { netns: lab.router }).progId).toBe(old.progId);
     const b = forwarder(lab, pinDir);
     await b.start();

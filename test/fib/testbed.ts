@@ -4,10 +4,14 @@
 // the frame that came out and which counters of the slot moved.
 import { afterAll, beforeAll } from 'vitest';
 import {
+  FK_MAX_SLOTS,
+  POST_LOOKUP_REASONS,
   decodeStats,
   defaultConfig,
   defaultObjectPath,
+  encodeState,
   loadInstance,
+  type KernelState,
   type FkConfig,
   type Instance,
   type ReasonName,
@@ -36,6 +40,29 @@ export function variant(slot: number, cfg: Partial<FkConfig>): BpfProgram {
   const i = loadInstance(OBJ, { ...defaultConfig(), ...cfg, slot }, fk.maps);
   extra.push(i);
   return i.prog;
+}
+
+/**
+ * Writes fk_state as the agent would for a router whose devices all have an IPv4 address,
+ * default sysctls (no rp_filter, policy 0) and IPv6 on: every slot ready. `over` changes it.
+ */
+export function writeState(inst: Instance, over: Partial<KernelState> = {}): void {
+  const dev = Array.from({ length: FK_MAX_SLOTS }, () => ({
+    ready: true,
+    rpFilter: 0 as const,
+    v4Addr: true,
+    ip6Off: false,
+  }));
+  const state: KernelState = {
+    mpPolicy4: 0,
+    mpPolicy6: 0,
+    mpath4: false,
+    mpath6: false,
+    local4w: false,
+    dev,
+    ...over,
+  };
+  inst.maps.state.update(u32(0), encodeState(state));
 }
 
 export function slotCounters(inst: Instance, slot: number): SlotCounters {
@@ -107,7 +134,7 @@ export const v6 = (dst: string, o: { hopLimit?: number; size?: number } = {}) =>
 export const PASS = XdpAction.PASS;
 export const REDIRECT = XdpAction.REDIRECT;
 export const passed = (why: `results.${ResultName}` | `reasons.${ReasonName}`) =>
-  (why.startsWith('reasons.no_txport')
+  ((POST_LOOKUP_REASONS as readonly string[]).includes(why.slice('reasons.'.length))
     ? ['actions.pass+1', 'results.success+1', `${why}+1`]
     : ['actions.pass+1', `${why}+1`]
   ).sort();
@@ -131,6 +158,7 @@ export function useTestbed(): void {
     ip(r, '-6', 'route', 'add', 'fd61:9:6::/64', 'via', 'fd61:2::3');
     ip(r, '-6', 'route', 'add', 'fd61:9:7::/64', 'via', V6.server, 'mtu', 'lock', '1280');
     fk = loadInstance(OBJ, { ...defaultConfig(), slot: 1 });
+    writeState(fk);
     runInNetns(r, () => {
       for (const i of [lab.r1, lab.r2]) fk.maps.txPorts.update(u32(i), u32(i));
     });
@@ -144,9 +172,7 @@ export function useTestbed(): void {
     if (fk) {
       fk.prog.close();
       fk.cfgMap.close();
-      fk.maps.txPorts.close();
-      fk.maps.stats.close();
-      fk.maps.miss.close();
+      for (const m of Object.values(fk.maps)) m.close();
     }
   });
 }

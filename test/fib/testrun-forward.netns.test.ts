@@ -28,6 +28,7 @@ import {
   v4,
   v6,
   variant,
+  writeState,
 } from './testbed.js';
 
 useTestbed();
@@ -95,20 +96,25 @@ describe.skipIf(skip)('fk_xdp_fwd: forwarding', () => {
     }
   });
 
-  it('IPv4 with options: forwarded by default (checksum over the options too), passed with ip4_options off', () => {
+  it('IPv4 with options: passed by default; with ip4_options, NOPs are forwarded (checksum over the options too)', () => {
     const options = Buffer.from([1, 1, 1, 0]); // NOP NOP NOP EOL
-    const r = run(fk.prog, v4(V4.server, { options }));
+    const p = run(fk.prog, v4(V4.server, { options }));
+    expect(p.retval).toBe(PASS);
+    expect(p.moved.sort()).toEqual(passed('reasons.ip4_options'));
+    const opts = variant(2, { ip4Options: true });
+    const r = run(opts, v4(V4.server, { options }), { slot: 2 });
     expect(r.retval).toBe(REDIRECT);
     const hdr = Buffer.from(r.out.subarray(14, 38));
     expect(hdr[0]).toBe(0x46);
     const stored = hdr.readUInt16BE(10);
     hdr.writeUInt16BE(0, 10);
     expect(stored).toBe(inetChecksum(hdr));
-    const strict = variant(2, { ip4Options: false });
-    const p = run(strict, v4(V4.server, { options }), { slot: 2 });
-    expect(p.retval).toBe(PASS);
-    expect(p.moved.sort()).toEqual(passed('reasons.ip4_options'));
-    expect(run(strict, v4(V4.server), { slot: 2 }).retval).toBe(REDIRECT);
+    expect(run(opts, v4(V4.server), { slot: 2 }).retval).toBe(REDIRECT);
+    // a record-route option is the kernel's to fill in
+    const rr = Buffer.from([7, 7, 4, 0, 0, 0, 0, 0]);
+    expect(run(opts, v4(V4.server, { options: rr }), { slot: 2 }).moved.sort()).toEqual(
+      passed('reasons.ip4_options'),
+    );
   });
 
   it('IPv6 SUCCESS: redirected with the FIB MACs and hop limit - 1; hop limit 2 forwarded, 1 passed', () => {
@@ -125,7 +131,7 @@ describe.skipIf(skip)('fk_xdp_fwd: forwarding', () => {
     expect(p.moved.sort()).toEqual(passed('reasons.ttl'));
   });
 
-  it('IPv6 extension headers: two skipped and forwarded, a fragment header forwarded; hop-by-hop, a truncated one and more than four passed', () => {
+  it('IPv6 extension headers: two skipped and forwarded, a fragment header forwarded; hop-by-hop, a truncated one and more than eight passed', () => {
     const frame = (exts: Buffer, first: number) =>
       eth(
         MAC.r1,
@@ -138,8 +144,10 @@ describe.skipIf(skip)('fk_xdp_fwd: forwarding', () => {
     expect(run(fk.prog, frame(ext6(17), 44)).retval).toBe(REDIRECT); // fragment
     const hbh = run(fk.prog, frame(ext6(17), 0));
     expect(hbh.moved.sort()).toEqual(passed('reasons.ip6_ext'));
-    const five = Buffer.concat([ext6(60), ext6(60), ext6(60), ext6(60), ext6(17)]);
-    expect(run(fk.prog, frame(five, 60)).moved.sort()).toEqual(passed('reasons.ip6_ext'));
+    const chain = (n: number) =>
+      Buffer.concat([...Array.from({ length: n - 1 }, () => ext6(60)), ext6(17)]);
+    expect(run(fk.prog, frame(chain(8), 60)).retval).toBe(REDIRECT);
+    expect(run(fk.prog, frame(chain(9), 60)).moved.sort()).toEqual(passed('reasons.ip6_ext'));
     // an extension header cut after 4 bytes (payload_len says 4)
     const cut = eth(
       MAC.r1,
@@ -257,6 +265,7 @@ describe.skipIf(skip)('fk_xdp_fwd: every lookup outcome goes to the stack and is
     const src = loadInstance(OBJ, { ...defaultConfig(), fibFlags: BPF_FIB_LOOKUP_SRC, slot: 6 });
     const plain = loadInstance(OBJ, { ...defaultConfig(), slot: 8 }, src.maps);
     extra.push(src, plain);
+    writeState(src);
     try {
       const ingress = ifindexOf(ns, 'in0');
       const r = run(src.prog, v6('fd61:9:8::1'), { slot: 6, ns, ingress, inst: src });
@@ -266,15 +275,14 @@ describe.skipIf(skip)('fk_xdp_fwd: every lookup outcome goes to the stack and is
         run(plain.prog, v6('fd61:9:8::1'), { slot: 8, ns, ingress, inst: src }).moved.sort(),
       ).toEqual(passed('reasons.no_txport'));
     } finally {
-      src.maps.txPorts.close();
-      src.maps.stats.close();
-      src.maps.miss.close();
+      for (const m of Object.values(src.maps)) m.close();
     }
   });
 
   it('SUCCESS towards a device not in the devmap: passed unchanged, counted as success and no_txport', () => {
     const own = loadInstance(OBJ, { ...defaultConfig(), slot: 1 }); // maps of its own, empty devmap
     extra.push(own);
+    writeState(own);
     try {
       const f = v4(V4.server);
       const r = run(own.prog, f, { inst: own });
@@ -282,9 +290,7 @@ describe.skipIf(skip)('fk_xdp_fwd: every lookup outcome goes to the stack and is
       expect(r.moved.sort()).toEqual(passed('reasons.no_txport'));
       expect(r.out).toEqual(f);
     } finally {
-      own.maps.txPorts.close();
-      own.maps.stats.close();
-      own.maps.miss.close();
+      for (const m of Object.values(own.maps)) m.close();
     }
   });
 });

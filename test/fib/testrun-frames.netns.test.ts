@@ -2,7 +2,15 @@
 // (L2, VLAN, ARP, other EtherTypes, truncations at every header boundary, disabled
 // families), and the counter bookkeeping.
 import { describe, expect, it } from 'vitest';
-import { decodeConfig, defaultConfig, loadInstance, type ReasonName } from '../../src/fib/index.js';
+import {
+  POST_LOOKUP_REASONS,
+  decodeConfig,
+  decodeState,
+  encodeState,
+  defaultConfig,
+  loadInstance,
+  type ReasonName,
+} from '../../src/fib/index.js';
 import {
   ETH_P_8021AD,
   ETH_P_8021Q,
@@ -207,17 +215,38 @@ describe.skipIf(skip)('fk_xdp_fwd: bookkeeping', () => {
     expect(decodeConfig(fk.cfgMap.lookup(u32(0))!)).toEqual({ ...defaultConfig(), slot: 1 });
   });
 
-  it('every slot: sum(actions) = sum(results) + sum(reasons) - reasons.no_txport', () => {
+  it('every slot: actions = results + reasons decided before a lookup; redirect = success - reasons after it', () => {
     let checked = 0;
+    const post = new Set<string>(POST_LOOKUP_REASONS);
     for (let slot = 0; slot < 9; slot++) {
       const c = slotCounters(fk, slot);
-      const sum = (r: Record<string, { packets: number }>) =>
-        Object.values(r).reduce((s, v) => s + v.packets, 0);
-      expect(sum(c.actions), `slot ${slot}`).toBe(
-        sum(c.results) + sum(c.reasons) - c.reasons.no_txport.packets,
+      const sum = (r: Record<string, { packets: number }>, keep: (k: string) => boolean) =>
+        Object.entries(r).reduce((s, [k, v]) => s + (keep(k) ? v.packets : 0), 0);
+      const all = () => true;
+      expect(sum(c.actions, all), `slot ${slot}`).toBe(
+        sum(c.results, all) + sum(c.reasons, (k) => !post.has(k)),
       );
-      checked += sum(c.actions);
+      expect(c.actions.redirect.packets, `slot ${slot}`).toBe(
+        c.results.success.packets - sum(c.reasons, (k) => post.has(k)),
+      );
+      checked += sum(c.actions, all);
     }
     expect(checked).toBeGreaterThan(20);
+  });
+
+  it('a slot the agent has not written yet passes everything (not_ready)', () => {
+    const off = variant(9, {});
+    const saved = fk.maps.state.lookup(u32(0))!;
+    try {
+      const st = decodeState(saved);
+      st.dev[9] = { ...st.dev[9]!, ready: false };
+      fk.maps.state.update(u32(0), encodeState(st));
+      expect(run(off, v4(V4.server), { slot: 9 }).moved.sort()).toEqual(
+        passed('reasons.not_ready'),
+      );
+    } finally {
+      fk.maps.state.update(u32(0), saved);
+    }
+    expect(run(off, v4(V4.server), { slot: 9 }).retval).toBe(REDIRECT);
   });
 });

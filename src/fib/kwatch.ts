@@ -1,0 +1,119 @@
+// Reading what kstate.ts needs from the kernel: addresses and routes (netlink dumps) and the
+// sysctls (files under /proc/sys/net, opened inside the managed namespace: a sysctl belongs
+// to the namespace of the process that opens it). Sysctl changes raise no event except
+// rp_filter and forwarding (RTM_NEWNETCONF), so the forwarder also polls them.
+import { readFileSync } from 'node:fs';
+import type { Logger } from '../log/index.js';
+import type { NetlinkHandle } from '../netlink/index.js';
+import { runInNetns } from '../native/index.js';
+import { mirrorKernel, type NetSysctls, type SlotDevice } from './kstate.js';
+import type { DatapathOps } from './ops.js';
+
+const SYS = '/proc/sys/net';
+
+/** RTM_NEWNETCONF / RTM_DELNETCONF: a device's rp_filter or forwarding changed. */
+export const RTM_NEWNETCONF = 80;
+export const RTM_DELNETCONF = 81;
+export const RTNLGRP_IPV4_NETCONF = 24;
+export const RTNLGRP_IPV6_NETCONF = 25;
+
+function num(path: string): number | undefined {
+  try {
+    const v = Number(readFileSync(path, 'utf8').trim());
+    return Number.isFinite(v) ? v : undefined;
+  } catch {
+    return undefined; // no such device (any more), or no IPv6 in this kernel
+  }
+}
+
+function readAll(devices: readonly string[]): NetSysctls {
+  const dev = new Map<string, { rpFilter: number; disableIpv6: boolean }>();
+  for (const name of devices) {
+    if (name.includes('/')) continue; // not a device name /proc/sys can hold
+    const rpFilter = num(`${SYS}/ipv4/conf/${name}/rp_filter`);
+    if (rpFilter === undefined) continue;
+    // no IPv6 configuration for the device (IPv6 off in the kernel, MTU < 1280): none taken
+    const disableIpv6 = (num(`${SYS}/ipv6/conf/${name}/disable_ipv6`) ?? 1) !== 0;
+    dev.set(name, { rpFilter, disableIpv6 });
+  }
+  return {
+    mpPolicy4: num(`${SYS}/ipv4/fib_multipath_hash_policy`) ?? 0,
+    // unknown (no IPv6): a policy the program cannot mirror, so multipath IPv6 is passed
+    mpPolicy6: num(`${SYS}/ipv6/fib_multipath_hash_policy`) ?? 255,
+    rpFilterAll: num(`${SYS}/ipv4/conf/all/rp_filter`) ?? 0,
+    ip6ForwardingAll: (num(`${SYS}/ipv6/conf/all/forwarding`) ?? 0) !== 0,
+    dev,
+  };
+}
+
+/** The sysctls of `devices` and of the namespace, read in `netns` (default: our own). */
+export function readSysctls(netns: string | undefined, devices: readonly string[]): NetSysctls {
+  return netns === undefined ? readAll(devices) : runInNetns(netns, () => readAll(devices));
+}
+
+/** A stable text of the sysctls, to see whether a poll found a change. */
+export function sysctlKey(s: NetSysctls): string {
+  return JSON.stringify([
+    s.mpPolicy4,
+    s.mpPolicy6,
+    s.rpFilterAll,
+    s.ip6ForwardingAll,
+    [...s.dev].sort(([a], [b]) => (a < b ? -1 : 1)),
+  ]);
+}
+
+/** Addresses and routes of every table, both families (one dump each). */
+export async function dumpKernel(nl: NetlinkHandle) {
+  const [addresses, routes] = await Promise.all([nl.addrList(), nl.routeList()]);
+  return { addresses, routes };
+}
+
+/**
+ * Keeps the program's view of the kernel current: reads the sysctls and dumps addresses and
+ * routes, computes the mirror and writes it through the datapath. The forwarder calls
+ * refresh() after every reconciliation pass (link, address, route and netconf events, the
+ * periodic resync) and sysctlsChanged() from its sysctl poll.
+ */
+export class MirrorWriter {
+  readonly #ops: DatapathOps;
+  readonly #netns: string | undefined;
+  readonly #log: Logger;
+  #lastSysctls: string | undefined;
+  #lastSummary = '';
+
+  constructor(ops: DatapathOps, netns: string | undefined, log: Logger) {
+    this.#ops = ops;
+    this.#netns = netns;
+    this.#log = log;
+  }
+
+  async refresh(nl: NetlinkHandle, devices: readonly SlotDevice[]): Promise<void> {
+    const sysctls = readSysctls(
+      this.#netns,
+      devices.map((d) => d.name),
+    );
+    const { addresses, routes } = await dumpKernel(nl);
+    const m = mirrorKernel({ addresses, routes, sysctls, devices });
+    this.#ops.writeMirror(m);
+    this.#lastSysctls = sysctlKey(sysctls);
+    const summary = JSON.stringify({
+      ...m.summary,
+      mpPolicy4: m.state.mpPolicy4,
+      mpPolicy6: m.state.mpPolicy6,
+      devices: devices.map((d) => ({
+        name: d.name,
+        rpFilter: m.state.dev[d.slot]?.rpFilter,
+        ip6Off: m.state.dev[d.slot]?.ip6Off,
+      })),
+    });
+    if (summary !== this.#lastSummary) {
+      this.#lastSummary = summary;
+      this.#log.info(JSON.parse(summary) as object, 'xdp: kernel state mirrored');
+    }
+  }
+
+  /** True when the sysctls of `devices` differ from those the last refresh wrote. */
+  sysctlsChanged(devices: readonly string[]): boolean {
+    return sysctlKey(readSysctls(this.#netns, devices)) !== this.#lastSysctls;
+  }
+}

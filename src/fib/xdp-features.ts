@@ -1,0 +1,173 @@
+// Which devices can take XDP_REDIRECT frames: the kernel's xdp_features of each device
+// (generic netlink family "netdev", Linux 6.3+), read with one dump. A redirect into a device
+// without NETDEV_XDP_ACT_NDO_XMIT fails (EOPNOTSUPP) and the frame is lost; a veth has it only
+// while its peer runs an XDP program or has GRO on. Such devices stay out of the devmap, so
+// frames routed through them go to the kernel, which forwards them.
+import { describeError } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import { NetlinkSocket, type SystemError } from '../native/index.js';
+
+const NETLINK_GENERIC = 16;
+const GENL_ID_CTRL = 0x10;
+const CTRL_CMD_GETFAMILY = 3;
+const CTRL_ATTR_FAMILY_ID = 1;
+const CTRL_ATTR_FAMILY_NAME = 2;
+const NETDEV_CMD_DEV_GET = 1;
+const NETDEV_A_DEV_IFINDEX = 1;
+const NETDEV_A_DEV_XDP_FEATURES = 3;
+const NLM_F_REQUEST = 1;
+const NLM_F_ACK = 4;
+const NLM_F_DUMP = 0x300;
+const NLMSG_ERROR = 2;
+const NLMSG_DONE = 3;
+
+/** NETDEV_XDP_ACT_NDO_XMIT: the device implements ndo_xdp_xmit (redirect target). */
+export const NETDEV_XDP_ACT_NDO_XMIT = 1n << 2n;
+
+function attr(type: number, value: Buffer): Buffer {
+  const len = 4 + value.length;
+  const b = Buffer.alloc((len + 3) & ~3);
+  b.writeUInt16LE(len, 0);
+  b.writeUInt16LE(type, 2);
+  value.copy(b, 4);
+  return b;
+}
+
+function attrs(buf: Buffer, off: number, end: number): Map<number, Buffer> {
+  const out = new Map<number, Buffer>();
+  while (off + 4 <= end) {
+    const len = buf.readUInt16LE(off);
+    if (len < 4 || off + len > end) break;
+    out.set(buf.readUInt16LE(off + 2) & 0x3fff, buf.subarray(off + 4, off + len));
+    off += (len + 3) & ~3;
+  }
+  return out;
+}
+
+/** A genetlink request: nlmsghdr, genlmsghdr (cmd, version 1), attributes. */
+function request(type: number, flags: number, seq: number, cmd: number, body: Buffer): Buffer {
+  const h = Buffer.alloc(20);
+  h.writeUInt32LE(20 + body.length, 0);
+  h.writeUInt16LE(type, 4);
+  h.writeUInt16LE(flags, 6);
+  h.writeUInt32LE(seq, 8);
+  h[16] = cmd;
+  h[17] = 1;
+  return Buffer.concat([h, body]);
+}
+
+/**
+ * The xdp_features of every device in a namespace. read() answers undefined when the kernel
+ * has no "netdev" family (before 6.3): then every selected device is a redirect target, as
+ * before. Requests are one at a time (the forwarder's sync is serial).
+ */
+export class XdpFeatures {
+  readonly #sock: NetlinkSocket;
+  readonly #log: Logger;
+  #seq = 1;
+  #family: number | undefined | null = null;
+  #pending: { seq: number; out: Buffer[]; done: (err?: Error) => void } | undefined;
+
+  private constructor(sock: NetlinkSocket, log: Logger) {
+    this.#sock = sock;
+    this.#log = log;
+    sock.receive({
+      onData: (chunk) => this.#onData(chunk),
+      onError: (err: SystemError) => this.#pending?.done(err),
+    });
+    sock.unref();
+  }
+
+  static open(netns: string | undefined, log: Logger): XdpFeatures {
+    const sock = NetlinkSocket.open({
+      protocol: NETLINK_GENERIC,
+      ...(netns === undefined ? {} : { netns }),
+    });
+    return new XdpFeatures(sock, log);
+  }
+
+  #onData(chunk: Buffer): void {
+    const p = this.#pending;
+    if (p === undefined) return;
+    for (let off = 0; off + 16 <= chunk.length;) {
+      const len = chunk.readUInt32LE(off);
+      if (len < 16) break;
+      const type = chunk.readUInt16LE(off + 4);
+      if (chunk.readUInt32LE(off + 8) === p.seq) {
+        if (type === NLMSG_DONE) return p.done();
+        if (type === NLMSG_ERROR) {
+          const errno = -chunk.readInt32LE(off + 16);
+          if (errno === 0) return p.done();
+          return p.done(Object.assign(new Error(`genetlink: errno ${errno}`), { errno }));
+        }
+        p.out.push(Buffer.from(chunk.subarray(off, off + len)));
+      }
+      off += (len + 3) & ~3;
+    }
+  }
+
+  #ask(msg: (seq: number) => Buffer): Promise<Buffer[]> {
+    const seq = this.#seq++;
+    return new Promise((resolve, reject) => {
+      const out: Buffer[] = [];
+      // the socket keeps the process alive only while an answer is awaited
+      this.#sock.ref();
+      this.#pending = {
+        seq,
+        out,
+        done: (err) => {
+          this.#pending = undefined;
+          this.#sock.unref();
+          if (err) reject(err);
+          else resolve(out);
+        },
+      };
+      try {
+        this.#sock.send(msg(seq));
+      } catch (err) {
+        this.#pending?.done(err as Error);
+      }
+    });
+  }
+
+  async #familyId(): Promise<number | undefined> {
+    if (this.#family !== null) return this.#family;
+    try {
+      const name = attr(CTRL_ATTR_FAMILY_NAME, Buffer.from('netdev\0'));
+      const [m] = await this.#ask((seq) =>
+        request(GENL_ID_CTRL, NLM_F_REQUEST | NLM_F_ACK, seq, CTRL_CMD_GETFAMILY, name),
+      );
+      const id = m && attrs(m, 20, m.length).get(CTRL_ATTR_FAMILY_ID);
+      this.#family = id === undefined ? undefined : id.readUInt16LE(0);
+    } catch (err) {
+      // ENOENT: no such family (Linux before 6.3)
+      this.#log.info({ err: describeError(err) }, 'xdp: no netdev family; xdp_features unknown');
+      this.#family = undefined;
+    }
+    return this.#family;
+  }
+
+  /** ifindex -> xdp_features of every device, or undefined when the kernel cannot tell. */
+  async read(): Promise<Map<number, bigint> | undefined> {
+    const family = await this.#familyId();
+    if (family === undefined) return undefined;
+    const msgs = await this.#ask((seq) =>
+      request(family, NLM_F_REQUEST | NLM_F_DUMP, seq, NETDEV_CMD_DEV_GET, Buffer.alloc(0)),
+    );
+    const out = new Map<number, bigint>();
+    for (const m of msgs) {
+      const a = attrs(m, 20, m.length);
+      const ifindex = a.get(NETDEV_A_DEV_IFINDEX);
+      const feat = a.get(NETDEV_A_DEV_XDP_FEATURES);
+      if (ifindex !== undefined && feat !== undefined && feat.length >= 8) {
+        out.set(ifindex.readUInt32LE(0), feat.readBigUInt64LE(0));
+      }
+    }
+    return out;
+  }
+
+  close(): void {
+    this.#pending?.done(new Error('closed'));
+    this.#sock.close();
+  }
+}
