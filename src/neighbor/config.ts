@@ -90,9 +90,9 @@ export function defaultTuning(): NeighborTuning {
     // Exact (see share.ts), and the calculation then costs one lookup per route prefix
     // instead of one per forwardable IP.
     shareLookups: true,
-    // Derived from neighRcvbuf (writeBacklog()): at 64 MiB about 140,000 events, so a table
+    // Derived from neighRcvbuf (writeBacklog()): at 64 MiB about 105,000 events, so a table
     // of 100,000 legacy entries (one event each) is written without a wait; larger ones
-    // wait for their events every ~70,000 entries.
+    // then at the pace their events come back.
     writeBacklog: undefined,
     internAddresses: true,
     // A turn looks at up to 1024 rows (~0.2 ms) 20 times a second: a STALE entry of a small
@@ -109,13 +109,13 @@ export function defaultTuning(): NeighborTuning {
 const EVENT_TRUESIZE = 768;
 
 /**
- * Events of the entries written that may be unread at most: four fifths of what the
+ * Events of the entries written that may be unread at most: three fifths of what the
  * neighbor-event socket holds (the kernel doubles the buffer asked for; at 64 MiB about
- * 140,000 events), the rest for everyone else's events meanwhile.
+ * 105,000 events, where 161,000 fit here), the rest for everyone else's events meanwhile.
  */
 export function writeBacklog(t: NeighborTuning): number {
   if (t.writeBacklog !== undefined) return t.writeBacklog;
-  return Math.floor((0.8 * (2 * t.neighRcvbuf)) / EVENT_TRUESIZE);
+  return Math.floor((0.6 * (2 * t.neighRcvbuf)) / EVENT_TRUESIZE);
 }
 
 const GLOB = /^[A-Za-z0-9_.:@*?+-]{1,64}$/;

@@ -54,6 +54,8 @@ export interface NeighborOpsParams {
   reading?(on: boolean): void;
   /** Neighbor events read so far (pace.ts). */
   eventsRead?(): number;
+  /** Overflows of the neighbor-event socket so far (pace.ts). */
+  eventOverflows?(): number;
   /** Why a row is being written again (set by requeue, consumed here for the metrics). */
   causes: Map<string, RequeueCause>;
   /** Called by prune with desired keys whose entry the kernel does not have. */
@@ -77,6 +79,7 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     this.pacer = new WritePacer({
       budget: p.backlog,
       read: p.eventsRead ?? (() => 0),
+      overflows: p.eventOverflows,
       reading: p.reading,
     });
   }

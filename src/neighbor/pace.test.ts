@@ -77,12 +77,23 @@ describe('write pacing', () => {
     expect(t.s.turns).toBe(0);
   });
 
-  it('a wait ends at its limit when the events never come', async () => {
+  it('a wait ends at its limit when the events are late; the next batch waits for them again', async () => {
     const t = setup(10_000, 0);
     await t.batch(8192);
     await t.batch(8192);
     expect(t.s.turns).toBe(200); // PACE_MAX_MS of the fake clock
-    expect(t.pacer.owed).toBe(0);
+    expect(t.pacer.owed).toBe(2 * 8192);
+    await t.batch(8192);
+    expect(t.s.turns).toBe(400);
+  });
+
+  it('an overflow of the event socket settles what is owed (a dump replaces the events)', async () => {
+    let overflows = 0;
+    const pacer = new WritePacer({ budget: 10_000, read: () => 0, overflows: () => overflows });
+    await pacer.written(8000);
+    expect(pacer.owed).toBe(8000);
+    overflows++;
+    expect(pacer.owed).toBe(0);
   });
 
   it('small writes (a route change) leave the reading alone; budget 0 turns it all off', async () => {

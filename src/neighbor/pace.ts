@@ -8,12 +8,16 @@
 // kernel queues the events): the writes go out first, and the events (one per new legacy
 // entry, which only confirm what was written) are read in one go when the writer waits for
 // them, pauses (waiting for next-hop lookups, say) or is done. Reading them interleaved
-// with the writes cost about a third of the time 100,000 entries took to converge.
+// with the writes cost about a third of the time 100,000 entries took to converge. A table
+// larger than the budget is then written at the pace its events come back (its ARP
+// resolution): each batch waits until half the budget is owed, for at most PACE_MAX_MS.
 export interface WritePacerParams {
   /** Events caused by the writes that may be unread at most; 0: never wait, never pause. */
   budget: number;
   /** Neighbor events read so far (a count that only grows). */
   read(): number;
+  /** Overflows of the event socket so far: each settles everything owed (a dump follows). */
+  overflows?(): number;
   /** Stops (false) or resumes (true) reading the event socket. */
   reading?(on: boolean): void;
   /** Runs `fn` once the current turn of the event loop is over (default setImmediate). */
@@ -33,6 +37,7 @@ export class WritePacer {
   private readonly p: WritePacerParams;
   private owedEvents = 0;
   private readAt: number;
+  private overflowsAt: number;
   private paused = false;
   /** Bumped by every large batch: a resume scheduled before it is void. */
   private generation = 0;
@@ -40,11 +45,17 @@ export class WritePacer {
   constructor(p: WritePacerParams) {
     this.p = p;
     this.readAt = p.read();
+    this.overflowsAt = p.overflows?.() ?? 0;
   }
 
   /** Events caused by the writes and not read yet (as far as the pacer can tell). */
   get owed(): number {
     const read = this.p.read();
+    const overflows = this.p.overflows?.() ?? 0;
+    if (overflows !== this.overflowsAt) {
+      this.overflowsAt = overflows;
+      this.owedEvents = 0;
+    }
     this.owedEvents = Math.max(0, this.owedEvents - Math.max(0, read - this.readAt));
     this.readAt = read;
     return this.owedEvents;
@@ -76,8 +87,9 @@ export class WritePacer {
       const now = this.p.now ?? Date.now;
       const turn = this.p.turn ?? (() => new Promise<void>((r) => setImmediate(r)));
       const until = now() + PACE_MAX_MS;
+      // The events of a large table come at the pace of its ARP resolution: what is still
+      // owed after the limit is waited for by the next batch.
       while (this.owed > budget / 2 && now() < until) await turn();
-      if (this.owedEvents > budget / 2) this.owedEvents = 0; // lost, or never coming
     }
     this.resumeLater();
   }

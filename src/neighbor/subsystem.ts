@@ -281,6 +281,7 @@ export class NeighborSubsystem {
       burst: this.burst,
       reading: (on) => this.neighFeed?.reading(on),
       eventsRead: () => this.neighFeed?.eventsRead ?? 0,
+      eventOverflows: () => this.neighFeed?.overflows ?? 0,
       missing: (keys) => {
         for (const k of keys) this.requeue(k, 'deleted');
       },

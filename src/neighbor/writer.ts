@@ -35,6 +35,8 @@ export interface WriterParams {
   reading?(on: boolean): void;
   /** Neighbor events read so far (pace.ts). */
   eventsRead?(): number;
+  /** Overflows of the neighbor-event socket so far (pace.ts). */
+  eventOverflows?(): number;
   /** The rate limiter's burst. */
   burst: number;
   missing(keys: readonly string[]): void;
@@ -53,6 +55,7 @@ export function makeWriter(p: WriterParams): Reconciler<DesiredNeighbor> {
     backlog: writeBacklog(p.tuning),
     reading: p.reading,
     eventsRead: p.eventsRead,
+    eventOverflows: p.eventOverflows,
     causes: p.causes,
     wanted: (ifindex, ip) => p.desired.has(neighKey(ifindex, ip)),
     missing: (keys) => p.missing(keys),
