@@ -102,9 +102,7 @@ try {
       if (typeof v === 'number' && v !== k0[k]) delta[k] = v - k0[k];
       if (typeof v === 'object' && JSON.stringify(v) !== JSON.stringify(k0[k])) delta[k] = v;
     }
-    console.log(
-      `  counters changed: ${JSON.stringify(delta)}`,
-    );
+    console.log(`  counters changed: ${JSON.stringify(delta)}`);
     await agent.call('clear', { owner: 'bench' });
     await quiet(nl, ifindex, mod.NUD_INCOMPLETE);
     const over = (after['neighbors/overflow'] ?? 0) - (before['neighbors/overflow'] ?? 0);
