@@ -163,7 +163,10 @@ describe.skipIf(skip)('neighbors', () => {
       },
       { ifindex: v0 },
     );
-    expect(count).toBe(dumped.length);
+    // Every entry of the device is handed over; the kernel's own (an IPv6 router or
+    // multicast neighbor of the link) may come or go between the two dumps.
+    expect(count).toBeGreaterThanOrEqual(n);
+    expect(Math.abs(count - dumped.length)).toBeLessThanOrEqual(2);
     expect(each.sort()).toEqual(
       mine.map((d) => `${d.dst} ${d.lladdr} ${d.state} ${d.flags}`).sort(),
     );
