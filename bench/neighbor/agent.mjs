@@ -57,7 +57,8 @@ const handlers = {
     n.setOwner(owner, list);
     await n.settled();
     const ms = performance.now() - t0;
-    return { ms, summary: n.status({ limit: 0 }).summary };
+    const s = n.status({ limit: 0 });
+    return { ms, summary: s.summary, counters: s.counters };
   },
   /** Releases everything `owner` holds and waits until the entries are gone. */
   async clear({ owner }) {

@@ -155,6 +155,7 @@ async function converge(ctx, n, rounds) {
       }),
     fibkeeper: async () => {
       const res = await agent.call('load', { owner: 'bench', base: BASE, count: n });
+      ctx.resyncs = res.counters.resyncs;
       await check(nl, ifindex, n);
       await quiet(nl, ifindex, mod.NUD_INCOMPLETE);
       await agent.call('clear', { owner: 'bench' });
@@ -315,7 +316,9 @@ async function main() {
       runs.push({ n, rounds, ms: got });
       console.log(
         `converge N=${n}: fibkeeper ${r2(f)} ms, ip -batch ${r2(b)} ms (${r2(b / f)}x), ` +
-          `raw neighSetMany ${r2(w)} ms (fibkeeper at ${r2(w / f)} of the raw ceiling)`,
+          `raw neighSetMany ${r2(w)} ms (fibkeeper at ${r2(w / f)} of the raw ceiling); ` +
+          `rounds ${got.fibkeeper.map(r2).join(', ')} / raw ${got.raw.map(r2).join(', ')} ms; ` +
+          `agent resyncs so far ${JSON.stringify(ctx.resyncs)}`,
       );
       figures.push(
         figure({

@@ -48,10 +48,11 @@ export interface NeighborTuning {
    */
   shareLookups: boolean;
   /**
-   * Write batches of at least this many entries wait for their own events before the next
-   * batch (a writer that runs ahead of its events overflows the event socket); 0: never.
+   * Events of the entries written that may be unread at most before a write waits for them
+   * (a writer that runs ahead of its events overflows the event socket); 0: never wait;
+   * undefined: most of what the neighbor-event socket holds (writeBacklog()).
    */
-  writePaceFrom: number;
+  writeBacklog: number | undefined;
   /**
    * Key the observed entries of on-link next hops with the forwardable IP's own string (one
    * copy of each address in memory instead of two, for a lookup per new entry).
@@ -89,16 +90,32 @@ export function defaultTuning(): NeighborTuning {
     // Exact (see share.ts), and the calculation then costs one lookup per route prefix
     // instead of one per forwardable IP.
     shareLookups: true,
+    // Derived from neighRcvbuf (writeBacklog()): at 64 MiB about 105,000 events, so a table
+    // of 100,000 legacy entries (one event each) is written without a wait; larger ones
+    // then at the pace their events come back.
+    writeBacklog: undefined,
+    internAddresses: true,
     // A turn looks at up to 1024 rows (~0.2 ms) 20 times a second: a STALE entry of a small
     // table is refreshed within 50 ms, and a pass over 1,000,000 rows of which few are STALE
     // takes under a minute (4096 cost a second of CPU while 1,000,000 fresh entries were
     // written); when most are STALE (the steady state of a large table), a turn finds its
     // handful after a few rows.
-    writePaceFrom: 1024,
-    internAddresses: true,
     refreshScan: 1024,
     refreshTickMs: 50,
   };
+}
+
+/** The kernel's truesize of one queued neighbor event (an skb of ~768 B). */
+const EVENT_TRUESIZE = 768;
+
+/**
+ * Events of the entries written that may be unread at most: three fifths of what the
+ * neighbor-event socket holds (the kernel doubles the buffer asked for; at 64 MiB about
+ * 105,000 events, where 161,000 fit here), the rest for everyone else's events meanwhile.
+ */
+export function writeBacklog(t: NeighborTuning): number {
+  if (t.writeBacklog !== undefined) return t.writeBacklog;
+  return Math.floor((0.6 * (2 * t.neighRcvbuf)) / EVENT_TRUESIZE);
 }
 
 const GLOB = /^[A-Za-z0-9_.:@*?+-]{1,64}$/;

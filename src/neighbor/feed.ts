@@ -69,6 +69,8 @@ export class Feed<D> {
   lastError: string | undefined = undefined;
   /** Overflows seen (each answered by a fresh subscription and a dump). */
   overflows = 0;
+  /** Events read from the socket (every subscription, held ones included). */
+  eventsRead = 0;
 
   constructor(p: FeedParams<D>) {
     this.p = p;
@@ -91,6 +93,7 @@ export class Feed<D> {
     const take = this.p.take;
     if (take !== undefined) {
       handlers.onMessage = (type, buf, off, len) => {
+        this.eventsRead++;
         if (sub !== this.sub || this.stopped) return true; // stale: dropped
         if (this.held !== undefined) return false;
         try {
@@ -222,6 +225,14 @@ export class Feed<D> {
         resolve();
       }, ms);
     });
+  }
+
+  /**
+   * Stops (false) or resumes (true) reading the events; they queue in the socket meanwhile
+   * (pace.ts decides, and keeps them within what the socket holds).
+   */
+  reading(on: boolean): void {
+    this.sub?.reading(on);
   }
 
   /** Closes the subscription; a running resync ends without loading. Idempotent. */

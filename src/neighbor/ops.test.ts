@@ -40,7 +40,7 @@ function setup(mode: RefreshMode = 'managed', twoStep = false) {
     metrics,
     log: silentLogger(),
     twoStep,
-    paceFrom: 1024,
+    backlog: 0,
     causes,
     missing: (keys) => missing.push(...keys),
     wanted: (ifindex, ip) => wanted.has(neighKey(ifindex, ip)),

@@ -22,6 +22,7 @@ import {
 } from '../netlink/index.js';
 import type { BatchResult, Operations } from '../statedb/index.js';
 import { isForeign, isOwned, observedRow, type ObservedNeighbors } from './observed.js';
+import { WritePacer } from './pace.js';
 import type { RequeueCause } from './reactor.js';
 import type { DesiredNeighbor, RefreshMode } from './types.js';
 
@@ -45,10 +46,16 @@ export interface NeighborOpsParams {
   /** Write new legacy entries in two steps (kernels before 5.16). */
   twoStep: boolean;
   /**
-   * Batches of at least this many writes wait for their events before the next one
-   * (eventsOf); 0: never.
+   * Events of the entries written that may be unread at most before a write waits for them
+   * (pace.ts: what the event socket holds); 0: never wait.
    */
-  paceFrom: number;
+  backlog: number;
+  /** Stops (false) or resumes (true) reading the neighbor-event socket (pace.ts). */
+  reading?(on: boolean): void;
+  /** Neighbor events read so far (pace.ts). */
+  eventsRead?(): number;
+  /** Overflows of the neighbor-event socket so far (pace.ts). */
+  eventOverflows?(): number;
   /** Why a row is being written again (set by requeue, consumed here for the metrics). */
   causes: Map<string, RequeueCause>;
   /** Called by prune with desired keys whose entry the kernel does not have. */
@@ -56,9 +63,6 @@ export interface NeighborOpsParams {
   /** Whether (ifindex, ip) is a desired entry now (prune's membership test). */
   wanted(ifindex: number, ip: string): boolean;
 }
-
-/** The longest such a wait: an event may have been lost (an overflow), or never come. */
-const PACE_MAX_MS = 200;
 
 /** Up to this many deletes in a batch, entries the observed table lacks are asked of the kernel. */
 const ASK_KERNEL_UP_TO = 256;
@@ -68,11 +72,16 @@ const isErrno = (err: unknown, ...names: string[]): boolean =>
 
 export class NeighborOps implements Operations<DesiredNeighbor> {
   private readonly p: NeighborOpsParams;
-  /** The last entry the previous large batch created: its event paces the next batch. */
-  private paceAfter: DesiredNeighbor | undefined = undefined;
+  private readonly pacer: WritePacer;
 
   constructor(p: NeighborOpsParams) {
     this.p = p;
+    this.pacer = new WritePacer({
+      budget: p.backlog,
+      read: p.eventsRead ?? (() => 0),
+      overflows: p.eventOverflows,
+      reading: p.reading,
+    });
   }
 
   /** The entry as fibkeeper writes it on the `mode` path. */
@@ -113,26 +122,23 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     const todo: number[] = [];
     const specs: NeighSpec[] = [];
     const mode = this.p.mode();
-    let lastNew: DesiredNeighbor | undefined;
+    let created = 0;
     for (let i = 0; i < objs.length; i++) {
       const d = objs[i]!;
       const seen = this.p.observed.find(d.ifindex, d.nexthop);
       if (seen !== undefined && isForeign(seen, this.p.protocol)) continue;
-      if (seen === undefined) lastNew = d;
+      if (seen === undefined) created++;
       todo.push(i);
       specs.push(this.spec(d, mode));
     }
     if (todo.length === 0) return results;
     if (mode === 'legacy' && this.p.twoStep) await this.createFirst(objs, todo);
+    // Events per new entry: the kernel announces a legacy entry (NTF_USE) once, when it
+    // resolves; a managed one (or a two-step legacy one) when it is created too.
+    const events = created * (mode === 'legacy' && !this.p.twoStep ? 1 : 2);
+    this.pacer.writing(created);
     const out = await this.p.kernel.neighSetMany(specs);
-    const pace = this.p.paceFrom;
-    if (pace > 0 && todo.length >= pace && lastNew !== undefined) {
-      // One batch of lag: the previous batch's events have most likely been read by now,
-      // so the writes and the reading overlap, and the backlog stays within two batches.
-      const previous = this.paceAfter;
-      this.paceAfter = lastNew;
-      if (previous !== undefined) await this.eventsOf(previous);
-    }
+    if (events > 0) await this.pacer.written(events);
     for (const f of out.failures) results[todo[f.index]!] = f.error;
     let inserts = 0;
     const by: Record<RequeueCause, number> = { deleted: 0, failed: 0, refresh: 0, mode: 0 };
@@ -153,21 +159,6 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     this.p.metrics.reinserted('failed', by.failed);
     this.p.metrics.refreshed(by.refresh);
     return results;
-  }
-
-  /**
-   * Waits (at most PACE_MAX_MS) until the event of the last entry a large batch created has
-   * been read: the kernel sends an event for every entry it creates (and another when it
-   * resolves), and a writer that runs ahead of its own events overflows the event socket
-   * (then the table is dumped again: at 1,000,000 entries, a second of work each time).
-   * Events arrive in order, so the last one stands for the batch. An entry gone meanwhile
-   * (deleted again) ends the wait at its limit.
-   */
-  private async eventsOf(d: DesiredNeighbor): Promise<void> {
-    const until = Date.now() + PACE_MAX_MS;
-    while (this.p.observed.find(d.ifindex, d.nexthop) === undefined && Date.now() < until) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
   }
 
   /**

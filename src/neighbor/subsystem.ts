@@ -279,6 +279,9 @@ export class NeighborSubsystem {
       twoStep: this.tuning.legacyTwoStep ?? !this.p.managedSupported,
       causes: this.causes,
       burst: this.burst,
+      reading: (on) => this.neighFeed?.reading(on),
+      eventsRead: () => this.neighFeed?.eventsRead ?? 0,
+      eventOverflows: () => this.neighFeed?.overflows ?? 0,
       missing: (keys) => {
         for (const k of keys) this.requeue(k, 'deleted');
       },

@@ -10,7 +10,7 @@ import {
   type Initializable,
   type Table,
 } from '../statedb/index.js';
-import type { NeighborConfig, NeighborTuning } from './config.js';
+import { writeBacklog, type NeighborConfig, type NeighborTuning } from './config.js';
 import type { ObservedNeighbors } from './observed.js';
 import { NeighborOps, type NeighborKernel } from './ops.js';
 import type { RequeueCause } from './reactor.js';
@@ -31,6 +31,12 @@ export interface WriterParams {
   log: Logger;
   twoStep: boolean;
   causes: Map<string, RequeueCause>;
+  /** Stops (false) or resumes (true) reading the neighbor-event socket (pace.ts). */
+  reading?(on: boolean): void;
+  /** Neighbor events read so far (pace.ts). */
+  eventsRead?(): number;
+  /** Overflows of the neighbor-event socket so far (pace.ts). */
+  eventOverflows?(): number;
   /** The rate limiter's burst. */
   burst: number;
   missing(keys: readonly string[]): void;
@@ -46,7 +52,10 @@ export function makeWriter(p: WriterParams): Reconciler<DesiredNeighbor> {
     metrics: p.metrics,
     log: p.log,
     twoStep: p.twoStep,
-    paceFrom: p.tuning.writePaceFrom,
+    backlog: writeBacklog(p.tuning),
+    reading: p.reading,
+    eventsRead: p.eventsRead,
+    eventOverflows: p.eventOverflows,
     causes: p.causes,
     wanted: (ifindex, ip) => p.desired.has(neighKey(ifindex, ip)),
     missing: (keys) => p.missing(keys),

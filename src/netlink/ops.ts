@@ -8,6 +8,8 @@ export interface Transport {
   readonly portId: number;
   send(data: Buffer | readonly Buffer[]): number;
   receive(receiver: NetlinkReceiver): void;
+  /** Stops polling (datagrams queue in the kernel) until receive() is called again. */
+  pause?(): void;
   ref(): void;
   unref(): void;
   close(): void;

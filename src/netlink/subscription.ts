@@ -2,7 +2,7 @@
 // turns notifications into typed events and a receive overflow (ENOBUFS) into an explicit
 // `overflow` event, after which the caller must resync with a dump.
 import { InvalidArgumentError } from '../errors/index.js';
-import type { SystemError } from '../native/index.js';
+import type { NetlinkReceiver, SystemError } from '../native/index.js';
 import {
   RTNLGRP_IPV4_IFADDR,
   RTNLGRP_IPV4_ROUTE,
@@ -101,12 +101,31 @@ export class Subscription {
   readonly groups: readonly number[];
   readonly stats: SubscriptionStats = { events: 0, overflows: 0, parseErrors: 0, ignored: 0 };
   #closed = false;
+  #paused = false;
+  readonly #receiver: NetlinkReceiver;
 
   constructor(transport: Transport, groups: readonly number[], handlers: SubscriptionHandlers) {
     this.#t = transport;
     this.#h = handlers;
     this.groups = groups;
-    transport.receive({ onData: (c) => this.#onData(c), onError: (e) => this.#onError(e) });
+    this.#receiver = { onData: (c) => this.#onData(c), onError: (e) => this.#onError(e) };
+    transport.receive(this.#receiver);
+  }
+
+  /**
+   * Stops reading (false) or reads again (true). While paused, events queue in the socket
+   * (and overflow it, reported as `overflow` once reading resumes, if too many arrive).
+   */
+  reading(on: boolean): void {
+    if (this.#closed || this.#t.pause === undefined || this.#paused === !on) return;
+    this.#paused = !on;
+    if (on) this.#t.receive(this.#receiver);
+    else this.#t.pause();
+  }
+
+  /** Whether reading is paused (reading(false)). */
+  get paused(): boolean {
+    return this.#paused;
   }
 
   #onData(chunk: Buffer): void {

@@ -217,4 +217,28 @@ describe.skipIf(skip)('subscriptions', () => {
       (await h.neighList({ ifindex: v0 })).filter((n) => n.dst !== undefined).length,
     ).toBeGreaterThanOrEqual(5001);
   });
+
+  it('a paused subscription reads nothing; resumed, it reads every queued event in order', async () => {
+    const ns = makeNetns('nl-pause');
+    const h = open(ns);
+    ip(ns, 'link', 'add', 'v0', 'type', 'veth', 'peer', 'name', 'v1');
+    ip(ns, 'link', 'set', 'v0', 'up');
+    const { sub, events } = record(h, ['neigh'], { rcvbuf: 4 << 20 });
+    sub.reading(false);
+    expect(sub.paused).toBe(true);
+    ip(ns, '-batch', batchFile(neighLines(200)));
+    // The kernel has them all; nothing is read while paused.
+    expect((await h.neighList({ ifindex: await h.ifindex('v0') })).length).toBeGreaterThanOrEqual(
+      200,
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    expect(events).toEqual([]);
+    sub.reading(true);
+    expect(sub.paused).toBe(false);
+    await waitFor(() => events.length >= 200 || undefined, { what: 'the queued events' });
+    const dsts = events.map((e) =>
+      e.kind !== 'overflow' && e.object === 'neigh' ? e.msg.dst : e.kind,
+    );
+    expect(dsts).toEqual(neighLines(200).map((l) => l.split(' ')[2]));
+  });
 });

@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest';
+import { WritePacer } from './pace.js';
+
+/**
+ * A pacer over a fake event socket: `queued` events wait in it; a turn of the event loop
+ * reads up to `perTurn` of them while reading is on.
+ */
+function setup(budget: number, perTurn = 3000) {
+  const s = { read: 0, queued: 0, on: true, turns: 0, clock: 0 };
+  const log: string[] = [];
+  const later: (() => void)[] = [];
+  const pacer = new WritePacer({
+    budget,
+    read: () => s.read,
+    reading: (on) => {
+      s.on = on;
+      log.push(on ? 'resume' : 'pause');
+    },
+    later: (fn) => later.push(fn),
+    turn: async () => {
+      s.turns++;
+      s.clock++;
+      if (!s.on) return;
+      const n = Math.min(perTurn, s.queued);
+      s.queued -= n;
+      s.read += n;
+    },
+    now: () => s.clock,
+  });
+  /** A batch of `n` new entries, one event each. */
+  const batch = async (n: number) => {
+    pacer.writing(n);
+    s.queued += n;
+    await pacer.written(n);
+  };
+  const turnOver = () => later.splice(0).forEach((fn) => fn());
+  return { pacer, s, log, batch, turnOver };
+}
+
+describe('write pacing', () => {
+  it('writes 100,000 entries without a wait when their events fit the socket', async () => {
+    const t = setup(140_000);
+    for (let b = 0; b < 13; b++) await t.batch(8192);
+    expect(t.s.turns).toBe(0);
+    expect(t.pacer.owed).toBe(13 * 8192);
+  });
+
+  it('pauses reading for a burst of large batches, and resumes once the burst is over', async () => {
+    const t = setup(140_000);
+    for (let b = 0; b < 3; b++) await t.batch(8192);
+    expect(t.log).toEqual(['pause']);
+    t.turnOver(); // the resumes scheduled before the last batch are void; the last one runs
+    expect(t.log).toEqual(['pause', 'resume']);
+    expect(t.pacer.readingPaused).toBe(false);
+  });
+
+  it('reads down to half the budget once the events owed exceed it, then pauses again', async () => {
+    const t = setup(20_000);
+    for (let b = 0; b < 3; b++) await t.batch(8192);
+    expect(t.log).toEqual(['pause', 'resume']);
+    expect(t.pacer.owed).toBeLessThanOrEqual(10_000);
+    expect(t.s.queued).toBe(t.pacer.owed); // what is owed is what waits in the socket
+    await t.batch(8192); // within the budget again: a burst, reading paused
+    expect(t.log).toEqual(['pause', 'resume', 'pause']);
+  });
+
+  it('events read (of a clear, of anyone) settle what is owed: nothing stale is waited for', async () => {
+    const t = setup(20_000);
+    await t.batch(8192);
+    await t.batch(8192);
+    t.turnOver();
+    // The burst's events are read after it; later bursts owe nothing for them.
+    t.s.read += t.s.queued;
+    t.s.queued = 0;
+    expect(t.pacer.owed).toBe(0);
+    await t.batch(8192);
+    expect(t.s.turns).toBe(0);
+  });
+
+  it('a wait ends at its limit when the events are late; the next batch waits for them again', async () => {
+    const t = setup(10_000, 0);
+    await t.batch(8192);
+    await t.batch(8192);
+    expect(t.s.turns).toBe(200); // PACE_MAX_MS of the fake clock
+    expect(t.pacer.owed).toBe(2 * 8192);
+    await t.batch(8192);
+    expect(t.s.turns).toBe(400);
+  });
+
+  it('an overflow of the event socket settles what is owed (a dump replaces the events)', async () => {
+    let overflows = 0;
+    const pacer = new WritePacer({ budget: 10_000, read: () => 0, overflows: () => overflows });
+    await pacer.written(8000);
+    expect(pacer.owed).toBe(8000);
+    overflows++;
+    expect(pacer.owed).toBe(0);
+  });
+
+  it('small writes (a route change) leave the reading alone; budget 0 turns it all off', async () => {
+    const t = setup(140_000);
+    await t.batch(3);
+    t.turnOver();
+    expect(t.log).toEqual([]);
+    const off = setup(0);
+    for (let b = 0; b < 50; b++) await off.batch(8192);
+    expect(off.log).toEqual([]);
+    expect(off.s.turns).toBe(0);
+  });
+});
