@@ -199,6 +199,8 @@ export class FakeStoreClient implements ClusterStore {
   /** Clock ms a request takes to reach the server, and its answer to come back. */
   latencyMs = 0;
   requestTimeoutMs = 500;
+  /** Requests are carried out, but their answers never come back (they time out). */
+  loseAnswers = false;
   readonly ops: string[] = [];
   #closed = false;
 
@@ -231,7 +233,8 @@ export class FakeStoreClient implements ClusterStore {
           return;
         }
         this.ops.push(`${name} ok`);
-        if (this.latencyMs > 0) clock.setTimeout(() => resolve(result), this.latencyMs);
+        if (this.loseAnswers) clock.setTimeout(fail, this.requestTimeoutMs);
+        else if (this.latencyMs > 0) clock.setTimeout(() => resolve(result), this.latencyMs);
         else queueMicrotask(() => resolve(result));
       };
       if (this.latencyMs > 0) clock.setTimeout(run, this.latencyMs);

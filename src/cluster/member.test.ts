@@ -328,6 +328,29 @@ describe('ClusterMember against a fake etcd', () => {
     etcd.stop();
   });
 
+  it('a claim whose answer is lost (the watch shows it won) is still timed as a failover', async () => {
+    const registry = new Registry();
+    const metrics = registerClusterMetrics(registry);
+    const clock = new FakeClock();
+    const etcd = new FakeEtcd(clock);
+    await new ClusterAdmin(etcd.client()).add('192.0.2.10');
+    const store = etcd.client();
+    const m = new ClusterMember({ store, clock, metrics, options: { nodeName: 'a' } });
+    await m.start();
+    await clock.advance(900);
+    store.loseAnswers = true; // the claim (at 1 s) is carried out; its answer times out
+    await clock.advance(300);
+    store.loseAnswers = false;
+    await clock.advance(700);
+    expect(store.ops.some((op) => /^create .* timeout$/.test(op))).toBe(true);
+    expect(m.holdSet().ips).toEqual(['192.0.2.10']);
+    const text = await registry.metrics();
+    expect(text).toContain('fibkeeper_cluster_ownership_changes_total{change="acquired"} 1');
+    expect(text).toContain('fibkeeper_cluster_failover_duration_seconds_count 1');
+    await m.stop();
+    etcd.stop();
+  });
+
   it('counts ownership changes and etcd requests; every labelled counter starts at zero', async () => {
     const registry = new Registry();
     const metrics = registerClusterMetrics(registry);

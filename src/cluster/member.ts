@@ -393,8 +393,12 @@ export class ClusterMember {
         else this.#claim(ip, lease);
         continue;
       }
+      const since = this.#unownedSince.get(ip);
       this.#unownedSince.delete(ip);
       if (owner.node !== me || owner.lease !== lease) continue;
+      // Our claim, seen in the watch before (or instead of) its answer: a lost answer is
+      // a timeout, but the claim won.
+      if (since !== undefined) this.#metrics.failover(now - since);
       if (!self || !isEligible(self, desired.eligible)) {
         this.#release(ip, lease);
       } else if (target !== undefined && target !== me) {
@@ -417,7 +421,6 @@ export class ClusterMember {
   #claim(ip: string, lease: string): void {
     if (this.#claiming.has(ip)) return;
     this.#claiming.add(ip);
-    const since = this.#unownedSince.get(ip); // the watch may show our claim before its answer
     const key = this.#layout.owner(ip);
     const value = encodeOwner(this.options.nodeName);
     this.#timed('txn', () => this.#store.createIfAbsent(key, value, lease)).then(
@@ -425,6 +428,7 @@ export class ClusterMember {
         this.#claiming.delete(ip);
         if (rev === 0) return; // someone else was first; the watch shows who
         const now = this.#clock.now();
+        const since = this.#unownedSince.get(ip); // gone if the watch showed the claim first
         if (since !== undefined) this.#metrics.failover(now - since);
         this.#unownedSince.delete(ip);
         this.#view.local(key, value, lease, rev, now);

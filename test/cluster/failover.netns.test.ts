@@ -168,11 +168,13 @@ describe.skipIf(skip)('cluster mode: three agents and a client on one segment', 
     await until(() => w.clientEntry(ip) === next.mac, 5000, "the client's entry follows");
     expect(await w.clientPing(ip)).toBe(true);
     const firstWord = (w.spoke(next.mac, ip, t0)[0] as { at: number }).at;
-    // The new owner's metrics count the take-over (an acquired IP).
+    // The new owner's metrics count the take-over: an acquired IP, one more failover timed
+    // (also when the claim's answer was lost and the watch showed it won).
     const m = await w.metrics(next);
     const was = before.get(next) as Map<string, number>;
     const grew = (k: string) => (m.get(k) ?? 0) - (was.get(k) ?? 0);
     expect(grew('fibkeeper_cluster_ownership_changes_total{change="acquired"}')).toBeGreaterThan(0);
+    expect(grew('fibkeeper_cluster_failover_duration_seconds_count')).toBeGreaterThan(0);
     await after(old, next);
     w.stopAsking();
     // After the new holder's first word, the old one never spoke for the IP again.
