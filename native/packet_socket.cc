@@ -116,7 +116,9 @@ class PacketSocket : public ReceivingSocket<PacketSocket> {
   }
 
   // attachFilter(program: Buffer): a classic BPF program (struct sock_filter[], 8 bytes per
-  // instruction) that decides which frames reach the socket (SO_ATTACH_FILTER).
+  // instruction) that decides which frames reach the socket (SO_ATTACH_FILTER). Frames that
+  // were queued before it (the socket receives from the moment it is bound) are dropped:
+  // first a filter that accepts nothing, then the queue drained, then the program.
   Napi::Value AttachFilter(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     int fd = CheckOpen(env);
@@ -128,7 +130,15 @@ class PacketSocket : public ReceivingSocket<PacketSocket> {
     }
     std::vector<sock_filter> insns(n);
     std::memcpy(insns.data(), prog.Data(), n * sizeof(sock_filter));
+    sock_filter none{BPF_RET | BPF_K, 0, 0, 0};
+    sock_fprog drop_all{1, &none};
     sock_fprog fprog{static_cast<unsigned short>(n), insns.data()};
+    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &drop_all, sizeof(drop_all)) != 0) {
+      ThrowErrno(env, errno, "setsockopt", "SO_ATTACH_FILTER");
+    }
+    uint8_t byte;
+    while (recv(fd, &byte, 1, MSG_DONTWAIT | MSG_TRUNC) >= 0) {
+    }
     if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fprog, sizeof(fprog)) != 0) {
       ThrowErrno(env, errno, "setsockopt", "SO_ATTACH_FILTER");
     }

@@ -111,6 +111,7 @@ export class PacketSocket extends PolledSocket<RawPacketSocket> {
   /**
    * Attaches a classic BPF filter (`struct sock_filter` instructions, 8 bytes each, as
    * `tcpdump -dd` prints them): only frames it accepts are received (SO_ATTACH_FILTER).
+   * Frames queued before the call (the socket receives from the moment it opens) are dropped.
    */
   attachFilter(program: Buffer): void {
     const p = checkBuffer('program', program);

@@ -136,6 +136,28 @@ describe.skipIf(skip)('PacketSocket', () => {
     expect(() => rx.attachFilter(Buffer.alloc(7))).toThrow(/8 bytes/);
   });
 
+  it('frames that arrived before the filter was attached are not received either', async () => {
+    const { a, b, va, vb } = lab();
+    const rx = track(PacketSocket.open({ ifindex: vb, netns: b, protocol: 0x88b5 }));
+    const tx = track(PacketSocket.open({ ifindex: va, netns: a, protocol: 0x88b5 }));
+    tx.send(frame(MAC_B, MAC_A, 0x88b5, 'early')); // queued on rx, which has no filter yet
+    await new Promise((r) => setTimeout(r, 50));
+    // accept only frames whose payload starts with 'l' (0x6c)
+    rx.attachFilter(
+      Buffer.concat([
+        bpfInsn(0x30, 0, 0, 14), // ldb [14]
+        bpfInsn(0x15, 0, 1, 0x6c), // jeq #'l', accept, drop
+        bpfInsn(0x06, 0, 0, 0x40000),
+        bpfInsn(0x06, 0, 0, 0),
+      ]),
+    );
+    const got = listen(rx);
+    for (const word of ['late', 'early', 'last']) tx.send(frame(MAC_B, MAC_A, 0x88b5, word));
+    await waitFor(() => got.length >= 2, { what: 'the filtered frames' });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(got.map((g) => payloadOf(g.frame))).toEqual(['late', 'last']);
+  });
+
   it('rejects a missing device and bad options; close is idempotent', () => {
     const { a, va } = lab();
     expect(() => PacketSocket.open({ ifindex: 9999, netns: a })).toThrow(
