@@ -87,6 +87,7 @@ export class FakeHolder implements HolderOps {
   readonly faults = new Map<string, string>();
   listener: ((kind: 'new' | 'del', a: ObservedAddress) => void) | undefined;
   readonly #o: FakeHolderOptions;
+  #delivered: Promise<void> = Promise.resolve();
 
   constructor(o: FakeHolderOptions = {}) {
     this.#o = o;
@@ -163,11 +164,15 @@ export class FakeHolder implements HolderOps {
     return f;
   }
 
+  // Events come late but in order, as the kernel's netlink notifications do: one never
+  // overtakes an earlier one (a stale RTM_DELADDR after the RTM_NEWADDR that followed it
+  // would describe a holder that never existed).
   #emit(kind: 'new' | 'del', a: ObservedAddress): void {
     const delay = this.#o.eventDelay?.() ?? 0;
     const fire = (): void => this.listener?.(kind, a);
-    if (delay <= 0) queueMicrotask(fire);
-    else void turns(delay).then(fire);
+    this.#delivered = this.#delivered
+      .then(() => (delay <= 0 ? undefined : turns(delay)))
+      .then(fire);
   }
 }
 
