@@ -93,22 +93,14 @@ const NOTES = {
     'reference writes exactly the entries fibkeeper writes (legacy flags: `auto` at this size).',
   xdp:
     'fk_xdp_fwd runs with every check of issue 9 on (destination MAC, header checksum, martians, ' +
-    'the local-source table, multipath policy 0, trim, route MTU). On this shared two-core machine the ' +
-    'ratios move between runs: three consecutive runs gave test-run 1.04–1.09 (IPv4) and 1.02–1.04 ' +
-    '(IPv6), live 2.40–2.58 (IPv4) and 1.57–1.75 (IPv6) — the live targets are met in two runs of ' +
-    'three each. Against the program as it was before issue 9, in the same run, live IPv4 frames ' +
-    'are 4–6% fewer per second (three A/B runs): the price of the checks. testrun_ipv4_rp_filter is ' +
-    'the rp_filter emulation (a reverse bpf_fib_lookup per packet) against the same program without it.',
-  cluster:
-    'Three agents (`fibkeeper run`, default cluster settings) in three node namespaces and a ' +
-    'client on one bridge, a local etcd; the client pings the IP every 10 ms. Times are from ' +
-    "the signal to the holder's agent to what the client's wire and kernel show. The reference " +
-    "is etcd deleting the old holder's ownership key (lease expired, or revoked on stop), seen " +
-    'by a watcher: the floor etcd sets. After a SIGKILL that is the 1 s TTL plus up to 500 ms ' +
-    "of etcd's expiry loop; the new holder's announcement follows within a few ms. Dual " +
-    "holders: the agents' hold intervals never overlap, and every ARP frame on the bridge " +
-    "speaking for the IP lies in its sender's hold interval. With 20 rounds of each, p99 is " +
-    'the worst round; min and p50 are in bench/results/cluster.json and docs/cluster.md.',
+    'the local-source table, multipath policy 0, trim, route MTU). The ratios move between runs on ' +
+    'this two-core machine. Four consecutive runs on a quiet machine (2026-12-01, 20:25 UTC) gave ' +
+    'test-run 1.02–1.15 (IPv4) and 0.97–1.10 (IPv6), live 2.36–2.48 (IPv4: the 2.5 target missed in ' +
+    'all four) and 1.57–1.74 (IPv6: met in three of four); three earlier runs under load gave live ' +
+    '2.40–2.58 / 1.57–1.75. Against the program as it was before issue 9, in the same run, live IPv4 ' +
+    'frames are 4–6% fewer per second (three A/B runs): the price of the checks. ' +
+    'testrun_ipv4_rp_filter is the rp_filter emulation (a reverse bpf_fib_lookup per packet) against ' +
+    'the same program without it.',
   'netlink-neigh':
     'A raw C writer of the same entries (not committed) reached about 5× `ip -batch` here, ' +
     'not the 8× the target assumed; the client runs at about 90% of it.',
