@@ -170,15 +170,30 @@ export const extipCommands: Command[] = [
   },
 ];
 
-export const statusCommand: Command = {
-  name: 'status',
-  summary: 'Show what the agent does: XDP, neighbor entries, external IPs, health, counters',
-  usage: '[--json]',
-  help: ['Options:', '  --json          the full status document', ...COMMON_HELP].join('\n'),
-  options: { ...COMMON, json: { type: 'boolean' } },
-  async run(args, io) {
-    const s = await clientFor(args).call<Record<string, unknown>>('GET', '/v1/status');
-    io.out(flag(args, 'json') ? JSON.stringify(s, null, 2) + '\n' : formatStatus(s));
-    return EXIT_OK;
-  },
-};
+/** A command that shows one status document of the API: as text, or whole with --json. */
+export function documentCommand(
+  name: string,
+  summary: string,
+  path: string,
+  format: (doc: Record<string, unknown>) => string,
+): Command {
+  return {
+    name,
+    summary,
+    usage: '[--json]',
+    help: ['Options:', '  --json          the full document', ...COMMON_HELP].join('\n'),
+    options: { ...COMMON, json: { type: 'boolean' } },
+    async run(args, io) {
+      const s = await clientFor(args).call<Record<string, unknown>>('GET', path);
+      io.out(flag(args, 'json') ? JSON.stringify(s, null, 2) + '\n' : format(s));
+      return EXIT_OK;
+    },
+  };
+}
+
+export const statusCommand = documentCommand(
+  'status',
+  'Show what the agent does: XDP, neighbor entries, external IPs, health, counters',
+  '/v1/status',
+  formatStatus,
+);

@@ -5,7 +5,7 @@ import type { ClusterIpEntry } from '../api/index.js';
 import { OPTIONS, flagName, loadConfig } from '../config/index.js';
 import { enforceClusterSysctls, findExternal, readClusterSysctls } from '../extip/index.js';
 import { NetlinkHandle } from '../netlink/index.js';
-import { clientFor } from './client-commands.js';
+import { clientFor, documentCommand } from './client-commands.js';
 import {
   EXIT_OK,
   UsageError,
@@ -15,7 +15,7 @@ import {
   type OptionsSpec,
   type ParsedArgs,
 } from './command.js';
-import { formatClusterStatus } from './status-format.js';
+import { columns, formatClusterStatus } from './status-format.js';
 
 const COMMON: OptionsSpec = { socket: { type: 'string' }, config: { type: 'string' } };
 const COMMON_HELP = [
@@ -113,27 +113,17 @@ const listCommand: Command = {
         .map(([k, v]) => `${k}=${v}`)
         .join(',') || '*',
     ]);
-    const head = ['IP', 'OWNER', 'NODES', 'LABELS'];
-    const w = head.map((h, i) => Math.max(h.length, ...rows.map((x) => (x[i] ?? '').length)));
-    for (const row of [head, ...rows]) {
-      io.out(row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(w[i] ?? 0))).join('  ') + '\n');
-    }
+    io.out(columns(['IP', 'OWNER', 'NODES', 'LABELS'], rows));
     return EXIT_OK;
   },
 };
 
-const statusCommand: Command = {
-  name: 'cluster status',
-  summary: "This member's view: members and their lease age, every cluster IP with its owner",
-  usage: '[--json]',
-  help: ['Options:', '  --json          the full document', ...COMMON_HELP].join('\n'),
-  options: { ...COMMON, json: { type: 'boolean' } },
-  async run(args, io) {
-    const s = await clientFor(args).call<Record<string, unknown>>('GET', '/v1/cluster/status');
-    io.out(flag(args, 'json') ? JSON.stringify(s, null, 2) + '\n' : formatClusterStatus(s));
-    return EXIT_OK;
-  },
-};
+const statusCommand = documentCommand(
+  'cluster status',
+  "This member's view: members and their lease age, every cluster IP with its owner",
+  '/v1/cluster/status',
+  formatClusterStatus,
+);
 
 const optionFlags: OptionsSpec = Object.fromEntries(
   OPTIONS.map((o) => [flagName(o.path), { type: 'string' as const }]),

@@ -8,16 +8,20 @@ const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const s = (v: unknown, dflt = '-'): string =>
   v === undefined || v === null || v === '' ? dflt : Array.isArray(v) ? v.join(',') : String(v);
 
-function table(head: string[], rows: string[][]): string {
-  if (rows.length === 0) return '  (none)\n';
+/** Aligned columns (the last one unpadded), a heading line first, each line indented. */
+export function columns(head: string[], rows: string[][], indent = ''): string {
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]) =>
-    '  ' +
+    indent +
     r
       .map((c, i) => (i === r.length - 1 ? c : c.padEnd(w[i] as number)))
       .join('  ')
       .trimEnd();
   return [line(head), ...rows.map(line)].join('\n') + '\n';
+}
+
+function table(head: string[], rows: string[][]): string {
+  return rows.length === 0 ? '  (none)\n' : columns(head, rows, '  ');
 }
 
 function agentSection(st: Obj): string {
