@@ -30,6 +30,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
+import { flagValue } from '../args.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -39,10 +40,7 @@ const SEND_TARGET_MS_PER_1000 = 10;
 
 function args() {
   const a = process.argv.slice(2);
-  const get = (name, def) => {
-    const i = a.indexOf(name);
-    return i >= 0 && a[i + 1] !== undefined ? a[i + 1] : def;
-  };
+  const get = (name, def) => flagValue(a, name, def);
   return { rounds: Number(get('--rounds', '15')), n: Number(get('--n', '1000')) };
 }
 

@@ -22,12 +22,10 @@ import {
   spawnAgent,
   WARM_BASE,
 } from './lab.mjs';
+import { flagValue } from '../args.mjs';
 
 const a = process.argv.slice(2);
-const get = (name, def) => {
-  const i = a.indexOf(name);
-  return i >= 0 && a[i + 1] !== undefined ? a[i + 1] : def;
-};
+const get = (name, def) => flagValue(a, name, def);
 const n = Number(get('--n', '100000'));
 const rounds = Number(get('--rounds', '3'));
 const tuning = JSON.parse(get('--tuning', '{}'));

@@ -61,16 +61,14 @@ import {
   spawnAgent,
   WARM_BASE,
 } from './lab.mjs';
+import { flagValue } from '../args.mjs';
 
 /** neighbor.rateLimit of the agent (agent.mjs): above it, refresh auto runs the legacy path. */
 const RATE_LIMIT = 1000;
 
 function args() {
   const a = process.argv.slice(2);
-  const get = (name, def) => {
-    const i = a.indexOf(name);
-    return i >= 0 && a[i + 1] !== undefined ? a[i + 1] : def;
-  };
+  const get = (name, def) => flagValue(a, name, def);
   return {
     sizes: get('--sizes', '1000,10000,100000')
       .split(',')

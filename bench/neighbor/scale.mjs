@@ -37,13 +37,11 @@ import {
   spawnAgent,
   WARM_BASE,
 } from './lab.mjs';
+import { flagValue } from '../args.mjs';
 
 function args() {
   const a = process.argv.slice(2);
-  const get = (name, def) => {
-    const i = a.indexOf(name);
-    return i >= 0 && a[i + 1] !== undefined ? a[i + 1] : def;
-  };
+  const get = (name, def) => flagValue(a, name, def);
   return {
     n: Number(get('--n', '1000000')),
     iterations: Number(get('--iterations', '300')),

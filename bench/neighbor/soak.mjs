@@ -21,13 +21,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BASE, DEV, PROTO, quiet, r2, root, setup, sleep, spawnAgent } from './lab.mjs';
+import { flagValue } from '../args.mjs';
 
 function args() {
   const a = process.argv.slice(2);
-  const get = (name, def) => {
-    const i = a.indexOf(name);
-    return i >= 0 && a[i + 1] !== undefined ? a[i + 1] : def;
-  };
+  const get = (name, def) => flagValue(a, name, def);
   return {
     n: Number(get('--n', '100000')),
     seconds: Number(get('--seconds', '600')),

@@ -16,6 +16,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { flagValue } from '../args.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -24,10 +25,7 @@ const DEV = 'fkb0';
 
 function args() {
   const a = process.argv.slice(2);
-  const get = (name, def) => {
-    const i = a.indexOf(name);
-    return i >= 0 && a[i + 1] !== undefined ? a[i + 1] : def;
-  };
+  const get = (name, def) => flagValue(a, name, def);
   return {
     rounds: Number(get('--rounds', '3')),
     sizes: get('--sizes', '10000,100000').split(',').map(Number),

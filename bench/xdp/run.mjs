@@ -27,6 +27,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { flagValue } from '../args.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -48,10 +49,7 @@ const { BpfObject, BpfProgram, BpfLink, XdpAction, runInNetns } = native;
 // ---- options ----------------------------------------------------------------------------
 function args() {
   const a = process.argv.slice(2);
-  const get = (name, def) => {
-    const i = a.indexOf(name);
-    return i >= 0 && a[i + 1] !== undefined ? Number(a[i + 1]) : def;
-  };
+  const get = (name, def) => Number(flagValue(a, name, def));
   return {
     rounds: get('--rounds', 7),
     repeat: get('--repeat', 1_000_000),
