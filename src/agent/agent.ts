@@ -25,7 +25,7 @@ import {
 } from '../metrics/index.js';
 import { isVerifierError } from '../native/index.js';
 import { NeighborSubsystem } from '../neighbor/index.js';
-import { NetlinkHandle } from '../netlink/index.js';
+import { DeviceFeed, NetlinkHandle } from '../netlink/index.js';
 import {
   buildReport,
   featureAvailable,
@@ -68,6 +68,8 @@ export class Agent {
   cfg: FibkeeperConfig;
   probeReport: ProbeReport | undefined;
   netlink: NetlinkHandle | undefined;
+  /** The namespace's links and addresses, one feed read by the xdp, neighbor and extip parts. */
+  devices: DeviceFeed | undefined;
   neighbor: NeighborSubsystem | undefined;
   extip: ExternalIpSubsystem | undefined;
   xdp: XdpForwarder | undefined;
@@ -166,6 +168,12 @@ export class Agent {
       // Act.
       this.netlink = NetlinkHandle.open(this.netns ? { netns: this.netns } : {});
       this.stoppers.push(() => this.netlink?.close());
+      const devices = (this.devices = new DeviceFeed({
+        nl: this.netlink,
+        log: this.log.child({ component: 'devices' }),
+      }));
+      this.stoppers.push(() => devices.stop());
+      await devices.start();
       if (this.cfg.cluster.enabled) {
         const keep = new Set([...staticSets(this.cfg).extip, ...usable.extip]);
         await dropLeftovers(this.netlink, this.cfg.extip.holderName, keep, this.log);
@@ -245,6 +253,7 @@ export class Agent {
     const n = new NeighborSubsystem({
       ...(this.netns ? { netns: this.netns } : {}),
       netlink: this.netlink as NetlinkHandle,
+      devices: this.devices as DeviceFeed,
       config: {
         devices: this.cfg.devices,
         holderName: this.cfg.extip.holderName,
@@ -276,6 +285,7 @@ export class Agent {
     const x = new ExternalIpSubsystem({
       ...(this.netns ? { netns: this.netns } : {}),
       netlink: this.netlink as NetlinkHandle,
+      devices: this.devices as DeviceFeed,
       config: {
         holderName: c.holderName,
         holderKind: c.holderKind,
@@ -331,6 +341,7 @@ export class Agent {
     const x = new XdpForwarder({
       ...(this.netns ? { netns: this.netns } : {}),
       netlink: this.netlink as NetlinkHandle,
+      devices: this.devices as DeviceFeed,
       ...(this.p.objectPath ? { objectPath: this.p.objectPath } : {}),
       config: this.xdpConfig(this.cfg),
       registry: this.registry,

@@ -1,19 +1,19 @@
 // ExternalIpSubsystem: the component the agent wires. It owns the holder device, the
 // assigner, the announcer and the external interface's sockets and probes; it follows link
-// and address events (subscribed before the first dump), repairs what others change, and
-// runs the periodic check. start()/stop() are idempotent; stop() leaves the addresses.
+// and address events (from the device feed), repairs what others change, and runs the
+// periodic check. start()/stop() are idempotent; stop() leaves the addresses.
 import type { Registry } from 'prom-client';
 import { ClosedError, describeError, errnoCode } from '../errors/index.js';
 import { parseIp, type ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 import { noopExtipMetrics, registerExtipMetrics, type ExtipMetrics } from '../metrics/extip.js';
 import {
+  DeviceFeed,
   IFF_UP,
   NetlinkHandle,
   type Address,
   type Link,
-  type Subscription,
-  type SubscriptionEvent,
+  type RtEvent,
 } from '../netlink/index.js';
 import { systemClock, type Clock, type TimerHandle } from '../statedb/index.js';
 import { Announcer } from './announcer.js';
@@ -34,6 +34,11 @@ export interface ExternalIpParams {
   netns?: string;
   /** A handle to share (not closed by stop()); default: one of its own in `netns`. */
   netlink?: NetlinkHandle;
+  /**
+   * The namespace's links and addresses, shared (started by its owner, not stopped by
+   * stop()); default: a feed of its own on the handle.
+   */
+  devices?: DeviceFeed;
   /** extip.* options; see defaultOptions() for what is not given. */
   config: Partial<ExternalIpConfig>;
   /** Where the fibkeeper_extip_* metrics go; none when absent. */
@@ -62,7 +67,8 @@ export class ExternalIpSubsystem {
   readonly #clock: Clock;
   readonly #metrics: ExtipMetrics;
   #nl: NetlinkHandle | undefined;
-  #sub: Subscription | undefined;
+  #feed: DeviceFeed | undefined;
+  #unlisten: (() => void) | undefined;
   #holder: Holder | undefined;
   #announcer: Announcer | undefined;
   #assigner: Assigner | undefined;
@@ -72,7 +78,7 @@ export class ExternalIpSubsystem {
   /** Node-local external IPs wanted (extip add, setDesired), canonical. */
   readonly #local = new Set<string>();
   /** Events that arrive before the first dump is applied, replayed after it. */
-  #queued: SubscriptionEvent[] | undefined;
+  #queued: RtEvent[] | undefined;
   /** The node's addresses on devices other than the holder. */
   readonly #node = new NodeAddresses();
   #starting: Promise<void> | undefined;
@@ -85,6 +91,8 @@ export class ExternalIpSubsystem {
   readonly #sleepers = new Set<() => void>();
   /** Notifications were lost before the first dump was applied: check once started. */
   #overflowAtStart = false;
+  /** The feed's subscription overflowed; its next dump answers it. */
+  #lost = false;
 
   constructor(p: ExternalIpParams) {
     this.#p = p;
@@ -130,11 +138,18 @@ export class ExternalIpSubsystem {
     const cfg = this.#cfg;
     const nl = (this.#nl = this.#p.netlink ?? NetlinkHandle.open({ netns: this.#p.netns }));
     this.#queued = [];
-    this.#sub = nl.subscribe(['link', 'address'], {
-      onEvent: (ev) => this.#onEvent(ev),
-      onError: (err) => this.#log.warn({ err: describeError(err) }, 'extip: subscription error'),
+    const feed = (this.#feed =
+      this.#p.devices ?? new DeviceFeed({ nl, log: this.#log, clock: this.#clock }));
+    this.#unlisten = feed.listen({
+      resyncing: (reason) => {
+        if (reason === 'overflow') this.#lost = true;
+      },
+      loaded: () => this.#onLoaded(),
+      link: (kind, msg) => this.#onEvent({ kind, object: 'link', msg }),
+      address: (kind, msg) => this.#onEvent({ kind, object: 'address', msg }),
     });
-    this.#sub.unref();
+    await feed.start();
+    this.#throwIfStopped();
     const holder = (this.#holder = new Holder({
       nl,
       name: cfg.holderName,
@@ -168,8 +183,7 @@ export class ExternalIpSubsystem {
       metrics: this.#metrics,
       ...(cfg.dad ? { dad: (ip: ParsedIp) => this.#probe(ip) } : {}),
     });
-    await this.#loadAll(nl);
-    this.#throwIfStopped();
+    this.#loadAll(feed);
     const queued = this.#queued;
     this.#queued = undefined;
     for (const ev of queued) this.#onEvent(ev);
@@ -216,11 +230,10 @@ export class ExternalIpSubsystem {
     return this.#ext!.dad.probe(ip);
   }
 
-  /** The first dump: links, node addresses, the holder's addresses (adopted). */
-  async #loadAll(nl: NetlinkHandle): Promise<void> {
-    const [links, addrs] = await Promise.all([nl.linkList(), nl.addrList()]);
-    this.#node.resetLinks(links);
-    this.#assigner!.adopt(this.#takeAddresses(addrs));
+  /** The feed's view at start: links, node addresses, the holder's addresses (adopted). */
+  #loadAll(feed: DeviceFeed): void {
+    this.#node.resetLinks(feed.links());
+    this.#assigner!.adopt(this.#takeAddresses(feed.addresses()));
   }
 
   /** Records the node's addresses from a dump; returns the holder's (external IPs). */
@@ -246,7 +259,8 @@ export class ExternalIpSubsystem {
     this.#announcer?.stop();
     this.#conflictLog?.stop();
     this.#ext?.close();
-    this.#sub?.close();
+    this.#unlisten?.();
+    if (this.#p.devices === undefined) this.#feed?.stop();
     if (this.#p.netlink === undefined) this.#nl?.close();
     await Promise.allSettled([this.#checking, this.#recreating]);
     if (first) this.#log.info('extip: stopped');
@@ -366,16 +380,23 @@ export class ExternalIpSubsystem {
 
   // --- events -----------------------------------------------------------------------------
 
-  #onEvent(ev: SubscriptionEvent): void {
-    if (this.#stopped) return;
+  /** The feed loaded a dump: if it answered lost notifications, compare once more. */
+  #onLoaded(): void {
+    if (this.#stopped || !this.#lost) return;
+    this.#lost = false;
     if (this.#queued !== undefined) {
-      if (ev.kind === 'overflow') this.#overflowAtStart = true;
-      else this.#queued.push(ev);
+      this.#overflowAtStart = true;
       return;
     }
-    if (ev.kind === 'overflow') {
-      this.#log.warn('extip: netlink notifications lost; resynchronizing');
-      return void this.#check('overflow');
+    this.#log.warn('extip: netlink notifications lost; resynchronizing');
+    void this.#check('overflow');
+  }
+
+  #onEvent(ev: RtEvent): void {
+    if (this.#stopped) return;
+    if (this.#queued !== undefined) {
+      this.#queued.push(ev);
+      return;
     }
     if (ev.object === 'link') this.#onLink(ev.kind, ev.msg);
     else if (ev.object === 'address') this.#onAddress(ev.kind, ev.msg);
@@ -490,13 +511,14 @@ export class ExternalIpSubsystem {
   }
 
   async #checkOnce(reason: 'overflow' | 'periodic'): Promise<void> {
-    const nl = this.#nl!;
+    const feed = this.#feed!;
     const holder = this.#holder!;
     this.#metrics.resync(reason);
     try {
       const since = this.#assigner!.epoch();
-      const [links, addrs] = await Promise.all([nl.linkList(), nl.addrList()]);
+      await feed.refresh();
       if (this.#stopped) return;
+      const [links, addrs] = [feed.links(), feed.addresses()];
       this.#node.resetLinks(links);
       const h = links.find((l) => l.name === holder.name);
       if (h === undefined || h.index !== holder.ifindex) {

@@ -1,12 +1,13 @@
 // XdpForwarder: keeps fk_xdp_fwd attached to every selected device of one network namespace.
-// Level-triggered: every link event (and a periodic timer) dumps the links and reconciles
-// the devices with the pinned records; the kernel work goes through DatapathOps.
+// Level-triggered: every change of the device feed's links or addresses, every route or
+// netconf event (and a periodic timer) reconciles the feed's links with the pinned records;
+// the kernel work goes through DatapathOps.
 import type { Registry } from 'prom-client';
 import { InvalidArgumentError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { registerXdpMetrics } from '../metrics/xdp.js';
 import type { NetlinkHandle, Subscription } from '../netlink/index.js';
-import { NetlinkHandle as Handle } from '../netlink/index.js';
+import { DeviceFeed, NetlinkHandle as Handle } from '../netlink/index.js';
 import { Datapath } from './datapath.js';
 import { detachPinned } from './detach.js';
 import { defaultObjectPath } from './instance.js';
@@ -35,8 +36,13 @@ import {
 export interface XdpForwarderParams {
   /** Network namespace (name under /run/netns or a path); default the agent's own. */
   netns?: string;
-  /** Used for link dumps and events; opened (and closed) by the forwarder when absent. */
+  /** Used for route dumps and events; opened (and closed) by the forwarder when absent. */
   netlink?: NetlinkHandle;
+  /**
+   * The namespace's links and addresses, shared (started by its owner, not stopped by
+   * stop()); default: a feed of its own on the handle.
+   */
+  devices?: DeviceFeed;
   /** Default: build/bpf/xdp_fwd.o of this package. */
   objectPath?: string;
   config: XdpForwarderConfig;
@@ -76,6 +82,8 @@ export class XdpForwarder {
   #nl: NetlinkHandle | undefined;
   #ownNl = false;
   #sub: Subscription | undefined;
+  #feed: DeviceFeed | undefined;
+  #unlisten: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
   #poll: NodeJS.Timeout | undefined;
   readonly #mirror: MirrorWriter;
@@ -85,6 +93,8 @@ export class XdpForwarder {
   #state: State = 'new';
   #queue: Promise<void> = Promise.resolve();
   #pending = false;
+  /** The next pass dumps the links first (resync(), the periodic timer, reconfigure). */
+  #fresh = false;
   #synced = false;
   #syncError: string | undefined;
   #devices = new Map<string, XdpDeviceStatus>();
@@ -152,16 +162,19 @@ export class XdpForwarder {
         { records: records.map((r) => r.name), mapsReplaced },
         records.length > 0 ? 'xdp: adopting pinned programs' : 'xdp: no pinned programs',
       );
-      // Subscribe first, then dump: no change falls in between. Links decide the
-      // attachments; links, addresses, routes and netconf (rp_filter, forwarding) changes
-      // what the program must know of the kernel.
-      const groups = [
-        'link',
-        'address',
-        'route',
-        RTNLGRP_IPV4_NETCONF,
-        RTNLGRP_IPV6_NETCONF,
-      ] as const;
+      // Subscribe first, then dump: no change falls in between. Links (the device feed's)
+      // decide the attachments; links, addresses, routes and netconf (rp_filter, forwarding)
+      // changes what the program must know of the kernel.
+      const feed = (this.#feed =
+        this.#p.devices ?? new DeviceFeed({ nl: this.#nl, log: this.#p.log }));
+      this.#unlisten = feed.listen({
+        loaded: (_reason, changed) => {
+          if (changed) this.#schedule();
+        },
+        link: () => this.#schedule(),
+        address: () => this.#schedule(),
+      });
+      const groups = ['route', RTNLGRP_IPV4_NETCONF, RTNLGRP_IPV6_NETCONF] as const;
       this.#sub = this.#nl.subscribe(groups, {
         onMessage: (type) => {
           if (type !== RTM_NEWNETCONF && type !== RTM_DELNETCONF) return false;
@@ -175,12 +188,14 @@ export class XdpForwarder {
         onError: (err) => this.#p.log.warn({ err: describeError(err) }, 'xdp: kernel events'),
       });
       this.#sub.unref();
+      await feed.start();
       this.#state = 'running';
-      await this.#enqueue();
+      // a shared feed may not have read the last events yet: the first pass dumps
+      await this.#enqueue(this.#p.devices !== undefined);
       if (this.#state !== 'running') return; // stopped while the first sync ran
       const every = this.#p.resyncIntervalMs ?? 30_000;
       if (every > 0) {
-        this.#timer = setInterval(() => this.#schedule(), every);
+        this.#timer = setInterval(() => this.#schedule(true), every);
         this.#timer.unref();
       }
       const poll = this.#p.sysctlPollMs ?? 1000;
@@ -236,6 +251,8 @@ export class XdpForwarder {
     this.#poll = undefined;
     this.#sub?.close();
     this.#sub = undefined;
+    this.#unlisten?.();
+    if (this.#p.devices === undefined) this.#feed?.stop();
     await this.#queue.catch(() => undefined);
     this.#setMetricsSource?.(undefined);
     if (wasRunning) {
@@ -254,9 +271,9 @@ export class XdpForwarder {
     this.#nl = undefined;
   }
 
-  /** Resync now (also what link events do); resolves when done. */
+  /** Resync now from a fresh dump of the links; resolves when done. */
   resync(): Promise<void> {
-    return this.#enqueue();
+    return this.#enqueue(true);
   }
 
   /**
@@ -271,10 +288,12 @@ export class XdpForwarder {
     }
     // the reconciler reads the same object: takes effect at the next pass
     Object.assign(this.#cfg, config, { devices: [...config.devices] });
-    await this.#enqueue();
+    await this.#enqueue(true);
   }
 
-  #schedule(): void {
+  /** A pass soon; `fresh`: the device feed dumps first (not only its events). */
+  #schedule(fresh = false): void {
+    if (fresh) this.#fresh = true;
     if (this.#pending || this.#state !== 'running') return;
     void this.#enqueue();
   }
@@ -321,17 +340,22 @@ export class XdpForwarder {
     });
   }
 
-  #enqueue(): Promise<void> {
+  #enqueue(fresh = false): Promise<void> {
     this.#pending = true;
+    if (fresh) this.#fresh = true;
     const run = this.#queue.then(async () => {
       this.#pending = false;
-      if (this.#state !== 'running' || this.#nl === undefined) return;
+      const dump = this.#fresh;
+      this.#fresh = false;
+      const feed = this.#feed;
+      if (this.#state !== 'running' || this.#nl === undefined || feed === undefined) return;
       try {
-        const links = await this.#nl.linkList();
+        if (dump) await feed.refresh();
+        const links = feed.links();
         const features = await this.#readFeatures();
         if (this.#state !== 'running') return;
         this.#devices = this.#reconciler.run(links, features);
-        await this.#mirror.refresh(this.#nl, this.#slotDevices());
+        await this.#mirror.refresh(this.#nl, feed.addresses(), this.#slotDevices());
         this.#syncError = undefined;
       } catch (err) {
         this.#syncError = describeError(err);

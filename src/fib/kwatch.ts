@@ -1,10 +1,11 @@
-// Reading what kstate.ts needs from the kernel: addresses and routes (netlink dumps) and the
+// Reading what kstate.ts needs from the kernel: routes (a netlink dump; the addresses come
+// from the device feed) and the
 // sysctls (files under /proc/sys/net, opened inside the managed namespace: a sysctl belongs
 // to the namespace of the process that opens it). Sysctl changes raise no event except
 // rp_filter and forwarding (RTM_NEWNETCONF), so the forwarder also polls them.
 import { readFileSync } from 'node:fs';
 import type { Logger } from '../log/index.js';
-import type { NetlinkHandle } from '../netlink/index.js';
+import type { Address, NetlinkHandle } from '../netlink/index.js';
 import { runInNetns } from '../native/index.js';
 import { mirrorKernel, type NetSysctls, type SlotDevice } from './kstate.js';
 import type { DatapathOps } from './ops.js';
@@ -62,15 +63,9 @@ export function sysctlKey(s: NetSysctls): string {
   ]);
 }
 
-/** Addresses and routes of every table, both families (one dump each). */
-export async function dumpKernel(nl: NetlinkHandle) {
-  const [addresses, routes] = await Promise.all([nl.addrList(), nl.routeList()]);
-  return { addresses, routes };
-}
-
 /**
- * Keeps the program's view of the kernel current: reads the sysctls and dumps addresses and
- * routes, computes the mirror and writes it through the datapath. The forwarder calls
+ * Keeps the program's view of the kernel current: reads the sysctls, takes the addresses
+ * (the device feed's) and dumps the routes of every table, both families, computes the mirror and writes it through the datapath. The forwarder calls
  * refresh() after every reconciliation pass (link, address, route and netconf events, the
  * periodic resync) and sysctlsChanged() from its sysctl poll.
  */
@@ -87,12 +82,16 @@ export class MirrorWriter {
     this.#log = log;
   }
 
-  async refresh(nl: NetlinkHandle, devices: readonly SlotDevice[]): Promise<void> {
+  async refresh(
+    nl: NetlinkHandle,
+    addresses: readonly Address[],
+    devices: readonly SlotDevice[],
+  ): Promise<void> {
     const sysctls = readSysctls(
       this.#netns,
       devices.map((d) => d.name),
     );
-    const { addresses, routes } = await dumpKernel(nl);
+    const routes = await nl.routeList();
     const m = mirrorKernel({ addresses, routes, sysctls, devices });
     this.#ops.writeMirror(m);
     this.#lastSysctls = sysctlKey(sysctls);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../log/index.js';
 import type { RtEvent, Subscription, SubscriptionHandlers } from '../netlink/index.js';
-import { Feed } from './feed.js';
+import { Feed } from '../netlink/index.js';
 import { ManualClock, neigh } from './fakes.js';
 
 describe('feed', () => {

@@ -1,17 +1,19 @@
-// The three feeds of the subsystem, each on a socket of its own: links and addresses into
-// the DeviceTracker, routes and policy rules into the RouteTracker and the RuleTracker,
-// neighbors into the observed table (and from there to the reactor). See feed.ts for how a
-// feed stays exact.
+// What the subsystem reads from the kernel: links and addresses from the shared device feed
+// into the DeviceTracker; on feeds of its own, each on a socket of its own, routes and policy
+// rules into the RouteTracker and the RuleTracker, neighbors into the observed table (and
+// from there to the reactor). See netlink/feed.ts for how a feed stays exact.
 import type { Logger } from '../log/index.js';
 import type { NeighborMetrics, ResyncReason, ResyncTable } from '../metrics/neighbor.js';
 import {
+  Feed,
   neighFields,
   readNeighFields,
   RTM_DELNEIGH,
   RTM_NEWNEIGH,
-  type Address,
+  type DeviceFeed,
+  type DeviceFeedListener,
+  type DeviceFeedReason,
   type GroupName,
-  type Link,
   type NetlinkHandle,
   type Route,
   type Rule,
@@ -21,7 +23,6 @@ import {
 import type { Clock } from '../statedb/index.js';
 import type { NeighborTuning } from './config.js';
 import type { DeviceTracker } from './devices.js';
-import { Feed } from './feed.js';
 import type { NeighMessage, ObservedNeighbors } from './observed.js';
 import type { Reactor } from './reactor.js';
 import type { RouteTracker } from './routes.js';
@@ -37,6 +38,8 @@ export interface FeedsDeps {
   retryMs: number;
   metrics: NeighborMetrics;
   devices: DeviceTracker;
+  /** The shared feed the devices table is loaded from (read in its loaded()). */
+  deviceFeed(): DeviceFeed;
   routes: RouteTracker;
   rules: RuleTracker;
   observed: ObservedNeighbors;
@@ -45,10 +48,17 @@ export interface FeedsDeps {
   loaded(table: 'devices' | 'routes' | 'neighbors'): void;
 }
 
+/** The reasons the devices table's resyncs are counted with (the feed's own). */
+const DEVICE_RESYNCS: ReadonlySet<DeviceFeedReason> = new Set([
+  'startup',
+  'overflow',
+  'dump-interrupted',
+]);
+
 export function makeFeeds(d: FeedsDeps): {
-  links: Feed<[Link[], Address[]]>;
-  routes: Feed<[Route[], Rule[]]>;
-  neighbors: Feed<number>;
+  links: DeviceFeedListener;
+  routes: Feed<[Route[], Rule[]], ResyncReason>;
+  neighbors: Feed<number, ResyncReason>;
 } {
   const { nl, tuning: t } = d;
   const common = { clock: d.clock, log: d.log, retryMs: d.retryMs };
@@ -57,22 +67,18 @@ export function makeFeeds(d: FeedsDeps): {
     (groups: GroupName[], rcvbuf: number) =>
     (h: SubscriptionHandlers): Subscription =>
       nl.subscribe(groups, h, { rcvbuf });
-  const links = new Feed<[Link[], Address[]]>({
-    ...common,
-    name: 'links',
-    subscribe: subscriber(['link', 'address'], t.linkRcvbuf),
-    dump: async () => [await nl.linkList(), await nl.addrList()],
-    load: ([l, a]) => {
-      d.devices.load(l, a);
+  const links: DeviceFeedListener = {
+    resyncing: (reason) => {
+      if (DEVICE_RESYNCS.has(reason)) d.metrics.resync('devices', reason as ResyncReason);
+    },
+    loaded: () => {
+      d.devices.load(d.deviceFeed().links(), d.deviceFeed().addresses());
       d.loaded('devices');
     },
-    apply: (ev) => {
-      if (ev.object === 'link') d.devices.applyLink(ev.kind, ev.msg);
-      else if (ev.object === 'address') d.devices.applyAddress(ev.kind, ev.msg);
-    },
-    resynced: counted('devices'),
-  });
-  const routes = new Feed<[Route[], Rule[]]>({
+    link: (kind, l) => d.devices.applyLink(kind, l),
+    address: (kind, a) => d.devices.applyAddress(kind, a),
+  };
+  const routes = new Feed<[Route[], Rule[]], ResyncReason>({
     ...common,
     name: 'routes',
     subscribe: subscriber(['route', 'rule'], t.routeRcvbuf),
@@ -93,7 +99,7 @@ export function makeFeeds(d: FeedsDeps): {
   // entries are not a million objects at once); what it changed is reacted to once the
   // events held during it are applied too (an entry written during the dump is missing from
   // it, not from the kernel).
-  const neighbors = new Feed<number>({
+  const neighbors = new Feed<number, ResyncReason>({
     ...common,
     name: 'neighbors',
     subscribe: subscriber(['neigh'], t.neighRcvbuf),

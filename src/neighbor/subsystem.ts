@@ -9,12 +9,11 @@
 import type { Registry } from 'prom-client';
 import { ClosedError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { NeighborMetrics, type NeighborCounters } from '../metrics/neighbor.js';
+import { NeighborMetrics, type NeighborCounters, type ResyncReason } from '../metrics/neighbor.js';
 import {
   NetlinkHandle,
   NTF_EXT_MANAGED,
-  type Address,
-  type Link,
+  DeviceFeed,
   type Route,
   type RouteQuery,
   type Rule,
@@ -59,6 +58,11 @@ export interface NeighborSubsystemParams {
   netns?: string;
   /** A request handle to share; by default the subsystem opens (and closes) its own. */
   netlink?: NetlinkHandle;
+  /**
+   * The namespace's links and addresses, shared (started by its owner, not stopped by
+   * stop()); default: a feed of its own on the handle.
+   */
+  devices?: DeviceFeed;
   config: NeighborConfig;
   /** The kernel has managed neighbor entries (the probe's answer). */
   managedSupported: boolean;
@@ -102,9 +106,10 @@ export class NeighborSubsystem {
   private readonly causes = new Map<string, RequeueCause>();
   private state: State = 'new';
   private nl: NetlinkHandle | undefined = undefined;
-  private linkFeed: Feed<[Link[], Address[]]> | undefined = undefined;
-  private routeFeed: Feed<[Route[], Rule[]]> | undefined = undefined;
-  private neighFeed: Feed<number> | undefined = undefined;
+  private deviceFeed: DeviceFeed | undefined = undefined;
+  private unlisten: (() => void) | undefined = undefined;
+  private routeFeed: Feed<[Route[], Rule[]], ResyncReason> | undefined = undefined;
+  private neighFeed: Feed<number, ResyncReason> | undefined = undefined;
   private resyncTimer: TimerHandle | undefined = undefined;
   private redumpTimer: TimerHandle | undefined = undefined;
   private readonly initDone: Map<string, () => void>;
@@ -365,7 +370,7 @@ export class NeighborSubsystem {
     try {
       this.nl = this.p.netlink ?? NetlinkHandle.open({ netns: this.p.netns });
       this.openFeeds();
-      await this.linkFeed!.initial();
+      await this.deviceFeed!.start();
       await this.routeFeed!.initial();
       await this.neighFeed!.initial();
     } catch (err) {
@@ -395,6 +400,7 @@ export class NeighborSubsystem {
       retryMs: this.p.config.retryMinMs,
       metrics: this.metrics,
       devices: this.devices,
+      deviceFeed: () => this.deviceFeed!,
       routes: this.routes,
       rules: this.rules,
       observed: this.observed,
@@ -405,11 +411,21 @@ export class NeighborSubsystem {
         if (table === 'devices') this.scheduleRouteRedump();
       },
     });
-    this.linkFeed = feeds.links;
     this.routeFeed = feeds.routes;
     this.neighFeed = feeds.neighbors;
-    // Subscribe to everything before the first dump of anything.
-    for (const f of [this.linkFeed, this.routeFeed, this.neighFeed]) f.open();
+    // Subscribe to everything before the first dump of anything (a shared device feed is
+    // subscribed and loaded already: listen() hands over its snapshot at once).
+    for (const f of [this.routeFeed, this.neighFeed]) f.open();
+    this.deviceFeed =
+      this.p.devices ??
+      new DeviceFeed({
+        nl: this.handle(),
+        log: this.log,
+        clock: this.clock,
+        rcvbuf: this.tuning.linkRcvbuf,
+        retryMs: this.p.config.retryMinMs,
+      });
+    this.unlisten = this.deviceFeed.listen(feeds.links);
   }
 
   /**
@@ -472,7 +488,9 @@ export class NeighborSubsystem {
       await this.reconciler.stop();
       this.reactor.stop();
       this.calculator.stop();
-      for (const f of [this.linkFeed, this.routeFeed, this.neighFeed]) f?.stop();
+      this.unlisten?.();
+      if (this.p.devices === undefined) this.deviceFeed?.stop();
+      for (const f of [this.routeFeed, this.neighFeed]) f?.stop();
       if (this.p.netlink === undefined) this.nl?.close();
       this.log.info('neighbor subsystem stopped');
     })();
@@ -545,7 +563,7 @@ export class NeighborSubsystem {
     const reconciler = this.reconciler.health();
     const feeds: Record<string, string> = {};
     for (const [name, f] of [
-      ['links', this.linkFeed],
+      ['links', this.deviceFeed],
       ['routes', this.routeFeed],
       ['neighbors', this.neighFeed],
     ] as const) {

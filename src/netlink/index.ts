@@ -87,3 +87,13 @@ export {
   scopeName,
   tableName,
 } from './names.js';
+
+// --- feeds ----------------------------------------------------------------------------------
+export { Feed, type FeedParams, type FeedReason, type FeedTimers } from './feed.js';
+export {
+  DeviceFeed,
+  addressKey,
+  type DeviceFeedListener,
+  type DeviceFeedParams,
+  type DeviceFeedReason,
+} from './devices.js';

@@ -13,20 +13,25 @@
 // A dump that stays interrupted (NLM_F_DUMP_INTR after the client's retries) is tried
 // again later; until a dump succeeds the table is not (re)initialized, so nothing is pruned
 // on a partial view.
+//
+// Used by the device feed (devices.ts) and by the neighbor subsystem's route and neighbor
+// feeds.
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import type { ResyncReason } from '../metrics/neighbor.js';
-import {
-  DumpInterruptedError,
-  ParseError,
-  type RtEvent,
-  type Subscription,
-  type SubscriptionEvent,
-  type SubscriptionHandlers,
-} from '../netlink/index.js';
-import type { Clock, TimerHandle } from '../statedb/index.js';
+import { DumpInterruptedError, ParseError } from './errors.js';
+import type { RtEvent } from './message.js';
+import type { Subscription, SubscriptionEvent, SubscriptionHandlers } from './subscription.js';
 
-export interface FeedParams<D> {
+/** Why a feed dumps: the reasons of its own, and those its users pass to resync(). */
+export type FeedReason<R extends string = never> = 'startup' | 'overflow' | 'dump-interrupted' | R;
+
+/** The timers a feed needs (a Clock has them). */
+export interface FeedTimers {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export interface FeedParams<D, R extends string = never> {
   name: string;
   /** Opens a subscription to the feed's groups with these handlers. */
   subscribe(handlers: SubscriptionHandlers): Subscription;
@@ -48,21 +53,23 @@ export interface FeedParams<D> {
    * dump runs (held events are parsed, to be replayed in order).
    */
   take?(type: number, buf: Buffer, off: number, len: number): boolean;
+  /** A dump failed (it is tried again after retryMs). */
+  failed?(err: unknown): void;
   /** Counted once per resync that starts. */
-  resynced(reason: ResyncReason): void;
-  clock: Clock;
+  resynced(reason: FeedReason<R>): void;
+  clock: FeedTimers;
   log: Logger;
   /** Delay before trying a failed dump again, ms. */
   retryMs: number;
 }
 
-export class Feed<D> {
-  private readonly p: FeedParams<D>;
+export class Feed<D, R extends string = never> {
+  private readonly p: FeedParams<D, R>;
   private sub: Subscription | undefined = undefined;
   private held: RtEvent[] | undefined = [];
   private running: Promise<void> | undefined = undefined;
-  private again: ResyncReason | undefined = undefined;
-  private retryTimer: TimerHandle | undefined = undefined;
+  private again: FeedReason<R> | undefined = undefined;
+  private retryTimer: unknown = undefined;
   private stopped = false;
   private wakeSleep: (() => void) | undefined = undefined;
   /** The last dump failure, cleared by a successful dump. */
@@ -72,7 +79,7 @@ export class Feed<D> {
   /** Events read from the socket (every subscription, held ones included). */
   eventsRead = 0;
 
-  constructor(p: FeedParams<D>) {
+  constructor(p: FeedParams<D, R>) {
     this.p = p;
   }
 
@@ -135,7 +142,7 @@ export class Feed<D> {
    * Dumps and loads; resolves when the table is in step again (after retries of a failing
    * dump). A resync asked for while one runs is done right after it.
    */
-  resync(reason: ResyncReason): Promise<void> {
+  resync(reason: FeedReason<R>): Promise<void> {
     if (this.stopped) return Promise.resolve();
     if (this.running !== undefined) {
       if (this.again !== 'overflow') this.again = reason;
@@ -158,8 +165,8 @@ export class Feed<D> {
     return this.running;
   }
 
-  private async loop(first: ResyncReason, strict: boolean): Promise<void> {
-    let reason: ResyncReason | undefined = first;
+  private async loop(first: FeedReason<R>, strict: boolean): Promise<void> {
+    let reason: FeedReason<R> | undefined = first;
     while (reason !== undefined && !this.stopped) {
       this.again = undefined;
       this.p.resynced(reason);
@@ -193,6 +200,7 @@ export class Feed<D> {
       this.lastError = describeError(err);
       const interrupted = err instanceof DumpInterruptedError;
       this.p.log.warn({ feed: this.p.name, err: this.lastError, interrupted }, 'dump failed');
+      this.p.failed?.(err);
       return err ?? new Error('dump failed');
     }
     if (this.stopped) return undefined;
