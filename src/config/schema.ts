@@ -1,6 +1,7 @@
 // Every configuration option: its path, type, default and meaning. The config file, the
-// command-line flags, the validation errors and the documented example config are all
-// generated from this one table, so an option cannot exist in one place and not another.
+// command-line flags, the validation errors, the documented example config and the
+// FibkeeperConfig type itself are all derived from this one table, so an option cannot exist
+// in one place and not another: adding a row is the one edit that adds an option.
 
 export type OptionType = 'string' | 'bool' | 'int' | 'duration' | 'list' | 'enum' | 'filemode';
 
@@ -22,7 +23,7 @@ const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
-export const OPTIONS: readonly OptionSpec[] = [
+const TABLE = [
   {
     path: 'netns',
     type: 'string',
@@ -425,7 +426,44 @@ export const OPTIONS: readonly OptionSpec[] = [
     default: 'info',
     doc: 'Log level (JSON lines on stderr).',
   },
-];
+] as const satisfies readonly OptionSpec[];
+
+/** The table, as the code that walks it sees it. */
+export const OPTIONS: readonly OptionSpec[] = TABLE;
+
+/** What an option of each type holds once read (durations in ms, file modes as numbers). */
+interface ValueOfType {
+  string: string;
+  bool: boolean;
+  int: number;
+  duration: number;
+  list: string[];
+  enum: string;
+  filemode: number;
+}
+
+/** An option's value type: its enum's values, or what its type holds. */
+type ValueOf<S extends OptionSpec> = S extends { type: 'enum'; values: readonly (infer V)[] }
+  ? V
+  : ValueOfType[S['type']];
+
+/** "xdp.missTracker.ttl" -> "xdp"; "netns" -> "netns". */
+type Head<P extends string> = P extends `${infer H}.${string}` ? H : P;
+
+/** The options under section K, with K. taken off their paths. */
+type Below<S extends OptionSpec, K extends string> = S extends { path: `${K}.${infer Rest}` }
+  ? Omit<S, 'path'> & { path: Rest }
+  : never;
+
+/** The nested configuration object that the options S describe. */
+type ConfigOf<S extends OptionSpec> = {
+  [K in Head<S['path']>]: [Extract<S, { path: K }>] extends [never]
+    ? ConfigOf<Below<S, K>>
+    : ValueOf<Extract<S, { path: K }>>;
+};
+
+/** The whole configuration, as every command reads it: one field per row of the table. */
+export type FibkeeperConfig = ConfigOf<(typeof TABLE)[number]>;
 
 /** "xdp.missTracker.ttl" -> "xdp-miss-tracker-ttl" */
 export function flagName(path: string): string {
