@@ -28,13 +28,7 @@ import {
   type TimerHandle,
 } from '../statedb/index.js';
 import { Calculator } from './calculator.js';
-import {
-  defaultTuning,
-  resolveMode,
-  validateConfig,
-  type NeighborConfig,
-  type NeighborTuning,
-} from './config.js';
+import { defaultTuning, resolveMode, type NeighborConfig, type NeighborTuning } from './config.js';
 import { DeviceTracker } from './devices.js';
 import { makeFeeds, type Feed } from './feeds.js';
 import { ForwardableIPs, type OwnerChange } from './forwardable.js';
@@ -111,7 +105,6 @@ export class NeighborSubsystem {
   private stopDone: Promise<void> | undefined = undefined;
 
   constructor(p: NeighborSubsystemParams) {
-    validateConfig(p.config);
     this.p = p;
     this.path = new RefreshPath({
       initial: resolveMode(p.config.refresh, p.managedSupported),
@@ -158,8 +151,8 @@ export class NeighborSubsystem {
       log: this.log,
       metrics: this.metrics,
       chunk: this.tuning.lookupChunk,
-      retryMinMs: p.config.retryMinMs,
-      retryMaxMs: p.config.retryMaxMs,
+      retryMinMs: p.config.retryMin,
+      retryMaxMs: p.config.retryMax,
     });
     this.reactor = new Reactor({
       desired: this.desired,
@@ -167,8 +160,8 @@ export class NeighborSubsystem {
       mode: () => this.currentMode(),
       protocol: this.protocol,
       clock: this.clock,
-      retryMinMs: p.config.retryMinMs,
-      retryMaxMs: p.config.retryMaxMs,
+      retryMinMs: p.config.retryMin,
+      retryMaxMs: p.config.retryMax,
       requeue: (key, cause) => this.requeue(key, cause),
     });
     this.reconciler = this.makeReconciler();
@@ -392,7 +385,7 @@ export class NeighborSubsystem {
       tuning: this.tuning,
       clock: this.clock,
       log: this.log,
-      retryMs: this.p.config.retryMinMs,
+      retryMs: this.p.config.retryMin,
       metrics: this.metrics,
       devices: this.devices,
       routes: this.routes,
@@ -439,7 +432,7 @@ export class NeighborSubsystem {
       this.resyncTimer = undefined;
       this.fullResync();
       this.armResync();
-    }, this.p.config.resyncIntervalMs);
+    }, this.p.config.resyncInterval);
   }
 
   /** The periodic full resync: routes dumped again, every next hop looked up again. */
