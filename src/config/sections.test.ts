@@ -71,3 +71,30 @@ describe('one validation of every section', () => {
     });
   });
 });
+
+describe('cluster options (was cluster/config.ts clusterSettings and cluster/options.ts)', () => {
+  it('names the option at fault before the agent may run', () => {
+    const on = { extip: { enabled: true, interface: 'eth0' } };
+    const cluster = (c: Record<string, unknown>) => ({
+      ...on,
+      cluster: { enabled: true, ...c, etcd: { endpoints: ['127.0.0.1:2379'], ...(c.etcd ?? {}) } },
+    });
+    expect(refused(cluster({ nodeName: 'n1' }), true)).toBeUndefined();
+    const cases: [unknown, RegExp][] = [
+      [{ ...on, cluster: { enabled: true } }, /cluster\.etcd\.endpoints/],
+      [cluster({ leaseTTL: 1500 }), /cluster\.leaseTTL: 1500 ms/],
+      [cluster({ nodeName: 'bad name' }), /cluster\.nodeName/],
+      [cluster({ labels: ['novalue'] }), /cluster\.labels/],
+      [cluster({ nodeIPs: ['10.0.0.300'] }), /cluster\.nodeIPs/],
+      [cluster({ prefix: 'noslash' }), /cluster\.prefix/],
+      [cluster({ fenceMargin: 900 }), /cluster\.fenceMargin: 900 ms: give 50 ms to half/],
+      [cluster({ renewInterval: 400 }), /cluster\.renewInterval: 400 ms: at least two keep-alives/],
+      [cluster({ etcd: { certFile: '/x.pem' } }), /cluster\.etcd\.certFile: give .* together/],
+      [
+        cluster({ etcd: { certFile: '/x.pem', keyFile: '/x.key' } }),
+        /cluster\.etcd\.caFile: a client certificate needs TLS/,
+      ],
+    ];
+    for (const [doc, message] of cases) expect(refused(doc, true)?.message).toMatch(message);
+  });
+});

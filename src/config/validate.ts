@@ -3,10 +3,10 @@
 // (and SIGHUP, and `fibkeeper config check`) needs before the agent may start — so that
 // `config check` refuses exactly what `run` refuses.
 import { readFileSync, statSync } from 'node:fs';
-import { clusterSettings } from '../cluster/index.js';
 import { ConfigError } from '../errors/index.js';
 import { formatHostPort, parseHostPort, parseIp } from '../ipaddr/index.js';
 import type { FibkeeperConfig } from './schema.js';
+import { checkClusterOptions } from './cluster.js';
 import { checkIp, checkIps, conflictError } from './rules.js';
 
 /** The longest path a unix socket may have (sun_path is 108 bytes with its NUL). */
@@ -231,7 +231,7 @@ export function checkRunnable(cfg: FibkeeperConfig): { token: Buffer | undefined
     );
   }
   if (cfg.cluster.enabled) {
-    clusterSettings(cfg.cluster, { nodeIP: cfg.extip.nodeIP }); // names, labels, timers, TLS pairs
+    checkClusterOptions(cfg);
     checkPemFile('cluster.etcd.caFile', cfg.cluster.etcd.caFile);
     checkPemFile('cluster.etcd.certFile', cfg.cluster.etcd.certFile);
     checkPemFile('cluster.etcd.keyFile', cfg.cluster.etcd.keyFile);
