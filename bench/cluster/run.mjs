@@ -311,15 +311,15 @@ try {
   const o = defaultOptions();
   const settings = {
     etcd: etcd.describe(),
-    leaseTtlSeconds: o.leaseTtlSeconds,
-    renewIntervalMs: o.renewIntervalMs,
-    fenceMarginMs: o.fenceMarginMs,
-    rebalanceDelayMs: o.rebalanceDelayMs,
+    leaseTtlSeconds: o.leaseTTL / 1000,
+    renewIntervalMs: o.renewInterval,
+    fenceMarginMs: o.fenceMargin,
+    rebalanceDelayMs: o.rebalanceDelay,
     requestTimeoutMs: 500,
     pingIntervalMs: 10,
   };
   console.log(
-    `settings: lease TTL ${o.leaseTtlSeconds} s, keep-alive every ${o.renewIntervalMs} ms, fence margin ${o.fenceMarginMs} ms, rebalance delay ${o.rebalanceDelayMs} ms; ${etcd.describe()}`,
+    `settings: lease TTL ${o.leaseTTL / 1000} s, keep-alive every ${o.renewInterval} ms, fence margin ${o.fenceMargin} ms, rebalance delay ${o.rebalanceDelay} ms; ${etcd.describe()}`,
   );
   const s = (kind, k) => stats(results[kind][k]);
   const fig = (name, description, st, ref, target, targetMeaning) => ({

@@ -136,7 +136,7 @@ function sendC(bin, node, ifindex, file) {
 
 async function measure(mods, node, dir, rounds, n) {
   const { ExternalIpSubsystem, buildGratuitousArp } = mods.extip;
-  const base = { holderKind: 'bridge', interface: 'ext0', checkIntervalMs: 0 };
+  const base = { holderKind: 'bridge', interface: 'ext0', checkInterval: 0 };
   const extip = new ExternalIpSubsystem({
     netns: node,
     config: { ...base, holderName: 'fkb0', dad: false },
@@ -151,7 +151,7 @@ async function measure(mods, node, dir, rounds, n) {
     log: mods.log.silentLogger(),
   });
   const dadWait =
-    (withDad.config.dadProbes - 1) * withDad.config.dadIntervalMs + withDad.config.dadWaitMs;
+    (withDad.config.dadProbes - 1) * withDad.config.dadInterval + withDad.config.dadWait;
   const ips = Array.from({ length: n }, (_, i) => extIp(i));
   const bin = join(dir, 'send_frames');
   execFileSync('cc', ['-O2', '-Wall', '-o', bin, join(here, 'ref', 'send_frames.c')]);

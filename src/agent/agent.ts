@@ -254,14 +254,11 @@ export class Agent {
       ...(this.netns ? { netns: this.netns } : {}),
       netlink: this.netlink as NetlinkHandle,
       devices: this.devices as DeviceFeed,
+      // The validated section under the config's own names, with the two shared options.
       config: {
+        ...this.cfg.neighbor,
         devices: this.cfg.devices,
         holderName: this.cfg.extip.holderName,
-        refresh: this.cfg.neighbor.refresh,
-        resyncIntervalMs: this.cfg.neighbor.resyncInterval,
-        retryMinMs: this.cfg.neighbor.retryMin,
-        retryMaxMs: this.cfg.neighbor.retryMax,
-        rateLimit: this.cfg.neighbor.rateLimit,
       },
       managedSupported: featureAvailable(report, 'managed_neighbors'),
       registry: this.registry,
@@ -281,28 +278,11 @@ export class Agent {
   }
 
   private async startExtip(usable: ControlState): Promise<void> {
-    const c = this.cfg.extip;
     const x = new ExternalIpSubsystem({
       ...(this.netns ? { netns: this.netns } : {}),
       netlink: this.netlink as NetlinkHandle,
       devices: this.devices as DeviceFeed,
-      config: {
-        holderName: c.holderName,
-        holderKind: c.holderKind,
-        interface: c.interface,
-        nodeIP: c.nodeIP,
-        announceCount: c.announceCount,
-        announceIntervalMs: c.announceInterval,
-        refreshIntervalMs: c.refreshInterval,
-        checkIntervalMs: c.checkInterval,
-        defendIntervalMs: c.defendInterval,
-        defendRatePerSecond: c.defendRate,
-        dad: c.dad,
-        dadProbes: c.dadProbes,
-        dadIntervalMs: c.dadInterval,
-        dadWaitMs: c.dadWait,
-        arpResponder: c.arpResponder,
-      },
+      config: this.cfg.extip, // validated; the subsystem reads its options under these names
       registry: this.registry,
       log: this.log.child({ component: 'extip' }),
       ...(this.cfg.cluster.enabled
@@ -388,17 +368,7 @@ export class Agent {
   }
 
   xdpConfig(cfg: FibkeeperConfig): XdpForwarderConfig {
-    return {
-      devices: cfg.devices,
-      holderName: cfg.extip.holderName,
-      mode: cfg.xdp.mode,
-      pinDir: cfg.xdp.pinDir,
-      keepOnStop: cfg.xdp.keepOnStop,
-      force: cfg.xdp.force,
-      ipv6: cfg.xdp.ipv6,
-      ipv4Options: cfg.xdp.ipv4Options,
-      missTrack: true,
-    };
+    return { ...cfg.xdp, devices: cfg.devices, holderName: cfg.extip.holderName, missTrack: true };
   }
 
   private async startApi(token: Buffer | undefined): Promise<void> {

@@ -4,7 +4,7 @@
 //   const store = new EtcdStore({ endpoints: ['10.0.0.5:2379'], requestTimeoutMs: 500 });
 //   const member = new ClusterMember({
 //     store,
-//     options: { nodeName: 'node-a', labels: { zone: 'a' }, nodeIps: ['10.0.0.11'] },
+//     options: { nodeName: 'node-a', labels: { zone: 'a' }, nodeIPs: ['10.0.0.11'] },
 //     metrics: registerClusterMetrics(registry),
 //     log,
 //     onHold: async (set) => { await extip.setClusterIps(set.ips); },   // remove first, then add
@@ -40,6 +40,7 @@ export {
 } from './placement.js';
 export {
   KeyLayout,
+  normalizePrefix,
   parseLabelList,
   validateClusterIp,
   validateLabels,

@@ -37,8 +37,8 @@ function lab(names: string[], opts: Partial<ClusterOptions> = {}) {
       clock,
       options: {
         nodeName: name,
-        nodeIps: [`10.9.0.${nodes.length + 1}`],
-        rebalanceDelayMs: 0,
+        nodeIPs: [`10.9.0.${nodes.length + 1}`],
+        rebalanceDelay: 0,
         ...opts,
         ...extra,
       },
@@ -108,7 +108,7 @@ describe('ClusterMember against a fake etcd', () => {
 
   it('nodes that lost their leases together come back to their own IPs, no one taking all', async () => {
     const { clock, etcd, nodes, admin, records, held } = lab(['a', 'b', 'c'], {
-      rebalanceDelayMs: 1000,
+      rebalanceDelay: 1000,
     });
     await addIps(admin, 6);
     for (const n of nodes) await n.member.start();
@@ -183,7 +183,7 @@ describe('ClusterMember against a fake etcd', () => {
     for (const n of nodes) await n.member.start();
     await clock.advance(300);
     expect(nodes.map((n) => held(n).length)).toEqual([15, 15]);
-    const c = add('c', { rebalanceDelayMs: 0 });
+    const c = add('c', { rebalanceDelay: 0 });
     await c.member.start();
     await clock.advance(500);
     expect(nodes.map((n) => held(n).length)).toEqual([10, 10, 10]);
@@ -192,7 +192,7 @@ describe('ClusterMember against a fake etcd', () => {
   });
 
   it('waits rebalanceDelay before handing IPs to a new member', async () => {
-    const { clock, nodes, admin, add, held } = lab(['a'], { rebalanceDelayMs: 1000 });
+    const { clock, nodes, admin, add, held } = lab(['a'], { rebalanceDelay: 1000 });
     await addIps(admin, 4);
     await nodes[0]!.member.start();
     await clock.advance(300);
@@ -312,7 +312,7 @@ describe('ClusterMember against a fake etcd', () => {
       new ClusterMember({
         store: etcd.client(),
         clock,
-        options: { nodeName: name, nodeIps: [ip] },
+        options: { nodeName: name, nodeIPs: [ip] },
         ...(onPeers ? { onPeers } : {}),
       });
     const a = mk('a', '10.9.0.1', (ips) => seen.push(ips));

@@ -80,9 +80,9 @@ export class ClusterMember {
     this.#lease = new LeaseKeeper({
       store: this.#store,
       clock: this.#clock,
-      ttlSeconds: o.leaseTtlSeconds,
-      renewIntervalMs: o.renewIntervalMs,
-      fenceMarginMs: o.fenceMarginMs,
+      ttlSeconds: o.leaseTTL / 1000,
+      renewIntervalMs: o.renewInterval,
+      fenceMarginMs: o.fenceMargin,
       retryMinMs: o.retryMinMs,
       retryMaxMs: o.retryMaxMs,
       metrics: this.#metrics,
@@ -234,7 +234,7 @@ export class ClusterMember {
     this.#registering = true;
     if (attempt === 0) this.#registerSince = this.#clock.now();
     const key = this.#layout.member(this.options.nodeName);
-    const value = encodeMember({ labels: this.options.labels, ips: this.options.nodeIps });
+    const value = encodeMember({ labels: this.options.labels, ips: this.options.nodeIPs });
     this.#timed('txn', () => this.#store.createIfAbsent(key, value, id)).then(
       (rev) => {
         this.#registering = false;
@@ -244,7 +244,7 @@ export class ClusterMember {
           // Nodes that lost their leases together (etcd stalled, or was down past every
           // TTL) register again one after the other: the first must not take every IP
           // only to hand most of them over a moment later.
-          this.#claimFrom = this.#clock.now() + this.options.rebalanceDelayMs;
+          this.#claimFrom = this.#clock.now() + this.options.rebalanceDelay;
           this.#view.local(key, value, id, rev, this.#clock.now());
           this.#log?.info({ node: this.options.nodeName, lease: id }, 'cluster member registered');
           this.#checkReady();
@@ -403,7 +403,7 @@ export class ClusterMember {
         this.#release(ip, lease);
       } else if (target !== undefined && target !== me) {
         const t = view.members.get(target);
-        const settledAt = (t?.seenAt ?? now) + this.options.rebalanceDelayMs;
+        const settledAt = (t?.seenAt ?? now) + this.options.rebalanceDelay;
         if (settledAt <= now) this.#release(ip, lease);
         else wake = Math.min(wake, settledAt);
       }

@@ -3,10 +3,10 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError } from '../errors/index.js';
-import { OPTIONS, flagName, type OptionSpec } from './schema.js';
+import { OPTIONS, flagName, type FibkeeperConfig, type OptionSpec } from './schema.js';
 import { crossValidate } from './validate.js';
 
-export { OPTIONS, flagName, type OptionSpec } from './schema.js';
+export { OPTIONS, flagName, type FibkeeperConfig, type OptionSpec } from './schema.js';
 export {
   checkRunnable,
   crossValidate,
@@ -28,79 +28,6 @@ export {
   checkOwner,
   conflictError,
 } from './rules.js';
-
-export interface FibkeeperConfig {
-  netns: string;
-  devices: string[];
-  xdp: {
-    enabled: boolean;
-    mode: 'auto' | 'native' | 'generic';
-    pinDir: string;
-    keepOnStop: boolean;
-    force: boolean;
-    ipv6: boolean;
-    ipv4Options: boolean;
-    missTracker: { enabled: boolean; ttl: number; interval: number };
-  };
-  neighbor: {
-    enabled: boolean;
-    refresh: 'auto' | 'managed' | 'legacy';
-    resyncInterval: number;
-    retryMin: number;
-    retryMax: number;
-    rateLimit: number;
-  };
-  forwardable: { static: string[] };
-  extip: {
-    enabled: boolean;
-    holderName: string;
-    holderKind: 'dummy' | 'bridge' | 'ifb';
-    interface: string;
-    nodeIP: string;
-    announceCount: number;
-    announceInterval: number;
-    refreshInterval: number;
-    checkInterval: number;
-    defendInterval: number;
-    defendRate: number;
-    dad: boolean;
-    dadProbes: number;
-    dadInterval: number;
-    dadWait: number;
-    arpResponder: 'auto' | 'always' | 'never';
-    static: string[];
-  };
-  cluster: {
-    enabled: boolean;
-    nodeName: string;
-    labels: string[];
-    nodeIPs: string[];
-    prefix: string;
-    static: string[];
-    etcd: {
-      endpoints: string[];
-      caFile: string;
-      certFile: string;
-      keyFile: string;
-      requestTimeout: number;
-    };
-    leaseTTL: number;
-    renewInterval: number;
-    fenceMargin: number;
-    rebalanceDelay: number;
-    handoverOnStop: boolean;
-  };
-  stateFile: string;
-  api: {
-    socket: string;
-    socketMode: number;
-    tcp: string;
-    tokenFile: string;
-    requestTimeout: number;
-  };
-  metrics: { address: string };
-  log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' };
-}
 
 type Json = unknown;
 

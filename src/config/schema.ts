@@ -1,6 +1,7 @@
 // Every configuration option: its path, type, default and meaning. The config file, the
-// command-line flags, the validation errors and the documented example config are all
-// generated from this one table, so an option cannot exist in one place and not another.
+// command-line flags, the validation errors, the documented example config and the
+// FibkeeperConfig type itself are all derived from this one table, so an option cannot exist
+// in one place and not another: adding a row is the one edit that adds an option.
 
 export type OptionType = 'string' | 'bool' | 'int' | 'duration' | 'list' | 'enum' | 'filemode';
 
@@ -22,7 +23,7 @@ const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
-export const OPTIONS: readonly OptionSpec[] = [
+const TABLE = [
   {
     path: 'netns',
     type: 'string',
@@ -158,6 +159,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     path: 'extip.holderName',
     type: 'string',
+    // A name no distribution uses.
     default: 'fibkeeper0',
     doc: 'Device that holds the external IPs; created if absent, adopted if present.',
   },
@@ -165,6 +167,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     path: 'extip.holderKind',
     type: 'enum',
     values: ['dummy', 'bridge', 'ifb'],
+    // dummy is the lightest device that can hold addresses; kernels without it use bridge/ifb.
     default: 'dummy',
     doc: 'Link type of the holder device. Use bridge (with no ports) or ifb on kernels without the dummy type.',
   },
@@ -183,6 +186,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     path: 'extip.announceCount',
     type: 'int',
+    // Three, one second apart: what arping -U and keepalived send; survives one lost frame.
     default: 3,
     min: 0,
     max: 100,
@@ -199,6 +203,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     path: 'extip.refreshInterval',
     type: 'duration',
+    // Off: most switches keep entries for minutes and the kernel answers ARP anyway.
     default: 0,
     min: 0,
     max: DAY,
@@ -207,6 +212,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     path: 'extip.checkInterval',
     type: 'duration',
+    // Events repair at once; this catches what a lost notification would hide.
     default: 30 * SECOND,
     min: 0,
     max: DAY,
@@ -215,6 +221,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     path: 'extip.defendInterval',
     type: 'duration',
+    // RFC 5227 DEFEND_INTERVAL: at most one defence per address per 10 s.
     default: 10 * SECOND,
     min: 0,
     max: HOUR,
@@ -223,6 +230,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     path: 'extip.defendRate',
     type: 'int',
+    // Bounds the frames a flood of conflicting claims can make us send.
     default: 20,
     min: 1,
     max: 100_000,
@@ -231,12 +239,15 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     path: 'extip.dad',
     type: 'bool',
+    // On: an address another host holds is refused, not stolen. Its cost is (probes - 1) x
+    // interval + wait = 1.5 s per assign (all IPs of a request in parallel).
     default: true,
     doc: 'Duplicate address detection on the external interface before an IP is assigned (IPv6 neighbor solicitations from ::, IPv4 ARP probes): an IP another host holds is refused and never announced. Costs every assign (dadProbes - 1) x dadInterval + dadWait.',
   },
   {
     path: 'extip.dadProbes',
     type: 'int',
+    // Three probes: two may be lost (RFC 5227 PROBE_NUM); RFC 4862 sends one.
     default: 3,
     min: 1,
     max: 10,
@@ -245,6 +256,8 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     path: 'extip.dadInterval',
     type: 'duration',
+    // Hosts on a segment answer within milliseconds; RFC 5227 spaces its probes 1-2 s apart
+    // for slow links, which would make every assign take 4-7 s.
     default: 250,
     min: 10,
     max: 10 * SECOND,
@@ -253,6 +266,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     path: 'extip.dadWait',
     type: 'duration',
+    // RFC 4862 RetransTimer: a second for the last answer to come back.
     default: SECOND,
     min: 10,
     max: MINUTE,
@@ -294,6 +308,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     path: 'cluster.prefix',
     type: 'string',
+    // Keys of every fibkeeper in one etcd; one etcd can host several clusters by prefix.
     default: '/fibkeeper/',
     doc: 'etcd key prefix of the cluster (members/, ips/, owners/ under it).',
   },
@@ -338,6 +353,12 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     path: 'cluster.leaseTTL',
     type: 'duration',
+    // Cluster timers measured on a loaded 2-core machine against a local etcd (heartbeat 50 ms,
+    // election timeout 500 ms; bench/cluster/lease.mjs, docs/cluster.md): keep-alive round trips
+    // p99 9-32 ms idle, 43-73 ms with a busy event loop; a timer fires up to 163 ms late under
+    // that load; etcd deletes an expired lease's keys 0-500 ms after its expiry. 1 s: a
+    // SIGKILLed owner's IPs move 1.0-1.5 s after its last keep-alive (TTL plus etcd's revoke
+    // loop), inside the 2 s target; 2 s would miss it.
     default: SECOND,
     min: SECOND,
     max: 60 * MINUTE,
@@ -346,6 +367,8 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     path: 'cluster.renewInterval',
     type: 'duration',
+    // 150 ms: four keep-alives per hold window (TTL - margin = 750 ms), so three lost or late
+    // ones in a row are survived; 7 requests/s per node is nothing for etcd.
     default: 150,
     min: 10,
     max: 30 * MINUTE,
@@ -354,6 +377,8 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     path: 'cluster.fenceMargin',
     type: 'duration',
+    // 250 ms: covers a timer firing late on a busy event loop (<= 163 ms measured), the holder
+    // address removal (~1 ms) and clock-rate drift between nodes (<= 1 ms per s).
     default: 250,
     min: 50,
     max: 30 * MINUTE,
@@ -362,6 +387,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     path: 'cluster.rebalanceDelay',
     type: 'duration',
+    // 1 s: a member that crashes within a second of joining never receives IPs.
     default: SECOND,
     min: 0,
     max: HOUR,
@@ -425,7 +451,44 @@ export const OPTIONS: readonly OptionSpec[] = [
     default: 'info',
     doc: 'Log level (JSON lines on stderr).',
   },
-];
+] as const satisfies readonly OptionSpec[];
+
+/** The table, as the code that walks it sees it. */
+export const OPTIONS: readonly OptionSpec[] = TABLE;
+
+/** What an option of each type holds once read (durations in ms, file modes as numbers). */
+interface ValueOfType {
+  string: string;
+  bool: boolean;
+  int: number;
+  duration: number;
+  list: string[];
+  enum: string;
+  filemode: number;
+}
+
+/** An option's value type: its enum's values, or what its type holds. */
+type ValueOf<S extends OptionSpec> = S extends { type: 'enum'; values: readonly (infer V)[] }
+  ? V
+  : ValueOfType[S['type']];
+
+/** "xdp.missTracker.ttl" -> "xdp"; "netns" -> "netns". */
+type Head<P extends string> = P extends `${infer H}.${string}` ? H : P;
+
+/** The options under section K, with K. taken off their paths. */
+type Below<S extends OptionSpec, K extends string> = S extends { path: `${K}.${infer Rest}` }
+  ? Omit<S, 'path'> & { path: Rest }
+  : never;
+
+/** The nested configuration object that the options S describe. */
+type ConfigOf<S extends OptionSpec> = {
+  [K in Head<S['path']>]: [Extract<S, { path: K }>] extends [never]
+    ? ConfigOf<Below<S, K>>
+    : ValueOf<Extract<S, { path: K }>>;
+};
+
+/** The whole configuration, as every command reads it: one field per row of the table. */
+export type FibkeeperConfig = ConfigOf<(typeof TABLE)[number]>;
 
 /** "xdp.missTracker.ttl" -> "xdp-miss-tracker-ttl" */
 export function flagName(path: string): string {

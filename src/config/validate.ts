@@ -3,10 +3,10 @@
 // (and SIGHUP, and `fibkeeper config check`) needs before the agent may start — so that
 // `config check` refuses exactly what `run` refuses.
 import { readFileSync, statSync } from 'node:fs';
-import { clusterSettings } from '../cluster/index.js';
 import { ConfigError } from '../errors/index.js';
 import { formatHostPort, parseHostPort, parseIp } from '../ipaddr/index.js';
-import type { FibkeeperConfig } from './index.js';
+import type { FibkeeperConfig } from './schema.js';
+import { checkClusterOptions } from './cluster.js';
 import { checkIp, checkIps, conflictError } from './rules.js';
 
 /** The longest path a unix socket may have (sun_path is 108 bytes with its NUL). */
@@ -62,6 +62,21 @@ export function crossValidate(cfg: FibkeeperConfig): void {
   }
   if (cfg.extip.interface !== '' && !/^[A-Za-z0-9_.:@-]{1,15}$/.test(cfg.extip.interface)) {
     throw new ConfigError('extip.interface', `"${cfg.extip.interface}" is not a device name`);
+  }
+  if (cfg.extip.interface === cfg.extip.holderName) {
+    throw new ConfigError(
+      'extip.interface',
+      `the external interface cannot be the holder device ${cfg.extip.holderName}`,
+    );
+  }
+  if (cfg.extip.refreshInterval !== 0 && cfg.extip.refreshInterval < 1000) {
+    throw new ConfigError('extip.refreshInterval', 'must be 0 (off) or at least 1s');
+  }
+  if (cfg.xdp.pinDir === '') {
+    throw new ConfigError(
+      'xdp.pinDir',
+      'must be a directory path (in a bpffs, or where one is mounted)',
+    );
   }
   if (cfg.extip.nodeIP !== '') {
     try {
@@ -216,7 +231,7 @@ export function checkRunnable(cfg: FibkeeperConfig): { token: Buffer | undefined
     );
   }
   if (cfg.cluster.enabled) {
-    clusterSettings(cfg.cluster, { nodeIP: cfg.extip.nodeIP }); // names, labels, timers, TLS pairs
+    checkClusterOptions(cfg);
     checkPemFile('cluster.etcd.caFile', cfg.cluster.etcd.caFile);
     checkPemFile('cluster.etcd.certFile', cfg.cluster.etcd.certFile);
     checkPemFile('cluster.etcd.keyFile', cfg.cluster.etcd.keyFile);

@@ -61,8 +61,8 @@ export class ExternalWatch implements AnnounceSink {
     this.#sysctlsAt = p.clock.now();
     this.dad = new DadProber({
       probes: p.cfg.dadProbes,
-      intervalMs: p.cfg.dadIntervalMs,
-      waitMs: p.cfg.dadWaitMs,
+      intervalMs: p.cfg.dadInterval,
+      waitMs: p.cfg.dadWait,
       sink: {
         sendProbe: (ip, nonce) => this.#io.sendProbe(ip, nonce),
         listen: (ip, on) => this.#io.listenFor(ip, 'dad', on),

@@ -165,10 +165,10 @@ export class ExternalIpSubsystem {
     this.#throwIfStopped();
     this.#announcer = new Announcer({
       count: cfg.announceCount,
-      intervalMs: cfg.announceIntervalMs,
-      refreshIntervalMs: cfg.refreshIntervalMs,
-      defendIntervalMs: cfg.defendIntervalMs,
-      defendRatePerSecond: cfg.defendRatePerSecond,
+      intervalMs: cfg.announceInterval,
+      refreshIntervalMs: cfg.refreshInterval,
+      defendIntervalMs: cfg.defendInterval,
+      defendRatePerSecond: cfg.defendRate,
       sink: this.#ext,
       clock: this.#clock,
       log: this.#log,
@@ -201,7 +201,7 @@ export class ExternalIpSubsystem {
     const conflictLog = (this.#conflictLog = new ConflictLog({
       log: this.#log,
       clock: this.#clock,
-      intervalMs: Math.max(1000, cfg.defendIntervalMs),
+      intervalMs: Math.max(1000, cfg.defendInterval),
     }));
     return ExternalWatch.open({
       nl,
@@ -488,10 +488,10 @@ export class ExternalIpSubsystem {
   }
 
   #scheduleCheck(): void {
-    if (this.#cfg.checkIntervalMs === 0 || this.#stopped) return;
+    if (this.#cfg.checkInterval === 0 || this.#stopped) return;
     this.#checkTimer = this.#clock.setTimeout(() => {
       void this.#check('periodic').finally(() => this.#scheduleCheck());
-    }, this.#cfg.checkIntervalMs);
+    }, this.#cfg.checkInterval);
     (this.#checkTimer as { unref?: () => void }).unref?.();
   }
 

@@ -26,7 +26,6 @@ import type { DatapathOps } from './ops.js';
 import { Reconciler } from './reconcile.js';
 import {
   OTHER_DEVICE,
-  type XdpConfigMode,
   type XdpDeviceCounters,
   type XdpDeviceStatus,
   type XdpForwarderConfig,
@@ -59,20 +58,6 @@ export interface XdpForwarderParams {
   ops?: DatapathOps;
 }
 
-const MODES: readonly XdpConfigMode[] = ['auto', 'native', 'generic'];
-
-function validate(c: XdpForwarderConfig): void {
-  if (!MODES.includes(c.mode)) {
-    throw new InvalidArgumentError(
-      `xdp.mode must be auto, native or generic, got ${String(c.mode)}`,
-    );
-  }
-  if (typeof c.pinDir !== 'string' || c.pinDir === '') {
-    throw new InvalidArgumentError('xdp.pinDir must be a directory path');
-  }
-  if (!Array.isArray(c.devices)) throw new InvalidArgumentError('devices must be a list');
-}
-
 type State = 'new' | 'starting' | 'running' | 'stopped';
 
 export class XdpForwarder {
@@ -102,7 +87,6 @@ export class XdpForwarder {
   readonly #setMetricsSource: ((s: XdpForwarder | undefined) => void) | undefined;
 
   constructor(p: XdpForwarderParams) {
-    validate(p.config);
     this.#p = p;
     this.#cfg = { ...p.config };
     this.#ops =
@@ -282,7 +266,6 @@ export class XdpForwarder {
    * explicit mode re-attaches. pinDir cannot change while running (InvalidArgumentError).
    */
   async reconfigure(config: XdpForwarderConfig): Promise<void> {
-    validate(config);
     if (config.pinDir !== this.#cfg.pinDir) {
       throw new InvalidArgumentError('xdp.pinDir cannot change while the agent runs; restart it');
     }

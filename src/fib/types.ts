@@ -1,26 +1,29 @@
 // The forwarder's configuration and what it reports, shared by forwarder.ts and reconcile.ts.
+import type { FibkeeperConfig } from '../config/index.js';
 import type { SlotCounters } from './layout.js';
 import type { RedirectErrorName } from './layout-state.js';
 import type { HookMode } from './ops.js';
 import type { ForeignProgram } from './owner.js';
 
-export type XdpConfigMode = 'auto' | 'native' | 'generic';
+type XdpSection = FibkeeperConfig['xdp'];
 
-export interface XdpForwarderConfig {
+export type XdpConfigMode = XdpSection['mode'];
+
+/**
+ * The config's `xdp.*` options under their own names, validated by src/config: mode (auto:
+ * native where the driver supports it, else generic), pinDir (a directory on or for a bpffs;
+ * pins go to <pinDir>/ns<netns inode>/), keepOnStop (stop() leaves the program attached and
+ * pinned), force (replace XDP programs fibkeeper did not attach), ipv6 (else the program
+ * passes IPv6 to the stack); with `devices` and `extip.holderName`.
+ */
+export interface XdpForwarderConfig extends Pick<
+  XdpSection,
+  'mode' | 'pinDir' | 'keepOnStop' | 'force' | 'ipv6'
+> {
   /** Device names or globs (* and ?) that get the program. */
   devices: readonly string[];
   /** The external-IP holder device: never selected. */
   holderName: string;
-  /** auto: native where the driver supports it, else generic. */
-  mode: XdpConfigMode;
-  /** A directory on (or for) a bpffs; pins go to <pinDir>/ns<netns inode>/. */
-  pinDir: string;
-  /** stop() leaves the program attached and pinned (forwarding continues without the agent). */
-  keepOnStop: boolean;
-  /** Replace XDP programs fibkeeper did not attach. */
-  force: boolean;
-  /** Forward IPv6 (else the program passes it to the stack). */
-  ipv6: boolean;
   /** Record NO_NEIGH destinations in the miss map (default true). */
   missTrack?: boolean;
   /** Forward IPv4 packets that carry IP options (default true; false passes them to the stack). */

@@ -1,25 +1,19 @@
-// The neighbor subsystem's options: what the agent passes (from src/config), the tuning
-// knobs with their defaults and reasons, and validation with errors that name the option.
-import { ConfigError, NotSupportedError } from '../errors/index.js';
+// The neighbor subsystem's options: what the agent passes (src/config's `neighbor` section,
+// already validated there, with `devices` and `extip.holderName`) and the tuning knobs with
+// their defaults and reasons.
+import type { FibkeeperConfig } from '../config/index.js';
+import { NotSupportedError } from '../errors/index.js';
 import type { RefreshMode } from './types.js';
 
-/** The options the agent takes from its config (`neighbor.*`, `devices`, `extip.holderName`). */
-export interface NeighborConfig {
-  /** Device names or globs (`*`, `?`); a device must match one to be selected. */
-  devices: readonly string[];
-  /** fibkeeper's external-IP holder device: never selected. */
-  holderName: string;
-  /** auto: managed when the kernel has it; managed/legacy force one path. */
-  refresh: 'auto' | RefreshMode;
-  /** Full recomputation of every next hop (and a prune) this often, ms. */
-  resyncIntervalMs: number;
-  /** First retry after a failed write or a lost entry, ms (doubles per failure). */
-  retryMinMs: number;
-  /** Longest retry delay, ms. */
-  retryMaxMs: number;
-  /** Most re-inserts, refreshes and retries per second in total. */
-  rateLimit: number;
-}
+/**
+ * The config's `neighbor.*` options under their own names (`refresh`, `resyncInterval`,
+ * `retryMin`, `retryMax` in ms, `rateLimit`), plus `devices` (names or globs a device must
+ * match to be selected) and `holderName` (extip.holderName: never selected). Validated by
+ * src/config before they get here.
+ */
+export type NeighborConfig = Omit<FibkeeperConfig['neighbor'], 'enabled'> &
+  Pick<FibkeeperConfig, 'devices'> &
+  Pick<FibkeeperConfig['extip'], 'holderName'>;
 
 /** Knobs for tests and benchmarks; the defaults are what the agent runs with. */
 export interface NeighborTuning {
@@ -116,49 +110,6 @@ const EVENT_TRUESIZE = 768;
 export function writeBacklog(t: NeighborTuning): number {
   if (t.writeBacklog !== undefined) return t.writeBacklog;
   return Math.floor((0.6 * (2 * t.neighRcvbuf)) / EVENT_TRUESIZE);
-}
-
-const GLOB = /^[A-Za-z0-9_.:@*?+-]{1,64}$/;
-
-function check(ok: boolean, option: string, message: string): void {
-  if (!ok) throw new ConfigError(option, message);
-}
-
-/** Throws ConfigError naming the option for anything out of range. */
-export function validateConfig(c: NeighborConfig): void {
-  check(Array.isArray(c.devices), 'devices', 'must be a list of device names or globs');
-  for (const d of c.devices) {
-    check(
-      typeof d === 'string' && GLOB.test(d),
-      'devices',
-      `${JSON.stringify(d)} is not a device name or glob (letters, digits, _.:@+-, * and ?)`,
-    );
-  }
-  check(
-    typeof c.holderName === 'string' && c.holderName.length <= 15,
-    'extip.holderName',
-    'must be a device name of at most 15 characters',
-  );
-  check(
-    c.refresh === 'auto' || c.refresh === 'managed' || c.refresh === 'legacy',
-    'neighbor.refresh',
-    `must be auto, managed or legacy, got ${String(c.refresh)}`,
-  );
-  const positive = (v: number, option: string, min: number): void =>
-    check(Number.isFinite(v) && v >= min, option, `must be a number >= ${min}, got ${v}`);
-  positive(c.resyncIntervalMs, 'neighbor.resyncInterval', 1000);
-  positive(c.retryMinMs, 'neighbor.retryMin', 1);
-  positive(c.retryMaxMs, 'neighbor.retryMax', 1);
-  check(
-    c.retryMaxMs >= c.retryMinMs,
-    'neighbor.retryMax',
-    `must be >= neighbor.retryMin (${c.retryMinMs} ms), got ${c.retryMaxMs} ms`,
-  );
-  check(
-    Number.isInteger(c.rateLimit) && c.rateLimit >= 1,
-    'neighbor.rateLimit',
-    `must be an integer >= 1, got ${c.rateLimit}`,
-  );
 }
 
 /**

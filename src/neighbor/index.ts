@@ -15,7 +15,7 @@
 export { NeighborSubsystem } from './subsystem.js';
 export type { NeighborSubsystemParams, NeighborHealth } from './subsystem.js';
 export type { NeighborCounters } from '../metrics/neighbor.js';
-export { defaultTuning, matchGlob, resolveMode, validateConfig } from './config.js';
+export { defaultTuning, matchGlob, resolveMode } from './config.js';
 export type { NeighborConfig, NeighborTuning } from './config.js';
 export { validateOwner } from './forwardable.js';
 export type { OwnerChange } from './forwardable.js';

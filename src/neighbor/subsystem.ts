@@ -27,13 +27,7 @@ import {
   type TimerHandle,
 } from '../statedb/index.js';
 import { Calculator } from './calculator.js';
-import {
-  defaultTuning,
-  resolveMode,
-  validateConfig,
-  type NeighborConfig,
-  type NeighborTuning,
-} from './config.js';
+import { defaultTuning, resolveMode, type NeighborConfig, type NeighborTuning } from './config.js';
 import { DeviceTracker } from './devices.js';
 import { makeFeeds, type Feed } from './feeds.js';
 import { ForwardableIPs, type OwnerChange } from './forwardable.js';
@@ -116,7 +110,6 @@ export class NeighborSubsystem {
   private stopDone: Promise<void> | undefined = undefined;
 
   constructor(p: NeighborSubsystemParams) {
-    validateConfig(p.config);
     this.p = p;
     this.path = new RefreshPath({
       initial: resolveMode(p.config.refresh, p.managedSupported),
@@ -163,8 +156,8 @@ export class NeighborSubsystem {
       log: this.log,
       metrics: this.metrics,
       chunk: this.tuning.lookupChunk,
-      retryMinMs: p.config.retryMinMs,
-      retryMaxMs: p.config.retryMaxMs,
+      retryMinMs: p.config.retryMin,
+      retryMaxMs: p.config.retryMax,
     });
     this.reactor = new Reactor({
       desired: this.desired,
@@ -172,8 +165,8 @@ export class NeighborSubsystem {
       mode: () => this.currentMode(),
       protocol: this.protocol,
       clock: this.clock,
-      retryMinMs: p.config.retryMinMs,
-      retryMaxMs: p.config.retryMaxMs,
+      retryMinMs: p.config.retryMin,
+      retryMaxMs: p.config.retryMax,
       requeue: (key, cause) => this.requeue(key, cause),
     });
     this.reconciler = this.makeReconciler();
@@ -397,7 +390,7 @@ export class NeighborSubsystem {
       tuning: this.tuning,
       clock: this.clock,
       log: this.log,
-      retryMs: this.p.config.retryMinMs,
+      retryMs: this.p.config.retryMin,
       metrics: this.metrics,
       devices: this.devices,
       deviceFeed: () => this.deviceFeed!,
@@ -423,7 +416,7 @@ export class NeighborSubsystem {
         log: this.log,
         clock: this.clock,
         rcvbuf: this.tuning.linkRcvbuf,
-        retryMs: this.p.config.retryMinMs,
+        retryMs: this.p.config.retryMin,
       });
     this.unlisten = this.deviceFeed.listen(feeds.links);
   }
@@ -455,7 +448,7 @@ export class NeighborSubsystem {
       this.resyncTimer = undefined;
       this.fullResync();
       this.armResync();
-    }, this.p.config.resyncIntervalMs);
+    }, this.p.config.resyncInterval);
   }
 
   /** The periodic full resync: routes dumped again, every next hop looked up again. */

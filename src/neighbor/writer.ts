@@ -66,13 +66,13 @@ export function makeWriter(p: WriterParams): Reconciler<DesiredNeighbor> {
     name: 'neighbors',
     inputs: p.inputs,
     config: {
-      retryBackoffMinMs: c.retryMinMs,
-      retryBackoffMaxMs: c.retryMaxMs,
-      pruneIntervalMs: c.resyncIntervalMs,
+      retryBackoffMinMs: c.retryMin,
+      retryBackoffMaxMs: c.retryMax,
+      pruneIntervalMs: c.resyncInterval,
       batchSize: p.tuning.writeBatch,
       // A lost entry is written again at once, but never sooner than this after its last
       // write: the per-entry bound (exponential backoff on repeated losses is the reactor's).
-      requeueMinIntervalMs: c.retryMinMs,
+      requeueMinIntervalMs: c.retryMin,
     },
     configPath: 'neighbor',
     metrics: p.metrics,

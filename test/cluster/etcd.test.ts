@@ -43,7 +43,7 @@ async function cluster(n: number): Promise<{ prefix: string; ips: string[] }> {
 }
 
 function start(names: string[], prefix: string, endpoint = etcd.endpoint): MemberProc[] {
-  return names.map((n) => new MemberProc(endpoint, n, { prefix, rebalanceDelayMs: 300 }));
+  return names.map((n) => new MemberProc(endpoint, n, { prefix, rebalanceDelay: 300 }));
 }
 
 /** Waits until the live members hold exactly the placement (one holder per IP). */
@@ -85,7 +85,7 @@ describe('cluster members against a real etcd', () => {
     for (let i = 0; i < 3; i++) {
       ms[i]!.kill('SIGTERM');
       await ms[i]!.exit();
-      ms[i] = new MemberProc(etcd.endpoint, ms[i]!.name, { prefix, rebalanceDelayMs: 300 });
+      ms[i] = new MemberProc(etcd.endpoint, ms[i]!.name, { prefix, rebalanceDelay: 300 });
       all.push(ms[i]!);
       await ms[i]!.until(() => ms[i]!.held().length === 10, 20_000, 'its 10 IPs back');
     }
@@ -149,8 +149,8 @@ describe('cluster members against a real etcd', () => {
     const { prefix, ips } = await cluster(4);
     const proxy = await CutProxy.start(etcd.clientPort);
     cleanupLater(() => void proxy.close());
-    const cut = new MemberProc(proxy.endpoint, 'a', { prefix, rebalanceDelayMs: 300 });
-    const other = new MemberProc(etcd.endpoint, 'b', { prefix, rebalanceDelayMs: 300 });
+    const cut = new MemberProc(proxy.endpoint, 'a', { prefix, rebalanceDelay: 300 });
+    const other = new MemberProc(etcd.endpoint, 'b', { prefix, rebalanceDelay: 300 });
     const ms = [cut, other];
     await settled(ms, ips, 'placement');
     const lost = cut.held();
@@ -215,8 +215,8 @@ describe('cluster members against a real etcd', () => {
     const { prefix, ips } = await cluster(2);
     const proxy = await CutProxy.start(etcd.clientPort);
     cleanupLater(() => void proxy.close());
-    const a = new MemberProc(proxy.endpoint, 'a', { prefix, rebalanceDelayMs: 300 });
-    const b = new MemberProc(etcd.endpoint, 'b', { prefix, rebalanceDelayMs: 300 });
+    const a = new MemberProc(proxy.endpoint, 'a', { prefix, rebalanceDelay: 300 });
+    const b = new MemberProc(etcd.endpoint, 'b', { prefix, rebalanceDelay: 300 });
     await settled([a, b], ips, 'placement');
     proxy.cut();
     await a.until(() => a.held().length === 0, 5000, 'fenced');

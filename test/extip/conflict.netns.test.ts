@@ -125,7 +125,7 @@ describe.skipIf(skip)('a claim storm', () => {
     const defendIntervalMs = 1000;
     const { extip, registry } = await startExtip(
       lab.node,
-      testConfig({ announceCount: 1, defendIntervalMs, defendRatePerSecond: 20 }),
+      testConfig({ announceCount: 1, defendInterval: defendIntervalMs, defendRate: 20 }),
       log,
     );
     await extip.assign([EXT4, EXT6]);
@@ -310,7 +310,7 @@ describe.skipIf(skip)('bursts on link changes and refresh', () => {
     const lab = await makeLab('xcp');
     const { extip } = await startExtip(
       lab.node,
-      testConfig({ announceCount: 1, refreshIntervalMs: 1000 }),
+      testConfig({ announceCount: 1, refreshInterval: 1000 }),
     );
     const cap = capture(lab.peer, 'peer0');
     await extip.assign([EXT4]);

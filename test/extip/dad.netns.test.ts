@@ -154,7 +154,7 @@ describe.skipIf(skip)('duplicate address detection on the external interface', (
     const probes = 3;
     const { extip } = await startExtip(
       lab.node,
-      testConfig({ dadProbes: probes, dadIntervalMs: 100, dadWaitMs: 300 }),
+      testConfig({ dadProbes: probes, dadInterval: 100, dadWait: 300 }),
     );
     const before = maddrs(lab.node);
     const t0 = Date.now();

@@ -75,12 +75,12 @@ export function testConfig(over: Partial<ExternalIpConfig> = {}): Partial<Extern
     holderKind: 'bridge',
     interface: 'ext0',
     announceCount: 3,
-    announceIntervalMs: 200,
-    checkIntervalMs: 0,
+    announceInterval: 200,
+    checkInterval: 0,
     dad: true,
     dadProbes: 2,
-    dadIntervalMs: 50,
-    dadWaitMs: 150,
+    dadInterval: 50,
+    dadWait: 150,
     ...over,
   };
 }

@@ -33,7 +33,7 @@ describe.skipIf(skip)('no announcement beyond the rules', () => {
       const cap = capture(lab.peer, 'peer0');
       const { extip, registry } = await startExtip(
         lab.node,
-        testConfig({ checkIntervalMs: 50, refreshIntervalMs: 0 }),
+        testConfig({ checkInterval: 50, refreshInterval: 0 }),
       );
       await extip.assign([EXT4, EXT6]);
       await sleep(QUIET_SECONDS * 1000);

@@ -21,7 +21,7 @@ describe.skipIf(skip)('neighbor: a gateway that is down, then back', () => {
       quickGiveUp(lab);
       ip(lab.a, 'addr', 'del', '10.1.0.2/24', 'dev', 'pa0'); // the gateway is down
       const n = await startAgent(lab.r, {
-        config: { refresh: mode, retryMinMs: 100, retryMaxMs: 1000 },
+        config: { refresh: mode, retryMin: 100, retryMax: 1000 },
       });
       expect(n.mode).toBe(mode);
       n.upsert('test', ['10.9.0.5']); // via 10.1.0.2

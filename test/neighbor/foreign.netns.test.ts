@@ -52,7 +52,7 @@ describe.skipIf(skip)('neighbor: entries that belong to someone else', () => {
       'nud',
       'noarp',
     );
-    const n = await startAgent(lab.r, { config: { resyncIntervalMs: 1000 } });
+    const n = await startAgent(lab.r, { config: { resyncInterval: 1000 } });
     n.upsert('test', ['10.1.0.3', '10.1.0.20']);
     await n.waitReady();
     await waitEntry(lab.r, '10.1.0.20', 'ra0', hasMarks);
@@ -74,7 +74,7 @@ describe.skipIf(skip)('neighbor: entries that belong to someone else', () => {
 
   it("an operator who writes a permanent entry over fibkeeper's keeps it until they delete it", async () => {
     const lab = buildLab('nb-fg2');
-    const n = await startAgent(lab.r, { config: { resyncIntervalMs: 1000 } });
+    const n = await startAgent(lab.r, { config: { resyncInterval: 1000 } });
     n.upsert('test', ['10.1.0.3']);
     await n.waitReady();
     await waitEntry(lab.r, '10.1.0.3', 'ra0', (e) => hasMarks(e) && e.state.includes('REACHABLE'));
@@ -129,7 +129,7 @@ describe.skipIf(skip)('neighbor: entries that belong to someone else', () => {
 
   it('another writer that replaces the entry with a dynamic one of its own is left alone', async () => {
     const lab = buildLab('nb-fg3');
-    const n = await startAgent(lab.r, { config: { refresh: 'legacy', resyncIntervalMs: 1000 } });
+    const n = await startAgent(lab.r, { config: { refresh: 'legacy', resyncInterval: 1000 } });
     n.upsert('test', ['10.1.0.20']);
     await n.waitReady();
     await waitEntry(lab.r, '10.1.0.20', 'ra0', (e) => e.state.includes('REACHABLE'));

@@ -54,9 +54,9 @@ export function config(over: Partial<NeighborConfig> = {}): NeighborConfig {
     devices: ['ra*', 'rb*'],
     holderName: 'fibkeeper0',
     refresh: 'auto',
-    resyncIntervalMs: 300_000,
-    retryMinMs: 50,
-    retryMaxMs: 2000,
+    resyncInterval: 300_000,
+    retryMin: 50,
+    retryMax: 2000,
     rateLimit: 1000,
     ...over,
   };

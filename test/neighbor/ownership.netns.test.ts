@@ -96,7 +96,7 @@ describe.skipIf(skip)('neighbor ownership', () => {
       'proto',
       PROTO,
     );
-    const n = await startAgent(lab.r, { config: { resyncIntervalMs: 1000 } });
+    const n = await startAgent(lab.r, { config: { resyncInterval: 1000 } });
     n.upsert('test', ['10.1.0.20', '10.1.0.3']);
     await n.waitReady();
     await waitGone(lab.r, '10.1.0.77', 'ra0'); // the initial prune took fibkeeper's stale entry
