@@ -44,20 +44,21 @@ export class Applier<Obj> {
     const size = this.d.config.batchSize;
     for (let i = 0; i < rows.length && this.d.running(); i += size) {
       // Skip versions that a later write has replaced while earlier batches ran.
-      const chunk = rows.slice(i, i + size).filter((r) => this.d.table.row(r.key) === r);
+      const chunk = rows.slice(i, i + size).filter((r) => this.d.table.isCurrent(r));
       if (chunk.length === 0) continue;
       if (this.d.ops.updateBatch !== undefined) {
         const results = await this.callBatch('update', chunk, (objs) =>
           this.d.ops.updateBatch?.(objs),
         );
-        chunk.forEach((r, j) => this.updated(r, results[j]));
+        const now = this.d.clock.now();
+        for (let j = 0; j < chunk.length; j++) this.updated(chunk[j]!, results[j], now);
         continue;
       }
       for (const r of chunk) {
         if (!this.d.running()) break;
-        if (this.d.table.row(r.key) !== r) continue;
+        if (!this.d.table.isCurrent(r)) continue;
         const [err] = await this.callBatch('update', [r], ([o]) => this.d.ops.update(o as Obj));
-        this.updated(r, err);
+        this.updated(r, err, this.d.clock.now());
       }
     }
   }
@@ -113,11 +114,10 @@ export class Applier<Obj> {
     return results;
   }
 
-  private updated(row: Row<Obj>, err: unknown): void {
-    const now = this.d.clock.now();
+  private updated(row: Row<Obj>, err: unknown, now: number): void {
     if (err === undefined || err === null) {
-      if (!this.d.table.setStatus(row.key, row.revision, { kind: 'done', updatedAt: now })) return;
-      this.failures.delete(row.key);
+      if (!this.d.table.setRowStatus(row, { kind: 'done', updatedAt: now })) return;
+      if (this.failures.size > 0) this.failures.delete(row.key);
       if (this.d.config.refreshIntervalMs > 0) {
         this.refreshes.push({ key: row.key, revision: row.revision, at: now });
       }
@@ -125,7 +125,7 @@ export class Applier<Obj> {
     }
     const error = describeError(err);
     // A newer version replaced this one meanwhile: its own update decides.
-    if (!this.d.table.setStatus(row.key, row.revision, { kind: 'error', error, updatedAt: now })) {
+    if (!this.d.table.setRowStatus(row, { kind: 'error', error, updatedAt: now })) {
       return;
     }
     this.failed(row, 'update', error, now);

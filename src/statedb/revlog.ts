@@ -21,6 +21,8 @@ export class Node<Obj> implements Change<Obj> {
   statusKind: StatusCode = STATUS_PENDING;
   statusError: string | undefined = undefined;
   statusAt: number;
+  /** Replaced by a newer version or deleted: no longer the table's row for its key. */
+  superseded = false;
   readonly key: string;
   readonly object: Obj;
   readonly revision: number;

@@ -335,6 +335,32 @@ describe('Table status', () => {
     expect(t.statusCounts()).toEqual({ pending: 0, done: 0, error: 0 });
   });
 
+  it('isCurrent and setRowStatus act only on the current version of a row', () => {
+    const t = new Table<Neigh>({ name: 't', primaryKey: keyOf, now: () => 5 });
+    t.insert({ ip: '10.0.0.1', ifindex: 1 });
+    t.insert({ ip: '10.0.0.2', ifindex: 1 });
+    const w = t.changes();
+    const [v1, other] = w.read();
+    expect(t.isCurrent(v1!)).toBe(true);
+    t.upsert({ ip: '10.0.0.1', ifindex: 1, mac: 'x' });
+    const v2 = t.row('1/10.0.0.1')!;
+    expect(t.isCurrent(v1!)).toBe(false);
+    expect(t.isCurrent(v2)).toBe(true);
+    // A copy (not a row the table handed out) is judged by a lookup.
+    expect(t.isCurrent({ ...v2 })).toBe(false);
+    expect(t.setRowStatus(v1!, { kind: 'done' })).toBe(false);
+    expect(t.status('1/10.0.0.1')?.kind).toBe('pending');
+    expect(t.setRowStatus(v2, { kind: 'error', error: 'EPERM', updatedAt: 9 })).toBe(true);
+    expect(t.status('1/10.0.0.1')).toEqual({ kind: 'error', error: 'EPERM', updatedAt: 9 });
+    expect(t.statusCounts()).toEqual({ pending: 1, done: 0, error: 1 });
+    t.delete('1/10.0.0.2');
+    const [tomb] = w.read().filter((c) => c.deleted);
+    expect(t.isCurrent(other!)).toBe(false);
+    expect(t.isCurrent(tomb!)).toBe(false);
+    expect(t.setRowStatus(other!, { kind: 'done' })).toBe(false);
+    expect(t.statusCounts()).toEqual({ pending: 0, done: 0, error: 1 });
+  });
+
   it('lets one owner claim the status', () => {
     const t = neighTable();
     t.claimStatus('a');

@@ -191,6 +191,15 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
     return this.rowsByKey.get(key);
   }
 
+  /**
+   * Whether `row` is the table's current version of its key (`row(row.key) === row`), without
+   * a lookup for the rows the table handed out itself.
+   */
+  isCurrent(row: Row<Obj>): boolean {
+    if (row instanceof Node) return !row.superseded && !row.deleted;
+    return this.rowsByKey.get(row.key) === row;
+  }
+
   /** A snapshot of every object, in no particular order. */
   list(): Obj[] {
     const out = new Array<Obj>(this.rowsByKey.size);
@@ -312,6 +321,7 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
     if (old === undefined) {
       this.indexes?.add(key, obj);
     } else {
+      old.superseded = true;
       this.counts[old.statusKind]--;
       this.log.unlink(old);
       this.indexes?.replace(key, old.object, obj);
@@ -326,6 +336,7 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
     const old = this.rowsByKey.get(key);
     if (old === undefined) return undefined;
     this.rowsByKey.delete(key);
+    old.superseded = true;
     this.counts[old.statusKind]--;
     this.log.unlink(old);
     this.indexes?.remove(key, old.object);
@@ -464,13 +475,34 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
   ): boolean {
     const n = this.rowsByKey.get(key);
     if (n === undefined || n.revision !== revision) return false;
+    this.applyStatus(n, status);
+    return true;
+  }
+
+  /**
+   * setStatus(row.key, row.revision, status) for a row the table handed out (a change or a
+   * row): applies only while it is the current version, without a lookup.
+   */
+  setRowStatus(
+    row: Row<Obj>,
+    status: { kind: StatusKind; error?: string; updatedAt?: number },
+  ): boolean {
+    if (!(row instanceof Node)) return this.setStatus(row.key, row.revision, status);
+    if (row.superseded || row.deleted) return false;
+    this.applyStatus(row, status);
+    return true;
+  }
+
+  private applyStatus(
+    n: Node<Obj>,
+    status: { kind: StatusKind; error?: string; updatedAt?: number },
+  ): void {
     const code = CODES[status.kind];
     this.counts[n.statusKind]--;
     this.counts[code]++;
     n.statusKind = code;
     n.statusError = code === STATUS_ERROR ? (status.error ?? 'unknown error') : undefined;
     n.statusAt = status.updatedAt ?? this.now();
-    return true;
   }
 
   statusCounts(): StatusCounts {
