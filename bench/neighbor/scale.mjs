@@ -137,13 +137,17 @@ async function main() {
     }
     await sleep(1000);
     await agent.call('settle');
+    const before = (await agent.call('status')).counters.resyncs;
     const load = await agent.call('load', { owner: 'bench', base: BASE, count: opts.n });
+    const during = Object.entries(load.counters.resyncs)
+      .filter(([k, v]) => v !== (before[k] ?? 0))
+      .map(([k, v]) => `${k} +${v - (before[k] ?? 0)}`);
     await check(nl, ifindex, opts.n);
     const mode1m = (await agent.call('status')).mode;
     if (mode1m !== rawMode)
       throw new Error(`the agent runs ${mode1m}, the raw side wrote ${rawMode}`);
     console.log(
-      `converge ${opts.n}: fibkeeper ${r2(load.ms)} ms (${mode1m}), raw neighSetMany ${r2(rawMs)} ms (${r2(load.ms / rawMs)}x raw)`,
+      `converge ${opts.n}: fibkeeper ${r2(load.ms)} ms (${mode1m}), raw neighSetMany ${r2(rawMs)} ms (${r2(load.ms / rawMs)}x raw); resyncs during the load: ${during.join(', ') || 'none'}`,
     );
     figures.push(
       figure({

@@ -10,7 +10,7 @@ import {
 } from '../netlink/index.js';
 import { FakeKernel, neigh } from './fakes.js';
 import { ObservedNeighbors } from './observed.js';
-import { NeighborOps } from './ops.js';
+import { NeighborOps, type NeighborOpsParams } from './ops.js';
 import type { RequeueCause } from './reactor.js';
 import { RefSet } from './refset.js';
 import { neighKey, type DesiredNeighbor, type RefreshMode } from './types.js';
@@ -24,7 +24,11 @@ const want = (ifindex: number, nexthop: string): DesiredNeighbor => ({
   refs: new RefSet(),
 });
 
-function setup(mode: RefreshMode = 'managed', twoStep = false) {
+function setup(
+  mode: RefreshMode = 'managed',
+  twoStep = false,
+  pace: Pick<NeighborOpsParams, 'backlog' | 'reading' | 'eventsRead'> = { backlog: 0 },
+) {
   const kernel = new FakeKernel();
   const observed = new ObservedNeighbors();
   const metrics = new NeighborMetrics();
@@ -40,7 +44,7 @@ function setup(mode: RefreshMode = 'managed', twoStep = false) {
     metrics,
     log: silentLogger(),
     twoStep,
-    backlog: 0,
+    ...pace,
     causes,
     missing: (keys) => missing.push(...keys),
     wanted: (ifindex, ip) => wanted.has(neighKey(ifindex, ip)),
@@ -54,6 +58,36 @@ function setup(mode: RefreshMode = 'managed', twoStep = false) {
 }
 
 describe('neighbor ops', () => {
+  it('paces a large delete as it paces writes: its events are read before it returns', async () => {
+    const reads: boolean[] = [];
+    let read = 0;
+    let owed = 0;
+    const s = setup('legacy', false, {
+      backlog: 1000,
+      eventsRead: () => read,
+      // Reading resumed: the events queued so far are read.
+      reading: (on) => {
+        reads.push(on);
+        if (on) read += owed;
+      },
+    });
+    const rows = Array.from({ length: 2048 }, (_, i) => want(2, `10.0.${i >> 8}.${i & 255}`));
+    for (const r of rows) {
+      s.present(neigh(2, r.nexthop, { state: NUD_REACHABLE, flags: NTF_EXT_LEARNED, protocol: P }));
+    }
+    const del = s.kernel.neighDelMany.bind(s.kernel);
+    s.kernel.neighDelMany = async (e) => {
+      owed += e.length; // one RTM_DELNEIGH each
+      return del(e);
+    };
+    const out = await s.ops.deleteBatch(rows);
+    expect(out.filter((e) => e !== undefined)).toEqual([]);
+    expect(s.kernel.entries.size).toBe(0);
+    // Reading paused for the burst, resumed to read its 2048 events (over the budget).
+    expect(reads.slice(0, 2)).toEqual([false, true]);
+    expect(read).toBe(2048);
+  });
+
   it('writes extern_learn + managed + the mark, without a link-layer address', async () => {
     const s = setup('managed');
     await s.ops.update(want(2, '10.0.0.1'));

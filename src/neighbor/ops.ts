@@ -203,9 +203,13 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
       else if (o === true) del.push(i);
     }
     if (del.length === 0) return results;
+    // Each delete is announced by one event: paced as writes are (1,000,000 deletes made
+    // faster than they were read overflowed the event socket, and a full dump followed).
+    this.pacer.writing(del.length);
     const out = await this.p.kernel.neighDelMany(
       del.map((i) => ({ ifindex: objs[i]!.ifindex, dst: objs[i]!.nexthop })),
     );
+    await this.pacer.written(del.length - out.failures.length);
     for (const f of out.failures) {
       if (!isErrno(f.error, 'ENOENT', 'ENODEV')) results[del[f.index]!] = f.error;
     }

@@ -539,9 +539,13 @@ export class NeighborSubsystem {
     return this.reconciler.waitFirstRound(signal);
   }
 
-  /** Resolves when the calculator has nothing queued and the reconciler nothing due. */
+  /**
+   * Resolves when no feed is resyncing (a dump after an overflow, say), the calculator has
+   * nothing queued and the reconciler nothing due.
+   */
   async settled(): Promise<void> {
     for (let i = 0; i < 3; i++) {
+      for (const f of [this.linkFeed, this.routeFeed, this.neighFeed]) await f?.idle();
       await this.calculator.waitIdle();
       await this.reconciler.waitIdle();
     }

@@ -154,6 +154,11 @@ export class Feed<D, R extends string = never> {
     return this.running;
   }
 
+  /** Resolves once no resync is running or waiting to run (at once when none is). */
+  async idle(): Promise<void> {
+    while (this.running !== undefined) await this.running.catch(() => undefined);
+  }
+
   /**
    * The first dump, at start: an interrupted dump is tried again; any other failure (no
    * permission, a broken socket) rejects, so that the agent fails to start with the reason.
