@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { WritePacer } from './pace.js';
+import { PAUSE_MAX_MS, WritePacer } from './pace.js';
 
 /**
  * A pacer over a fake event socket: `queued` events wait in it; a turn of the event loop
@@ -52,6 +52,22 @@ describe('write pacing', () => {
     t.turnOver(); // the resumes scheduled before the last batch are void; the last one runs
     expect(t.log).toEqual(['pause', 'resume']);
     expect(t.pacer.readingPaused).toBe(false);
+  });
+
+  it('does not keep reading paused longer than PAUSE_MAX_MS through a long burst', async () => {
+    const t = setup(140_000);
+    await t.batch(8192);
+    t.pacer.writing(8192); // soon after: the resume scheduled by the first batch is void
+    t.turnOver();
+    expect(t.log).toEqual(['pause']);
+    await t.pacer.written(8192);
+    t.s.clock += PAUSE_MAX_MS; // the writes took long: events nobody counted pile up
+    t.pacer.writing(8192); // the resume scheduled by the last batch stands
+    t.turnOver();
+    expect(t.log).toEqual(['pause', 'resume']);
+    await t.pacer.written(8192);
+    await t.batch(8192); // a new burst pauses afresh
+    expect(t.log).toEqual(['pause', 'resume', 'pause']);
   });
 
   it('reads down to half the budget once the events owed exceed it, then pauses again', async () => {
