@@ -545,7 +545,7 @@ export class NeighborSubsystem {
    */
   async settled(): Promise<void> {
     for (let i = 0; i < 3; i++) {
-      for (const f of [this.linkFeed, this.routeFeed, this.neighFeed]) await f?.idle();
+      for (const f of [this.deviceFeed, this.routeFeed, this.neighFeed]) await f?.idle();
       await this.calculator.waitIdle();
       await this.reconciler.waitIdle();
     }

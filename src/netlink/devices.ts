@@ -164,6 +164,11 @@ export class DeviceFeed {
     return this.#feed.lastError;
   }
 
+  /** Resolves when no dump (a resync after an overflow, a refresh) is running. */
+  idle(): Promise<void> {
+    return this.#feed.idle();
+  }
+
   /** Overflows of the subscription (each answered by a fresh socket and a dump). */
   get overflows(): number {
     return this.#feed.overflows;
