@@ -1,7 +1,7 @@
 // Test doubles for the root-free tests of src/cluster: a clock that moves only when told
 // to (advance fires due timers in order; jump moves time without firing any, as a stopped
 // process sees it), and a driver that lets promises settle between timer steps.
-import type { Clock, TimerHandle } from '../statedb/index.js';
+import type { Clock, TimerHandle } from '../sched/index.js';
 
 interface Timer {
   due: number;

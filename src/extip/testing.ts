@@ -4,7 +4,7 @@
 import { NetlinkError } from '../netlink/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
 import type { ExtipMetrics } from '../metrics/extip.js';
-import type { Clock } from '../statedb/index.js';
+import type { Clock } from '../sched/index.js';
 import type { HolderOps, ObservedAddress } from './types.js';
 
 interface FakeTimer {

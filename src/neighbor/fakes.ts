@@ -24,7 +24,7 @@ import {
   type NeighSpec,
   type Route,
 } from '../netlink/index.js';
-import type { Clock, TimerHandle } from '../statedb/index.js';
+import type { Clock, TimerHandle } from '../sched/index.js';
 import type { NeighborKernel } from './ops.js';
 import { neighKey } from './types.js';
 

@@ -24,7 +24,7 @@ import {
   type SubscriptionEvent,
   type SubscriptionHandlers,
 } from '../netlink/index.js';
-import type { Clock, TimerHandle } from '../statedb/index.js';
+import type { Clock, TimerHandle } from '../sched/index.js';
 
 export interface FeedParams<D> {
   name: string;
