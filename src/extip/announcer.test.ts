@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { parseIp } from '../ipaddr/index.js';
 import { silentLogger } from '../log/index.js';
 import { Announcer, type AnnouncerParams } from './announcer.js';
-import { FakeClock, RecordingSink, recordingMetrics } from './testing.js';
+import { FakeClock } from '../sched/testing.js';
+import { RecordingSink, recordingMetrics } from './testing.js';
 
 function setup(over: Partial<AnnouncerParams> = {}) {
   const clock = new FakeClock();
