@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { KeyScheduler, Periodic } from './index.js';
+import { KeyScheduler, Periodic, type KeySchedulerOptions } from './index.js';
 import { FakeClock } from './testing.js';
+
+/** A scheduler on a fake clock that records the keys it fires, in order. */
+function setup(opts: KeySchedulerOptions = {}) {
+  const clock = new FakeClock();
+  const fired: string[] = [];
+  const s = new KeyScheduler(clock, (keys) => fired.push(...keys), opts);
+  return { clock, fired, s, t0: clock.now() };
+}
 
 describe('KeyScheduler', () => {
   it('fires keys in due order, those due together in one call, and re-arms', () => {
@@ -34,10 +42,7 @@ describe('KeyScheduler', () => {
   });
 
   it('replaces and cancels due times; stop() cancels everything', () => {
-    const clock = new FakeClock();
-    const fired: string[] = [];
-    const s = new KeyScheduler(clock, (keys) => fired.push(...keys));
-    const t0 = clock.now();
+    const { clock, fired, s, t0 } = setup();
     s.at('a', t0 + 100);
     s.at('a', t0 + 300); // replaces
     s.at('b', t0 + 200);
@@ -58,10 +63,7 @@ describe('KeyScheduler', () => {
   });
 
   it('moves its one timer earlier for an earlier key, and clears it when nothing is left', () => {
-    const clock = new FakeClock();
-    const fired: string[] = [];
-    const s = new KeyScheduler(clock, (keys) => fired.push(...keys));
-    const t0 = clock.now();
+    const { clock, fired, s, t0 } = setup();
     s.at('late', t0 + 1000);
     s.at('early', t0 + 10);
     expect(clock.pending).toBe(1);
@@ -72,10 +74,7 @@ describe('KeyScheduler', () => {
   });
 
   it('made paused, keeps keys and fires nothing until start(), then what is due at once', () => {
-    const clock = new FakeClock();
-    const fired: string[] = [];
-    const s = new KeyScheduler(clock, (keys) => fired.push(...keys), { paused: true });
-    const t0 = clock.now();
+    const { clock, fired, s, t0 } = setup({ paused: true });
     s.at('a', t0 + 100);
     s.at('b', t0 + 500);
     expect(clock.pending).toBe(0);
