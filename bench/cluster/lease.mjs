@@ -9,7 +9,8 @@
 //      [--interval MS] [--heartbeat MS] [--election MS] [--json FILE]
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { EtcdStore, LocalEtcd, monotonicClock } from '../../dist/cluster/index.js';
+import { EtcdStore, LocalEtcd } from '../../dist/cluster/index.js';
+import { monotonicClock } from '../../dist/sched/index.js';
 
 const { values: args } = parseArgs({
   options: {

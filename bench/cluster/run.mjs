@@ -33,8 +33,8 @@ import {
   defaultOptions,
   findOverlaps,
   holdIntervals,
-  monotonicClock,
 } from '../../dist/cluster/index.js';
+import { monotonicClock } from '../../dist/sched/index.js';
 import { decodeFrame } from '../../dist/extip/index.js';
 import {
   Reaper,

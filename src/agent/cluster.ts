@@ -18,6 +18,7 @@ import { describeError } from '../errors/index.js';
 import { removeHolderAddresses } from '../extip/index.js';
 import type { Logger } from '../log/index.js';
 import { registerClusterMetrics } from '../metrics/index.js';
+import { backoff } from '../sched/index.js';
 import type { NeighborSubsystem } from '../neighbor/index.js';
 import type { NetlinkHandle } from '../netlink/index.js';
 
@@ -83,7 +84,7 @@ export class AgentCluster {
   reseed(seed: readonly string[]): void {
     this.#seeded = seed;
     if (seed.length === 0) return;
-    const attempt = (delay: number): void => {
+    const attempt = (failures: number): void => {
       if (this.#seeded !== seed) return; // a reload replaced it
       this.admin.seed(seed).then(
         (added) => {
@@ -91,11 +92,11 @@ export class AgentCluster {
         },
         (err: unknown) => {
           this.#log.debug({ err: describeError(err) }, 'cluster: seeding failed; retrying');
-          setTimeout(() => attempt(Math.min(delay * 2, 5000)), delay).unref();
+          setTimeout(() => attempt(failures + 1), backoff(100, 5000, failures + 1)).unref();
         },
       );
     };
-    attempt(100);
+    attempt(0);
   }
 
   /** Drops every cluster IP (applied), then revokes the lease (handover). Never throws. */

@@ -3,7 +3,7 @@
 // transactions ClusterStore needs, prefix watches with history and compaction, and faults
 // (a partitioned client, latency) per client. Several FakeStoreClients share one FakeEtcd.
 import { ClosedError, TimeoutError } from '../errors/index.js';
-import type { Clock, TimerHandle } from '../statedb/index.js';
+import type { Clock, TimerHandle } from '../sched/index.js';
 import {
   CompactedError,
   type ClusterStore,

@@ -58,7 +58,6 @@ export {
   type WatchHandlers,
 } from './store.js';
 export { LocalEtcd, findEtcd, freePort, type LocalEtcdOptions } from './local-etcd.js';
-export { monotonicClock } from './clock.js';
 export {
   findOverlaps,
   holdIntervals,

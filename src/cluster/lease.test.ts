@@ -4,7 +4,7 @@
 // it only noted to itself leaves the published hold set holding IPs it may no longer hold.
 import { describe, expect, it } from 'vitest';
 import { noopClusterMetrics } from '../metrics/index.js';
-import type { Clock, TimerHandle } from '../statedb/index.js';
+import type { Clock, TimerHandle } from '../sched/index.js';
 import { LeaseKeeper, type LeaseChange } from './lease.js';
 import type { ClusterStore } from './store.js';
 

@@ -8,7 +8,7 @@
 // leader, i.e. before validUntil; the margin is the time the holder has to take its
 // addresses down (timer lateness, netlink, clock-rate drift) after holdUntil.
 import type { ClusterMetrics } from '../metrics/cluster.js';
-import type { Clock, TimerHandle } from '../statedb/index.js';
+import { backoff, type Clock, type TimerHandle } from '../sched/index.js';
 import type { ClusterStore } from './store.js';
 
 export type LeaseChange = 'granted' | 'renewed' | 'restored' | 'fenced' | 'lost';
@@ -133,7 +133,7 @@ export class LeaseKeeper {
         this.#granting = false;
         metrics.request('grant', clock.now() - sent, false);
         this.#p.log?.('lease grant failed', err);
-        const delay = Math.min(this.#p.retryMaxMs, this.#p.retryMinMs * 2 ** this.#retry++);
+        const delay = backoff(this.#p.retryMinMs, this.#p.retryMaxMs, ++this.#retry);
         this.#schedule(delay, () => this.#grant());
       },
     );

@@ -7,7 +7,7 @@ import { findOverlaps, type HoldRecord } from './history.js';
 import type { HoldSet } from './hold.js';
 import { ClusterMember } from './member.js';
 import type { ClusterOptions } from './options.js';
-import { FakeClock, settle } from './testing.js';
+import { FakeClock, turns } from '../sched/testing.js';
 
 interface Node {
   name: string;
@@ -71,12 +71,12 @@ describe('ClusterMember against a fake etcd', () => {
     const ips = await addIps(admin, 30);
     for (const n of nodes) await n.member.start();
     for (const n of nodes) expect(n.sets[0]).toMatchObject({ ips: [], reason: 'start' });
-    await clock.advance(200);
+    await clock.advanceAsync(200);
     expect(nodes.map((n) => held(n).length)).toEqual([10, 10, 10]);
     for (const ip of ips) expect(holders(ip)).toHaveLength(1);
     // Placement stays put while nothing changes (renewals only move the deadline).
     const before = nodes.map((n) => [...held(n)]);
-    await clock.advance(5000);
+    await clock.advanceAsync(5000);
     expect(nodes.map((n) => [...held(n)])).toEqual(before);
     expect(findOverlaps(records)).toEqual([]);
   });
@@ -85,7 +85,7 @@ describe('ClusterMember against a fake etcd', () => {
     const { clock, nodes, admin, records, holders } = lab(['a', 'b', 'c']);
     const ips = await addIps(admin, 6);
     for (const n of nodes) await n.member.start();
-    await clock.advance(300);
+    await clock.advanceAsync(300);
     const a = nodes[0]!;
     const mine = [...a.member.holdSet().ips];
     expect(mine.length).toBe(2);
@@ -93,13 +93,13 @@ describe('ClusterMember against a fake etcd', () => {
     a.store.setPartitioned(true);
     const cutAt = clock.now();
     // Within TTL − margin after the last answered keep-alive a stops holding.
-    await clock.advance(800);
+    await clock.advanceAsync(800);
     expect(a.member.holdSet()).toMatchObject({ ips: [], reason: 'fence' });
     const fenceSet = a.sets.at(-1)!;
     expect(fenceSet.at).toBeLessThanOrEqual(lastDeadline + 150);
     expect(fenceSet.at - cutAt).toBeLessThan(1000);
     // The lease expires in etcd (TTL + the revoke loop), then b and c take a's IPs.
-    await clock.advance(1500);
+    await clock.advanceAsync(1500);
     for (const ip of ips) expect(holders(ip)).toHaveLength(1);
     for (const ip of mine) expect(holders(ip)).not.toContain('a');
     const overlaps = findOverlaps(records);
@@ -112,7 +112,7 @@ describe('ClusterMember against a fake etcd', () => {
     });
     await addIps(admin, 6);
     for (const n of nodes) await n.member.start();
-    await clock.advance(3000);
+    await clock.advanceAsync(3000);
     const before = nodes.map((n) => [...held(n)]);
     expect(before.map((ips) => ips.length)).toEqual([2, 2, 2]);
     // etcd expires every lease at once (it stalled); b and c hear of it 300 ms after a.
@@ -120,10 +120,10 @@ describe('ClusterMember against a fake etcd', () => {
     nodes[1]!.store.setPartitioned(true);
     nodes[2]!.store.setPartitioned(true);
     for (const id of [...etcd.leases.keys()]) etcd.revoke(id);
-    await clock.advance(300);
+    await clock.advanceAsync(300);
     nodes[1]!.store.setPartitioned(false);
     nodes[2]!.store.setPartitioned(false);
-    await clock.advance(4000);
+    await clock.advanceAsync(4000);
     expect(nodes.map((n) => [...held(n)])).toEqual(before);
     const most = Math.max(...records.filter((r) => r.at >= mark).map((r) => r.ips.length));
     expect(most).toBe(2);
@@ -134,7 +134,7 @@ describe('ClusterMember against a fake etcd', () => {
     const { clock, nodes, admin } = lab(['a']);
     const [ip] = await addIps(admin, 1);
     await nodes[0]!.member.start();
-    await clock.advance(300);
+    await clock.advanceAsync(300);
     const m = nodes[0]!.member;
     expect(m.mayHold(ip!)).toBe(true);
     const deadline = m.holdSet().deadline;
@@ -150,7 +150,7 @@ describe('ClusterMember against a fake etcd', () => {
     nodes[0]!.store.latencyMs = 40;
     nodes[1]!.store.latencyMs = 40;
     await Promise.all(nodes.map((n) => n.member.start()));
-    await clock.advance(1000);
+    await clock.advanceAsync(1000);
     expect(holders('192.0.2.10')).toHaveLength(1);
     expect(findOverlaps(records)).toEqual([]);
     const creates = nodes.flatMap((n) =>
@@ -163,13 +163,13 @@ describe('ClusterMember against a fake etcd', () => {
     const { clock, nodes, admin, records, holders } = lab(['a', 'b']);
     const ips = await addIps(admin, 4);
     for (const n of nodes) await n.member.start();
-    await clock.advance(300);
+    await clock.advanceAsync(300);
     const a = nodes[0]!;
     const mine = [...a.member.holdSet().ips];
     expect(mine.length).toBe(2);
     const stopped = clock.now();
     await a.member.stop();
-    await clock.advance(10);
+    await clock.advanceAsync(10);
     expect(a.member.holdSet()).toMatchObject({ ips: [], reason: 'stop' });
     for (const ip of ips) expect(holders(ip)).toEqual(['b']);
     expect(clock.now() - stopped).toBeLessThan(50);
@@ -181,11 +181,11 @@ describe('ClusterMember against a fake etcd', () => {
     const { clock, nodes, admin, records, add, holders, held } = lab(['a', 'b']);
     const ips = await addIps(admin, 30);
     for (const n of nodes) await n.member.start();
-    await clock.advance(300);
+    await clock.advanceAsync(300);
     expect(nodes.map((n) => held(n).length)).toEqual([15, 15]);
     const c = add('c', { rebalanceDelay: 0 });
     await c.member.start();
-    await clock.advance(500);
+    await clock.advanceAsync(500);
     expect(nodes.map((n) => held(n).length)).toEqual([10, 10, 10]);
     for (const ip of ips) expect(holders(ip)).toHaveLength(1);
     expect(findOverlaps(records)).toEqual([]);
@@ -195,12 +195,12 @@ describe('ClusterMember against a fake etcd', () => {
     const { clock, nodes, admin, add, held } = lab(['a'], { rebalanceDelay: 1000 });
     await addIps(admin, 4);
     await nodes[0]!.member.start();
-    await clock.advance(300);
+    await clock.advanceAsync(300);
     const b = add('b');
     await b.member.start();
-    await clock.advance(500);
+    await clock.advanceAsync(500);
     expect(held(b)).toEqual([]);
-    await clock.advance(700);
+    await clock.advanceAsync(700);
     expect(held(b).length).toBe(2);
   });
 
@@ -213,9 +213,9 @@ describe('ClusterMember against a fake etcd', () => {
       if (s.reason === 'release') keyAtDrop = etcd.data.has('/fibkeeper/owners/192.0.2.10');
     });
     await a.member.start();
-    await clock.advance(300);
+    await clock.advanceAsync(300);
     await admin.del('192.0.2.10');
-    await clock.advance(50);
+    await clock.advanceAsync(50);
     expect(a.member.holdSet().ips).toEqual(['192.0.2.11']);
     expect(keyAtDrop).toBe(true);
     expect(etcd.data.has('/fibkeeper/owners/192.0.2.10')).toBe(false);
@@ -225,7 +225,7 @@ describe('ClusterMember against a fake etcd', () => {
     const { clock, nodes, admin, etcd, held } = lab(['a', 'b']);
     await addIps(admin, 4);
     for (const n of nodes) await n.member.start();
-    await clock.advance(300);
+    await clock.advanceAsync(300);
     // a misses changes, they are compacted away, then a's watch resumes from the old revision.
     const a = nodes[0]!;
     a.store.setPartitioned(true);
@@ -233,7 +233,7 @@ describe('ClusterMember against a fake etcd', () => {
     await admin.del('192.0.2.10');
     etcd.compact(etcd.revision);
     a.store.setPartitioned(false);
-    await clock.advance(1500);
+    await clock.advanceAsync(1500);
     const all = [...held(a), ...held(nodes[1]!)].sort();
     expect(all).toEqual([
       '192.0.2.100',
@@ -254,14 +254,14 @@ describe('ClusterMember against a fake etcd', () => {
     const { clock, nodes, admin, etcd, records, held } = lab(['a', 'b']);
     await addIps(admin, 6);
     for (const n of nodes) await n.member.start();
-    await clock.advance(300);
+    await clock.advanceAsync(300);
     const before = nodes.map((n) => [...held(n)]);
     const opsBefore = nodes.map((n) => n.store.ops.length);
     etcd.down = true;
-    await clock.advance(3000);
+    await clock.advanceAsync(3000);
     expect(nodes.map((n) => held(n))).toEqual([[], []]);
     etcd.recover(500); // like etcd's Promote: leases get TTL + election timeout
-    await clock.advance(400);
+    await clock.advanceAsync(400);
     expect(nodes.map((n) => [...held(n)])).toEqual(before);
     // Nobody claimed or released anything during or after the outage.
     const moves = nodes.flatMap((n, i) =>
@@ -276,13 +276,13 @@ describe('ClusterMember against a fake etcd', () => {
     await addIps(admin, 2);
     const a = nodes[0]!;
     await a.member.start();
-    await clock.advance(300);
+    await clock.advanceAsync(300);
     const first = a.member.status().lease.id;
     a.store.setPartitioned(true);
-    await clock.advance(2000); // expired in etcd
+    await clock.advanceAsync(2000); // expired in etcd
     expect(etcd.leases.has(first!)).toBe(false);
     a.store.setPartitioned(false);
-    await clock.advance(1200);
+    await clock.advanceAsync(1200);
     expect(a.member.status().lease.id).not.toBe(first);
     expect(held(a)).toEqual(['192.0.2.10', '192.0.2.11']);
     expect(a.sets.some((s) => s.reason === 'lost' || s.reason === 'fence')).toBe(true);
@@ -296,10 +296,10 @@ describe('ClusterMember against a fake etcd', () => {
     etcd.write([{ key: '/fibkeeper/owners/192.0.2.10', value: '{"node":"a"}', lease: old.id }]);
     const a = add('a');
     await a.member.start();
-    await clock.advance(500);
+    await clock.advanceAsync(500);
     expect(a.member.status().ready).toBe(false);
     expect(a.member.holdSet().ips).toEqual([]);
-    await clock.advance(1500);
+    await clock.advanceAsync(1500);
     expect(a.member.status().ready).toBe(true);
     expect(a.member.holdSet().ips).toEqual(['192.0.2.10']);
   });
@@ -319,10 +319,10 @@ describe('ClusterMember against a fake etcd', () => {
     const b = mk('b', '10.9.0.2');
     const c = mk('c', '2001:db8::3');
     for (const m of [a, b, c]) await m.start();
-    await clock.advance(300);
+    await clock.advanceAsync(300);
     expect(a.peerNodeIps()).toEqual(['10.9.0.2', '2001:db8::3']);
     await c.stop();
-    await clock.advance(50);
+    await clock.advanceAsync(50);
     expect(seen.at(-1)).toEqual(['10.9.0.2']);
     for (const m of [a, b]) await m.stop();
     etcd.stop();
@@ -337,11 +337,11 @@ describe('ClusterMember against a fake etcd', () => {
     const store = etcd.client();
     const m = new ClusterMember({ store, clock, metrics, options: { nodeName: 'a' } });
     await m.start();
-    await clock.advance(900);
+    await clock.advanceAsync(900);
     store.loseAnswers = true; // the claim (at 1 s) is carried out; its answer times out
-    await clock.advance(300);
+    await clock.advanceAsync(300);
     store.loseAnswers = false;
-    await clock.advance(700);
+    await clock.advanceAsync(700);
     expect(store.ops.some((op) => /^create .* timeout$/.test(op))).toBe(true);
     expect(m.holdSet().ips).toEqual(['192.0.2.10']);
     const text = await registry.metrics();
@@ -369,9 +369,9 @@ describe('ClusterMember against a fake etcd', () => {
     const store = etcd.client();
     const m = new ClusterMember({ store, clock, metrics, options: { nodeName: 'a' } });
     await m.start();
-    await clock.advance(1300); // a node that has just registered claims after 1 s
+    await clock.advanceAsync(1300); // a node that has just registered claims after 1 s
     store.setPartitioned(true);
-    await clock.advance(1000);
+    await clock.advanceAsync(1000);
     const text = await registry.metrics();
     expect(text).toContain('fibkeeper_cluster_ownership_changes_total{change="acquired"} 1');
     expect(text).toContain('fibkeeper_cluster_ownership_changes_total{change="fenced"} 1');
@@ -399,7 +399,7 @@ describe('ClusterAdmin', () => {
     ]);
     expect(await admin.del('2001:db8::1')).toBe(true);
     expect(await admin.del('2001:db8::1')).toBe(false);
-    await settle();
+    await turns(3);
     etcd.stop();
   });
 
@@ -415,7 +415,7 @@ describe('ClusterAdmin', () => {
       { ip: '192.0.2.1', eligible: { nodes: ['a'], labels: {} }, owner: undefined },
       { ip: '2001:db8::2', eligible: { nodes: [], labels: {} }, owner: undefined },
     ]);
-    await settle();
+    await turns(3);
     etcd.stop();
   });
 });

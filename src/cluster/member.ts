@@ -5,8 +5,7 @@
 import type { Logger } from 'pino';
 import { describeError } from '../errors/index.js';
 import { noopClusterMetrics, type ClusterMetrics } from '../metrics/cluster.js';
-import type { Clock, TimerHandle } from '../statedb/index.js';
-import { monotonicClock } from './clock.js';
+import { backoff, monotonicClock, type Clock, type TimerHandle } from '../sched/index.js';
 import {
   HoldPublisher,
   sameIps,
@@ -200,8 +199,9 @@ export class ClusterMember {
     this.#timers.add(t);
   }
 
+  /** The delay after `attempt` + 1 consecutive failures (attempt 0: retryMinMs). */
   #backoff(attempt: number): number {
-    return Math.min(this.options.retryMaxMs, this.options.retryMinMs * 2 ** attempt);
+    return backoff(this.options.retryMinMs, this.options.retryMaxMs, attempt + 1);
   }
 
   #onLease(change: LeaseChange): void {

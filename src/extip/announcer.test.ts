@@ -2,60 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { parseIp } from '../ipaddr/index.js';
 import { silentLogger } from '../log/index.js';
 import { Announcer, type AnnouncerParams } from './announcer.js';
-import { KeyScheduler } from './scheduler.js';
-import { FakeClock, RecordingSink, recordingMetrics } from './testing.js';
-
-describe('KeyScheduler', () => {
-  it('fires keys in due order, those due together in one call, and re-arms', () => {
-    const clock = new FakeClock();
-    const fired: string[][] = [];
-    const s = new KeyScheduler(clock, (keys) => fired.push(keys));
-    const t0 = clock.now();
-    s.at('b', t0 + 200);
-    s.at('a', t0 + 100);
-    s.at('c', t0 + 100);
-    expect(clock.pending).toBe(1); // one clock timer for all keys
-    clock.advance(99);
-    expect(fired).toEqual([]);
-    clock.advance(1);
-    expect(fired).toEqual([['a', 'c']]);
-    clock.advance(100);
-    expect(fired).toEqual([['a', 'c'], ['b']]);
-    expect(s.size).toBe(0);
-    expect(clock.pending).toBe(0);
-  });
-
-  it('replaces and cancels due times; stop() cancels everything', () => {
-    const clock = new FakeClock();
-    const fired: string[] = [];
-    const s = new KeyScheduler(clock, (keys) => fired.push(...keys));
-    const t0 = clock.now();
-    s.at('a', t0 + 100);
-    s.at('a', t0 + 300); // replaces
-    s.at('b', t0 + 200);
-    s.cancel('b');
-    s.cancel('nope'); // not an error
-    clock.advance(250);
-    expect(fired).toEqual([]);
-    clock.advance(50);
-    expect(fired).toEqual(['a']);
-    s.at('c', clock.now() + 10);
-    s.stop();
-    s.at('d', clock.now() + 10);
-    clock.advance(100);
-    expect(fired).toEqual(['a']);
-    expect(clock.pending).toBe(0);
-  });
-
-  it('keeps the heap small when keys are rescheduled many times', () => {
-    const clock = new FakeClock();
-    const fired: string[] = [];
-    const s = new KeyScheduler(clock, (keys) => fired.push(...keys));
-    for (let i = 0; i < 10_000; i++) s.at(`k${i % 10}`, clock.now() + 1000 + i);
-    clock.advance(20_000);
-    expect(fired.sort()).toEqual(Array.from({ length: 10 }, (_, i) => `k${i}`).sort());
-  });
-});
+import { FakeClock } from '../sched/testing.js';
+import { RecordingSink, recordingMetrics } from './testing.js';
 
 function setup(over: Partial<AnnouncerParams> = {}) {
   const clock = new FakeClock();

@@ -5,7 +5,8 @@ import { silentLogger } from '../log/index.js';
 import { IFA_F_DADFAILED, IFA_F_TENTATIVE } from '../netlink/index.js';
 import { Assigner } from './assigner.js';
 import { DuplicateAddressError } from './dad.js';
-import { FakeClock, FakeHolder, RecordingSink, recordingMetrics, turns } from './testing.js';
+import { FakeClock, turns } from '../sched/testing.js';
+import { FakeHolder, RecordingSink, recordingMetrics } from './testing.js';
 import type { ObservedAddress } from './types.js';
 
 function setup(opts: { holder?: FakeHolder; dad?: (ip: ParsedIp) => Promise<void> } = {}) {

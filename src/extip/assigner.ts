@@ -13,7 +13,7 @@ import type { ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 import type { ExtipMetrics } from '../metrics/extip.js';
 import { IFA_F_DADFAILED, IFA_F_TENTATIVE } from '../netlink/index.js';
-import type { Clock } from '../statedb/index.js';
+import type { Clock } from '../sched/index.js';
 import { DuplicateAddressError } from './dad.js';
 import {
   Batch,

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../log/index.js';
 import { ConflictLog } from './conflict-log.js';
-import { FakeClock } from './testing.js';
+import { FakeClock } from '../sched/testing.js';
 
 function setup(intervalMs = 10_000) {
   const lines: Record<string, unknown>[] = [];

@@ -5,7 +5,7 @@
 // line per frame; the per-frame count is in fibkeeper_extip_conflicts_total. Pure: time
 // from the injected clock.
 import type { Logger } from '../log/index.js';
-import type { Clock, TimerHandle } from '../statedb/index.js';
+import type { Clock, TimerHandle } from '../sched/index.js';
 import type { Conflict } from './linkio.js';
 
 export interface ConflictLogParams {

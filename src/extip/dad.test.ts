@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseIp, type ParsedIp } from '../ipaddr/index.js';
 import { DadProber, DuplicateAddressError } from './dad.js';
-import { FakeClock, recordingMetrics, turns } from './testing.js';
+import { FakeClock, turns } from '../sched/testing.js';
+import { recordingMetrics } from './testing.js';
 
 function setup(o: { probes?: number; intervalMs?: number; waitMs?: number } = {}) {
   const clock = new FakeClock();

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { ConflictError, describeError, FibkeeperError } from '../errors/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
 import type { ExtipMetrics } from '../metrics/extip.js';
-import type { Clock, TimerHandle } from '../statedb/index.js';
+import type { Clock, TimerHandle } from '../sched/index.js';
 import { DAD_NONCE_LEN } from './ndp.js';
 
 export interface DadOptions {

@@ -10,7 +10,7 @@ import type { Logger } from '../log/index.js';
 import type { ExtipMetrics } from '../metrics/extip.js';
 import type { PacketSocketOptions } from '../native/index.js';
 import type { Link, NetlinkHandle } from '../netlink/index.js';
-import type { Clock } from '../statedb/index.js';
+import type { Clock } from '../sched/index.js';
 import type { AnnounceSink } from './announcer.js';
 import { DadProber } from './dad.js';
 import {

@@ -15,7 +15,7 @@ import {
   type Link,
   type RtEvent,
 } from '../netlink/index.js';
-import { systemClock, type Clock, type TimerHandle } from '../statedb/index.js';
+import { backoff, systemClock, type Clock, type TimerHandle } from '../sched/index.js';
 import { Announcer } from './announcer.js';
 import { Assigner } from './assigner.js';
 import { ClusterIps, type ClusterGate } from './cluster.js';
@@ -448,7 +448,7 @@ export class ExternalIpSubsystem {
   /** Recreates (or re-adopts) the holder until it works; the assigner then refills it. */
   #recreateHolder(): Promise<void> {
     this.#recreating ??= (async () => {
-      for (let delay = 100; !this.#stopped; delay = Math.min(delay * 2, 10_000)) {
+      for (let failures = 1; !this.#stopped; failures++) {
         try {
           this.#holder!.markGone();
           const { created } = await this.#holder!.ensure();
@@ -460,7 +460,7 @@ export class ExternalIpSubsystem {
         } catch (err) {
           this.#repairFailed(err);
           this.#holderError = describeError(err);
-          await this.#sleep(delay);
+          await this.#sleep(backoff(100, 10_000, failures));
         }
       }
     })().finally(() => {

@@ -1,74 +1,12 @@
-// Fakes for the root-free tests of src/extip: a manual clock, a fake holder (a kernel
-// address set with scripted faults, latencies, late events and an operation history), a
-// recording announce sink and a metrics recorder.
+// Fakes for the root-free tests of src/extip: a fake holder (a kernel address set with
+// scripted faults, latencies, late events and an operation history), a recording announce
+// sink and a metrics recorder. The fake clock is src/sched's.
 import { NetlinkError } from '../netlink/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
 import type { ExtipMetrics } from '../metrics/extip.js';
-import type { Clock } from '../statedb/index.js';
+import type { Clock } from '../sched/index.js';
+import { turns } from '../sched/testing.js';
 import type { HolderOps, ObservedAddress } from './types.js';
-
-interface FakeTimer {
-  due: number;
-  seq: number;
-  fn: () => void;
-}
-
-/** A clock that moves only when told to; timers fire in (due, creation) order. */
-export class FakeClock implements Clock {
-  #now = 1_000_000;
-  #seq = 0;
-  readonly #timers = new Set<FakeTimer>();
-
-  now(): number {
-    return this.#now;
-  }
-
-  setTimeout(fn: () => void, ms: number): FakeTimer {
-    const t = { due: this.#now + Math.max(0, ms), seq: this.#seq++, fn };
-    this.#timers.add(t);
-    return t;
-  }
-
-  clearTimeout(handle: unknown): void {
-    this.#timers.delete(handle as FakeTimer);
-  }
-
-  get pending(): number {
-    return this.#timers.size;
-  }
-
-  /** Moves time forward by `ms`, firing every timer that becomes due, in order. */
-  advance(ms: number): void {
-    const end = this.#now + ms;
-    for (;;) {
-      let next: FakeTimer | undefined;
-      for (const t of this.#timers) {
-        if (
-          t.due <= end &&
-          (!next || t.due < next.due || (t.due === next.due && t.seq < next.seq))
-        ) {
-          next = t;
-        }
-      }
-      if (!next) break;
-      this.#timers.delete(next);
-      this.#now = Math.max(this.#now, next.due);
-      next.fn();
-    }
-    this.#now = end;
-  }
-}
-
-/** Resolves after `n` macrotask turns (lets other promises and events interleave). */
-export function turns(n: number): Promise<void> {
-  return new Promise((resolve) => {
-    const step = (k: number): void => {
-      if (k <= 0) resolve();
-      else setImmediate(() => step(k - 1));
-    };
-    step(n);
-  });
-}
 
 export interface FakeHolderOptions {
   /** Turns each call waits before the kernel acts, and before the ack (random if a function). */

@@ -2,7 +2,7 @@
 // announcer, the per-IP status, and the error of a request for several IPs.
 import { ClosedError, describeError, FibkeeperError } from '../errors/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
-import type { TimerHandle } from '../statedb/index.js';
+import type { TimerHandle } from '../sched/index.js';
 
 /** An address as seen on the holder (dump or event). */
 export interface ObservedAddress {

@@ -5,7 +5,8 @@ import { NetlinkError, type Route } from '../netlink/index.js';
 import { Table } from '../statedb/index.js';
 import { Calculator } from './calculator.js';
 import { DeviceTracker } from './devices.js';
-import { address, link, ManualClock, route } from './fakes.js';
+import { FakeClock } from '../sched/testing.js';
+import { address, link, route } from './fakes.js';
 import { ForwardableIPs } from './forwardable.js';
 import { RouteTracker } from './routes.js';
 import type { DesiredNeighbor } from './types.js';
@@ -37,7 +38,7 @@ class FakeFib {
 }
 
 async function setup(opts: { forwardableInit?: boolean; share?: boolean } = {}) {
-  const clock = new ManualClock();
+  const clock = new FakeClock();
   const fib = new FakeFib();
   const devices = new DeviceTracker({ devices: ['eth*'], holderName: 'x' });
   const routes = new RouteTracker();

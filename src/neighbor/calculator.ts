@@ -10,8 +10,8 @@
 // full pass runs on demand (periodic resync, route overflow). A lookup that fails keeps the
 // previous answer and is retried with backoff; "no route through this device" is an answer.
 import type { Logger } from '../log/index.js';
-import type { Clock, Table, TableWriter, TimerHandle } from '../statedb/index.js';
-import { backoff } from './config.js';
+import { backoff, type Clock, type TimerHandle } from '../sched/index.js';
+import type { Table, TableWriter } from '../statedb/index.js';
 import type { NeighborMetrics } from '../metrics/neighbor.js';
 import type { DeviceTracker } from './devices.js';
 import type { ForwardableIPs } from './forwardable.js';

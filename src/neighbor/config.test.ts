@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { NotSupportedError } from '../errors/index.js';
-import { backoff, matchGlob, resolveMode } from './config.js';
+import { matchGlob, resolveMode } from './config.js';
 
 describe('neighbor config', () => {
   it('picks managed when the kernel has it, and refuses to force it when not', () => {
@@ -18,9 +18,5 @@ describe('neighbor config', () => {
     expect(matchGlob('*0', 'bond0')).toBe(true);
     expect(matchGlob('ens*p*', 'ens3p1')).toBe(true);
     expect(matchGlob('bond0', 'bond01')).toBe(false);
-  });
-
-  it('doubles the backoff up to the maximum', () => {
-    expect([1, 2, 3, 4, 12].map((n) => backoff(100, 1000, n))).toEqual([100, 200, 400, 800, 1000]);
   });
 });

@@ -152,8 +152,3 @@ export function matchGlob(pattern: string, name: string): boolean {
   while (pattern[p] === '*') p++;
   return p === pattern.length;
 }
-
-/** Delay before attempt number `failures` + 1: min·2^(failures-1), capped at max. */
-export function backoff(minMs: number, maxMs: number, failures: number): number {
-  return Math.min(maxMs, minMs * 2 ** Math.min(Math.max(failures - 1, 0), 40));
-}

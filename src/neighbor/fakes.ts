@@ -1,6 +1,6 @@
-// Test doubles for the neighbor subsystem's unit tests (used only by *.test.ts): a clock
-// driven by hand, builders for netlink messages, and a fake kernel neighbor table with an
-// operation history ("set 2|10.0.0.2", "del 2|10.0.0.2").
+// Test doubles for the neighbor subsystem's unit tests (used only by *.test.ts): builders
+// for netlink messages and a fake kernel neighbor table with an operation history
+// ("set 2|10.0.0.2", "del 2|10.0.0.2"). The fake clock is src/sched's (sched/testing.ts).
 import {
   AF_INET,
   AF_INET6,
@@ -24,47 +24,8 @@ import {
   type NeighSpec,
   type Route,
 } from '../netlink/index.js';
-import type { Clock, TimerHandle } from '../statedb/index.js';
 import type { NeighborKernel } from './ops.js';
 import { neighKey } from './types.js';
-
-/** A clock that only moves when told to; advance() runs the timers that come due. */
-export class ManualClock implements Clock {
-  private t = 1_000_000;
-  private seq = 0;
-  private readonly timers = new Map<number, { at: number; fn: () => void }>();
-
-  now(): number {
-    return this.t;
-  }
-
-  setTimeout(fn: () => void, ms: number): TimerHandle {
-    const id = ++this.seq;
-    this.timers.set(id, { at: this.t + Math.max(0, ms), fn });
-    return id;
-  }
-
-  clearTimeout(handle: TimerHandle): void {
-    this.timers.delete(handle as number);
-  }
-
-  get pending(): number {
-    return this.timers.size;
-  }
-
-  advance(ms: number): void {
-    const end = this.t + ms;
-    for (;;) {
-      let next: [number, { at: number; fn: () => void }] | undefined;
-      for (const e of this.timers) if (e[1].at <= end && (!next || e[1].at < next[1].at)) next = e;
-      if (next === undefined) break;
-      this.timers.delete(next[0]);
-      this.t = Math.max(this.t, next[1].at);
-      next[1].fn();
-    }
-    this.t = end;
-  }
-}
 
 export function link(index: number, name: string, over: Partial<Link> = {}): Link {
   return {

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../log/index.js';
 import type { RtEvent, Subscription, SubscriptionHandlers } from '../netlink/index.js';
 import { Feed } from '../netlink/index.js';
-import { ManualClock, neigh } from './fakes.js';
+import { FakeClock } from '../sched/testing.js';
+import { neigh } from './fakes.js';
 
 describe('feed', () => {
   it('reacts to a dump only after the events held during it are applied', async () => {
@@ -21,7 +22,7 @@ describe('feed', () => {
         order.push(`apply ${ev.kind} ${(ev as RtEvent & { object: 'neigh' }).msg.dst}`),
       caughtUp: () => order.push('caught up'),
       resynced: () => undefined,
-      clock: new ManualClock(),
+      clock: new FakeClock(),
       log: silentLogger(),
       retryMs: 10,
     });

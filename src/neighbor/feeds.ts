@@ -20,7 +20,7 @@ import {
   type Subscription,
   type SubscriptionHandlers,
 } from '../netlink/index.js';
-import type { Clock } from '../statedb/index.js';
+import type { Clock } from '../sched/index.js';
 import type { NeighborTuning } from './config.js';
 import type { DeviceTracker } from './devices.js';
 import type { NeighMessage, ObservedNeighbors } from './observed.js';

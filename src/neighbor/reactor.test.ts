@@ -8,7 +8,8 @@ import {
 } from '../netlink/index.js';
 import { Table } from '../statedb/index.js';
 import { DeviceTracker } from './devices.js';
-import { link, ManualClock, neigh } from './fakes.js';
+import { FakeClock } from '../sched/testing.js';
+import { link, neigh } from './fakes.js';
 import { observedRow } from './observed.js';
 import { Reactor, type RequeueCause } from './reactor.js';
 import { RefSet } from './refset.js';
@@ -18,7 +19,7 @@ const P = 241;
 const KEY = neighKey(2, '10.0.0.1');
 
 function setup(mode: RefreshMode) {
-  const clock = new ManualClock();
+  const clock = new FakeClock();
   const desired = new Table<DesiredNeighbor>({ name: 'desired', primaryKey: (d) => d.key });
   desired.upsert({ key: KEY, ifindex: 2, nexthop: '10.0.0.1', family: 4, refs: new RefSet() });
   const devices = new DeviceTracker({ devices: ['eth*'], holderName: 'x' });

@@ -11,8 +11,8 @@
 //     after its last write;
 //   - in total: every re-insert and refresh takes a token from the reconciler's rate
 //     limiter (neighbor.rateLimit per second).
-import type { Clock, Table, TimerHandle } from '../statedb/index.js';
-import { backoff } from './config.js';
+import { backoff, KeyScheduler, type Clock } from '../sched/index.js';
+import type { Table } from '../statedb/index.js';
 import type { DeviceTracker } from './devices.js';
 import { reactionTo, type NeighState, type ObservedChange } from './observed.js';
 import { neighKey, type DesiredNeighbor, type RefreshMode } from './types.js';
@@ -33,103 +33,25 @@ export interface ReactorParams {
   requeue(key: string, cause: RequeueCause): void;
 }
 
-/** Keys due at times; a binary heap with lazy deletion (the map says what is current). */
-class Deadlines {
-  private readonly due = new Map<string, number>();
-  private heap: { key: string; at: number }[] = [];
-
-  get size(): number {
-    return this.due.size;
-  }
-
-  schedule(key: string, at: number): void {
-    this.due.set(key, at);
-    const h = this.heap;
-    h.push({ key, at });
-    for (let i = h.length - 1; i > 0;) {
-      const parent = (i - 1) >> 1;
-      if (h[parent]!.at <= h[i]!.at) break;
-      [h[parent], h[i]] = [h[i]!, h[parent]!];
-      i = parent;
-    }
-    if (h.length > 2 * this.due.size + 1024) this.rebuild();
-  }
-
-  cancel(key: string): void {
-    this.due.delete(key);
-  }
-
-  /** The earliest current due time, or Infinity. */
-  next(): number {
-    for (;;) {
-      const top = this.heap[0];
-      if (top === undefined) return Infinity;
-      if (this.due.get(top.key) === top.at) return top.at;
-      this.pop();
-    }
-  }
-
-  /** Removes and returns the keys due at or before `now`. */
-  takeDue(now: number): string[] {
-    const out: string[] = [];
-    while (this.next() <= now) {
-      const top = this.pop()!;
-      this.due.delete(top.key);
-      out.push(top.key);
-    }
-    return out;
-  }
-
-  private pop(): { key: string; at: number } | undefined {
-    const h = this.heap;
-    const top = h[0];
-    const last = h.pop();
-    if (top === undefined || last === undefined || h.length === 0) return top;
-    h[0] = last;
-    for (let i = 0; ;) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let m = i;
-      if (l < h.length && h[l]!.at < h[m]!.at) m = l;
-      if (r < h.length && h[r]!.at < h[m]!.at) m = r;
-      if (m === i) break;
-      [h[m], h[i]] = [h[i]!, h[m]!];
-      i = m;
-    }
-    return top;
-  }
-
-  private rebuild(): void {
-    const items = [...this.due].map(([key, at]) => ({ key, at }));
-    this.heap = [];
-    for (const it of items) this.schedule(it.key, it.at);
-  }
-}
-
 export class Reactor {
   private readonly p: ReactorParams;
   /** Consecutive losses per desired key (absent: none since it last resolved). */
   private readonly losses = new Map<string, number>();
-  private readonly delayed = new Deadlines();
+  /** Entries waiting out their backoff; they come due only once started. */
+  private readonly delayed: KeyScheduler;
   private readonly delayedCause = new Map<string, RequeueCause>();
-  private timer: TimerHandle | undefined = undefined;
-  private timerAt = Infinity;
-  private running = false;
 
   constructor(p: ReactorParams) {
     this.p = p;
+    this.delayed = new KeyScheduler(p.clock, (keys) => this.fire(keys), { paused: true });
   }
 
   start(): void {
-    this.running = true;
-    this.arm();
+    this.delayed.start();
   }
 
   stop(): void {
-    this.running = false;
-    if (this.timer !== undefined) this.p.clock.clearTimeout(this.timer);
-    this.timer = undefined;
-    this.timerAt = Infinity;
+    this.delayed.stop();
   }
 
   /** Entries waiting out a backoff before they are written again (for status). */
@@ -190,28 +112,15 @@ export class Reactor {
       return;
     }
     const at = this.p.clock.now() + backoff(this.p.retryMinMs, this.p.retryMaxMs, n - 1);
-    this.delayed.schedule(key, at);
+    this.delayed.at(key, at);
     this.delayedCause.set(key, cause);
-    this.arm();
   }
 
-  private arm(): void {
-    if (!this.running) return;
-    const next = this.delayed.next();
-    if (next === Infinity || next >= this.timerAt) return;
-    if (this.timer !== undefined) this.p.clock.clearTimeout(this.timer);
-    this.timerAt = next;
-    this.timer = this.p.clock.setTimeout(() => this.fire(), Math.max(0, next - this.p.clock.now()));
-  }
-
-  private fire(): void {
-    this.timer = undefined;
-    this.timerAt = Infinity;
-    for (const key of this.delayed.takeDue(this.p.clock.now())) {
+  private fire(keys: string[]): void {
+    for (const key of keys) {
       const cause = this.delayedCause.get(key) ?? 'deleted';
       this.delayedCause.delete(key);
       if (this.p.desired.has(key)) this.p.requeue(key, cause);
     }
-    this.arm();
   }
 }

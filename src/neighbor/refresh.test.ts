@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { NTF_EXT_LEARNED, NUD_PERMANENT, NUD_REACHABLE, NUD_STALE } from '../netlink/index.js';
 import { Table } from '../statedb/index.js';
 import { DeviceTracker } from './devices.js';
-import { link, ManualClock, neigh } from './fakes.js';
+import { FakeClock } from '../sched/testing.js';
+import { link, neigh } from './fakes.js';
 import { ObservedNeighbors } from './observed.js';
 import { Refresher } from './refresh.js';
 import { DesiredRow } from './refset.js';
@@ -11,7 +12,7 @@ import { neighKey, type DesiredNeighbor, type RefreshMode } from './types.js';
 const P = 241;
 
 function setup(n: number, opts: { mode?: RefreshMode; outstanding?: number } = {}) {
-  const clock = new ManualClock();
+  const clock = new FakeClock();
   const desired = new Table<DesiredNeighbor>({ name: 'desired', primaryKey: (d) => d.key });
   const observed = new ObservedNeighbors(P);
   const devices = new DeviceTracker({ devices: ['eth*'], holderName: 'x' });

@@ -11,7 +11,8 @@
 // event to notice an entry (a lost event or an overflow changes nothing), and refreshes every
 // entry once per pass: round-robin, in table order.
 import { NUD_STALE } from '../netlink/index.js';
-import type { Clock, Row, Table, TimerHandle } from '../statedb/index.js';
+import { Periodic, type Clock } from '../sched/index.js';
+import type { Row, Table } from '../statedb/index.js';
 import type { DeviceTracker } from './devices.js';
 import { isOwned, type ObservedNeighbors } from './observed.js';
 import type { DesiredNeighbor, RefreshMode } from './types.js';
@@ -44,39 +45,26 @@ export class Refresher {
   private cursor: Iterator<Row<DesiredNeighbor>> | undefined = undefined;
   /** Keys handed over and not yet written, with the time they were. */
   private readonly waiting = new Map<string, number>();
-  private timer: TimerHandle | undefined = undefined;
-  private running = false;
+  private readonly ticks: Periodic;
   /** Entries handed over since start (status, tests). */
   handedOver = 0;
 
   constructor(p: RefresherParams) {
     this.p = p;
+    this.ticks = new Periodic(p.clock, p.tickMs, () => this.turn());
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.arm();
+    this.ticks.start();
   }
 
   stop(): void {
-    this.running = false;
-    if (this.timer !== undefined) this.p.clock.clearTimeout(this.timer);
-    this.timer = undefined;
+    this.ticks.stop();
   }
 
   /** Refreshes handed to the reconciler that wait to be written (for status). */
   get pending(): number {
     return this.waiting.size;
-  }
-
-  private arm(): void {
-    if (!this.running || this.timer !== undefined) return;
-    this.timer = this.p.clock.setTimeout(() => {
-      this.timer = undefined;
-      this.turn();
-      this.arm();
-    }, this.p.tickMs);
   }
 
   /** One turn of the sweep. */

@@ -18,14 +18,8 @@ import {
   type RouteQuery,
   type Rule,
 } from '../netlink/index.js';
-import {
-  Reconciler,
-  systemClock,
-  Table,
-  type Clock,
-  type Health,
-  type TimerHandle,
-} from '../statedb/index.js';
+import { Periodic, systemClock, type Clock, type TimerHandle } from '../sched/index.js';
+import { Reconciler, Table, type Health } from '../statedb/index.js';
 import { Calculator } from './calculator.js';
 import { defaultTuning, resolveMode, type NeighborConfig, type NeighborTuning } from './config.js';
 import { DeviceTracker } from './devices.js';
@@ -104,7 +98,8 @@ export class NeighborSubsystem {
   private unlisten: (() => void) | undefined = undefined;
   private routeFeed: Feed<[Route[], Rule[]], ResyncReason> | undefined = undefined;
   private neighFeed: Feed<number, ResyncReason> | undefined = undefined;
-  private resyncTimer: TimerHandle | undefined = undefined;
+  /** The periodic full resync, every neighbor.resyncInterval while running. */
+  private readonly resync: Periodic;
   private redumpTimer: TimerHandle | undefined = undefined;
   private readonly initDone: Map<string, () => void>;
   private stopDone: Promise<void> | undefined = undefined;
@@ -120,6 +115,7 @@ export class NeighborSubsystem {
     });
     this.tuning = { ...defaultTuning(), ...stripUndefined(p.tuning ?? {}) };
     this.clock = p.clock ?? systemClock;
+    this.resync = new Periodic(this.clock, p.config.resyncInterval, () => this.fullResync());
     this.log = p.log.child({ component: 'neighbor' });
     this.metrics = new NeighborMetrics({ registry: p.registry });
     const now = (): number => this.clock.now();
@@ -377,7 +373,7 @@ export class NeighborSubsystem {
     this.reconciler.start();
     this.refresher.start();
     void this.forwardable.waitInitialized().then(() => this.calculator.inputInitialized());
-    this.armResync();
+    this.resync.start();
     this.log.info(
       { mode: this.mode, devices: this.devices.selected().map((d) => d.name) },
       'neighbor subsystem started',
@@ -442,15 +438,6 @@ export class NeighborSubsystem {
     this.calculator.inputInitialized();
   }
 
-  private armResync(): void {
-    if (this.state !== 'running') return;
-    this.resyncTimer = this.clock.setTimeout(() => {
-      this.resyncTimer = undefined;
-      this.fullResync();
-      this.armResync();
-    }, this.p.config.resyncInterval);
-  }
-
   /** The periodic full resync: routes dumped again, every next hop looked up again. */
   private fullResync(): void {
     this.metrics.resync('desired', 'interval');
@@ -474,9 +461,8 @@ export class NeighborSubsystem {
     if (this.stopDone !== undefined) return this.stopDone;
     this.state = 'stopped';
     this.stopDone = (async () => {
-      for (const t of [this.resyncTimer, this.redumpTimer]) {
-        if (t !== undefined) this.clock.clearTimeout(t);
-      }
+      this.resync.stop();
+      if (this.redumpTimer !== undefined) this.clock.clearTimeout(this.redumpTimer);
       this.refresher.stop();
       await this.reconciler.stop();
       this.reactor.stop();

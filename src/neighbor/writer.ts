@@ -3,13 +3,8 @@
 // re-write (repairs, retries, refreshes) of existing entries.
 import type { Logger } from '../log/index.js';
 import type { NeighborMetrics } from '../metrics/neighbor.js';
-import {
-  RateLimiter,
-  Reconciler,
-  type Clock,
-  type Initializable,
-  type Table,
-} from '../statedb/index.js';
+import { RateLimiter, type Clock } from '../sched/index.js';
+import { Reconciler, type Initializable, type Table } from '../statedb/index.js';
 import { writeBacklog, type NeighborConfig, type NeighborTuning } from './config.js';
 import type { ObservedNeighbors } from './observed.js';
 import { NeighborOps, type NeighborKernel } from './ops.js';

@@ -3,11 +3,12 @@
 // and scheduling retries with backoff and refreshes.
 import { describeError, FibkeeperError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
+import type { Clock } from '../sched/index.js';
 import { backoffMs, type ReconcilerConfig } from './config.js';
 import type { BatchResult, Operations, ReconcileOp, ReconcilerMetrics } from './ops.js';
 import { RefreshQueue, RetryQueue } from './schedule.js';
 import type { Table } from './table.js';
-import type { Clock, Row } from './types.js';
+import type { Row } from './types.js';
 
 export interface Failure {
   op: ReconcileOp;

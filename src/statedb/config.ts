@@ -1,6 +1,7 @@
 // Reconciler options: every default in defaultOptions() with the reason for it, validated at
 // construction with errors that name the option.
 import { ConfigError } from '../errors/index.js';
+import { backoff } from '../sched/index.js';
 
 export interface ReconcilerConfig {
   /** Delay before the first retry of a failed object, ms. */
@@ -95,8 +96,7 @@ export function resolveConfig(
   return cfg;
 }
 
-/** Delay before retry number `failures` (1 = after the first failure): min·2^(n-1), capped. */
+/** Delay before retry number `failures` (1 = after the first failure): the one backoff. */
 export function backoffMs(cfg: ReconcilerConfig, failures: number): number {
-  const exp = Math.min(Math.max(failures - 1, 0), 52);
-  return Math.min(cfg.retryBackoffMaxMs, cfg.retryBackoffMinMs * 2 ** exp);
+  return backoff(cfg.retryBackoffMinMs, cfg.retryBackoffMaxMs, failures);
 }

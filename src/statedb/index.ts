@@ -1,6 +1,6 @@
 // statedb: in-memory desired-state tables and a generic reconciler that makes a target match
 // a table through injected, idempotent operations. Pure TypeScript, no I/O. This file is the
-// package's whole public surface.
+// package's whole public surface; its clock, backoff and rate limiter come from src/sched.
 //
 //   const t = new Table<Neigh>({ name: 'neighbors', primaryKey: (n) => `${n.ifindex}/${n.ip}` });
 //   const done = t.registerInitializer('first-calculation');   // before any consumer starts
@@ -20,19 +20,10 @@
 export { Table } from './table.js';
 export type { TableOptions, TableWriter, ChangeIterator, StatusCounts } from './table.js';
 export type { IndexFn } from './indexes.js';
-export type {
-  Change,
-  Row,
-  RowStatus,
-  StatusKind,
-  Initializable,
-  Clock,
-  TimerHandle,
-} from './types.js';
-export { systemClock } from './types.js';
+export type { Change, Row, RowStatus, StatusKind, Initializable } from './types.js';
 export { Reconciler } from './reconciler.js';
 export type { ReconcilerParams } from './reconciler.js';
-export { defaultOptions, resolveConfig, backoffMs } from './config.js';
+export { defaultOptions, resolveConfig } from './config.js';
 export type { ReconcilerConfig } from './config.js';
 export { noopMetrics } from './ops.js';
 export type {
@@ -43,5 +34,3 @@ export type {
   Health,
   HealthError,
 } from './ops.js';
-export { RateLimiter } from './ratelimit.js';
-export type { RateLimiterOptions } from './ratelimit.js';

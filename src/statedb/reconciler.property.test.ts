@@ -4,7 +4,8 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FakeBatchOps, FakeOps } from './fake-ops.js';
-import { RateLimiter, Reconciler, Table } from './index.js';
+import { RateLimiter } from '../sched/index.js';
+import { Reconciler, Table } from './index.js';
 
 interface Entry {
   ip: string;

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ClosedError, ConfigError } from '../errors/index.js';
 import { FakeBatchOps, FakeOps } from './fake-ops.js';
+import { RateLimiter } from '../sched/index.js';
 import {
-  RateLimiter,
   Reconciler,
   Table,
   type ReconcileOp,

@@ -13,6 +13,7 @@
 // old version never marks a newer one done.
 import { ClosedError, describeError, FibkeeperError } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
+import { systemClock, type Clock, type RateLimiter } from '../sched/index.js';
 import { backoffMs, resolveConfig, type ReconcilerConfig } from './config.js';
 import { Applier, type Failure } from './apply.js';
 import {
@@ -22,9 +23,8 @@ import {
   type Operations,
   type ReconcilerMetrics,
 } from './ops.js';
-import type { RateLimiter } from './ratelimit.js';
 import type { ChangeIterator, Table } from './table.js';
-import { systemClock, type Change, type Clock, type Initializable, type Row } from './types.js';
+import type { Change, Initializable, Row } from './types.js';
 import { abortable, deferred, type Deferred } from './util.js';
 
 export interface ReconcilerParams<Obj> {

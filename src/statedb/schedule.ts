@@ -1,6 +1,6 @@
 // Work the reconciler has scheduled for later: retries (and requeues) by due time, and rows
 // waiting for their refresh in the order they were done.
-import { MinHeap } from './heap.js';
+import { Deadlines } from '../sched/index.js';
 import type { Row } from './types.js';
 
 export interface RetryEntry<Obj> {
@@ -11,70 +11,14 @@ export interface RetryEntry<Obj> {
   readonly due: number;
 }
 
-/** An entry with the order in which it was scheduled, to break ties between equal due times. */
-interface Queued<Obj> extends RetryEntry<Obj> {
-  readonly seq: number;
-}
-
-/** Earliest due first; among equal due times, the one scheduled first. */
-function newHeap<Obj>(): MinHeap<Queued<Obj>> {
-  return new MinHeap<Queued<Obj>>((a, b) => (a.due === b.due ? a.seq < b.seq : a.due < b.due));
-}
-
 /**
- * At most one entry per key. Cancelling only forgets the key; the heap drops entries that
- * are no longer current when they reach the top (and is rebuilt if they pile up).
+ * At most one entry per key, earliest due first; among equal due times, the one scheduled
+ * first (the one deadline queue of src/sched).
  */
-export class RetryQueue<Obj> {
-  private readonly byKey = new Map<string, Queued<Obj>>();
-  private heap = newHeap<Obj>();
-  private seq = 0;
-
-  get size(): number {
-    return this.byKey.size;
-  }
-
-  get(key: string): RetryEntry<Obj> | undefined {
-    return this.byKey.get(key);
-  }
-
-  schedule(entry: RetryEntry<Obj>): void {
-    const queued: Queued<Obj> = { ...entry, seq: this.seq++ };
-    this.byKey.set(entry.key, queued);
-    this.heap.push(queued);
-    if (this.heap.size > 2 * this.byKey.size + 1024) this.rebuild();
-  }
-
-  cancel(key: string): void {
-    if (this.byKey.size > 0) this.byKey.delete(key);
-  }
-
+export class RetryQueue<Obj> extends Deadlines<RetryEntry<Obj>> {
   /** Cancels every update retry (a full resync updates every row anyway). */
   cancelUpdates(): void {
-    for (const [key, e] of this.byKey) if (e.op === 'update') this.byKey.delete(key);
-  }
-
-  /** The current entry with the earliest due time. */
-  peek(): RetryEntry<Obj> | undefined {
-    for (;;) {
-      const top = this.heap.peek();
-      if (top === undefined || this.byKey.get(top.key) === top) return top;
-      this.heap.pop();
-    }
-  }
-
-  /** Removes and returns the current entry with the earliest due time. */
-  take(): RetryEntry<Obj> | undefined {
-    const top = this.peek();
-    if (top === undefined) return undefined;
-    this.heap.pop();
-    this.byKey.delete(top.key);
-    return top;
-  }
-
-  private rebuild(): void {
-    this.heap = newHeap<Obj>();
-    for (const e of this.byKey.values()) this.heap.push(e);
+    this.cancelWhere((e) => e.op === 'update');
   }
 }
 

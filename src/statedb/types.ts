@@ -33,23 +33,3 @@ export interface Initializable {
   /** Resolves once initialized; rejects with the signal's reason if aborted first. */
   waitInitialized(signal?: AbortSignal): Promise<void>;
 }
-
-export type TimerHandle = unknown;
-
-/** Time and timers, injected so that tests can drive them. */
-export interface Clock {
-  /** Milliseconds; only differences are used. */
-  now(): number;
-  setTimeout(fn: () => void, ms: number): TimerHandle;
-  clearTimeout(handle: TimerHandle): void;
-}
-
-/**
- * The process clock. Globals are looked up at call time, so fake timers installed after the
- * clock was created still take effect.
- */
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
-};

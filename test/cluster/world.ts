@@ -23,9 +23,9 @@ import {
   findOverlaps,
   freePort,
   holdIntervals,
-  monotonicClock,
   type HoldRecord,
 } from '../../src/cluster/index.js';
+import { monotonicClock } from '../../src/sched/index.js';
 import { buildArp } from '../../src/extip/index.js';
 import {
   clusterAgentConfig,
