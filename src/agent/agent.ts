@@ -42,6 +42,7 @@ import { checkCapabilities } from './preflight.js';
 import { reloadAgent, type ReloadResult } from './reload.js';
 import { planExtip, planForwardable, staticSets } from './restore.js';
 import { StateStore, type ControlState, type SkippedEntry } from './state.js';
+import type { AgentPhase, AgentView } from './view.js';
 
 export interface AgentParams {
   config: FibkeeperConfig;
@@ -61,9 +62,9 @@ export interface AgentParams {
 export { RESERVED_OWNERS } from '../config/index.js';
 
 type Stopper = () => Promise<void> | void;
-export type AgentPhase = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+export type { AgentPhase } from './view.js';
 
-export class Agent {
+export class Agent implements AgentView {
   readonly registry: Registry;
   cfg: FibkeeperConfig;
   probeReport: ProbeReport | undefined;

@@ -1,14 +1,14 @@
 // The agent's status document: what `fibkeeper status` shows and GET /v1/status returns.
 import { describeError } from '../errors/index.js';
 import { readClusterSysctls } from '../extip/index.js';
-import type { Agent } from './agent.js';
+import type { AgentView } from './view.js';
 
 export interface StatusOptions {
   /** Most rows per table. */
   limit?: number;
 }
 
-export function buildStatus(agent: Agent, opts: StatusOptions = {}): Record<string, unknown> {
+export function buildStatus(agent: AgentView, opts: StatusOptions = {}): Record<string, unknown> {
   const limit = opts.limit ?? 1000;
   const ready = agent.ready();
   const health = agent.health();
@@ -52,7 +52,7 @@ export function buildStatus(agent: Agent, opts: StatusOptions = {}): Record<stri
  * Cluster mode: this member's lease and view (members with their lease age, every cluster IP
  * with its owner, placement and last move), and the sysctls that keep the kernel quiet.
  */
-export function clusterStatus(agent: Agent, limit = 1000): Record<string, unknown> | null {
+export function clusterStatus(agent: AgentView, limit = 1000): Record<string, unknown> | null {
   const c = agent.cluster;
   if (!c) return null;
   const st = c.status();
