@@ -2,12 +2,11 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { registerClusterMetrics } from '../metrics/cluster.js';
 import { ClusterAdmin } from './admin.js';
-import { FakeEtcd, type FakeStoreClient } from './fake-store.js';
 import { findOverlaps, type HoldRecord } from './history.js';
 import type { HoldSet } from './hold.js';
 import { ClusterMember } from './member.js';
 import type { ClusterOptions } from './options.js';
-import { FakeClock, settle } from './testing.js';
+import { FakeClock, FakeEtcd, settle, type FakeStoreClient } from './testing.js';
 
 interface Node {
   name: string;

@@ -1,7 +1,21 @@
 // Test doubles for the root-free tests of src/cluster: a clock that moves only when told
 // to (advance fires due timers in order; jump moves time without firing any, as a stopped
 // process sees it), and a driver that lets promises settle between timer steps.
+//
+// An in-memory etcd for the root-free tests of cluster mode: revisions, leases that expire
+// on a clock (revoked by a loop every `revokeIntervalMs`, as etcd's lessor does), the
+// transactions ClusterStore needs, prefix watches with history and compaction, and faults
+// (a partitioned client, latency) per client. Several FakeStoreClients share one FakeEtcd.
 import type { Clock, TimerHandle } from '../statedb/index.js';
+import { ClosedError, TimeoutError } from '../errors/index.js';
+import {
+  CompactedError,
+  type ClusterStore,
+  type StoredKv,
+  type WatchEvent,
+  type WatchHandle,
+  type WatchHandlers,
+} from './store.js';
 
 interface Timer {
   due: number;
@@ -65,4 +79,327 @@ export class FakeClock implements Clock {
 /** Lets queued microtasks and a few macrotask turns run. */
 export async function settle(turns = 3): Promise<void> {
   for (let i = 0; i < turns; i++) await new Promise<void>((r) => setImmediate(r));
+}
+
+interface Entry {
+  value: string;
+  lease: string;
+  createRevision: number;
+  modRevision: number;
+}
+
+interface Lease {
+  ttlSeconds: number;
+  expiresAt: number;
+}
+
+interface Watcher {
+  prefix: string;
+  next: number;
+  handlers: WatchHandlers;
+  client: FakeStoreClient;
+}
+
+/** One clock-driven etcd. */
+export class FakeEtcd {
+  readonly clock: Clock;
+  revision = 1;
+  compacted = 0;
+  readonly data = new Map<string, Entry>();
+  readonly leases = new Map<string, Lease>();
+  readonly history: { revision: number; events: WatchEvent[] }[] = [];
+  readonly watchers = new Set<Watcher>();
+  /** Shortest TTL granted (etcd: ceil(1.5 × election timeout)). */
+  minTtlSeconds = 1;
+  #nextLease = 0x1000;
+  #loop: TimerHandle | undefined;
+  readonly revokeIntervalMs: number;
+  /** While true the server answers nothing (everyone's outage). */
+  down = false;
+
+  constructor(clock: Clock, opts: { revokeIntervalMs?: number } = {}) {
+    this.clock = clock;
+    this.revokeIntervalMs = opts.revokeIntervalMs ?? 500;
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    this.#loop = this.clock.setTimeout(() => {
+      this.expireLeases();
+      this.#schedule();
+    }, this.revokeIntervalMs);
+  }
+
+  stop(): void {
+    if (this.#loop !== undefined) this.clock.clearTimeout(this.#loop);
+    this.#loop = undefined;
+  }
+
+  /** Revokes every lease whose expiry has passed (etcd's lessor loop). */
+  expireLeases(): void {
+    if (this.down) return;
+    const now = this.clock.now();
+    for (const [id, l] of this.leases) if (l.expiresAt <= now) this.revoke(id);
+  }
+
+  client(): FakeStoreClient {
+    return new FakeStoreClient(this);
+  }
+
+  grant(ttlSeconds: number): { id: string; ttlSeconds: number } {
+    const ttl = Math.max(this.minTtlSeconds, ttlSeconds);
+    const id = String(this.#nextLease++);
+    this.leases.set(id, { ttlSeconds: ttl, expiresAt: this.clock.now() + ttl * 1000 });
+    return { id, ttlSeconds: ttl };
+  }
+
+  renew(id: string): number {
+    const l = this.leases.get(id);
+    if (!l || l.expiresAt <= this.clock.now()) return 0;
+    l.expiresAt = this.clock.now() + l.ttlSeconds * 1000;
+    return l.ttlSeconds;
+  }
+
+  revoke(id: string): void {
+    if (!this.leases.delete(id)) return;
+    const events: WatchEvent[] = [];
+    const rev = this.revision + 1;
+    for (const [key, e] of this.data) {
+      if (e.lease !== id) continue;
+      this.data.delete(key);
+      events.push({ type: 'delete', key, value: '', lease: '0', modRevision: rev });
+    }
+    if (events.length > 0) this.#commit(events);
+  }
+
+  /** Applies one write transaction's events at the next revision. */
+  write(
+    ops: ({ key: string; value: string; lease: string } | { key: string; del: true })[],
+  ): number {
+    const rev = this.revision + 1;
+    const events: WatchEvent[] = [];
+    for (const op of ops) {
+      if ('del' in op) {
+        if (!this.data.delete(op.key)) continue;
+        events.push({ type: 'delete', key: op.key, value: '', lease: '0', modRevision: rev });
+      } else {
+        const old = this.data.get(op.key);
+        this.data.set(op.key, {
+          value: op.value,
+          lease: op.lease,
+          createRevision: old?.createRevision ?? rev,
+          modRevision: rev,
+        });
+        events.push({
+          type: 'put',
+          key: op.key,
+          value: op.value,
+          lease: op.lease,
+          modRevision: rev,
+        });
+      }
+    }
+    if (events.length > 0) this.#commit(events);
+    return this.revision;
+  }
+
+  #commit(events: WatchEvent[]): void {
+    this.revision += 1;
+    this.history.push({ revision: this.revision, events });
+    for (const w of this.watchers) this.deliver(w);
+  }
+
+  deliver(w: Watcher): void {
+    if (w.client.partitioned || this.down) return;
+    if (w.next <= this.compacted) {
+      this.watchers.delete(w);
+      const err = new CompactedError(this.compacted);
+      queueMicrotask(() => w.handlers.onEnd(err));
+      return;
+    }
+    const batch: WatchEvent[] = [];
+    let last = 0;
+    for (const h of this.history) {
+      if (h.revision < w.next) continue;
+      for (const e of h.events) if (e.key.startsWith(w.prefix)) batch.push(e);
+      last = h.revision;
+    }
+    if (last === 0) return;
+    w.next = last + 1;
+    if (batch.length > 0)
+      queueMicrotask(() => this.watchers.has(w) && w.handlers.onEvents(batch, last));
+  }
+
+  compact(revision: number): void {
+    this.compacted = Math.max(this.compacted, revision);
+    while (this.history.length > 0 && this.history[0]!.revision <= revision) this.history.shift();
+    for (const w of this.watchers) this.deliver(w);
+  }
+
+  /** Ends every watch with an error (a server restart). */
+  dropWatches(reason = 'server restarted'): void {
+    for (const w of [...this.watchers]) {
+      this.watchers.delete(w);
+      queueMicrotask(() => w.handlers.onEnd(new Error(`etcd watch: ${reason}`)));
+    }
+  }
+
+  /** The server comes back: leases live a TTL (plus `extendMs`) from now, like etcd's Promote. */
+  recover(extendMs: number): void {
+    this.down = false;
+    const now = this.clock.now();
+    for (const l of this.leases.values()) l.expiresAt = now + extendMs + l.ttlSeconds * 1000;
+    this.dropWatches();
+  }
+
+  snapshot(prefix: string): StoredKv[] {
+    const out: StoredKv[] = [];
+    for (const [key, e] of this.data) if (key.startsWith(prefix)) out.push({ key, ...e });
+    return out.sort((a, b) => (a.key < b.key ? -1 : 1));
+  }
+}
+
+/** One node's connection to a FakeEtcd, with its own faults and an operation log. */
+export class FakeStoreClient implements ClusterStore {
+  readonly etcd: FakeEtcd;
+  /** This client's requests and watches go nowhere (a partition between it and etcd). */
+  partitioned = false;
+  /** Clock ms a request takes to reach the server, and its answer to come back. */
+  latencyMs = 0;
+  requestTimeoutMs = 500;
+  /** Requests are carried out, but their answers never come back (they time out). */
+  loseAnswers = false;
+  readonly ops: string[] = [];
+  #closed = false;
+
+  constructor(etcd: FakeEtcd) {
+    this.etcd = etcd;
+  }
+
+  #call<T>(name: string, fn: () => T): Promise<T> {
+    if (this.#closed) return Promise.reject(new ClosedError('fake store closed'));
+    const clock = this.etcd.clock;
+    return new Promise<T>((resolve, reject) => {
+      const fail = (): void => {
+        this.ops.push(`${name} timeout`);
+        reject(new TimeoutError(`${name}: no answer within ${this.requestTimeoutMs} ms`));
+      };
+      if (this.partitioned || this.etcd.down) {
+        clock.setTimeout(fail, this.requestTimeoutMs);
+        return;
+      }
+      const run = (): void => {
+        if (this.partitioned || this.etcd.down) {
+          fail();
+          return;
+        }
+        let result: T;
+        try {
+          result = fn();
+        } catch (err) {
+          reject(err as Error);
+          return;
+        }
+        this.ops.push(`${name} ok`);
+        if (this.loseAnswers) clock.setTimeout(fail, this.requestTimeoutMs);
+        else if (this.latencyMs > 0) clock.setTimeout(() => resolve(result), this.latencyMs);
+        else queueMicrotask(() => resolve(result));
+      };
+      if (this.latencyMs > 0) clock.setTimeout(run, this.latencyMs);
+      else run();
+    });
+  }
+
+  grantLease(ttlSeconds: number): Promise<{ id: string; ttlSeconds: number }> {
+    return this.#call('grant', () => this.etcd.grant(ttlSeconds));
+  }
+
+  keepAlive(id: string): Promise<number> {
+    return this.#call(`keepalive ${id}`, () => this.etcd.renew(id));
+  }
+
+  revokeLease(id: string): Promise<void> {
+    return this.#call(`revoke ${id}`, () => this.etcd.revoke(id));
+  }
+
+  getPrefix(prefix: string): Promise<{ revision: number; kvs: StoredKv[] }> {
+    return this.#call(`get ${prefix}`, () => ({
+      revision: this.etcd.revision,
+      kvs: this.etcd.snapshot(prefix),
+    }));
+  }
+
+  #leaseOk(lease: string): void {
+    if (lease !== '0' && !this.etcd.leases.has(lease))
+      throw new Error('etcdserver: requested lease not found');
+  }
+
+  createIfAbsent(key: string, value: string, lease: string): Promise<number> {
+    return this.#call(`create ${key}`, () => {
+      if (this.etcd.data.has(key)) return 0;
+      this.#leaseOk(lease);
+      return this.etcd.write([{ key, value, lease }]);
+    });
+  }
+
+  replaceIfLease(key: string, value: string, lease: string): Promise<number> {
+    return this.#call(`replace ${key}`, () => {
+      if (this.etcd.data.get(key)?.lease !== lease) return 0;
+      return this.etcd.write([{ key, value, lease }]);
+    });
+  }
+
+  deleteIfLease(key: string, lease: string): Promise<number> {
+    return this.#call(`release ${key}`, () => {
+      if (this.etcd.data.get(key)?.lease !== lease) return 0;
+      return this.etcd.write([{ key, del: true }]);
+    });
+  }
+
+  put(key: string, value: string): Promise<number> {
+    return this.#call(`put ${key}`, () => this.etcd.write([{ key, value, lease: '0' }]));
+  }
+
+  delete(key: string): Promise<boolean> {
+    return this.#call(`delete ${key}`, () => {
+      const had = this.etcd.data.has(key);
+      this.etcd.write([{ key, del: true }]);
+      return had;
+    });
+  }
+
+  compact(revision: number): Promise<void> {
+    return this.#call('compact', () => this.etcd.compact(revision));
+  }
+
+  watchPrefix(prefix: string, fromRevision: number, handlers: WatchHandlers): WatchHandle {
+    const w: Watcher = { prefix, next: fromRevision, handlers, client: this };
+    if (this.partitioned || this.etcd.down || this.#closed) {
+      const clock = this.etcd.clock;
+      const t = clock.setTimeout(
+        () => handlers.onEnd(new TimeoutError('watch: no connection')),
+        this.requestTimeoutMs,
+      );
+      return { cancel: () => clock.clearTimeout(t) };
+    }
+    this.etcd.watchers.add(w);
+    this.etcd.deliver(w);
+    return { cancel: () => void this.etcd.watchers.delete(w) };
+  }
+
+  /** Cuts (true) or heals (false) this client's path to etcd; cutting ends its watches. */
+  setPartitioned(on: boolean): void {
+    this.partitioned = on;
+    if (!on) return;
+    for (const w of [...this.etcd.watchers]) {
+      if (w.client !== this) continue;
+      this.etcd.watchers.delete(w);
+      queueMicrotask(() => w.handlers.onEnd(new Error('watch: connection lost')));
+    }
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const w of [...this.etcd.watchers]) if (w.client === this) this.etcd.watchers.delete(w);
+  }
 }

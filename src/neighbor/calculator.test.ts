@@ -5,7 +5,7 @@ import { NetlinkError, type Route } from '../netlink/index.js';
 import { Table } from '../statedb/index.js';
 import { Calculator } from './calculator.js';
 import { DeviceTracker } from './devices.js';
-import { address, link, ManualClock, route } from './fakes.js';
+import { address, link, ManualClock, route } from './testing.js';
 import { ForwardableIPs } from './forwardable.js';
 import { RouteTracker } from './routes.js';
 import type { DesiredNeighbor } from './types.js';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../log/index.js';
 import type { RtEvent, Subscription, SubscriptionHandlers } from '../netlink/index.js';
 import { Feed } from './feed.js';
-import { ManualClock, neigh } from './fakes.js';
+import { ManualClock, neigh } from './testing.js';
 
 describe('feed', () => {
   it('reacts to a dump only after the events held during it are applied', async () => {

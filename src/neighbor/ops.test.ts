@@ -8,7 +8,7 @@ import {
   NUD_PERMANENT,
   NUD_REACHABLE,
 } from '../netlink/index.js';
-import { FakeKernel, neigh } from './fakes.js';
+import { FakeKernel, neigh } from './testing.js';
 import { ObservedNeighbors } from './observed.js';
 import { NeighborOps } from './ops.js';
 import type { RequeueCause } from './reactor.js';

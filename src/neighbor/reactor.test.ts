@@ -8,7 +8,7 @@ import {
 } from '../netlink/index.js';
 import { Table } from '../statedb/index.js';
 import { DeviceTracker } from './devices.js';
-import { link, ManualClock, neigh } from './fakes.js';
+import { link, ManualClock, neigh } from './testing.js';
 import { observedRow } from './observed.js';
 import { Reactor, type RequeueCause } from './reactor.js';
 import { RefSet } from './refset.js';

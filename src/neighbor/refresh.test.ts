@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { NTF_EXT_LEARNED, NUD_PERMANENT, NUD_REACHABLE, NUD_STALE } from '../netlink/index.js';
 import { Table } from '../statedb/index.js';
 import { DeviceTracker } from './devices.js';
-import { link, ManualClock, neigh } from './fakes.js';
+import { link, ManualClock, neigh } from './testing.js';
 import { ObservedNeighbors } from './observed.js';
 import { Refresher } from './refresh.js';
 import { DesiredRow } from './refset.js';
