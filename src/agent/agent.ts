@@ -16,13 +16,7 @@ import { ClosedError, NotSupportedError, describeError } from '../errors/index.j
 import { ExternalIpSubsystem } from '../extip/index.js';
 import { XdpForwarder, type XdpForwarderConfig } from '../fib/index.js';
 import type { Logger } from '../log/index.js';
-import {
-  MetricsServer,
-  createRegistry,
-  registerAgentMetrics,
-  type AgentMetrics,
-  type HealthReport,
-} from '../metrics/index.js';
+import { MetricsServer, createRegistry, type HealthReport } from '../metrics/index.js';
 import { isVerifierError } from '../native/index.js';
 import { NeighborSubsystem } from '../neighbor/index.js';
 import { NetlinkHandle } from '../netlink/index.js';
@@ -37,6 +31,7 @@ import { AgentCluster, dropLeftovers, setPeers } from './cluster.js';
 import { ControlPlane } from './control.js';
 import { handlersFor } from './handlers.js';
 import { acquireAgentLock, type AgentLock } from './lock.js';
+import { registerAgentMetrics, type AgentMetrics } from './metrics.js';
 import { MISS_OWNER, MissTracker } from './miss-tracker.js';
 import { checkCapabilities } from './preflight.js';
 import { reloadAgent, type ReloadResult } from './reload.js';

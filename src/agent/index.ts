@@ -25,4 +25,10 @@ export {
 export type { ReloadResult } from './reload.js';
 export { staticSets } from './restore.js';
 export { buildStatus, type StatusOptions } from './status.js';
+export {
+  registerAgentMetrics,
+  registerMissTrackerMetrics,
+  type AgentMetrics,
+  type MissTrackerMetrics,
+} from './metrics.js';
 export { MissTracker, MISS_OWNER, type MissTrackerParams } from './miss-tracker.js';

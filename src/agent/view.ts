@@ -5,11 +5,12 @@ import type { FibkeeperConfig } from '../config/index.js';
 import type { ExternalIpSubsystem } from '../extip/index.js';
 import type { XdpForwarder, XdpForwarderConfig } from '../fib/index.js';
 import type { Logger } from '../log/index.js';
-import type { AgentMetrics, HealthReport } from '../metrics/index.js';
+import type { HealthReport } from '../metrics/index.js';
 import type { NeighborSubsystem } from '../neighbor/index.js';
 import type { ProbeReport } from '../probe/index.js';
 import type { AgentCluster } from './cluster.js';
 import type { ControlPlane } from './control.js';
+import type { AgentMetrics } from './metrics.js';
 import type { MissTracker } from './miss-tracker.js';
 import type { SkippedEntry, StateStore } from './state.js';
 

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { registerClusterMetrics } from '../metrics/cluster.js';
+import { registerClusterMetrics } from './metrics.js';
 import { ClusterAdmin } from './admin.js';
 import { findOverlaps, type HoldRecord } from './history.js';
 import type { HoldSet } from './hold.js';

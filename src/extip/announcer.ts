@@ -6,7 +6,7 @@
 import { describeError } from '../errors/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
-import type { ExtipAnnounceReason, ExtipMetrics } from '../metrics/extip.js';
+import type { ExtipAnnounceReason, ExtipMetrics } from './metrics.js';
 import { RateLimiter, type Clock } from '../statedb/index.js';
 import { KeyScheduler } from './scheduler.js';
 

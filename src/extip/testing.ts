@@ -3,7 +3,7 @@
 // recording announce sink and a metrics recorder.
 import { NetlinkError } from '../netlink/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
-import type { ExtipMetrics } from '../metrics/extip.js';
+import type { ExtipMetrics } from './metrics.js';
 import type { Clock } from '../statedb/index.js';
 import type { HolderOps, ObservedAddress } from './types.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../log/index.js';
-import { NeighborMetrics } from '../metrics/neighbor.js';
+import { NeighborMetrics } from './metrics.js';
 import { NetlinkError, type Route } from '../netlink/index.js';
 import { Table } from '../statedb/index.js';
 import { Calculator } from './calculator.js';

@@ -12,7 +12,7 @@
 import type { Logger } from '../log/index.js';
 import type { Clock, Table, TableWriter, TimerHandle } from '../statedb/index.js';
 import { backoff } from './config.js';
-import type { NeighborMetrics } from '../metrics/neighbor.js';
+import type { NeighborMetrics } from './metrics.js';
 import type { DeviceTracker } from './devices.js';
 import type { ForwardableIPs } from './forwardable.js';
 import { familyOfText, type LookupOutcome } from './nexthop.js';

@@ -15,7 +15,7 @@
 // on a partial view.
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import type { ResyncReason } from '../metrics/neighbor.js';
+import type { ResyncReason } from './metrics.js';
 import {
   DumpInterruptedError,
   ParseError,

@@ -3,7 +3,7 @@
 // neighbors into the observed table (and from there to the reactor). See feed.ts for how a
 // feed stays exact.
 import type { Logger } from '../log/index.js';
-import type { NeighborMetrics, ResyncReason, ResyncTable } from '../metrics/neighbor.js';
+import type { NeighborMetrics, ResyncReason, ResyncTable } from './metrics.js';
 import {
   neighFields,
   readNeighFields,

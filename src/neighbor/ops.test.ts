@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../log/index.js';
-import { NeighborMetrics } from '../metrics/neighbor.js';
+import { NeighborMetrics } from './metrics.js';
 import {
   NTF_EXT_LEARNED,
   NTF_EXT_MANAGED,

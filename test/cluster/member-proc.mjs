@@ -4,7 +4,7 @@
 // set (times on CLOCK_MONOTONIC, comparable across processes), {"type":"ready"},
 // {"type":"resync",reason}, {"type":"stopped"}. SIGTERM: graceful stop (handover), exit 0.
 import { ClusterMember, EtcdStore, monotonicClock } from '../../dist/cluster/index.js';
-import { noopClusterMetrics } from '../../dist/metrics/index.js';
+import { noopClusterMetrics } from '../../dist/cluster/index.js';
 
 const cfg = JSON.parse(process.argv[2] ?? '{}');
 const out = (o) => process.stdout.write(JSON.stringify(o) + '\n');
