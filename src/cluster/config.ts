@@ -3,35 +3,13 @@
 // mode in).
 import { hostname } from 'node:os';
 import { ConfigError } from '../errors/index.js';
+import type { FibkeeperConfig } from '../config/index.js';
 import type { EtcdStoreOptions } from './etcd-store.js';
 import { parseLabelList, validateClusterIp } from './keys.js';
 import { resolveOptions, type ClusterOptions } from './options.js';
 
-/**
- * The config file's cluster.* options that this reads (the config's `cluster` section; its
- * own shape here, so that src/config can call this to validate without a circle).
- */
-export interface ClusterSettingsInput {
-  nodeName: string;
-  labels: readonly string[];
-  nodeIPs: readonly string[];
-  prefix: string;
-  etcd: {
-    endpoints: string[];
-    caFile: string;
-    certFile: string;
-    keyFile: string;
-    requestTimeout: number;
-  };
-  leaseTTL: number;
-  renewInterval: number;
-  fenceMargin: number;
-  rebalanceDelay: number;
-  handoverOnStop: boolean;
-}
-
 export function clusterSettings(
-  cfg: ClusterSettingsInput,
+  cfg: FibkeeperConfig['cluster'],
   fallback: { nodeIP?: string; hostname?: string } = {},
 ): { options: ClusterOptions; store: EtcdStoreOptions } {
   const wrap = <T>(option: string, fn: () => T): T => {

@@ -65,5 +65,5 @@ export {
   type HoldInterval,
   type Overlap,
 } from './history.js';
-export { clusterSettings, type ClusterSettingsInput } from './config.js';
+export { clusterSettings } from './config.js';
 export { noopClusterMetrics, registerClusterMetrics, type ClusterMetrics } from './metrics.js';

@@ -55,8 +55,14 @@ export function importGraph(files: readonly string[]): Map<string, string[]> {
   return new Map(files.map((f) => [f, importsOf(f).filter((t) => known.has(t))]));
 }
 
-/** Every import cycle, each once, as the files along it (the first repeated at the end). */
-export function importCycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+/**
+ * Every import cycle, as the files of each group that import one another in a circle
+ * (`files`, sorted) and one shortest circle through them (`cycle`, the first file repeated
+ * at the end).
+ */
+export function importCycles(
+  graph: ReadonlyMap<string, readonly string[]>,
+): { files: string[]; cycle: string[] }[] {
   // Tarjan's strongly connected components; a component of two or more files (or a file
   // importing itself) holds a cycle, reported as one shortest path around it.
   let index = 0;
@@ -88,7 +94,7 @@ export function importCycles(graph: ReadonlyMap<string, readonly string[]>): str
     }
   };
   for (const v of graph.keys()) if (!idx.has(v)) strong(v);
-  return comps.map((comp) => shortestCycle(graph, comp));
+  return comps.map((comp) => ({ files: [...comp].sort(), cycle: shortestCycle(graph, comp) }));
 }
 
 function shortestCycle(graph: ReadonlyMap<string, readonly string[]>, comp: string[]): string[] {
