@@ -74,7 +74,10 @@ build/node-version: FORCE
 	@mkdir -p build; v="$$(node --version) $$(node -p process.execPath)"; \
 	[ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
 
+# dist/ from scratch: a renamed or removed source leaves no stale file behind (test doubles,
+# src/**/testing.ts, are not built: test/build/shipped.test.ts checks dist/).
 ts: node_modules/.package-lock.json
+	rm -rf dist
 	npx tsc -p tsconfig.build.json
 
 lint:

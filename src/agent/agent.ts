@@ -16,13 +16,7 @@ import { ClosedError, NotSupportedError, describeError } from '../errors/index.j
 import { ExternalIpSubsystem } from '../extip/index.js';
 import { XdpForwarder, type XdpForwarderConfig } from '../fib/index.js';
 import type { Logger } from '../log/index.js';
-import {
-  MetricsServer,
-  createRegistry,
-  registerAgentMetrics,
-  type AgentMetrics,
-  type HealthReport,
-} from '../metrics/index.js';
+import { MetricsServer, createRegistry, type HealthReport } from '../metrics/index.js';
 import { isVerifierError } from '../native/index.js';
 import { NeighborSubsystem } from '../neighbor/index.js';
 import { DeviceFeed, NetlinkHandle } from '../netlink/index.js';
@@ -37,11 +31,13 @@ import { AgentCluster, dropLeftovers, setPeers } from './cluster.js';
 import { ControlPlane } from './control.js';
 import { handlersFor } from './handlers.js';
 import { acquireAgentLock, type AgentLock } from './lock.js';
+import { registerAgentMetrics, type AgentMetrics } from './metrics.js';
 import { MISS_OWNER, MissTracker } from './miss-tracker.js';
 import { checkCapabilities } from './preflight.js';
 import { reloadAgent, type ReloadResult } from './reload.js';
 import { planExtip, planForwardable, staticSets } from './restore.js';
 import { StateStore, type ControlState, type SkippedEntry } from './state.js';
+import type { AgentPhase, AgentView } from './view.js';
 
 export interface AgentParams {
   config: FibkeeperConfig;
@@ -61,9 +57,9 @@ export interface AgentParams {
 export { RESERVED_OWNERS } from '../config/index.js';
 
 type Stopper = () => Promise<void> | void;
-export type AgentPhase = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+export type { AgentPhase } from './view.js';
 
-export class Agent {
+export class Agent implements AgentView {
   readonly registry: Registry;
   cfg: FibkeeperConfig;
   probeReport: ProbeReport | undefined;

@@ -9,6 +9,7 @@ import {
   ClusterMember,
   EtcdStore,
   clusterSettings,
+  registerClusterMetrics,
   type ClusterStatus,
   type Eligibility,
   type HoldSet,
@@ -17,7 +18,6 @@ import { CLUSTER_OWNER, type FibkeeperConfig } from '../config/index.js';
 import { describeError } from '../errors/index.js';
 import { removeHolderAddresses } from '../extip/index.js';
 import type { Logger } from '../log/index.js';
-import { registerClusterMetrics } from '../metrics/index.js';
 import { backoff } from '../sched/index.js';
 import type { NeighborSubsystem } from '../neighbor/index.js';
 import type { NetlinkHandle } from '../netlink/index.js';

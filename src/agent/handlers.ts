@@ -11,11 +11,11 @@ import {
   TimeoutError,
   describeError,
 } from '../errors/index.js';
-import type { Agent } from './agent.js';
+import type { AgentView } from './view.js';
 import { staticSets } from './restore.js';
 import { buildStatus, clusterStatus } from './status.js';
 
-export function handlersFor(agent: Agent): ControlHandlers {
+export function handlersFor(agent: AgentView): ControlHandlers {
   const neighbor = () => {
     agent.assertRunning();
     if (!agent.neighbor) {
@@ -72,7 +72,7 @@ export function handlersFor(agent: Agent): ControlHandlers {
     }
     agent.extip?.validate(ips, { forCluster: true });
   };
-  const submit = (...args: Parameters<Agent['control']['submit']>) => {
+  const submit = (...args: Parameters<AgentView['control']['submit']>) => {
     agent.assertRunning();
     return agent.control.submit(...args);
   };

@@ -24,5 +24,24 @@ export {
 } from './state.js';
 export type { ReloadResult } from './reload.js';
 export { staticSets } from './restore.js';
-export { buildStatus, type StatusOptions } from './status.js';
+export {
+  STATUS_SCHEMA_VERSION,
+  buildStatus,
+  type ClusterSection,
+  type ExtipSection,
+  type KernelSection,
+  type MissTrackerSection,
+  type NeighborSection,
+  type StateFileSection,
+  type StatusDocument,
+  type StatusOptions,
+  type XdpSection,
+} from './status.js';
+export type { AgentView } from './view.js';
+export {
+  registerAgentMetrics,
+  registerMissTrackerMetrics,
+  type AgentMetrics,
+  type MissTrackerMetrics,
+} from './metrics.js';
 export { MissTracker, MISS_OWNER, type MissTrackerParams } from './miss-tracker.js';

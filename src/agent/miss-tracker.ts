@@ -2,7 +2,7 @@
 // (NO_NEIGH) become forwardable IPs with owner `xdp-miss`, and stop being forwardable once
 // no miss has been seen for `ttlMs`. So traffic to a next hop nobody registered heals itself.
 import type { Registry } from 'prom-client';
-import { registerMissTrackerMetrics, type MissTrackerMetrics } from '../metrics/index.js';
+import { registerMissTrackerMetrics, type MissTrackerMetrics } from './metrics.js';
 import type { Logger } from '../log/index.js';
 import { MISS_OWNER } from '../config/index.js';
 

@@ -6,7 +6,7 @@
 // Other changes are logged as needing a restart. Runs alone in the write queue.
 import { checkRunnable, loadConfig, type FibkeeperConfig } from '../config/index.js';
 import { describeError } from '../errors/index.js';
-import type { Agent } from './agent.js';
+import type { AgentView } from './view.js';
 import { planExtip, planForwardable, staticSets } from './restore.js';
 import { usableOf } from './state.js';
 
@@ -26,7 +26,7 @@ function flat(o: unknown, prefix = ''): [string, string][] {
 }
 
 export async function reloadAgent(
-  agent: Agent,
+  agent: AgentView,
   o: { configPath: string | undefined; flags: Readonly<Record<string, string | boolean>> },
 ): Promise<ReloadResult> {
   const cur = agent.cfg;

@@ -1,19 +1,99 @@
 // The agent's status document: what `fibkeeper status` shows and GET /v1/status returns.
+// It is a contract (docs/status.md documents every field; test/build/status-doc.test.ts
+// checks these types against it and test/agent/e2e.netns.test.ts a running agent's
+// document): fields are added, never renamed or retyped within one schemaVersion.
 import { describeError } from '../errors/index.js';
-import { readClusterSysctls } from '../extip/index.js';
-import type { Agent } from './agent.js';
+import { readClusterSysctls, type ExternalIpStatus, type SysctlState } from '../extip/index.js';
+import type { XdpDeviceCounters, XdpDeviceStatus } from '../fib/index.js';
+import type { ClusterStatus } from '../cluster/index.js';
+import type { NeighborStatus } from '../neighbor/index.js';
+import type { SkippedEntry } from './state.js';
+import type { AgentPhase, AgentView } from './view.js';
+
+/**
+ * The status document's schema version: raised when a field is removed, renamed or changes
+ * its type or meaning (adding a field keeps it).
+ */
+export const STATUS_SCHEMA_VERSION = 1;
+
+/** The kernel as the probe saw it at start. */
+export interface KernelSection {
+  release: string;
+  /** Needed features the kernel lacks (the agent does not start with any). */
+  missing: string[];
+  /** Needed features assumed present from the kernel version (probe inconclusive). */
+  assumed: string[];
+}
+
+/** The XDP forwarder: every selected device's attachment, and the counters read now. */
+export interface XdpSection {
+  devices: XdpDeviceStatus[];
+  counters: XdpDeviceCounters[];
+}
+
+/** The neighbor subsystem (src/neighbor/status.ts). */
+export type NeighborSection = NeighborStatus;
+
+/** External IPs: the holder device, the interface they are announced from, each IP. */
+export interface ExtipSection {
+  holder: { name: string; ifindex: number };
+  externalInterface: { name: string; ifindex: number; mac: string } | null;
+  ips: ExternalIpStatus[];
+}
+
+export interface MissTrackerSection {
+  /** Next hops learned from XDP's misses, still tracked. */
+  tracked: number;
+}
+
+/** Cluster mode: this member's status, the IP list cut at the limit, the quiet sysctls. */
+export interface ClusterSection extends ClusterStatus {
+  /** Cluster IPs in all (`ips` may be cut at the limit). */
+  totalIps: number;
+  /** The sysctls that keep the kernel quiet for holder addresses, or why they are unknown. */
+  sysctls: SysctlState[] | string;
+}
+
+export interface StateFileSection {
+  path: string | null;
+  skipped: SkippedEntry[];
+  /** Changes waiting in the write queue. */
+  queued: number;
+}
+
+/** The whole document; a section is null while its subsystem is off (or not started). */
+export interface StatusDocument {
+  schemaVersion: typeof STATUS_SCHEMA_VERSION;
+  /** The agent's version. */
+  version: string;
+  netns: string | null;
+  phase: AgentPhase;
+  startedAt: string;
+  ready: boolean;
+  notReady: string[];
+  healthy: boolean;
+  unhealthy: string[];
+  kernel: KernelSection | null;
+  xdp: XdpSection | null;
+  neighbor: NeighborSection | null;
+  extip: ExtipSection | null;
+  missTracker: MissTrackerSection | null;
+  cluster: ClusterSection | null;
+  stateFile: StateFileSection;
+}
 
 export interface StatusOptions {
   /** Most rows per table. */
   limit?: number;
 }
 
-export function buildStatus(agent: Agent, opts: StatusOptions = {}): Record<string, unknown> {
+export function buildStatus(agent: AgentView, opts: StatusOptions = {}): StatusDocument {
   const limit = opts.limit ?? 1000;
   const ready = agent.ready();
   const health = agent.health();
   const probe = agent.probeReport;
   return {
+    schemaVersion: STATUS_SCHEMA_VERSION,
     version: agent.version,
     netns: agent.netns ?? null,
     phase: agent.phase,
@@ -39,7 +119,7 @@ export function buildStatus(agent: Agent, opts: StatusOptions = {}): Record<stri
         }
       : null,
     missTracker: agent.missTracker ? { tracked: agent.missTracker.tracked } : null,
-    cluster: agent.cluster ? clusterStatus(agent, limit) : null,
+    cluster: clusterStatus(agent, limit),
     stateFile: {
       path: agent.cfg.stateFile || null,
       skipped: agent.skipped.slice(0, limit),
@@ -52,12 +132,12 @@ export function buildStatus(agent: Agent, opts: StatusOptions = {}): Record<stri
  * Cluster mode: this member's lease and view (members with their lease age, every cluster IP
  * with its owner, placement and last move), and the sysctls that keep the kernel quiet.
  */
-export function clusterStatus(agent: Agent, limit = 1000): Record<string, unknown> | null {
+export function clusterStatus(agent: AgentView, limit = 1000): ClusterSection | null {
   const c = agent.cluster;
   if (!c) return null;
   const st = c.status();
   const ext = agent.extip?.externalInterface;
-  let sysctls: unknown;
+  let sysctls: SysctlState[] | string;
   try {
     sysctls = ext ? readClusterSysctls(agent.netns, ext.name) : [];
   } catch (err) {

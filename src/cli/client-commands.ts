@@ -171,11 +171,11 @@ export const extipCommands: Command[] = [
 ];
 
 /** A command that shows one status document of the API: as text, or whole with --json. */
-export function documentCommand(
+export function documentCommand<T extends object>(
   name: string,
   summary: string,
   path: string,
-  format: (doc: Record<string, unknown>) => string,
+  format: (doc: T) => string,
 ): Command {
   return {
     name,
@@ -184,7 +184,7 @@ export function documentCommand(
     help: ['Options:', '  --json          the full document', ...COMMON_HELP].join('\n'),
     options: { ...COMMON, json: { type: 'boolean' } },
     async run(args, io) {
-      const s = await clientFor(args).call<Record<string, unknown>>('GET', path);
+      const s = await clientFor(args).call<T>('GET', path);
       io.out(flag(args, 'json') ? JSON.stringify(s, null, 2) + '\n' : format(s));
       return EXIT_OK;
     },

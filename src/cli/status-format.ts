@@ -1,10 +1,23 @@
-// `fibkeeper status` as a readable report. The input is the API's status document; fields
-// are read defensively so an older agent's document still prints.
-type Obj = Record<string, unknown>;
+// `fibkeeper status` as a readable report. The input is the API's status document (its
+// types: src/agent/status.ts, documented in docs/status.md); every field is read as possibly
+// missing, so an older agent's document (or a part of one) still prints.
+import type {
+  ClusterSection,
+  ExtipSection,
+  NeighborSection,
+  StateFileSection,
+  StatusDocument,
+  XdpSection,
+} from '../agent/index.js';
 
-const obj = (v: unknown): Obj =>
-  v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : {};
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+/** A document or section as it may come from an older agent: any field may be missing. */
+type Loose<T> = T extends readonly (infer E)[]
+  ? readonly Loose<E>[]
+  : T extends object
+    ? { [K in keyof T]?: Loose<T[K]> | null }
+    : T;
+
+const arr = <T>(v: readonly T[] | null | undefined): readonly T[] => (Array.isArray(v) ? v : []);
 const s = (v: unknown, dflt = '-'): string =>
   v === undefined || v === null || v === '' ? dflt : Array.isArray(v) ? v.join(',') : String(v);
 
@@ -24,8 +37,8 @@ function table(head: string[], rows: string[][]): string {
   return rows.length === 0 ? '  (none)\n' : columns(head, rows, '  ');
 }
 
-function agentSection(st: Obj): string {
-  const kernel = obj(st.kernel);
+function agentSection(st: Loose<StatusDocument>): string {
+  const kernel = st.kernel ?? {};
   const lines = [
     `fibkeeper ${s(st.version)}  netns ${s(st.netns, '(own)')}  started ${s(st.startedAt)}` +
       (st.phase && st.phase !== 'running' ? `  (${s(st.phase)})` : ''),
@@ -37,13 +50,18 @@ function agentSection(st: Obj): string {
   return lines.join('\n') + '\n';
 }
 
-function xdpSection(x: Obj): string {
-  const devs = arr(x.devices).map(obj);
+const COUNTER_KINDS = [
+  ['results', 'result'],
+  ['actions', 'action'],
+  ['reasons', 'not handled'],
+] as const;
+
+function xdpSection(x: Loose<XdpSection>): string {
   let out =
     '\nXDP\n' +
     table(
       ['DEVICE', 'IFINDEX', 'ATTACHED', 'MODE', 'PROG', 'LINK', 'SLOT'],
-      devs.map((d) => [
+      arr(x.devices).map((d) => [
         s(d.name),
         s(d.ifindex),
         s(d.attached),
@@ -53,18 +71,12 @@ function xdpSection(x: Obj): string {
         s(d.slot),
       ]),
     );
-  const counters = arr(x.counters).map(obj);
   const rows: string[][] = [];
-  for (const c of counters) {
-    for (const [kind, label] of [
-      ['results', 'result'],
-      ['actions', 'action'],
-      ['reasons', 'not handled'],
-    ] as const) {
-      for (const [name, v] of Object.entries(obj(c[kind]))) {
-        const p = obj(v);
-        if (Number(p.packets ?? 0) > 0)
-          rows.push([s(c.device), label, name, s(p.packets), s(p.bytes)]);
+  for (const c of arr(x.counters)) {
+    for (const [kind, label] of COUNTER_KINDS) {
+      for (const [name, p] of Object.entries(c[kind] ?? {})) {
+        if (Number(p?.packets ?? 0) > 0)
+          rows.push([s(c.device), label, name, s(p?.packets), s(p?.bytes)]);
       }
     }
   }
@@ -73,31 +85,31 @@ function xdpSection(x: Obj): string {
   return out;
 }
 
+type KernelEntry = NonNullable<NeighborSection['desired'][number]['kernel']>;
+
 /** A next hop's kernel entry: state, flags, lladdr, and whose it is when not fibkeeper's. */
-function kernelText(present: unknown, k: Obj): string {
-  if (!present) return 'absent';
+function kernelText(k: Loose<KernelEntry> | null | undefined): string {
+  if (!k) return 'absent';
   const text = `${s(k.state)} ${s(k.flags, '')} ${s(k.lladdr, '')}`.replace(/ +/g, ' ').trim();
   if (k.owner === 'foreign') return `${text} (foreign: left alone)`;
   if (k.owner === 'kernel') return `${text} (kernel's: adopted on the next write)`;
   return text;
 }
 
-function neighborSection(n: Obj): string {
-  const sum = obj(n.summary);
+function neighborSection(n: Loose<NeighborSection>): string {
+  const sum = n.summary ?? {};
   let out = `\nNeighbors (mode ${s(n.mode)}, protocol ${s(n.protocol)})\n`;
   out += `  forwardable IPs ${s(sum.forwardableIps)}, desired entries ${s(sum.desiredEntries)}, selected devices ${s(sum.selectedDevices)}\n`;
-  const by = obj(sum.desiredByStatus);
+  const by = sum.desiredByStatus ?? {};
   out += `  reconcile: ${s(by.done, '0')} done, ${s(by.pending, '0')} pending, ${s(by.error, '0')} error; kernel states: ${
-    Object.entries(obj(sum.kernelEntriesByState))
+    Object.entries(sum.kernelEntriesByState ?? {})
       .map(([k, v]) => `${k}=${s(v)}`)
       .join(' ') || '-'
   }${Number(sum.foreignEntries ?? 0) > 0 ? `; foreign (left alone): ${s(sum.foreignEntries)}` : ''}\n`;
   const rows: string[][] = [];
-  for (const f of arr(n.forwardable).map(obj)) {
+  for (const f of arr(n.forwardable)) {
     // Only the devices the IP is routed through (or whose lookup failed).
-    const devs = arr(f.devices)
-      .map(obj)
-      .filter((d) => arr(d.nexthops).length > 0 || d.lookupError);
+    const devs = arr(f.devices).filter((d) => arr(d.nexthops).length > 0 || d.lookupError);
     if (devs.length === 0) {
       const why =
         typeof f.reason === 'string'
@@ -108,7 +120,7 @@ function neighborSection(n: Obj): string {
       rows.push([s(f.ip), s(f.owners), '-', why, '', '']);
     }
     for (const d of devs) {
-      const nhs = arr(d.nexthops).map(obj);
+      const nhs = arr(d.nexthops);
       if (nhs.length === 0)
         rows.push([
           s(f.ip),
@@ -119,44 +131,32 @@ function neighborSection(n: Obj): string {
           '',
         ]);
       for (const nh of nhs) {
-        const k = obj(nh.kernel);
         rows.push([
           s(f.ip),
           s(f.owners),
           s(d.device),
           s(nh.nexthop),
           `${s(nh.status)}${nh.error ? ` (${s(nh.error)})` : ''}`,
-          kernelText(nh.kernel, k),
+          kernelText(nh.kernel),
         ]);
       }
     }
   }
   out += table(['IP', 'OWNERS', 'DEVICE', 'NEXT HOP', 'RECONCILE', 'KERNEL ENTRY'], rows);
-  const errors = arr(n.recentErrors ?? obj(n.health).errors).map(obj);
-  if (errors.length) {
-    out +=
-      '  recent errors:\n' + errors.map((e) => `    ${s(e.key)}: ${s(e.error)}`).join('\n') + '\n';
-  }
   return out;
 }
 
-function extipSection(e: Obj): string {
-  const holder = obj(e.holder);
-  const ext = obj(e.externalInterface);
-  let out = `\nExternal IPs (holder ${s(holder.name)}, announced from ${s(ext.name)})\n`;
+function extipSection(e: Loose<ExtipSection>): string {
+  let out = `\nExternal IPs (holder ${s(e.holder?.name)}, announced from ${s(e.externalInterface?.name)})\n`;
   out += table(
     ['IP', 'STATE', 'SOURCE', 'ANNOUNCED', 'ERROR'],
-    arr(e.ips)
-      .map(obj)
-      .map((i) => [
-        s(i.ip),
-        s(i.state),
-        i.cluster ? 'cluster' : 'local',
-        typeof i.announcedAt === 'number'
-          ? new Date(i.announcedAt).toISOString()
-          : s(i.announcedAt),
-        s(i.lastError, ''),
-      ]),
+    arr(e.ips).map((i) => [
+      s(i.ip),
+      s(i.state),
+      i.cluster ? 'cluster' : 'local',
+      typeof i.announcedAt === 'number' ? new Date(i.announcedAt).toISOString() : s(i.announcedAt),
+      s(i.lastError, ''),
+    ]),
   );
   return out;
 }
@@ -165,13 +165,12 @@ const ago = (ms: unknown): string =>
   typeof ms === 'number' ? (ms >= 10_000 ? `${Math.round(ms / 1000)}s` : `${ms}ms`) : '-';
 
 /** `fibkeeper cluster status` and the cluster part of `fibkeeper status`. */
-export function formatClusterStatus(c: Obj): string {
-  const lease = obj(c.lease);
+export function formatClusterStatus(c: Loose<ClusterSection>): string {
+  const lease = c.lease ?? {};
   let out = `Cluster: node ${s(c.node)}, ${c.ready ? 'registered' : 'NOT registered'}; lease ${s(lease.id)} (TTL ${s(lease.ttlMs)} ms, age ${ago(lease.ageMs)}, holds for ${s(lease.holdForMs)} ms more without a renewal)\n`;
   const sys = c.sysctls;
   if (Array.isArray(sys) && sys.length > 0) {
-    out += `  kernel quiet for holder addresses: ${sys
-      .map(obj)
+    out += `  kernel quiet for holder addresses: ${arr(sys)
       .map(
         (x) =>
           `${s(x.key)}=${s(x.effective)}${Number(x.effective) < Number(x.want) ? ` (NEEDS ${s(x.want)})` : ''}`,
@@ -181,31 +180,28 @@ export function formatClusterStatus(c: Obj): string {
   out += '\nMembers\n';
   out += table(
     ['NODE', 'SEEN FOR', 'LABELS', 'NODE IPS'],
-    arr(c.members)
-      .map(obj)
-      .map((m) => [
-        s(m.name),
-        ago(m.seenForMs),
-        Object.entries(obj(m.labels))
-          .map(([k, v]) => `${k}=${s(v)}`)
-          .join(',') || '-',
-        s(m.ips),
-      ]),
+    arr(c.members).map((m) => [
+      s(m.name),
+      ago(m.seenForMs),
+      Object.entries(m.labels ?? {})
+        .map(([k, v]) => `${k}=${s(v)}`)
+        .join(',') || '-',
+      s(m.ips),
+    ]),
   );
-  out += `\nCluster external IPs${c.totalIps !== undefined && c.totalIps !== arr(c.ips).length ? ` (first ${arr(c.ips).length} of ${s(c.totalIps)})` : ''}\n`;
+  const ips = arr(c.ips);
+  out += `\nCluster external IPs${c.totalIps !== undefined && c.totalIps !== ips.length ? ` (first ${ips.length} of ${s(c.totalIps)})` : ''}\n`;
   out += table(
     ['IP', 'OWNER', 'PLACEMENT', 'LAST MOVE', 'HERE'],
-    arr(c.ips)
-      .map(obj)
-      .map((i) => [
-        s(i.ip),
-        s(i.owner),
-        s(i.placement),
-        i.lastMoveAgoMs === undefined ? '-' : `${ago(i.lastMoveAgoMs)} ago`,
-        i.heldHere ? 'held' : '',
-      ]),
+    ips.map((i) => [
+      s(i.ip),
+      s(i.owner),
+      s(i.placement),
+      i.lastMoveAgoMs === undefined ? '-' : `${ago(i.lastMoveAgoMs)} ago`,
+      i.heldHere ? 'held' : '',
+    ]),
   );
-  const problems = arr(c.problems).map(obj);
+  const problems = arr(c.problems);
   if (problems.length > 0) {
     out +=
       '  keys ignored:\n' +
@@ -215,20 +211,19 @@ export function formatClusterStatus(c: Obj): string {
   return out;
 }
 
-export function formatStatus(st: Obj): string {
+export function formatStatus(st: Loose<StatusDocument>): string {
   let out = agentSection(st);
-  if (st.xdp) out += xdpSection(obj(st.xdp));
-  if (st.neighbor) out += neighborSection(obj(st.neighbor));
-  if (st.extip) out += extipSection(obj(st.extip));
-  if (st.cluster) out += '\n' + formatClusterStatus(obj(st.cluster));
-  if (st.missTracker)
-    out += `\nXDP miss tracker: ${s(obj(st.missTracker).tracked)} next hops learned\n`;
-  if (st.stateFile) out += stateFileSection(obj(st.stateFile));
+  if (st.xdp) out += xdpSection(st.xdp);
+  if (st.neighbor) out += neighborSection(st.neighbor);
+  if (st.extip) out += extipSection(st.extip);
+  if (st.cluster) out += '\n' + formatClusterStatus(st.cluster);
+  if (st.missTracker) out += `\nXDP miss tracker: ${s(st.missTracker.tracked)} next hops learned\n`;
+  if (st.stateFile) out += stateFileSection(st.stateFile);
   return out;
 }
 
-function stateFileSection(f: Obj): string {
-  const skipped = arr(f.skipped).map(obj);
+function stateFileSection(f: Loose<StateFileSection>): string {
+  const skipped = arr(f.skipped);
   let out = `\nState file ${s(f.path, '(none: the API state is not kept)')}: ${skipped.length} entries not applied\n`;
   if (skipped.length > 0) {
     out += table(

@@ -66,3 +66,4 @@ export {
   type Overlap,
 } from './history.js';
 export { clusterSettings } from './config.js';
+export { noopClusterMetrics, registerClusterMetrics, type ClusterMetrics } from './metrics.js';

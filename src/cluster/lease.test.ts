@@ -3,7 +3,7 @@
 // reads of the clock. Whatever the interleaving, the keeper must announce the fence: a fence
 // it only noted to itself leaves the published hold set holding IPs it may no longer hold.
 import { describe, expect, it } from 'vitest';
-import { noopClusterMetrics } from '../metrics/index.js';
+import { noopClusterMetrics } from './metrics.js';
 import type { Clock, TimerHandle } from '../sched/index.js';
 import { LeaseKeeper, type LeaseChange } from './lease.js';
 import type { ClusterStore } from './store.js';

@@ -7,7 +7,7 @@
 // fenceMargin. No other node can claim an IP of ours before our lease has expired on the
 // leader, i.e. before validUntil; the margin is the time the holder has to take its
 // addresses down (timer lateness, netlink, clock-rate drift) after holdUntil.
-import type { ClusterMetrics } from '../metrics/cluster.js';
+import type { ClusterMetrics } from './metrics.js';
 import { backoff, type Clock, type TimerHandle } from '../sched/index.js';
 import type { ClusterStore } from './store.js';
 

@@ -1,13 +1,13 @@
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { registerClusterMetrics } from '../metrics/cluster.js';
+import { registerClusterMetrics } from './metrics.js';
 import { ClusterAdmin } from './admin.js';
-import { FakeEtcd, type FakeStoreClient } from './fake-store.js';
 import { findOverlaps, type HoldRecord } from './history.js';
 import type { HoldSet } from './hold.js';
 import { ClusterMember } from './member.js';
 import type { ClusterOptions } from './options.js';
 import { FakeClock, turns } from '../sched/testing.js';
+import { FakeEtcd, type FakeStoreClient } from './testing.js';
 
 interface Node {
   name: string;

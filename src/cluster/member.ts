@@ -4,7 +4,7 @@
 // seam and docs/cluster.md for the argument.
 import type { Logger } from 'pino';
 import { describeError } from '../errors/index.js';
-import { noopClusterMetrics, type ClusterMetrics } from '../metrics/cluster.js';
+import { noopClusterMetrics, type ClusterMetrics } from './metrics.js';
 import { backoff, monotonicClock, type Clock, type TimerHandle } from '../sched/index.js';
 import {
   HoldPublisher,

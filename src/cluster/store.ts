@@ -1,6 +1,6 @@
 // The cluster's view of etcd: the few operations cluster mode needs, as an injected ops
 // object. EtcdStore (etcd-store.ts) implements it over a real etcd; FakeStore
-// (fake-store.ts) is an in-memory model with the same semantics for the unit tests.
+// (testing.ts) is an in-memory model with the same semantics for the unit tests.
 //
 // Semantics every implementation keeps (they are etcd v3's):
 //  - Revisions grow by one per write transaction; a key's modRevision is the revision of

@@ -6,7 +6,7 @@
 import { describeError } from '../errors/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
-import type { ExtipAnnounceReason, ExtipMetrics } from '../metrics/extip.js';
+import type { ExtipAnnounceReason, ExtipMetrics } from './metrics.js';
 import { KeyScheduler, RateLimiter, type Clock } from '../sched/index.js';
 
 /** Puts one announcement of `ip` on the wire; throws when it could not. */

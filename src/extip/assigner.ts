@@ -11,7 +11,7 @@
 import { describeError, FibkeeperError, TimeoutError } from '../errors/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
-import type { ExtipMetrics } from '../metrics/extip.js';
+import type { ExtipMetrics } from './metrics.js';
 import { IFA_F_DADFAILED, IFA_F_TENTATIVE } from '../netlink/index.js';
 import type { Clock } from '../sched/index.js';
 import { DuplicateAddressError } from './dad.js';

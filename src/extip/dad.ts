@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { ConflictError, describeError, FibkeeperError } from '../errors/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
-import type { ExtipMetrics } from '../metrics/extip.js';
+import type { ExtipMetrics } from './metrics.js';
 import type { Clock, TimerHandle } from '../sched/index.js';
 import { DAD_NONCE_LEN } from './ndp.js';
 

@@ -7,7 +7,7 @@
 import { ClosedError, describeError, FibkeeperError } from '../errors/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
-import type { ExtipMetrics } from '../metrics/extip.js';
+import type { ExtipMetrics } from './metrics.js';
 import type { PacketSocketOptions } from '../native/index.js';
 import type { Link, NetlinkHandle } from '../netlink/index.js';
 import type { Clock } from '../sched/index.js';

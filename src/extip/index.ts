@@ -40,6 +40,7 @@ export {
   type SysctlState,
 } from './sysctl.js';
 export { removeHolderAddresses } from './holder.js';
+export { noopExtipMetrics, registerExtipMetrics, type ExtipMetrics } from './metrics.js';
 export { findExternal, type ExternalLink } from './external.js';
 export type { Conflict } from './linkio.js';
 // The wire format, for tests and tools (capture decoding, conflicting hosts).

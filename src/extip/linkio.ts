@@ -10,7 +10,7 @@
 import { describeError, FibkeeperError } from '../errors/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
-import type { ExtipMetrics } from '../metrics/extip.js';
+import type { ExtipMetrics } from './metrics.js';
 import {
   ETH_P_ARP,
   ETH_P_IPV6,

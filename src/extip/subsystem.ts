@@ -6,7 +6,7 @@ import type { Registry } from 'prom-client';
 import { ClosedError, describeError, errnoCode } from '../errors/index.js';
 import { parseIp, type ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
-import { noopExtipMetrics, registerExtipMetrics, type ExtipMetrics } from '../metrics/extip.js';
+import { noopExtipMetrics, registerExtipMetrics, type ExtipMetrics } from './metrics.js';
 import {
   DeviceFeed,
   IFF_UP,

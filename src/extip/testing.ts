@@ -3,7 +3,7 @@
 // sink and a metrics recorder. The fake clock is src/sched's.
 import { NetlinkError } from '../netlink/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
-import type { ExtipMetrics } from '../metrics/extip.js';
+import type { ExtipMetrics } from './metrics.js';
 import type { Clock } from '../sched/index.js';
 import { turns } from '../sched/testing.js';
 import type { HolderOps, ObservedAddress } from './types.js';

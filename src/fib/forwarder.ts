@@ -5,7 +5,7 @@
 import type { Registry } from 'prom-client';
 import { InvalidArgumentError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { registerXdpMetrics } from '../metrics/xdp.js';
+import { registerXdpMetrics } from './metrics.js';
 import type { NetlinkHandle, Subscription } from '../netlink/index.js';
 import { DeviceFeed, NetlinkHandle as Handle } from '../netlink/index.js';
 import { Datapath } from './datapath.js';

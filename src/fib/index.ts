@@ -57,6 +57,7 @@ export {
 export { detachPinned, type DetachPinnedParams } from './detach.js';
 export { selectDevice, type DeviceVerdict, type SelectionConfig } from './select.js';
 export { pinPaths, type PinPaths } from './pins.js';
+export { registerXdpMetrics, type XdpMetricsSource } from './metrics.js';
 export type { ForeignProgram } from './owner.js';
 export type { DatapathOps, HookMode, HookQuery, RecordInfo } from './ops.js';
 export {

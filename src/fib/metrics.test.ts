@@ -1,9 +1,9 @@
-// The fibkeeper_xdp_* metric group (src/metrics/xdp.ts) over a fake source: values read at
+// The fibkeeper_xdp_* metric group (src/fib/metrics.ts) over a fake source: values read at
 // scrape time, the label sets, and promtool's verdict on the exposition.
 import { spawnSync } from 'node:child_process';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { registerXdpMetrics, type XdpMetricsSource } from '../metrics/xdp.js';
+import { registerXdpMetrics, type XdpMetricsSource } from './metrics.js';
 import { emptyCounters } from './layout.js';
 import { zeroRedirectErrors } from './layout-state.js';
 

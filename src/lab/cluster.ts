@@ -10,7 +10,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { FibkeeperError } from '../errors/index.js';
-import { checkPrefix } from './index.js';
+import { checkPrefix } from './topology.js';
 
 export interface ClusterLabNode {
   /** Node name in the cluster (n1, n2, …). */

@@ -1,11 +1,18 @@
 // `fibkeeper lab up|down`: build or remove the namespace topology of topology.ts.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { FibkeeperError, InvalidArgumentError } from '../errors/index.js';
+import { FibkeeperError } from '../errors/index.js';
 import { BpfProgram, xdpAttachLegacy } from '../native/index.js';
-import { PREFIX_RE, describeLab, labBatch, labSysctls, type Lab } from './topology.js';
+import { checkPrefix, describeLab, labBatch, labSysctls, type Lab } from './topology.js';
 
-export { describeLab, PREFIX_RE, type Lab, type LabHost, type LabLink } from './topology.js';
+export {
+  checkPrefix,
+  describeLab,
+  PREFIX_RE,
+  type Lab,
+  type LabHost,
+  type LabLink,
+} from './topology.js';
 export {
   clusterAgentConfig,
   clusterLabDown,
@@ -28,14 +35,6 @@ function run(cmd: string, args: string[], input?: string): string {
     });
   }
   return r.stdout;
-}
-
-export function checkPrefix(prefix: string): void {
-  if (!PREFIX_RE.test(prefix)) {
-    throw new InvalidArgumentError(
-      `lab prefix "${prefix}" must be 1-8 lowercase letters or digits, starting with a letter`,
-    );
-  }
 }
 
 export function labExists(lab: Lab): boolean {

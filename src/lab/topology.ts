@@ -7,6 +7,7 @@
 //                                        10.77.4.1       10.77.4.2
 //
 // IPv6 mirrors it with fd77:N::/64. The router forwards; fibkeeper runs in it.
+import { InvalidArgumentError } from '../errors/index.js';
 
 export interface LabHost {
   /** Role in the topology. */
@@ -44,6 +45,14 @@ export interface Lab {
 }
 
 export const PREFIX_RE = /^[a-z][a-z0-9]{0,7}$/;
+
+export function checkPrefix(prefix: string): void {
+  if (!PREFIX_RE.test(prefix)) {
+    throw new InvalidArgumentError(
+      `lab prefix "${prefix}" must be 1-8 lowercase letters or digits, starting with a letter`,
+    );
+  }
+}
 
 const mac = (n: number, m: number) =>
   `02:fb:00:00:${n.toString(16).padStart(2, '0')}:${m.toString(16).padStart(2, '0')}`;

@@ -1,14 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import {
-  NeighborMetrics,
-  metricCatalog,
-  metricsMarkdown,
-  registerAgentMetrics,
-  registerClusterMetrics,
-  registerExtipMetrics,
-} from './index.js';
+import { registerAgentMetrics } from '../agent/metrics.js';
+import { registerClusterMetrics } from '../cluster/metrics.js';
+import { registerExtipMetrics } from '../extip/metrics.js';
+import { NeighborMetrics } from '../neighbor/metrics.js';
+import { metricCatalog, metricsMarkdown } from './index.js';
 
 describe('metric catalog', () => {
   it('follows the naming rules: fibkeeper_ prefix, counters end in _total, no IP labels', async () => {

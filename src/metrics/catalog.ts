@@ -1,11 +1,13 @@
 // Every fibkeeper metric with its type, labels and meaning, read from the metric groups
-// themselves (registered on a scratch registry), for the README and its test.
+// themselves (registered on a scratch registry), for the README and its test. The groups
+// are read from their own files (each depends on prom-client only), not through the
+// subsystems' index.ts: those import the registry from here, which would close a circle.
 import { Registry } from 'prom-client';
-import { registerAgentMetrics, registerMissTrackerMetrics } from './agent.js';
-import { registerClusterMetrics } from './cluster.js';
-import { registerExtipMetrics } from './extip.js';
-import { NeighborMetrics } from './neighbor.js';
-import { registerXdpMetrics } from './xdp.js';
+import { registerAgentMetrics, registerMissTrackerMetrics } from '../agent/metrics.js';
+import { registerClusterMetrics } from '../cluster/metrics.js';
+import { registerExtipMetrics } from '../extip/metrics.js';
+import { registerXdpMetrics } from '../fib/metrics.js';
+import { NeighborMetrics } from '../neighbor/metrics.js';
 
 export interface MetricInfo {
   name: string;

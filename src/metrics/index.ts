@@ -1,13 +1,9 @@
-// Prometheus metrics: the registry (default process metrics plus every subsystem's group),
-// and the HTTP endpoint. Each metric group lives in its own file and takes the registry;
-// BPF counters are read lazily in collect().
+// Prometheus metrics: the registry (default process metrics plus `fibkeeper_build_info`),
+// the HTTP endpoint and the catalog of every metric. Each metric group lives with the
+// subsystem it describes (src/<subsystem>/metrics.ts) and takes the registry; BPF counters
+// are read lazily in collect().
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 
-export * from './agent.js';
-export * from './cluster.js';
-export * from './extip.js';
-export * from './neighbor.js';
-export * from './xdp.js';
 export { metricCatalog, metricsMarkdown, type MetricInfo } from './catalog.js';
 export { MetricsServer, type HealthReport, type MetricsServerParams } from './server.js';
 /** Kept here for the control API's TCP listener (one parser: src/ipaddr). */

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../log/index.js';
-import { NeighborMetrics } from '../metrics/neighbor.js';
+import { NeighborMetrics } from './metrics.js';
 import { NetlinkError, type Route } from '../netlink/index.js';
 import { Table } from '../statedb/index.js';
 import { Calculator } from './calculator.js';
 import { DeviceTracker } from './devices.js';
 import { FakeClock } from '../sched/testing.js';
-import { address, link, route } from './fakes.js';
+import { address, link, route } from './testing.js';
 import { ForwardableIPs } from './forwardable.js';
 import { RouteTracker } from './routes.js';
 import type { DesiredNeighbor } from './types.js';

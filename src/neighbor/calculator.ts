@@ -12,7 +12,7 @@
 import type { Logger } from '../log/index.js';
 import { backoff, type Clock, type TimerHandle } from '../sched/index.js';
 import type { Table, TableWriter } from '../statedb/index.js';
-import type { NeighborMetrics } from '../metrics/neighbor.js';
+import type { NeighborMetrics } from './metrics.js';
 import type { DeviceTracker } from './devices.js';
 import type { ForwardableIPs } from './forwardable.js';
 import { familyOfText, type LookupOutcome } from './nexthop.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { IFF_LOOPBACK, IFF_LOWER_UP, IFF_NOARP, IFF_UP } from '../netlink/index.js';
 import { DeviceTracker, evaluateDevice } from './devices.js';
-import { address, link } from './fakes.js';
+import { address, link } from './testing.js';
 
 const sel = { devices: ['eth*', 'fib*'], holderName: 'fibkeeper0' };
 

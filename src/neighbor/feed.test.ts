@@ -3,7 +3,7 @@ import { silentLogger } from '../log/index.js';
 import type { RtEvent, Subscription, SubscriptionHandlers } from '../netlink/index.js';
 import { Feed } from '../netlink/index.js';
 import { FakeClock } from '../sched/testing.js';
-import { neigh } from './fakes.js';
+import { neigh } from './testing.js';
 
 describe('feed', () => {
   it('reacts to a dump only after the events held during it are applied', async () => {

@@ -3,7 +3,7 @@
 // rules into the RouteTracker and the RuleTracker, neighbors into the observed table (and
 // from there to the reactor). See netlink/feed.ts for how a feed stays exact.
 import type { Logger } from '../log/index.js';
-import type { NeighborMetrics, ResyncReason, ResyncTable } from '../metrics/neighbor.js';
+import type { NeighborMetrics, ResyncReason, ResyncTable } from './metrics.js';
 import {
   Feed,
   neighFields,

@@ -14,7 +14,7 @@
 //   await n.stop();                                            // entries stay in the kernel
 export { NeighborSubsystem } from './subsystem.js';
 export type { NeighborSubsystemParams, NeighborHealth } from './subsystem.js';
-export type { NeighborCounters } from '../metrics/neighbor.js';
+export { NeighborMetrics, type NeighborCounters } from './metrics.js';
 export { defaultTuning, matchGlob, resolveMode } from './config.js';
 export type { NeighborConfig, NeighborTuning } from './config.js';
 export { validateOwner } from './forwardable.js';

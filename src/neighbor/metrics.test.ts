@@ -1,8 +1,8 @@
-// The neighbor metric group (src/metrics/neighbor.ts): names under fibkeeper_neighbor_,
+// The neighbor metric group (src/neighbor/metrics.ts): names under fibkeeper_neighbor_,
 // counters ending in _total, bounded labels, gauges read at scrape time.
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { NeighborMetrics } from '../metrics/neighbor.js';
+import { NeighborMetrics } from './metrics.js';
 
 describe('neighbor metrics', () => {
   it('exposes every figure under fibkeeper_neighbor_ with bounded labels', async () => {

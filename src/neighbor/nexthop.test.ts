@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { NetlinkError, RTN_LOCAL, RTNH_F_DEAD } from '../netlink/index.js';
-import { route } from './fakes.js';
+import { route } from './testing.js';
 import { nextHopsOf } from './nexthop.js';
 
 describe('nextHopsOf', () => {

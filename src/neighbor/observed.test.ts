@@ -12,7 +12,7 @@ import {
   NUD_STALE,
   nudStateNames,
 } from '../netlink/index.js';
-import { neigh } from './fakes.js';
+import { neigh } from './testing.js';
 import { isForeign, ObservedNeighbors, observedRow, reactionTo } from './observed.js';
 import type { ObservedNeighbor } from './types.js';
 

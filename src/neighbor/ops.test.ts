@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../log/index.js';
-import { NeighborMetrics } from '../metrics/neighbor.js';
+import { NeighborMetrics } from './metrics.js';
 import {
   NTF_EXT_LEARNED,
   NTF_EXT_MANAGED,
@@ -8,7 +8,7 @@ import {
   NUD_PERMANENT,
   NUD_REACHABLE,
 } from '../netlink/index.js';
-import { FakeKernel, neigh } from './fakes.js';
+import { FakeKernel, neigh } from './testing.js';
 import { ObservedNeighbors } from './observed.js';
 import { NeighborOps, type NeighborOpsParams } from './ops.js';
 import type { RequeueCause } from './reactor.js';

@@ -6,7 +6,7 @@
 // write of an entry that is already there is harmless (idempotent).
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import type { NeighborMetrics } from '../metrics/neighbor.js';
+import type { NeighborMetrics } from './metrics.js';
 import {
   AF_INET,
   AF_INET6,

@@ -9,7 +9,7 @@ import {
 import { Table } from '../statedb/index.js';
 import { DeviceTracker } from './devices.js';
 import { FakeClock } from '../sched/testing.js';
-import { link, neigh } from './fakes.js';
+import { link, neigh } from './testing.js';
 import { observedRow } from './observed.js';
 import { Reactor, type RequeueCause } from './reactor.js';
 import { RefSet } from './refset.js';

@@ -3,7 +3,7 @@ import { NTF_EXT_LEARNED, NUD_PERMANENT, NUD_REACHABLE, NUD_STALE } from '../net
 import { Table } from '../statedb/index.js';
 import { DeviceTracker } from './devices.js';
 import { FakeClock } from '../sched/testing.js';
-import { link, neigh } from './fakes.js';
+import { link, neigh } from './testing.js';
 import { ObservedNeighbors } from './observed.js';
 import { Refresher } from './refresh.js';
 import { DesiredRow } from './refset.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { IpRangeIndex } from '../ipaddr/index.js';
-import { route } from './fakes.js';
+import { route } from './testing.js';
 import { RouteTracker, routeRow } from './routes.js';
 import type { RouteRow } from './types.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { NetlinkError, RTN_BLACKHOLE, type Route } from '../netlink/index.js';
-import { route } from './fakes.js';
+import { route } from './testing.js';
 import { nextHopsOf } from './nexthop.js';
 import { groupLength, NO_GROUP4, NO_GROUP6, PrefixIndex } from './prefixes.js';
 import { lookupNextHops, type LookupFn } from './share.js';

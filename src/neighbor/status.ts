@@ -2,7 +2,7 @@
 // hops with the kernel entry's state and flags and the reconcile status; per desired entry
 // its device, next hop, references and status; the selected devices; the counters.
 import { canonicalIp } from '../ipaddr/index.js';
-import type { NeighborCounters } from '../metrics/neighbor.js';
+import type { NeighborCounters } from './metrics.js';
 import { neighFlagNames, nudStateNames } from '../netlink/index.js';
 import type { StatusKind, Table } from '../statedb/index.js';
 import type { Calculator } from './calculator.js';

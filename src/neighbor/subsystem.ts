@@ -9,7 +9,7 @@
 import type { Registry } from 'prom-client';
 import { ClosedError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { NeighborMetrics, type NeighborCounters, type ResyncReason } from '../metrics/neighbor.js';
+import { NeighborMetrics, type NeighborCounters, type ResyncReason } from './metrics.js';
 import {
   NetlinkHandle,
   NTF_EXT_MANAGED,

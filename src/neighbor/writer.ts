@@ -2,7 +2,7 @@
 // (NeighborOps) driven by the statedb reconciler, with the one rate limiter that bounds every
 // re-write (repairs, retries, refreshes) of existing entries.
 import type { Logger } from '../log/index.js';
-import type { NeighborMetrics } from '../metrics/neighbor.js';
+import type { NeighborMetrics } from './metrics.js';
 import { RateLimiter, type Clock } from '../sched/index.js';
 import { Reconciler, type Initializable, type Table } from '../statedb/index.js';
 import { writeBacklog, type NeighborConfig, type NeighborTuning } from './config.js';

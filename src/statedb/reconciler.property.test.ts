@@ -3,7 +3,7 @@
 // done, and prune never runs before the table is initialized.
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { FakeBatchOps, FakeOps } from './fake-ops.js';
+import { FakeBatchOps, FakeOps } from './testing.js';
 import { RateLimiter } from '../sched/index.js';
 import { Reconciler, Table } from './index.js';
 

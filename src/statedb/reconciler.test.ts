@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ClosedError, ConfigError } from '../errors/index.js';
-import { FakeBatchOps, FakeOps } from './fake-ops.js';
+import { FakeBatchOps, FakeOps } from './testing.js';
 import { RateLimiter } from '../sched/index.js';
 import {
   Reconciler,

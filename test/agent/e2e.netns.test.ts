@@ -16,11 +16,13 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { STATUS_SCHEMA_VERSION } from '../../src/agent/index.js';
 import { decodeFrame } from '../../src/extip/index.js';
 import { labDown, labUp, type Lab } from '../../src/lab/index.js';
 import { PacketSocket, isBpffs, unmount } from '../../src/native/index.js';
 import { NetlinkHandle, type Subscription } from '../../src/netlink/index.js';
 import { ipJson, privileged, waitFor } from '../helpers/netns.js';
+import { documentFields, documentedFields, undocumented } from '../helpers/status-doc.js';
 
 const { skip } = privileged();
 const BIN = 'bin/fibkeeper.js';
@@ -162,6 +164,32 @@ describe.skipIf(skip)('the agent end to end, through the CLI', () => {
     expect(status.code).toBe(0);
     expect(status.out).toMatch(/ready: yes/);
     expect(status.out).toMatch(/10\.77\.2\.2\s+e2e\s+r-server1\s+10\.77\.2\.2\s+done\s+REACHABLE/);
+  });
+
+  it('status --json is the document docs/status.md describes, field by field', async () => {
+    // An external IP, so that the extip section has rows (the announcement is awaited).
+    expect(api('extip', 'add', '10.77.1.99').code).toBe(0);
+    await waitFor(() => JSON.parse(api('status', '--json').out).extip?.ips?.[0]?.announcedAt, {
+      what: 'the external IP announced',
+      timeoutMs: 10_000,
+    });
+    const doc = JSON.parse(api('status', '--json').out) as Record<string, unknown>;
+    expect(doc.schemaVersion).toBe(STATUS_SCHEMA_VERSION);
+    // Every section but cluster's is on here, and the lists it checks have rows.
+    for (const s of ['kernel', 'xdp', 'neighbor', 'extip', 'missTracker', 'stateFile'])
+      expect(doc[s], s).toBeTypeOf('object');
+    const documented = documentedFields();
+    const real = documentFields(doc, documented);
+    for (const p of [
+      'xdp.devices[].progId',
+      'xdp.counters[].results.*.packets',
+      'neighbor.forwardable[].devices[].nexthops[].kernel.state[]',
+      'neighbor.desired[].refsSample[]',
+      'extip.ips[].announcedAt',
+    ])
+      expect(real.has(p), p).toBe(true);
+    expect(undocumented(real, documented)).toEqual([]);
+    expect(api('extip', 'del', '10.77.1.99').code).toBe(0);
   });
 
   it('forwardable add/del report what changed: only the IPs the owner took or gave up', () => {

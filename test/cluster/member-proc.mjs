@@ -3,9 +3,8 @@
 // Prints JSON lines on stdout: {"type":"hold",node,at,ips,deadline,reason} for every hold
 // set (times on CLOCK_MONOTONIC, comparable across processes), {"type":"ready"},
 // {"type":"resync",reason}, {"type":"stopped"}. SIGTERM: graceful stop (handover), exit 0.
-import { ClusterMember, EtcdStore } from '../../dist/cluster/index.js';
+import { ClusterMember, EtcdStore, noopClusterMetrics } from '../../dist/cluster/index.js';
 import { monotonicClock } from '../../dist/sched/index.js';
-import { noopClusterMetrics } from '../../dist/metrics/index.js';
 
 const cfg = JSON.parse(process.argv[2] ?? '{}');
 const out = (o) => process.stdout.write(JSON.stringify(o) + '\n');

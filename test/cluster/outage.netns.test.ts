@@ -9,6 +9,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EtcdStore } from '../../src/cluster/index.js';
 import { privileged } from '../helpers/netns.js';
+import { documentFields, documentedFields, undocumented } from '../helpers/status-doc.js';
 import { ClusterWorld, now, until, type AgentNode } from './world.js';
 
 const { skip } = privileged();
@@ -79,6 +80,13 @@ describe.skipIf(skip)('cluster mode when etcd fails', () => {
 
   it('an etcd restart leaves every IP where it was', async () => {
     const before = await settled(IPS);
+    // The status document's cluster section, with members and IPs, is what docs/status.md says.
+    const doc = await w.api(w.nodes[0]!, 'GET', '/v1/status');
+    const documented = documentedFields();
+    const real = documentFields(doc, documented);
+    for (const p of ['cluster.members[].labels', 'cluster.ips[].owner', 'cluster.sysctls[].want'])
+      expect(real.has(p), p).toBe(true);
+    expect(undocumented(real, documented)).toEqual([]);
     const mark = now();
     await w.etcd.restart('SIGTERM');
     await Promise.all(w.nodes.map((n) => w.ready(n)));

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { noopExtipMetrics, registerExtipMetrics } from './extip.js';
+import { noopExtipMetrics, registerExtipMetrics } from './metrics.js';
 
 describe('extip metrics', () => {
   it('exposes every fibkeeper_extip_* series, lint-clean, with the counts added lazily', async () => {
