@@ -8,13 +8,13 @@ import {
   ClusterAdmin,
   ClusterMember,
   EtcdStore,
-  clusterSettings,
   registerClusterMetrics,
   type ClusterStatus,
   type Eligibility,
   type HoldSet,
 } from '../cluster/index.js';
 import { CLUSTER_OWNER, type FibkeeperConfig } from '../config/index.js';
+import { clusterSettings } from './cluster-settings.js';
 import { describeError } from '../errors/index.js';
 import { removeHolderAddresses } from '../extip/index.js';
 import type { Logger } from '../log/index.js';

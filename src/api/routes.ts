@@ -1,7 +1,7 @@
 // The endpoints of the control API and the checks on their bodies. Every mutation validates
 // the whole request (with the rules of src/config/rules, the same the state file and the
 // config are held to) before it changes anything, so nothing is half-applied.
-import { validateLabels, validateNodeName } from '../cluster/index.js';
+import { validateLabels, validateNodeName } from '../config/index.js';
 import { checkIps, checkIpsToRelease, checkOwner } from '../config/index.js';
 import { InvalidArgumentError } from '../errors/index.js';
 

@@ -6,10 +6,9 @@ import {
   encodeDesired,
   KeyLayout,
   validateClusterIp,
-  validateLabels,
-  validateNodeName,
   type DesiredIp,
 } from './keys.js';
+import { validateLabels, validateNodeName } from '../config/index.js';
 import type { Eligibility } from './placement.js';
 import type { ClusterStore } from './store.js';
 

@@ -38,16 +38,7 @@ export {
   type PlacementIp,
   type PlacementMember,
 } from './placement.js';
-export {
-  KeyLayout,
-  normalizePrefix,
-  parseLabelList,
-  validateClusterIp,
-  validateLabels,
-  validateNodeName,
-  type DesiredIp,
-  type MemberInfo,
-} from './keys.js';
+export { KeyLayout, validateClusterIp, type DesiredIp, type MemberInfo } from './keys.js';
 export { EtcdStore, type EtcdStoreOptions } from './etcd-store.js';
 export {
   CompactedError,
@@ -65,5 +56,4 @@ export {
   type HoldInterval,
   type Overlap,
 } from './history.js';
-export { clusterSettings } from './config.js';
 export { noopClusterMetrics, registerClusterMetrics, type ClusterMetrics } from './metrics.js';

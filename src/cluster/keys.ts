@@ -7,8 +7,8 @@
 // An owner key is written (created, deleted) only by the node it names, and only with a
 // transaction that checks its lease; operators add and remove `ips/` keys. Values are
 // JSON; a key or value that does not parse is ignored (and reported), never trusted.
-import { InvalidArgumentError } from '../errors/index.js';
 import { canonicalIp, validateUnicastIp } from '../ipaddr/index.js';
+import { isNodeName, normalizePrefix } from '../config/index.js';
 import type { Eligibility } from './placement.js';
 
 export interface MemberInfo {
@@ -25,58 +25,6 @@ export interface DesiredIp {
 
 export type ParsedKey =
   { kind: 'member'; name: string } | { kind: 'ip'; ip: string } | { kind: 'owner'; ip: string };
-
-const NODE_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?$/;
-const LABEL_KEY = /^[A-Za-z0-9]([A-Za-z0-9._/-]{0,251}[A-Za-z0-9])?$/;
-const LABEL_VALUE = /^([A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)?$/;
-
-/** Throws InvalidArgumentError unless `name` can name a node (a DNS-like name). */
-export function validateNodeName(name: string, what = 'node name'): string {
-  if (!NODE_NAME.test(name)) {
-    throw new InvalidArgumentError(
-      `${what} ${JSON.stringify(name)} is not valid: use 1-253 letters, digits, '.', '_' or '-', starting and ending with a letter or digit`,
-    );
-  }
-  return name;
-}
-
-/** Checks labels (Kubernetes-like keys and values). */
-export function validateLabels(labels: Readonly<Record<string, string>>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(labels)) {
-    if (!LABEL_KEY.test(k))
-      throw new InvalidArgumentError(`label key ${JSON.stringify(k)} is not valid`);
-    if (typeof v !== 'string' || !LABEL_VALUE.test(v)) {
-      throw new InvalidArgumentError(
-        `label ${k}: value ${JSON.stringify(v)} is not valid (up to 63 letters, digits, '.', '_', '-')`,
-      );
-    }
-    out[k] = v;
-  }
-  return out;
-}
-
-/** Parses "k=v" strings (config and flags) into labels. */
-export function parseLabelList(items: readonly string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const item of items) {
-    const eq = item.indexOf('=');
-    if (eq <= 0)
-      throw new InvalidArgumentError(`label ${JSON.stringify(item)}: write it as key=value`);
-    out[item.slice(0, eq)] = item.slice(eq + 1);
-  }
-  return validateLabels(out);
-}
-
-/** The prefix, checked and ending in '/'. */
-export function normalizePrefix(prefix: string): string {
-  if (!prefix.startsWith('/') || /\s/.test(prefix)) {
-    throw new InvalidArgumentError(
-      `key prefix ${JSON.stringify(prefix)}: must start with '/' and contain no spaces`,
-    );
-  }
-  return prefix.endsWith('/') ? prefix : `${prefix}/`;
-}
 
 export class KeyLayout {
   readonly prefix: string;
@@ -104,7 +52,7 @@ export class KeyLayout {
     if (slash < 0) return undefined;
     const kind = rest.slice(0, slash);
     const name = rest.slice(slash + 1);
-    if (kind === 'members') return NODE_NAME.test(name) ? { kind: 'member', name } : undefined;
+    if (kind === 'members') return isNodeName(name) ? { kind: 'member', name } : undefined;
     if (kind !== 'ips' && kind !== 'owners') return undefined;
     const ip = canonicalOrUndefined(name);
     if (ip === undefined || ip !== name) return undefined;

@@ -3,8 +3,8 @@
 // TLS files given in pairs. `checkRunnable` applies it when cluster.enabled; the cluster
 // subsystem takes the options as they are.
 import { hostname } from 'node:os';
-import { parseLabelList, normalizePrefix, validateNodeName } from '../cluster/index.js';
 import { ConfigError } from '../errors/index.js';
+import { normalizePrefix, parseLabelList, validateNodeName } from './names.js';
 import { checkIp } from './rules.js';
 import type { FibkeeperConfig } from './schema.js';
 

@@ -16,6 +16,13 @@ export {
   MIN_TOKEN_LENGTH,
 } from './validate.js';
 export {
+  isNodeName,
+  normalizePrefix,
+  parseLabelList,
+  validateLabels,
+  validateNodeName,
+} from './names.js';
+export {
   CLUSTER_OWNER,
   CONFIG_OWNER,
   MAX_IPS_PER_REQUEST,

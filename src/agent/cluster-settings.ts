@@ -1,11 +1,12 @@
 // From the config file's cluster.* options (validated by src/config) to what ClusterMember
-// and EtcdStore take (the agent calls this when it wires cluster mode in).
+// and EtcdStore take, when the agent wires cluster mode in. It lives in the agent, which
+// reads both: src/cluster never imports the config (src/config checks cluster names with
+// src/cluster's own rules, so the other direction would close a circle).
 import { hostname } from 'node:os';
 import type { FibkeeperConfig } from '../config/index.js';
 import { canonicalIp } from '../ipaddr/index.js';
-import type { EtcdStoreOptions } from './etcd-store.js';
-import { parseLabelList } from './keys.js';
-import { resolveOptions, type ClusterOptions } from './options.js';
+import { parseLabelList } from '../config/index.js';
+import { resolveOptions, type ClusterOptions, type EtcdStoreOptions } from '../cluster/index.js';
 
 export function clusterSettings(
   cfg: FibkeeperConfig['cluster'],

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { defaultConfig } from '../config/index.js';
-import { clusterSettings } from './config.js';
+import { clusterSettings } from './cluster-settings.js';
 
 const base = () => {
   const c = defaultConfig().cluster;
