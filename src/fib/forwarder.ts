@@ -23,7 +23,7 @@ import { FK_SLOT_OTHER, type MissEntry, type MissKey } from './layout.js';
 import { zeroRedirectErrors } from './layout-state.js';
 import { XdpFeatures } from './xdp-features.js';
 import type { DatapathOps } from './ops.js';
-import { Reconciler } from './reconcile.js';
+import { AttachPass } from './attach-pass.js';
 import {
   OTHER_DEVICE,
   type XdpDeviceCounters,
@@ -83,7 +83,7 @@ export class XdpForwarder {
   #synced = false;
   #syncError: string | undefined;
   #devices = new Map<string, XdpDeviceStatus>();
-  readonly #reconciler: Reconciler;
+  readonly #attach: AttachPass;
   readonly #setMetricsSource: ((s: XdpForwarder | undefined) => void) | undefined;
 
   constructor(p: XdpForwarderParams) {
@@ -97,7 +97,7 @@ export class XdpForwarder {
         pinDir: p.config.pinDir,
         log: p.log,
       });
-    this.#reconciler = new Reconciler(this.#ops, this.#cfg, p.log);
+    this.#attach = new AttachPass(this.#ops, this.#cfg, p.log);
     this.#mirror = new MirrorWriter(this.#ops, p.netns, p.log);
     if (p.registry !== undefined) {
       const set = registerXdpMetrics(p.registry);
@@ -269,7 +269,7 @@ export class XdpForwarder {
     if (config.pinDir !== this.#cfg.pinDir) {
       throw new InvalidArgumentError('xdp.pinDir cannot change while the agent runs; restart it');
     }
-    // the reconciler reads the same object: takes effect at the next pass
+    // the attach pass reads the same object: takes effect at the next pass
     Object.assign(this.#cfg, config, { devices: [...config.devices] });
     await this.#enqueue(true);
   }
@@ -337,7 +337,7 @@ export class XdpForwarder {
         const links = feed.links();
         const features = await this.#readFeatures();
         if (this.#state !== 'running') return;
-        this.#devices = this.#reconciler.run(links, features);
+        this.#devices = this.#attach.run(links, features);
         await this.#mirror.refresh(this.#nl, feed.addresses(), this.#slotDevices());
         this.#syncError = undefined;
       } catch (err) {

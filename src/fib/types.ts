@@ -1,4 +1,4 @@
-// The forwarder's configuration and what it reports, shared by forwarder.ts and reconcile.ts.
+// The forwarder's configuration and what it reports, shared by forwarder.ts and attach-pass.ts.
 import type { FibkeeperConfig } from '../config/index.js';
 import type { SlotCounters } from './layout.js';
 import type { RedirectErrorName } from './layout-state.js';

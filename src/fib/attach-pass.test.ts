@@ -1,11 +1,11 @@
-// The reconciler against a fake datapath: an in-memory kernel (hooks, records, links) with
+// The attach pass against a fake datapath: an in-memory kernel (hooks, records, links) with
 // an operation history and a "faulty" switch, so each step's decisions are visible.
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../log/index.js';
 import { ARPHRD_ETHER, IFF_LOOPBACK, IFF_UP, type Link } from '../netlink/index.js';
 import { emptyCounters, type FkConfig } from './layout.js';
 import type { DatapathOps, HookQuery, RecordInfo } from './ops.js';
-import { Reconciler } from './reconcile.js';
+import { AttachPass } from './attach-pass.js';
 import type { XdpForwarderConfig } from './types.js';
 
 interface FakeRec {
@@ -185,10 +185,10 @@ function setup(over: Partial<XdpForwarderConfig> = {}) {
     ipv6: true,
     ...over,
   };
-  return { ops, r: new Reconciler(ops, cfg, silentLogger()) };
+  return { ops, r: new AttachPass(ops, cfg, silentLogger()) };
 }
 
-describe('Reconciler', () => {
+describe('AttachPass', () => {
   it('attaches to every selected device with its own slot, fills the devmap, and a second pass does nothing', () => {
     const { ops, r } = setup();
     const links = [
@@ -286,7 +286,7 @@ describe('Reconciler', () => {
     r.run([link(2, 'eth0')]);
     ops.hooks.get(2)!.mode = 'generic'; // what a run in generic mode (or a failed native attach) left
     ops.take();
-    const restarted = new Reconciler(ops, setupCfg(), silentLogger());
+    const restarted = new AttachPass(ops, setupCfg(), silentLogger());
     restarted.run([link(2, 'eth0')]);
     expect(ops.take()).toEqual(['unlink eth0', 'attach eth0 2 auto']);
     ops.hooks.get(2)!.mode = 'generic'; // the driver has no native mode after all
@@ -321,7 +321,7 @@ describe('Reconciler', () => {
     const { ops, r } = setup();
     r.run([link(2, 'eth0')]);
     ops.take();
-    const other = new Reconciler(ops, { ...setupCfg(), devices: ['nothing'] }, silentLogger());
+    const other = new AttachPass(ops, { ...setupCfg(), devices: ['nothing'] }, silentLogger());
     other.run([link(2, 'eth0')]);
     expect(ops.take()).toEqual(['unlink eth0', 'remove eth0']);
     expect(ops.txPorts).toEqual([]);
@@ -334,7 +334,7 @@ describe('Reconciler', () => {
     ops.version = 2;
     r.run([link(2, 'eth0')]);
     expect(ops.take()).toEqual(['upgrade eth0']);
-    const v6off = new Reconciler(ops, { ...setupCfg(), ipv6: false }, silentLogger());
+    const v6off = new AttachPass(ops, { ...setupCfg(), ipv6: false }, silentLogger());
     v6off.run([link(2, 'eth0')]);
     expect(ops.take()).toEqual(['upgrade eth0']);
   });
@@ -343,9 +343,9 @@ describe('Reconciler', () => {
     const { ops, r } = setup();
     r.run([link(2, 'eth0')]);
     ops.take();
-    new Reconciler(ops, { ...setupCfg(), mode: 'native' }, silentLogger()).run([link(2, 'eth0')]);
+    new AttachPass(ops, { ...setupCfg(), mode: 'native' }, silentLogger()).run([link(2, 'eth0')]);
     expect(ops.take()).toEqual([]);
-    new Reconciler(ops, { ...setupCfg(), mode: 'generic' }, silentLogger()).run([link(2, 'eth0')]);
+    new AttachPass(ops, { ...setupCfg(), mode: 'generic' }, silentLogger()).run([link(2, 'eth0')]);
     expect(ops.take()).toEqual(['unlink eth0', 'attach eth0 2 generic']);
     r.run([link(2, 'eth0')]);
     expect(ops.take()).toEqual(['unlink eth0', 'attach eth0 2 auto']);

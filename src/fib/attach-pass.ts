@@ -14,7 +14,7 @@ import { decideAttach, pickSlot, selectDevice, type DeviceVerdict } from './sele
 import type { XdpDeviceStatus, XdpForwarderConfig } from './types.js';
 import { NETDEV_XDP_ACT_NDO_XMIT } from './xdp-features.js';
 
-export class Reconciler {
+export class AttachPass {
   readonly #ops: DatapathOps;
   readonly #cfg: XdpForwarderConfig;
   readonly #log: Logger;
@@ -22,7 +22,7 @@ export class Reconciler {
   /** Foreign programs described before ("ifindex:progId"): /proc is scanned once per program. */
   #foreign = new Map<string, ForeignProgram>();
   #foreignSeen = new Map<string, ForeignProgram>();
-  /** Devices whose generic-mode attachment this reconciler (this start) tried to make native. */
+  /** Devices whose generic-mode attachment this pass object (this start) tried to make native. */
   readonly #nativeRetried = new Set<string>();
 
   constructor(ops: DatapathOps, cfg: XdpForwarderConfig, log: Logger) {
