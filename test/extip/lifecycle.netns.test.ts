@@ -122,6 +122,11 @@ describe.skipIf(skip)('repair', () => {
         'UP',
       ),
     );
+    // Counted once the set-up request is answered, which can be just after `ip` sees it up.
+    await waitFor(
+      async () =>
+        (await metric(registry, 'fibkeeper_extip_repairs_total', { kind: 'holder-up' })) >= 1,
+    );
     expect(await metric(registry, 'fibkeeper_extip_repairs_total', { kind: 'holder-up' })).toBe(1);
     await waitFor(
       async () =>
