@@ -5,7 +5,7 @@
 // fibkeeper_neighbor_foreign_entries, and fibkeeper writes its own only once it is gone.
 import { describe, expect, it } from 'vitest';
 import { formatStatus } from '../../src/cli/status-format.js';
-import { ip, ipJson, privileged } from '../helpers/netns.js';
+import { ip, ipJson, privileged, waitFor } from '../helpers/netns.js';
 import { buildLab, entry, hasMarks, PROTO, startAgent, waitEntry, type IpNeigh } from './lab.js';
 import type { NeighborSubsystem } from '../../src/neighbor/index.js';
 
@@ -101,7 +101,10 @@ describe.skipIf(skip)('neighbor: entries that belong to someone else', () => {
     // The operator deletes it: fibkeeper's own takes its place.
     ip(lab.r, 'neigh', 'del', '10.1.0.3', 'dev', 'ra0');
     await waitEntry(lab.r, '10.1.0.3', 'ra0', (e) => hasMarks(e) && e.state.includes('REACHABLE'));
-    expect(n.status({ ip: '10.1.0.3' }).desired[0]?.kernel?.owner).toBe('fibkeeper');
+    // The agent learns it from the kernel's event, which can follow what `ip` shows.
+    await waitFor(() => n.status({ ip: '10.1.0.3' }).desired[0]?.kernel?.owner === 'fibkeeper', {
+      what: 'status to show fibkeeper as the owner again',
+    });
     expect(await foreignGauge(n)).toBe(0);
     // Pinned again, then the IP is no longer wanted: the pinned entry stays.
     ip(
