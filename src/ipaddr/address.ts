@@ -74,19 +74,27 @@ export function ipFamilyOf(text: string): IpFamily | 0 {
  * Writes the bytes of `text` into `buf` at `offset` and returns how many (4 or 16). A wire
  * conversion: every valid spelling is accepted, IPv4-mapped included, so that any address
  * read with ipFromBytes can be written back. Throws InvalidArgumentError for invalid text or
- * when `buf` has no room.
+ * when `buf` has no room; on an invalid text, bytes at `buf[offset..]` may have been written.
+ * The netlink bulk writers call this for every entry: it parses straight into `buf`.
  */
 export function writeIp(text: string, buf: Uint8Array, offset = 0): 4 | 16 {
-  const family = parseIpInto(text, scratch, 0);
-  if (family === 0) throw invalid(text);
-  const n = family === 4 ? 4 : 16;
+  const n = text.indexOf(':') >= 0 ? 16 : 4; // the family parseIpInto will parse it as
   if (offset < 0 || offset + n > buf.length) {
     throw new InvalidArgumentError(
       `no room for ${n} address bytes at offset ${offset} in a ${buf.length}-byte buffer`,
     );
   }
-  buf.set(n === 4 ? scratch.subarray(0, 4) : scratch, offset);
+  if (parseIpInto(text, buf, offset) === 0) throw invalid(text);
   return n;
+}
+
+/**
+ * AF_INET6 for a text with a ':', else AF_INET: the family `text` has if it is an address at
+ * all. No validation (writeIp validates when the bytes are written); for message headers
+ * that are filled before their address attribute.
+ */
+export function afOfText(text: string): typeof AF_INET | typeof AF_INET6 {
+  return text.indexOf(':') >= 0 ? AF_INET6 : AF_INET;
 }
 
 /** The 4 or 16 bytes of `text` (any valid spelling, IPv4-mapped included; see writeIp). */

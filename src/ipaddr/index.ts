@@ -9,6 +9,7 @@ export {
   AF_INET,
   AF_INET6,
   afOf,
+  afOfText,
   canonicalIp,
   familyName,
   familyOfAf,
@@ -38,7 +39,17 @@ export {
   type ParsePrefixOptions,
 } from './prefix.js';
 export { IpRangeIndex } from './range-index.js';
-export { formatMac, isMulticastMac, isZeroMac, parseMac, parseUnicastMac } from './mac.js';
+export {
+  formatLinkAddr,
+  formatMac,
+  isMulticastMac,
+  isZeroMac,
+  linkAddrLength,
+  MAX_ADDR_LEN,
+  parseMac,
+  parseUnicastMac,
+  writeLinkAddr,
+} from './mac.js';
 export {
   formatHostPort,
   parseHostPort,

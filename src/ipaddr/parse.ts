@@ -11,7 +11,7 @@ const CH_DOT = 46;
 const CH_COLON = 58;
 
 /** Value of a hex digit character code, or -1. */
-function hexValue(c: number): number {
+export function hexValue(c: number): number {
   if (c >= CH_0 && c <= CH_9) return c - CH_0;
   const lower = c | 0x20;
   if (lower >= 97 && lower <= 102) return lower - 87;

@@ -1,5 +1,5 @@
 // Addresses: struct ifaddrmsg + IFA_* attributes.
-import { readIp } from './addr.js';
+import { ipFromBytes } from '../ipaddr/index.js';
 import {
   IFA_ADDRESS,
   IFA_BROADCAST,
@@ -47,7 +47,7 @@ export interface Address {
 
 function ipAttr(buf: Buffer, off: number, len: number, what: string): string {
   if (len !== 4 && len !== 16) throw new ParseError(`${what}: ${len}-byte address`, off);
-  return readIp(buf, off, len);
+  return ipFromBytes(buf, off, len);
 }
 
 /** Parses the RTM_*ADDR message of `len` bytes at `off` (header included). */

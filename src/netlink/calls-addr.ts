@@ -1,6 +1,6 @@
 // Address calls, each the equivalent of an `ip addr` command.
 import { InvalidArgumentError } from '../errors/index.js';
-import { ipFamily } from './addr.js';
+import { afOfText } from '../ipaddr/index.js';
 import { formatAddress, parseAddress, type Address } from './address.js';
 import type { Client } from './client.js';
 import {
@@ -43,7 +43,7 @@ function toAddress(s: AddressSpec): Address {
   if (!Number.isInteger(s.ifindex) || s.ifindex <= 0) {
     throw new InvalidArgumentError(`address ${s.address}: bad ifindex ${s.ifindex}`);
   }
-  const family = ipFamily(s.address);
+  const family = afOfText(s.address);
   const max = family === AF_INET6 ? 128 : 32;
   const prefixlen = s.prefixlen ?? max;
   if (!Number.isInteger(prefixlen) || prefixlen < 0 || prefixlen > max) {
@@ -65,7 +65,7 @@ function toAddress(s: AddressSpec): Address {
 }
 
 const describe = (verb: string, s: AddressSpec): string =>
-  `${verb} ${s.address}/${s.prefixlen ?? (ipFamily(s.address) === AF_INET ? 32 : 128)} dev ${s.ifindex}`;
+  `${verb} ${s.address}/${s.prefixlen ?? (afOfText(s.address) === AF_INET ? 32 : 128)} dev ${s.ifindex}`;
 
 /** addrList — like `ip addr show [dev DEV]`, optionally one family (AF_INET/AF_INET6). */
 export async function addrList(

@@ -1,7 +1,7 @@
 // Neighbor calls, each the equivalent of an `ip neigh` command, and the bulk set/delete
 // the neighbor subsystem uses for thousands of entries (the benchmark's path).
 import { InvalidArgumentError } from '../errors/index.js';
-import { ipFamily } from './addr.js';
+import { afOfText } from '../ipaddr/index.js';
 import type { BulkFailure } from './bulk.js';
 import type { Client } from './client.js';
 import {
@@ -70,7 +70,7 @@ function encodeNeigh(w: Writer, type: number, flags: number, s: NeighSpec, full:
   const start = w.begin(type, flags, SIZEOF_NDMSG);
   const b = w.buf; // begin() made room for the fixed header: write it before any attribute
   const p = start + SIZEOF_NLMSGHDR;
-  b[p] = ipFamily(s.dst);
+  b[p] = afOfText(s.dst);
   b.writeInt32LE(s.ifindex, p + 4);
   if (full) {
     b.writeUInt16LE(s.state ?? NUD_PERMANENT, p + 8);

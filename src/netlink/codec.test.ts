@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readIp, readMac } from './addr.js';
+import { formatLinkAddr, ipFromBytes } from '../ipaddr/index.js';
 import { formatAddress, parseAddress, type Address } from './address.js';
 import * as C from './constants.js';
 import {
@@ -29,9 +29,9 @@ const u8 = fc.integer({ min: 0, max: 0xff });
 const u16 = fc.integer({ min: 0, max: 0xffff });
 const u32 = fc.integer({ min: 0, max: 0xffffffff });
 const s32 = fc.integer({ min: -0x80000000, max: 0x7fffffff });
-const ip4 = fc.uint8Array({ minLength: 4, maxLength: 4 }).map((b) => readIp(b, 0, 4));
-const ip6 = fc.uint8Array({ minLength: 16, maxLength: 16 }).map((b) => readIp(b, 0, 16));
-const mac = fc.uint8Array({ minLength: 6, maxLength: 6 }).map((b) => readMac(b, 0, 6));
+const ip4 = fc.uint8Array({ minLength: 4, maxLength: 4 }).map((b) => ipFromBytes(b, 0, 4));
+const ip6 = fc.uint8Array({ minLength: 16, maxLength: 16 }).map((b) => ipFromBytes(b, 0, 16));
+const mac = fc.uint8Array({ minLength: 6, maxLength: 6 }).map((b) => formatLinkAddr(b, 0, 6));
 const name = fc.string({ unit: fc.constantFrom(...'abcxyz0123-_.@'.split('')), maxLength: 15 });
 const rawAttrs = fc
   .array(

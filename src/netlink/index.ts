@@ -12,16 +12,6 @@ export {
 
 // --- codec ----------------------------------------------------------------------------------
 export {
-  writeIp,
-  readIp,
-  ipToBytes,
-  bytesToIp,
-  ipFamily,
-  writeMac,
-  readMac,
-  MAX_ADDR_LEN,
-} from './addr.js';
-export {
   Writer,
   readHeader,
   forEachAttr,
@@ -65,7 +55,7 @@ export type { Transport, ClientStats } from './client.js';
 export type { BulkFailure } from './bulk.js';
 export type { Dev, LinkAddSpec, LinkChanges } from './calls-link.js';
 export type { AddressSpec } from './calls-addr.js';
-export { parsePrefix, type RouteSpec, type RouteQuery } from './calls-route.js';
+export type { RouteSpec, RouteQuery } from './calls-route.js';
 export type { NeighSpec, NeighBulkResult } from './calls-neigh.js';
 export type { RuleSpec } from './calls-rule.js';
 export {
