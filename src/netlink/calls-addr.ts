@@ -1,23 +1,25 @@
 // Address calls, each the equivalent of an `ip addr` command.
 import { InvalidArgumentError } from '../errors/index.js';
 import { afOfText } from '../ipaddr/index.js';
-import { formatAddress, parseAddress, type Address } from './address.js';
-import type { Client } from './client.js';
 import {
+  type Address,
   AF_INET,
   AF_INET6,
   AF_UNSPEC,
+  formatAddress,
   IFA_F_NODAD,
   IFA_F_NOPREFIXROUTE,
   NLM_F_CREATE,
   NLM_F_EXCL,
   NLM_F_REPLACE,
   NLM_F_REQUEST,
+  parseAddress,
   RT_SCOPE_UNIVERSE,
   RTM_DELADDR,
   RTM_GETADDR,
   RTM_NEWADDR,
-} from './constants.js';
+} from './codec/index.js';
+import type { Client } from './client.js';
 
 /** An address to add, replace or delete. */
 export interface AddressSpec {

@@ -4,17 +4,20 @@ import { InvalidArgumentError } from '../errors/index.js';
 import type { Client } from './client.js';
 import {
   AF_UNSPEC,
+  formatLink,
   IFF_UP,
+  type Link,
+  type LinkInfo,
   NLM_F_CREATE,
   NLM_F_EXCL,
   NLM_F_REQUEST,
+  parseLink,
   RTEXT_FILTER_SKIP_STATS,
   RTEXT_FILTER_VF,
   RTM_DELLINK,
   RTM_GETLINK,
   RTM_NEWLINK,
-} from './constants.js';
-import { formatLink, parseLink, type Link, type LinkInfo } from './link.js';
+} from './codec/index.js';
 
 /** A device named by ifindex or by name. */
 export type Dev = number | string;

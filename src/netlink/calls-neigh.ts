@@ -6,10 +6,14 @@ import type { BulkFailure } from './bulk.js';
 import type { Client } from './client.js';
 import {
   AF_UNSPEC,
+  formatNeigh,
   NDA_DST,
   NDA_FLAGS_EXT,
   NDA_LLADDR,
   NDA_PROTOCOL,
+  type Neigh,
+  neighFields,
+  type NeighFields,
   NLM_F_CREATE,
   NLM_F_REPLACE,
   NLM_F_REQUEST,
@@ -18,22 +22,16 @@ import {
   NTF_PROXY,
   NTF_ROUTER,
   NUD_PERMANENT,
+  parseNeigh,
+  readNeighFields,
   RTM_DELNEIGH,
   RTM_GETNEIGH,
   RTM_NEWNEIGH,
   SIZEOF_NDMSG,
   SIZEOF_NLMSGHDR,
-} from './constants.js';
-import {
-  formatNeigh,
-  neighFields,
-  parseNeigh,
-  readNeighFields,
-  type Neigh,
-  type NeighFields,
-} from './neigh.js';
+  type Writer,
+} from './codec/index.js';
 export type { NeighFields };
-import type { Writer } from './wire.js';
 
 /** A neighbor entry to set (replace) or, with ifindex + dst only, to delete or get. */
 export interface NeighSpec {

@@ -7,10 +7,15 @@ import type { Client } from './client.js';
 import {
   AF_INET6,
   AF_UNSPEC,
+  formatRoute,
+  type NetlinkError,
+  type Nexthop,
   NLM_F_CREATE,
   NLM_F_EXCL,
   NLM_F_REPLACE,
   NLM_F_REQUEST,
+  parseRoute,
+  type Route,
   RT_SCOPE_LINK,
   RT_SCOPE_NOWHERE,
   RT_SCOPE_UNIVERSE,
@@ -24,10 +29,8 @@ import {
   RTN_UNSPEC,
   RTPROT_BOOT,
   RTPROT_UNSPEC,
-} from './constants.js';
-import type { NetlinkError } from './errors.js';
-import { formatRoute, parseRoute, type Nexthop, type Route } from './route.js';
-import type { Writer } from './wire.js';
+  type Writer,
+} from './codec/index.js';
 
 /** A route to add, replace or delete. */
 export interface RouteSpec {

@@ -8,16 +8,19 @@ import {
   AF_INET6,
   AF_UNSPEC,
   FIB_RULE_INVERT,
+  formatRule,
   FR_ACT_TO_TBL,
   NLM_F_CREATE,
   NLM_F_EXCL,
   NLM_F_REQUEST,
+  parseRule,
   RT_TABLE_MAIN,
   RTM_DELRULE,
   RTM_GETRULE,
   RTM_NEWRULE,
-} from './constants.js';
-import { formatRule, parseRule, type Rule, type RuleRange } from './rule.js';
+  type Rule,
+  type RuleRange,
+} from './codec/index.js';
 
 /** A rule to add or delete (`ip rule add|del ...`). */
 export interface RuleSpec {

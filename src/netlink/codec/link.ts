@@ -1,6 +1,6 @@
 // Links: struct ifinfomsg + IFLA_* attributes, IFLA_LINKINFO (kind, kind data, the veth
 // peer) included.
-import { formatLinkAddr } from '../ipaddr/index.js';
+import { formatLinkAddr } from '../../ipaddr/index.js';
 import {
   IFLA_ADDRESS,
   IFLA_BROADCAST,

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatLinkAddr, ipFromBytes } from '../ipaddr/index.js';
+import { formatLinkAddr, ipFromBytes } from '../../ipaddr/index.js';
 import { formatAddress, parseAddress, type Address } from './address.js';
 import * as C from './constants.js';
 import {

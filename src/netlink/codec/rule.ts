@@ -2,7 +2,7 @@
 // as `ip rule` shows them. Attributes this codec does not decode (newer selectors such as
 // FRA_DSCP or FRA_FLOWLABEL) are kept raw in `other`, so that a reader can tell a rule it
 // does not understand from one without selectors.
-import { ipFromBytes } from '../ipaddr/index.js';
+import { ipFromBytes } from '../../ipaddr/index.js';
 import {
   FRA_DPORT_RANGE,
   FRA_DST,

@@ -1,5 +1,5 @@
 // Addresses: struct ifaddrmsg + IFA_* attributes.
-import { ipFromBytes } from '../ipaddr/index.js';
+import { ipFromBytes } from '../../ipaddr/index.js';
 import {
   IFA_ADDRESS,
   IFA_BROADCAST,

@@ -1,6 +1,6 @@
 // Routes: struct rtmsg + RTA_* attributes, RTA_MULTIPATH (struct rtnexthop legs) and
 // RTA_VIA included.
-import { ipFromBytes, writeIp } from '../ipaddr/index.js';
+import { ipFromBytes, writeIp } from '../../ipaddr/index.js';
 import {
   RTA_CACHEINFO,
   RTA_DST,

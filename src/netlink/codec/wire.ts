@@ -3,7 +3,7 @@
 // Buffer, and bounds-checked readers that throw ParseError on malformed input.
 //
 // Netlink uses host byte order; every supported target (x86_64, aarch64) is little-endian.
-import { AF_INET, AF_INET6, MAX_ADDR_LEN, writeIp, writeLinkAddr } from '../ipaddr/index.js';
+import { AF_INET, AF_INET6, MAX_ADDR_LEN, writeIp, writeLinkAddr } from '../../ipaddr/index.js';
 import { NLA_TYPE_MASK, SIZEOF_NLATTR, SIZEOF_NLMSGHDR } from './constants.js';
 import { ParseError } from './errors.js';
 

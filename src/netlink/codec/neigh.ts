@@ -1,6 +1,6 @@
 // Neighbors: struct ndmsg + NDA_* attributes, NDA_FLAGS_EXT (the managed flag),
 // NDA_PROTOCOL, NDA_LLADDR and NDA_CACHEINFO included. formatNeigh is the bulk path.
-import { formatLinkAddr, ipFromBytes } from '../ipaddr/index.js';
+import { formatLinkAddr, ipFromBytes } from '../../ipaddr/index.js';
 import {
   NDA_CACHEINFO,
   NDA_DST,
