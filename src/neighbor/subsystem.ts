@@ -27,6 +27,7 @@ import {
   type Health,
   type TimerHandle,
 } from '../statedb/index.js';
+import { stripUndefined } from '../util/index.js';
 import { Calculator } from './calculator.js';
 import {
   defaultTuning,
@@ -582,10 +583,4 @@ export class NeighborSubsystem {
       q,
     );
   }
-}
-
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  const out: Partial<T> = {};
-  for (const k of Object.keys(o) as (keyof T)[]) if (o[k] !== undefined) out[k] = o[k];
-  return out;
 }

@@ -1,6 +1,7 @@
 // Link calls, each the equivalent of an `ip link` command.
 import { closeSync, openSync } from 'node:fs';
 import { InvalidArgumentError } from '../errors/index.js';
+import { stripUndefined } from '../util/index.js';
 import type { Client } from './client.js';
 import {
   AF_UNSPEC,
@@ -159,9 +160,4 @@ export function linkSet(c: Client, dev: Dev, changes: LinkChanges): Promise<void
     txqlen: changes.txqlen,
   });
   return c.ack((w) => formatLink(w, RTM_NEWLINK, NLM_F_REQUEST, link), `linkSet ${dev}`);
-}
-
-function stripUndefined<T extends object>(o: T): T {
-  for (const k of Object.keys(o) as (keyof T)[]) if (o[k] === undefined) delete o[k];
-  return o;
 }

@@ -3,6 +3,7 @@
 // never process-wide state.
 import { InvalidArgumentError } from '../errors/index.js';
 import { NetlinkSocket, type NetlinkSocketOptions } from '../native/index.js';
+import { stripUndefined } from '../util/index.js';
 import type { Address, Link, Neigh, NetlinkError, Route, Rule } from './codec/index.js';
 import * as addr from './calls-addr.js';
 import * as link from './calls-link.js';
@@ -322,10 +323,4 @@ export class NetlinkHandle {
   close(): void {
     this.#client.close();
   }
-}
-
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  const out: Partial<T> = {};
-  for (const k of Object.keys(o) as (keyof T)[]) if (o[k] !== undefined) out[k] = o[k];
-  return out;
 }

@@ -44,11 +44,9 @@ const rawAttrs = fc
   .map((as) => as.map((a) => ({ type: a.type, value: Buffer.from(a.value) })));
 const opt = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined });
 
-function stripUndefined<T>(v: T): T {
-  return JSON.parse(JSON.stringify(v, (_k, x: unknown) => (Buffer.isBuffer(x) ? [...x] : x))) as T;
-}
+/** Comparable form: Buffers as byte arrays, undefined fields gone (a JSON round trip). */
 function canon(v: unknown): unknown {
-  return stripUndefined(v);
+  return JSON.parse(JSON.stringify(v, (_k, x: unknown) => (Buffer.isBuffer(x) ? [...x] : x)));
 }
 
 const linkBase = fc.record({
