@@ -24,7 +24,7 @@ export {
   RESERVED_OWNERS,
   checkIp,
   checkIps,
-  checkIpsToRelease,
+  parseIpList,
   checkOwner,
   conflictError,
 } from './rules.js';

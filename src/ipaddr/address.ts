@@ -19,6 +19,17 @@ export interface ParsedIp {
   readonly bytes: Buffer;
 }
 
+/**
+ * An IP as a caller has it: text (from a file, a flag, the wire), or a value parsed once at
+ * the edge and passed down, which the checks below take as it is instead of parsing again.
+ */
+export type IpArg = string | ParsedIp;
+
+/** The text of an IpArg, for messages and keys (canonical when it was parsed). */
+export function ipArgText(ip: IpArg): string {
+  return typeof ip === 'string' ? ip : ip.address;
+}
+
 export interface ParseIpOptions {
   /**
    * Accept IPv4-mapped IPv6 addresses (::ffff:0:0/96). Default false: user input such as
