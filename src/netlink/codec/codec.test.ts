@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatLinkAddr, ipFromBytes } from '../../ipaddr/index.js';
+import { formatLinkAddr, ipFromBytes, parseIp } from '../../ipaddr/index.js';
 import { formatAddress, parseAddress, type Address } from './address.js';
 import * as C from './constants.js';
 import {
@@ -336,6 +336,18 @@ describe('round trips (property)', () => {
 
 // --- known bytes ----------------------------------------------------------------------------
 describe('wire layout', () => {
+  it('writes an IP parsed already as its text would be written (its bytes copied)', () => {
+    for (const text of ['192.0.2.1', '2001:db8::7']) {
+      const ip = parseIp(text);
+      const a = { family: ip.family === 4 ? C.AF_INET : C.AF_INET6, prefixlen: 32, flags: 0 };
+      const base = { ...a, scope: 0, index: 3 };
+      const fromText = encode((w) => formatAddress(w, C.RTM_NEWADDR, 0, { ...base, local: text }));
+      const parsed = encode((w) => formatAddress(w, C.RTM_NEWADDR, 0, { ...base, local: ip }));
+      expect(parsed.equals(fromText), text).toBe(true);
+      expect(parseAddress(parsed, 0, parsed.length).local).toBe(text);
+    }
+  });
+
   it('encodes a neighbor replace byte for byte', () => {
     const b = encode((w) =>
       formatNeigh(

@@ -30,7 +30,13 @@ export {
   type ErrorMessage,
 } from './control.js';
 export { parseLink, formatLink, type Link, type LinkInfo, type LinkXdp } from './link.js';
-export { parseAddress, formatAddress, type Address, type AddressCacheInfo } from './address.js';
+export {
+  parseAddress,
+  formatAddress,
+  type Address,
+  type AddressCacheInfo,
+  type AddressOut,
+} from './address.js';
 export { parseRoute, formatRoute, type Route, type Nexthop, type Via } from './route.js';
 export {
   parseNeigh,

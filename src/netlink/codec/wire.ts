@@ -3,7 +3,14 @@
 // Buffer, and bounds-checked readers that throw ParseError on malformed input.
 //
 // Netlink uses host byte order; every supported target (x86_64, aarch64) is little-endian.
-import { AF_INET, AF_INET6, MAX_ADDR_LEN, writeIp, writeLinkAddr } from '../../ipaddr/index.js';
+import {
+  AF_INET,
+  AF_INET6,
+  MAX_ADDR_LEN,
+  writeIp,
+  writeLinkAddr,
+  type IpArg,
+} from '../../ipaddr/index.js';
 import { NLA_TYPE_MASK, SIZEOF_NLATTR, SIZEOF_NLMSGHDR } from './constants.js';
 import { ParseError } from './errors.js';
 
@@ -153,11 +160,20 @@ export class Writer {
     this.pad(o + v.length);
   }
 
-  /** An address attribute parsed from an IP string; returns its family. */
-  ip(type: number, ip: string): number {
+  /**
+   * An address attribute from an IP: text (parsed into the message) or a ParsedIp (its bytes
+   * copied, not parsed again); returns its family.
+   */
+  ip(type: number, ip: IpArg): number {
     this.ensure(SIZEOF_NLATTR + 16);
     const o = this.off + SIZEOF_NLATTR;
-    const len = writeIp(ip, this.buf, o);
+    let len: number;
+    if (typeof ip === 'string') {
+      len = writeIp(ip, this.buf, o);
+    } else {
+      this.buf.set(ip.bytes, o); // parsed already: the bytes as they are
+      len = ip.bytes.length;
+    }
     put16(this.buf, this.off, SIZEOF_NLATTR + len);
     put16(this.buf, this.off + 2, type);
     this.off = o + len;
