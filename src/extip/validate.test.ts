@@ -1,15 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseIp } from '../ipaddr/index.js';
 import { validateExternalIps } from './validate.js';
-
-function messageOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    return (err as Error).message;
-  }
-  throw new Error('did not throw');
-}
+import { messageOf } from '../../test/helpers/errors.js';
 
 const ctx = {
   nodeAddresses: new Map([

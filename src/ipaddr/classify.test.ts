@@ -1,6 +1,5 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../errors/index.js';
 import {
   classifyIp,
   ipToBytes,
@@ -9,26 +8,7 @@ import {
   validateUnicastIp,
   type IpClass,
 } from './index.js';
-
-function messageOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(InvalidArgumentError);
-    return (err as InvalidArgumentError).message;
-  }
-  throw new Error('expected an InvalidArgumentError, got none');
-}
-
-/** The message of what `fn` throws. */
-function errorOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    return (err as Error).message;
-  }
-  throw new Error('did not throw');
-}
+import { messageOf } from '../../test/helpers/errors.js';
 
 describe('classifyIp', () => {
   it.each<[string, IpClass]>([
@@ -106,9 +86,9 @@ describe('validateUnicastIp', () => {
     expect(validateUnicastIp(ip)).toBe(ip); // not parsed (and copied) again
     const node = { nodeAddresses: new Map([['10.0.0.1', 'eth0']]) };
     for (const text of ['127.0.0.1', 'ff02::1', '10.0.0.1', '169.254.1.1']) {
-      const fromText = errorOf(() => validateUnicastIp(text, node));
+      const fromText = messageOf(() => validateUnicastIp(text, node));
       expect(
-        errorOf(() => validateUnicastIp(parseIp(text), node)),
+        messageOf(() => validateUnicastIp(parseIp(text), node)),
         text,
       ).toEqual(fromText);
     }

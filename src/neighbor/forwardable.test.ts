@@ -2,15 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../errors/index.js';
 import { parseIp } from '../ipaddr/index.js';
 import { ForwardableIPs, validateOwner } from './forwardable.js';
-
-function messageOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    return (err as Error).message;
-  }
-  throw new Error('did not throw');
-}
+import { messageOf } from '../../test/helpers/errors.js';
 
 function table(node: Record<string, string> = {}) {
   const f = new ForwardableIPs({ nodeAddresses: () => new Map(Object.entries(node)) });
