@@ -2,7 +2,7 @@
 import { InvalidArgumentError } from '../errors/index.js';
 import { describeIpProblem } from './diagnose.js';
 import { formatV4, formatV6 } from './format.js';
-import { isMappedBytes, parseIpInto, type IpFamily } from './parse.js';
+import { isMappedBytes, parseIpInto, parseV4, parseV6, type IpFamily } from './parse.js';
 
 export type { IpFamily };
 
@@ -89,13 +89,16 @@ export function ipFamilyOf(text: string): IpFamily | 0 {
  * The netlink bulk writers call this for every entry: it parses straight into `buf`.
  */
 export function writeIp(text: string, buf: Uint8Array, offset = 0): 4 | 16 {
-  const n = text.indexOf(':') >= 0 ? 16 : 4; // the family parseIpInto will parse it as
+  const v6 = text.indexOf(':') >= 0; // as parseIpInto decides
+  const n = v6 ? 16 : 4;
   if (offset < 0 || offset + n > buf.length) {
     throw new InvalidArgumentError(
       `no room for ${n} address bytes at offset ${offset} in a ${buf.length}-byte buffer`,
     );
   }
-  if (parseIpInto(text, buf, offset) === 0) throw invalid(text);
+  if (!(v6 ? parseV6(text, buf, offset) : parseV4(text, 0, text.length, buf, offset))) {
+    throw invalid(text);
+  }
   return n;
 }
 

@@ -67,7 +67,7 @@ export function parseV4(
  * RFC 4291 section 2.2 text: up to 8 groups of 1–4 hex digits, at most one "::" standing for
  * one or more zero groups, optionally a dotted IPv4 tail for the last 32 bits.
  */
-function parseV6(text: string, out: Uint8Array, offset: number): boolean {
+export function parseV6(text: string, out: Uint8Array, offset: number): boolean {
   const n = text.length;
   let groups = 0; // 16-bit groups written so far
   let gap = -1; // group index where "::" stands, or -1
