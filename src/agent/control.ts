@@ -11,34 +11,40 @@
 // queue does not.
 import { CONFIG_OWNER, RESERVED_OWNERS, conflictError } from '../config/index.js';
 import { ConflictError, NotSupportedError, TimeoutError, describeError } from '../errors/index.js';
+import type { IpArg, ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 import type { ControlState, StateStore } from './state.js';
 
-/** A change the control API asks for. IPs are checked (static rules) by the API already. */
+/**
+ * A change the control API asks for. IPs are checked (static rules), parsed once and without
+ * duplicates by the API already; the targets take the parsed values and parse nothing again.
+ */
 export type Change =
   | {
       op: 'forwardable.add' | 'forwardable.del' | 'forwardable.set';
       owner: string;
-      ips: readonly string[];
+      ips: readonly ParsedIp[];
     }
-  | { op: 'extip.add' | 'extip.del'; ips: readonly string[] };
+  | { op: 'extip.add' | 'extip.del'; ips: readonly ParsedIp[] };
 
-/** What the control plane needs of the neighbor subsystem. */
+const texts = (ips: readonly ParsedIp[]): string[] => ips.map((ip) => ip.address);
+
+/** What the control plane needs of the neighbor subsystem (IPs as text or parsed). */
 export interface ForwardableTarget {
   /** Canonical IPs, or InvalidArgumentError naming the bad ones (node addresses included). */
-  check(ips: readonly string[]): string[];
-  upsert(owner: string, ips: readonly string[]): void;
-  delete(owner: string, ips: readonly string[]): void;
-  setOwner(owner: string, ips: readonly string[]): void;
+  check(ips: readonly IpArg[]): string[];
+  upsert(owner: string, ips: readonly IpArg[]): void;
+  delete(owner: string, ips: readonly IpArg[]): void;
+  setOwner(owner: string, ips: readonly IpArg[]): void;
   /** The owners of one forwardable IP (config and miss-tracker owners included); [] for none. */
   owners(ip: string): readonly string[];
 }
 
 /** What the control plane needs of the external-IP subsystem. */
 export interface ExtipTarget {
-  check(ips: readonly string[]): string[];
-  assign(ips: readonly string[]): Promise<void>;
-  unassign(ips: readonly string[]): Promise<void>;
+  check(ips: readonly IpArg[]): string[];
+  assign(ips: readonly IpArg[]): Promise<void>;
+  unassign(ips: readonly IpArg[]): Promise<void>;
   /** Why the subsystem cannot do its work now (for a request past its deadline). */
   problems(): string[];
 }
@@ -244,7 +250,7 @@ export class ControlPlane {
     const waits: { req: Request; done: Promise<void> }[] = [];
     for (const a of accepted) {
       try {
-        const done = this.#apply(a.req.change, a.ips);
+        const done = this.#apply(a.req.change);
         if (done) waits.push({ req: a.req, done });
         else ((a.req.phase = 'done'), a.req.resolve());
       } catch (err) {
@@ -314,8 +320,9 @@ export class ControlPlane {
           'the neighbor subsystem is off (neighbor.enabled: false)',
         );
       if (c.op === 'forwardable.del') {
-        this.#effect(c, [...c.ips], draft);
-        return [...c.ips];
+        const ips = texts(c.ips);
+        this.#effect(c, ips, draft);
+        return ips;
       }
       const ips = n.check(c.ips);
       const statics = this.#p.statics();
@@ -337,8 +344,9 @@ export class ControlPlane {
     const x = this.#p.extip();
     if (!x) throw new NotSupportedError('extip', 'external IPs are off (extip.enabled: false)');
     if (c.op === 'extip.del') {
-      this.#effect(c, [...c.ips], draft);
-      return [...c.ips];
+      const ips = texts(c.ips);
+      this.#effect(c, ips, draft);
+      return ips;
     }
     const ips = x.check(c.ips);
     const cluster = this.#p.clusterIps?.();
@@ -407,8 +415,12 @@ export class ControlPlane {
     }
   }
 
-  /** Applies a saved change; returns what to wait for (external IPs), if anything. */
-  #apply(c: Change, ips: readonly string[]): Promise<void> | undefined {
+  /**
+   * Applies a saved change with the IPs the API parsed (the check passed them all: it takes
+   * all or nothing); returns what to wait for (external IPs), if anything.
+   */
+  #apply(c: Change): Promise<void> | undefined {
+    const ips = c.ips;
     switch (c.op) {
       case 'forwardable.add':
         this.#p.forwardable()?.upsert(c.owner, ips);

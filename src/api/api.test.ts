@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidArgumentError, TimeoutError } from '../errors/index.js';
+import type { ParsedIp } from '../ipaddr/index.js';
 import { silentLogger } from '../log/index.js';
 import { ApiClient, ApiServer, MAX_BODY_BYTES, type ControlHandlers } from './index.js';
 
@@ -13,29 +14,32 @@ const calls: string[] = [];
 
 function handlers(): ControlHandlers {
   const owners = new Map<string, Set<string>>();
-  const validate = (ips: string[]) => {
+  /** The IPs' text (the API hands them over parsed); IPv4 only, as a stand-in for a node rule. */
+  const validate = (parsed: ParsedIp[]): string[] => {
+    const ips = parsed.map((ip) => ip.address);
     for (const ip of ips)
       if (!/^\d+\.\d+\.\d+\.\d+$/.test(ip)) throw new InvalidArgumentError(`"${ip}" is not an IP`);
+    return ips;
   };
   return {
-    async forwardableAdd(owner, ips) {
-      validate(ips);
+    async forwardableAdd(owner, parsed) {
+      const ips = validate(parsed);
       calls.push(`add ${owner} ${ips.join(',')}`);
       for (const ip of ips) (owners.get(ip) ?? owners.set(ip, new Set()).get(ip))?.add(owner);
     },
-    async forwardableDelete(owner, ips) {
-      validate(ips);
+    async forwardableDelete(owner, parsed) {
+      const ips = validate(parsed);
       calls.push(`del ${owner} ${ips.join(',')}`);
     },
-    async forwardableSetOwner(owner, ips) {
-      validate(ips);
+    async forwardableSetOwner(owner, parsed) {
+      const ips = validate(parsed);
       calls.push(`set ${owner} ${ips.join(',')}`);
     },
     async forwardableList() {
       return [...owners].map(([ip, o]) => ({ ip, owners: [...o] }));
     },
-    async extipAdd(ips) {
-      validate(ips);
+    async extipAdd(parsed) {
+      const ips = validate(parsed);
       calls.push(`extip add ${ips.join(',')}`);
     },
     async extipDelete() {},

@@ -1,9 +1,9 @@
 // The endpoints of the control API and the checks on their bodies. Every mutation validates
 // the whole request (with the rules of src/config/rules, the same the state file and the
 // config are held to) before it changes anything, so nothing is half-applied.
-import { validateLabels, validateNodeName } from '../config/index.js';
-import { checkIps, checkIpsToRelease, checkOwner } from '../config/index.js';
+import { checkOwner, parseIpList, validateLabels, validateNodeName } from '../config/index.js';
 import { InvalidArgumentError } from '../errors/index.js';
+import type { ParsedIp } from '../ipaddr/index.js';
 
 export interface ForwardableEntry {
   ip: string;
@@ -42,29 +42,31 @@ export interface ForwardableChange {
 
 /**
  * What the agent provides to the API. Each call is atomic: all IPs valid, or nothing done.
- * IPs arrive checked and canonical; `signal` fires at the call's deadline. The forwardable
+ * IPs arrive checked, parsed once here (ParsedIp, passed down so that nothing below parses
+ * them again; canonical text for the cluster calls, which only store them in etcd), without
+ * duplicates; `signal` fires at the call's deadline. The forwardable
  * calls answer what changed for the owner (an agent may answer nothing).
  */
 export interface ControlHandlers {
   forwardableAdd(
     owner: string,
-    ips: string[],
+    ips: ParsedIp[],
     signal?: AbortSignal,
   ): Promise<ForwardableChange | void>;
   forwardableDelete(
     owner: string,
-    ips: string[],
+    ips: ParsedIp[],
     signal?: AbortSignal,
   ): Promise<ForwardableChange | void>;
   /** Replaces the whole set of one owner. */
   forwardableSetOwner(
     owner: string,
-    ips: string[],
+    ips: ParsedIp[],
     signal?: AbortSignal,
   ): Promise<ForwardableChange | void>;
   forwardableList(): Promise<ForwardableEntry[]>;
-  extipAdd(ips: string[], signal?: AbortSignal): Promise<void>;
-  extipDelete(ips: string[], signal?: AbortSignal): Promise<void>;
+  extipAdd(ips: ParsedIp[], signal?: AbortSignal): Promise<void>;
+  extipDelete(ips: ParsedIp[], signal?: AbortSignal): Promise<void>;
   extipList(): Promise<ExternalIpEntry[]>;
   status(): Promise<unknown>;
   probe(): Promise<unknown>;
@@ -101,14 +103,17 @@ function obj(body: unknown): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
-/** The body's "ips": checked as IPs to add (`release`: only as addresses), canonical. */
-function ips(body: Record<string, unknown>, mode: 'add' | 'set' | 'release'): string[] {
+/** The body's "ips": checked as IPs to add (`release`: only as addresses), parsed once. */
+function ips(body: Record<string, unknown>, mode: 'add' | 'set' | 'release'): ParsedIp[] {
   const v = body.ips;
   if (!Array.isArray(v))
     throw new InvalidArgumentError('"ips" must be a list of IP address strings');
   if (mode !== 'set' && v.length === 0) throw new InvalidArgumentError('"ips" is empty');
-  return mode === 'release' ? checkIpsToRelease(v, '"ips"') : checkIps(v, '"ips"');
+  return parseIpList(v, '"ips"', mode === 'release' ? 'release' : 'add');
 }
+
+/** The canonical text of parsed IPs. */
+const texts = (list: readonly ParsedIp[]): string[] => list.map((ip) => ip.address);
 
 /** The body's optional "nodes" and "labels" (eligibility of a cluster IP), checked. */
 function eligibility(body: Record<string, unknown>): ClusterEligibility {
@@ -180,12 +185,15 @@ export const ROUTES: readonly Route[] = [
       GET: async (h, ctx) => (noBody(ctx), { extip: await h.clusterExtipList() }),
       POST: async (h, ctx) => {
         const b = obj(ctx.body);
-        const list = ips(b, 'add');
+        const list = texts(ips(b, 'add'));
         await h.clusterExtipAdd(list, eligibility(b), ctx.signal);
         return { ok: true, ips: list };
       },
       DELETE: async (h, ctx) => {
-        const deleted = await h.clusterExtipDelete(ips(obj(ctx.body), 'release'), ctx.signal);
+        const deleted = await h.clusterExtipDelete(
+          texts(ips(obj(ctx.body), 'release')),
+          ctx.signal,
+        );
         return { ok: true, deleted };
       },
     },

@@ -31,7 +31,7 @@ export {
   RESERVED_OWNERS,
   checkIp,
   checkIps,
-  checkIpsToRelease,
+  parseIpList,
   checkOwner,
   conflictError,
 } from './rules.js';

@@ -4,7 +4,7 @@
 // accepted again when it is loaded. These are the static rules; the running agent adds the
 // ones that depend on the node (its own addresses, IPv6 on the external interface).
 import { ConflictError, InvalidArgumentError } from '../errors/index.js';
-import { canonicalIp, validateUnicastIp } from '../ipaddr/index.js';
+import { parseIp, validateUnicastIp, type ParsedIp } from '../ipaddr/index.js';
 
 /** Owner names: 1-63 characters, letters, digits and ._:/@-, starting with a letter or digit. */
 export const OWNER_RE = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,62}$/;
@@ -49,26 +49,41 @@ export function checkOwner(v: unknown): string {
  * link-local, unspecified, broadcast, IPv4-mapped, no zone). Returns the canonical text.
  */
 export function checkIp(v: unknown): string {
+  return checkParsedIp(v).address;
+}
+
+function checkParsedIp(v: unknown): ParsedIp {
   if (typeof v !== 'string') throw new InvalidArgumentError(`${JSON.stringify(v)} is not a string`);
-  return validateUnicastIp(v).address;
+  return validateUnicastIp(v);
+}
+
+/** An address to release: it only has to be an address. */
+function parseReleasedIp(v: unknown): ParsedIp {
+  if (typeof v !== 'string') throw new InvalidArgumentError('not a string');
+  return parseIp(v);
 }
 
 /**
- * Every IP of a list, canonical and without duplicates; or one InvalidArgumentError that
- * names `what` and the bad IPs (nothing is taken from a list with a bad IP).
+ * Every IP of a list, parsed once (the API passes these values down; nothing below parses
+ * them again), without duplicates: `add` checks them as IPs to add (checkIp), `release` only
+ * as addresses (one that became reserved since can still be removed). Or one
+ * InvalidArgumentError that names `what` and the bad IPs (nothing is taken from a list with
+ * a bad IP).
  */
-export function checkIps(list: unknown, what: string): string[] {
+export function parseIpList(list: unknown, what: string, mode: 'add' | 'release'): ParsedIp[] {
   if (!Array.isArray(list)) throw new InvalidArgumentError(`${what}: expected a list of IPs`);
-  if (list.length > MAX_IPS_PER_REQUEST) {
+  if (mode === 'add' && list.length > MAX_IPS_PER_REQUEST) {
     throw new InvalidArgumentError(
       `${what}: ${list.length} IPs; the limit is ${MAX_IPS_PER_REQUEST} per list`,
     );
   }
-  const out = new Set<string>();
+  const parse = mode === 'add' ? checkParsedIp : parseReleasedIp;
+  const out = new Map<string, ParsedIp>();
   const problems: string[] = [];
   for (const v of list as unknown[]) {
     try {
-      out.add(checkIp(v));
+      const ip = parse(v);
+      if (!out.has(ip.address)) out.set(ip.address, ip);
     } catch (err) {
       problems.push(`${JSON.stringify(v)}: ${(err as Error).message}`);
     }
@@ -77,30 +92,12 @@ export function checkIps(list: unknown, what: string): string[] {
     const more = problems.length > QUOTED ? `; and ${problems.length - QUOTED} more` : '';
     throw new InvalidArgumentError(`${what}: ${problems.slice(0, QUOTED).join('; ')}${more}`);
   }
-  return [...out];
+  return [...out.values()];
 }
 
-/**
- * Addresses to release only have to be addresses (one that became reserved since can still
- * be removed). Canonical, without duplicates; one InvalidArgumentError for the bad ones.
- */
-export function checkIpsToRelease(list: unknown, what: string): string[] {
-  if (!Array.isArray(list)) throw new InvalidArgumentError(`${what}: expected a list of IPs`);
-  const out = new Set<string>();
-  const problems: string[] = [];
-  for (const v of list as unknown[]) {
-    try {
-      if (typeof v !== 'string') throw new InvalidArgumentError('not a string');
-      out.add(canonicalIp(v));
-    } catch (err) {
-      problems.push(`${JSON.stringify(v)}: ${(err as Error).message}`);
-    }
-  }
-  if (problems.length > 0) {
-    const more = problems.length > QUOTED ? `; and ${problems.length - QUOTED} more` : '';
-    throw new InvalidArgumentError(`${what}: ${problems.slice(0, QUOTED).join('; ')}${more}`);
-  }
-  return [...out];
+/** parseIpList(list, what, 'add') as canonical text. */
+export function checkIps(list: unknown, what: string): string[] {
+  return parseIpList(list, what, 'add').map((ip) => ip.address);
 }
 
 /**

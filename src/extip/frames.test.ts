@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../errors/index.js';
 import { formatMac, ipFromBytes, ipToBytes } from '../ipaddr/index.js';
 import {
   ARP_FRAME_LEN,
@@ -17,6 +16,7 @@ import {
   decodeFrame,
   type DecodedFrame,
 } from './frames.js';
+import { messageOf } from '../../test/helpers/errors.js';
 
 const MAC = '02:00:5e:00:53:01';
 const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex');
@@ -34,16 +34,6 @@ function referenceChecksum(ipv6Packet: Buffer): number {
   for (let i = 0; i < pseudo.length; i += 2) sum += pseudo.readUInt16BE(i); // even length here
   const folded = sum % 0xffff === 0 && sum !== 0 ? 0xffff : sum % 0xffff;
   return 0xffff - folded;
-}
-
-function messageOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(InvalidArgumentError);
-    return (err as InvalidArgumentError).message;
-  }
-  throw new Error('expected an InvalidArgumentError, got none');
 }
 
 function expectKind<K extends DecodedFrame['kind']>(

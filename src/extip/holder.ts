@@ -165,7 +165,7 @@ export class Holder implements HolderOps {
       try {
         await this.#p.nl.addrAdd({
           ifindex: this.#ifindex,
-          address: ip.address,
+          address: ip, // parsed once, at the edge: netlink copies its bytes
           prefixlen: ip.family === 4 ? 32 : 128,
           nodad: ip.family === 6 && this.#p.nodad,
           noprefixroute: true,
@@ -187,7 +187,7 @@ export class Holder implements HolderOps {
   async del(ip: ParsedIp, prefixlen: number): Promise<'deleted' | 'absent'> {
     if (this.#ifindex === 0) return 'absent';
     try {
-      await this.#p.nl.addrDel({ ifindex: this.#ifindex, address: ip.address, prefixlen });
+      await this.#p.nl.addrDel({ ifindex: this.#ifindex, address: ip, prefixlen });
       return 'deleted';
     } catch (err) {
       const code = errnoCode(err);

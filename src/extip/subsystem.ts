@@ -4,7 +4,7 @@
 // periodic check. start()/stop() are idempotent; stop() leaves the addresses.
 import type { Registry } from 'prom-client';
 import { ClosedError, describeError, errnoCode } from '../errors/index.js';
-import { parseIp, type ParsedIp } from '../ipaddr/index.js';
+import { parseIp, type IpArg, type ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 import { noopExtipMetrics, registerExtipMetrics, type ExtipMetrics } from './metrics.js';
 import {
@@ -278,7 +278,7 @@ export class ExternalIpSubsystem {
    * to the holder and sends its first announcement. Already assigned = success. Concurrent
    * calls end as in their serial order by call time.
    */
-  async assign(ips: readonly string[]): Promise<void> {
+  async assign(ips: readonly IpArg[]): Promise<void> {
     const a = await this.#ready();
     const valid = this.#validate(ips, 'assign');
     for (const ip of valid) this.#local.add(ip.address);
@@ -286,7 +286,7 @@ export class ExternalIpSubsystem {
   }
 
   /** Unassigns external IPs (validated first, like assign). Not assigned = success. */
-  async unassign(ips: readonly string[]): Promise<void> {
+  async unassign(ips: readonly IpArg[]): Promise<void> {
     const a = await this.#ready();
     const valid = this.#validate(ips, 'unassign');
     for (const ip of valid) this.#local.delete(ip.address);
@@ -335,7 +335,7 @@ export class ExternalIpSubsystem {
    * Checks IPs as assign() does, assigning nothing; returns them canonical. After start().
    * `forCluster`: as a cluster IP (one this node holds now is fine).
    */
-  validate(ips: readonly string[], opts: { forCluster?: boolean } = {}): string[] {
+  validate(ips: readonly IpArg[], opts: { forCluster?: boolean } = {}): string[] {
     if (this.#ext === undefined)
       throw new ClosedError('extip: the external-IP subsystem is not started');
     const verb = opts.forCluster ? 'cluster extip add' : 'assign';
@@ -360,7 +360,7 @@ export class ExternalIpSubsystem {
     return this.#assigner!;
   }
 
-  #validate(ips: readonly string[], verb: string): ParsedIp[] {
+  #validate(ips: readonly IpArg[], verb: string): ParsedIp[] {
     const ext = this.#ext!;
     const valid = validateExternalIps(ips, verb, {
       nodeAddresses: this.#node.byIp,

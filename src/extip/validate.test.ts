@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { parseIp } from '../ipaddr/index.js';
 import { validateExternalIps } from './validate.js';
+import { messageOf } from '../../test/helpers/errors.js';
 
 const ctx = {
   nodeAddresses: new Map([
@@ -15,6 +17,18 @@ describe('validateExternalIps', () => {
     expect(
       validateExternalIps(['192.0.2.1', '2001:DB8::0:5'], 'assign', ctx).map((p) => p.address),
     ).toEqual(['192.0.2.1', '2001:db8::5']);
+  });
+
+  it('takes IPs parsed at the edge as they are, with the errors the text gets', () => {
+    const ip = parseIp('2001:db8::5');
+    expect(validateExternalIps([ip], 'assign', ctx)[0]).toBe(ip); // not parsed again
+    for (const text of ['10.0.0.1', '127.0.0.1', '2001:db8::1']) {
+      const parsed = () => validateExternalIps([parseIp(text)], 'assign', ctx);
+      const fromText = () => validateExternalIps([text], 'assign', ctx);
+      expect(messageOf(parsed), text).toBe(messageOf(fromText));
+    }
+    const v6off = { ...ctx, ipv6: false };
+    expect(() => validateExternalIps([ip], 'assign', v6off)).toThrow(/IPv6 is disabled/);
   });
 
   it('names the call, the IP and the reason for each kind of bad input', () => {

@@ -3,7 +3,7 @@
 // not an address of this node on another device, and of a family the external interface
 // can announce. Pure.
 import { InvalidArgumentError } from '../errors/index.js';
-import { validateUnicastIp, type ParsedIp } from '../ipaddr/index.js';
+import { validateUnicastIp, type IpArg, type ParsedIp } from '../ipaddr/index.js';
 
 export interface ExternalIpContext {
   /** The node's addresses on devices other than the holder: canonical IP → device name. */
@@ -14,23 +14,26 @@ export interface ExternalIpContext {
 }
 
 /**
- * Every IP of `ips`, parsed; or InvalidArgumentError for the first bad one, naming it and
- * why (`verb` says which call: "assign: external IP ...").
+ * Every IP of `ips`, parsed (those parsed already, by the API, are checked from their bytes,
+ * not parsed again); or InvalidArgumentError for the first bad one, naming it and why
+ * (`verb` says which call: "assign: external IP ...").
  */
 export function validateExternalIps(
-  ips: readonly string[],
+  ips: readonly IpArg[],
   verb: string,
   ctx: ExternalIpContext,
 ): ParsedIp[] {
   if (!Array.isArray(ips)) throw new InvalidArgumentError(`${verb}: expected a list of IPs`);
   const out: ParsedIp[] = [];
-  for (const text of ips as readonly unknown[]) {
+  for (const arg of ips as readonly unknown[]) {
+    const parsed = typeof arg === 'object' && arg !== null ? (arg as ParsedIp) : undefined;
+    const text = parsed?.address ?? arg;
     if (typeof text !== 'string') {
       throw new InvalidArgumentError(`${verb}: ${JSON.stringify(text)} is not an IP address`);
     }
     let ip: ParsedIp;
     try {
-      ip = validateUnicastIp(text, { nodeAddresses: ctx.nodeAddresses });
+      ip = validateUnicastIp(parsed ?? text, { nodeAddresses: ctx.nodeAddresses });
     } catch (err) {
       throw new InvalidArgumentError(
         `${verb}: external IP ${JSON.stringify(text)}: ${(err as Error).message}`,

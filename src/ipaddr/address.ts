@@ -2,7 +2,7 @@
 import { InvalidArgumentError } from '../errors/index.js';
 import { describeIpProblem } from './diagnose.js';
 import { formatV4, formatV6 } from './format.js';
-import { isMappedBytes, parseIpInto, type IpFamily } from './parse.js';
+import { isMappedBytes, parseIpInto, parseV4, parseV6, type IpFamily } from './parse.js';
 
 export type { IpFamily };
 
@@ -17,6 +17,17 @@ export interface ParsedIp {
   readonly address: string;
   /** Network byte order; 4 bytes for IPv4, 16 for IPv6. A fresh Buffer owned by the caller. */
   readonly bytes: Buffer;
+}
+
+/**
+ * An IP as a caller has it: text (from a file, a flag, the wire), or a value parsed once at
+ * the edge and passed down, which the checks below take as it is instead of parsing again.
+ */
+export type IpArg = string | ParsedIp;
+
+/** The text of an IpArg, for messages and keys (canonical when it was parsed). */
+export function ipArgText(ip: IpArg): string {
+  return typeof ip === 'string' ? ip : ip.address;
 }
 
 export interface ParseIpOptions {
@@ -74,19 +85,30 @@ export function ipFamilyOf(text: string): IpFamily | 0 {
  * Writes the bytes of `text` into `buf` at `offset` and returns how many (4 or 16). A wire
  * conversion: every valid spelling is accepted, IPv4-mapped included, so that any address
  * read with ipFromBytes can be written back. Throws InvalidArgumentError for invalid text or
- * when `buf` has no room.
+ * when `buf` has no room; on an invalid text, bytes at `buf[offset..]` may have been written.
+ * The netlink bulk writers call this for every entry: it parses straight into `buf`.
  */
 export function writeIp(text: string, buf: Uint8Array, offset = 0): 4 | 16 {
-  const family = parseIpInto(text, scratch, 0);
-  if (family === 0) throw invalid(text);
-  const n = family === 4 ? 4 : 16;
+  const v6 = text.indexOf(':') >= 0; // as parseIpInto decides
+  const n = v6 ? 16 : 4;
   if (offset < 0 || offset + n > buf.length) {
     throw new InvalidArgumentError(
       `no room for ${n} address bytes at offset ${offset} in a ${buf.length}-byte buffer`,
     );
   }
-  buf.set(n === 4 ? scratch.subarray(0, 4) : scratch, offset);
+  if (!(v6 ? parseV6(text, buf, offset) : parseV4(text, 0, text.length, buf, offset))) {
+    throw invalid(text);
+  }
   return n;
+}
+
+/**
+ * AF_INET6 for a text with a ':', else AF_INET: the family `text` has if it is an address at
+ * all. No validation (writeIp validates when the bytes are written); for message headers
+ * that are filled before their address attribute.
+ */
+export function afOfText(text: string): typeof AF_INET | typeof AF_INET6 {
+  return text.indexOf(':') >= 0 ? AF_INET6 : AF_INET;
 }
 
 /** The 4 or 16 bytes of `text` (any valid spelling, IPv4-mapped included; see writeIp). */

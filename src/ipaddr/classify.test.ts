@@ -1,17 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../errors/index.js';
-import { classifyIp, ipToBytes, isUnicastIp, validateUnicastIp, type IpClass } from './index.js';
-
-function messageOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(InvalidArgumentError);
-    return (err as InvalidArgumentError).message;
-  }
-  throw new Error('expected an InvalidArgumentError, got none');
-}
+import {
+  classifyIp,
+  ipToBytes,
+  isUnicastIp,
+  parseIp,
+  validateUnicastIp,
+  type IpClass,
+} from './index.js';
+import { messageOf } from '../../test/helpers/errors.js';
 
 describe('classifyIp', () => {
   it.each<[string, IpClass]>([
@@ -84,6 +81,19 @@ describe('classifyIp', () => {
 });
 
 describe('validateUnicastIp', () => {
+  it('checks an IP parsed already from its bytes: the same value back, the same errors', () => {
+    const ip = parseIp('2001:DB8::0:1');
+    expect(validateUnicastIp(ip)).toBe(ip); // not parsed (and copied) again
+    const node = { nodeAddresses: new Map([['10.0.0.1', 'eth0']]) };
+    for (const text of ['127.0.0.1', 'ff02::1', '10.0.0.1', '169.254.1.1']) {
+      const fromText = messageOf(() => validateUnicastIp(text, node));
+      expect(
+        messageOf(() => validateUnicastIp(parseIp(text), node)),
+        text,
+      ).toEqual(fromText);
+    }
+  });
+
   it('returns the canonical address', () => {
     expect(validateUnicastIp('2001:DB8::0:1')).toEqual({
       family: 6,

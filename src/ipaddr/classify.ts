@@ -1,6 +1,6 @@
 // What kind of address an IP is, and the check for IPs that fibkeeper may forward to or assign.
 import { InvalidArgumentError } from '../errors/index.js';
-import { familyName, parseIp, type ParsedIp } from './address.js';
+import { familyName, parseIp, type IpArg, type ParsedIp } from './address.js';
 import { isMappedBytes, parseIpInto, type IpFamily } from './parse.js';
 
 /**
@@ -92,9 +92,11 @@ export interface UnicastIpOptions {
  * Checks an IP that fibkeeper will forward to (a forwardable IP) or assign (an external IP):
  * a valid unicast address of a host, in the required family, not one of the node's own.
  * Returns the parsed address; throws InvalidArgumentError naming the problem and the fix.
+ * An IP parsed already (at the request's edge) is checked from its bytes, not parsed again.
  */
-export function validateUnicastIp(text: string, options?: UnicastIpOptions): ParsedIp {
-  const ip = parseIp(text); // rejects IPv4-mapped with "use the IPv4 address … instead"
+export function validateUnicastIp(text: IpArg, options?: UnicastIpOptions): ParsedIp {
+  // parseIp rejects IPv4-mapped with "use the IPv4 address … instead"; so did the edge.
+  const ip = typeof text === 'string' ? parseIp(text) : text;
   if (options?.family !== undefined && ip.family !== options.family) {
     throw new InvalidArgumentError(
       `${ip.address} is ${familyName(ip.family)}; this option takes ${familyName(options.family)}`,

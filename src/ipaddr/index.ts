@@ -9,14 +9,17 @@ export {
   AF_INET,
   AF_INET6,
   afOf,
+  afOfText,
   canonicalIp,
   familyName,
   familyOfAf,
+  ipArgText,
   ipFamilyOf,
   ipFromBytes,
   ipToBytes,
   parseIp,
   writeIp,
+  type IpArg,
   type IpFamily,
   type ParsedIp,
   type ParseIpOptions,
@@ -38,7 +41,17 @@ export {
   type ParsePrefixOptions,
 } from './prefix.js';
 export { IpRangeIndex } from './range-index.js';
-export { formatMac, isMulticastMac, isZeroMac, parseMac, parseUnicastMac } from './mac.js';
+export {
+  formatLinkAddr,
+  formatMac,
+  isMulticastMac,
+  isZeroMac,
+  linkAddrLength,
+  MAX_ADDR_LEN,
+  parseMac,
+  parseUnicastMac,
+  writeLinkAddr,
+} from './mac.js';
 export {
   formatHostPort,
   parseHostPort,

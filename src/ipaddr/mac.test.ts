@@ -1,17 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../errors/index.js';
 import { formatMac, isMulticastMac, isZeroMac, parseMac, parseUnicastMac } from './index.js';
-
-function messageOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(InvalidArgumentError);
-    return (err as InvalidArgumentError).message;
-  }
-  throw new Error('expected an InvalidArgumentError, got none');
-}
+import { messageOf } from '../../test/helpers/errors.js';
 
 const mac6 = fc.uint8Array({ minLength: 6, maxLength: 6 });
 

@@ -1,16 +1,11 @@
-// Ethernet (EUI-48) MAC addresses: "aa:bb:cc:dd:ee:ff" ↔ 6 bytes.
+// Ethernet (EUI-48) MAC addresses: "aa:bb:cc:dd:ee:ff" ↔ 6 bytes; and link-layer addresses
+// of any length (as netlink carries them: IFLA_ADDRESS, NDA_LLADDR) ↔ bytes.
 import { InvalidArgumentError } from '../errors/index.js';
+import { hexValue } from './parse.js';
 
 const HEX_PAIR: readonly string[] = Array.from({ length: 256 }, (_, i) =>
   i.toString(16).padStart(2, '0'),
 );
-
-function hexValue(c: number): number {
-  if (c >= 48 && c <= 57) return c - 48;
-  const lower = c | 0x20;
-  if (lower >= 97 && lower <= 102) return lower - 87;
-  return -1;
-}
 
 /** Parses into `out` at 0; true when `text` is exactly six ':'-separated hex pairs. */
 function parseMacInto(text: string, out: Uint8Array): boolean {
@@ -48,9 +43,7 @@ export function formatMac(bytes: Uint8Array, offset = 0): string {
       `a MAC address is 6 bytes; the buffer has ${bytes.length - offset} at offset ${offset}`,
     );
   }
-  let s = HEX_PAIR[bytes[offset]!]!;
-  for (let i = 1; i < 6; i++) s += ':' + HEX_PAIR[bytes[offset + i]!]!;
-  return s;
+  return formatLinkAddr(bytes, offset, 6);
 }
 
 /** True for 00:00:00:00:00:00. */
@@ -90,4 +83,57 @@ export function parseUnicastMac(mac: string | Uint8Array): Buffer {
     );
   }
   return bytes;
+}
+
+/** The kernel's MAX_ADDR_LEN: no link-layer address is longer. */
+export const MAX_ADDR_LEN = 32;
+
+/**
+ * "aa:bb:cc:dd:ee:ff" for the `length` bytes at `bytes[offset]`: a link-layer address of any
+ * length ("" for none), as `ip -j` prints it. On the netlink dump path: no per-byte strings
+ * for the common 6-byte case.
+ */
+export function formatLinkAddr(bytes: Uint8Array, offset: number, length: number): string {
+  const b = bytes;
+  const o = offset;
+  if (length === 6) {
+    return `${HEX_PAIR[b[o]!]}:${HEX_PAIR[b[o + 1]!]}:${HEX_PAIR[b[o + 2]!]}:${HEX_PAIR[b[o + 3]!]}:${HEX_PAIR[b[o + 4]!]}:${HEX_PAIR[b[o + 5]!]}`;
+  }
+  let s = '';
+  for (let i = 0; i < length; i++) s += (i > 0 ? ':' : '') + HEX_PAIR[b[o + i]!]!;
+  return s;
+}
+
+/**
+ * Writes a colon-separated hex link-layer address ("aa:bb:cc:dd:ee:ff": 1 to MAX_ADDR_LEN
+ * bytes, one or two hex digits each) into `buf` at `offset`; returns the byte count. The
+ * caller leaves MAX_ADDR_LEN bytes of room. Throws InvalidArgumentError for anything else.
+ */
+export function writeLinkAddr(text: string, buf: Uint8Array, offset: number): number {
+  let n = 0;
+  let val = 0;
+  let digits = 0;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 58;
+    if (c === 58) {
+      if (digits === 0 || n === MAX_ADDR_LEN) break;
+      buf[offset + n++] = val;
+      val = 0;
+      digits = 0;
+      if (i === text.length) return n;
+      continue;
+    }
+    const h = hexValue(c);
+    if (h < 0 || digits === 2) break;
+    val = (val << 4) | h;
+    digits++;
+  }
+  throw new InvalidArgumentError(`not a link-layer address: ${JSON.stringify(text)}`);
+}
+
+const linkAddrScratch = new Uint8Array(MAX_ADDR_LEN);
+
+/** The byte length of a link-layer address text, validating it (see writeLinkAddr). */
+export function linkAddrLength(text: string): number {
+  return writeLinkAddr(text, linkAddrScratch, 0);
 }

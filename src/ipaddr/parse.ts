@@ -11,7 +11,7 @@ const CH_DOT = 46;
 const CH_COLON = 58;
 
 /** Value of a hex digit character code, or -1. */
-function hexValue(c: number): number {
+export function hexValue(c: number): number {
   if (c >= CH_0 && c <= CH_9) return c - CH_0;
   const lower = c | 0x20;
   if (lower >= 97 && lower <= 102) return lower - 87;
@@ -67,7 +67,7 @@ export function parseV4(
  * RFC 4291 section 2.2 text: up to 8 groups of 1–4 hex digits, at most one "::" standing for
  * one or more zero groups, optionally a dotted IPv4 tail for the last 32 bits.
  */
-function parseV6(text: string, out: Uint8Array, offset: number): boolean {
+export function parseV6(text: string, out: Uint8Array, offset: number): boolean {
   const n = text.length;
   let groups = 0; // 16-bit groups written so far
   let gap = -1; // group index where "::" stands, or -1

@@ -1,6 +1,5 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../errors/index.js';
 import {
   hostPrefix,
   ipFromBytes,
@@ -10,16 +9,7 @@ import {
   prefixCovers,
   prefixFromBytes,
 } from './index.js';
-
-function messageOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(InvalidArgumentError);
-    return (err as InvalidArgumentError).message;
-  }
-  throw new Error('expected an InvalidArgumentError, got none');
-}
+import { messageOf } from '../../test/helpers/errors.js';
 
 /** Reference: bit `i` (0 = most significant) of the address bytes. */
 function bit(b: Uint8Array, i: number): number {

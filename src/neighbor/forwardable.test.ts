@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../errors/index.js';
+import { parseIp } from '../ipaddr/index.js';
 import { ForwardableIPs, validateOwner } from './forwardable.js';
+import { messageOf } from '../../test/helpers/errors.js';
 
 function table(node: Record<string, string> = {}) {
   const f = new ForwardableIPs({ nodeAddresses: () => new Map(Object.entries(node)) });
@@ -12,6 +14,18 @@ function table(node: Record<string, string> = {}) {
 }
 
 describe('ForwardableIPs', () => {
+  it('takes IPs parsed at the edge, with the errors their text gets', () => {
+    const { f } = table({ '10.0.0.1': 'eth0' });
+    f.upsert('a', [parseIp('192.0.2.1'), '192.0.2.2']);
+    expect(f.list().map((r) => r.ip)).toEqual(['192.0.2.1', '192.0.2.2']);
+    const bad = ['10.0.0.1', '127.0.0.1', '192.0.2.3'];
+    const fromText = messageOf(() => f.check(bad));
+    expect(fromText).toMatch(/"10\.0\.0\.1": .*address of this node/);
+    expect(messageOf(() => f.check(bad.map((t) => parseIp(t))))).toBe(fromText);
+    f.delete('a', [parseIp('192.0.2.1')]);
+    expect(f.list().map((r) => r.ip)).toEqual(['192.0.2.2']);
+  });
+
   it('keys rows by canonical address: two spellings are one row', () => {
     const { f, heard } = table();
     f.upsert('a', ['2001:DB8::0:1', '192.0.2.1']);

@@ -8,7 +8,14 @@
 // revisions, per-row nodes and an owner index would only cost memory and time with 100,000
 // rows. An owner's IPs are found by a scan (setOwner, status), which is rare.
 import { InvalidArgumentError } from '../errors/index.js';
-import { canonicalIp, classifyIp, IpRangeIndex, validateUnicastIp } from '../ipaddr/index.js';
+import {
+  canonicalIp,
+  classifyIp,
+  IpRangeIndex,
+  ipArgText,
+  validateUnicastIp,
+  type IpArg,
+} from '../ipaddr/index.js';
 import type { Initializable } from '../statedb/index.js';
 import { Initializers } from './init.js';
 import type { ForwardableIP } from './types.js';
@@ -42,6 +49,10 @@ export function validateOwner(owner: unknown): string {
   }
   return owner;
 }
+
+/** What a message quotes of an IP: its text (canonical when it was parsed), else the value. */
+const quoted = (v: unknown): unknown =>
+  typeof v === 'object' && v !== null ? ipArgText(v as IpArg) : v;
 
 function rejected(problems: string[]): InvalidArgumentError {
   const more = problems.length - QUOTED;
@@ -113,15 +124,19 @@ export class ForwardableIPs implements Initializable {
   /**
    * Validates IPs to be made forwardable: valid unicast, not reserved, not the node's own.
    * Returns them canonical (duplicates possible); throws one InvalidArgumentError naming the
-   * bad IPs.
+   * bad IPs. IPs parsed already (by the API) are checked from their bytes, not parsed again.
    */
-  private validateForAdd(ips: readonly string[]): string[] {
+  private validateForAdd(ips: readonly IpArg[]): string[] {
     if (!Array.isArray(ips)) throw new InvalidArgumentError('forwardable IPs: expected a list');
     const nodeAddresses = this.nodeAddresses();
     const out: string[] = [];
     const problems: string[] = [];
     for (const text of ips) {
       try {
+        if (typeof text === 'object' && text !== null) {
+          out.push(validateUnicastIp(text, { nodeAddresses }).address);
+          continue;
+        }
         if (typeof text !== 'string') throw new InvalidArgumentError('not a string');
         // Fast path without allocating the address bytes; anything unusual goes through
         // validateUnicastIp for its explained error.
@@ -132,24 +147,25 @@ export class ForwardableIPs implements Initializable {
         }
         out.push(validateUnicastIp(text, { nodeAddresses }).address);
       } catch (err) {
-        problems.push(`${JSON.stringify(text)}: ${(err as Error).message}`);
+        problems.push(`${JSON.stringify(quoted(text))}: ${(err as Error).message}`);
       }
     }
     if (problems.length > 0) throw rejected(problems);
     return out;
   }
 
-  /** Parses IPs to be released: only the text has to be an address. */
-  private validateForDelete(ips: readonly string[]): Set<string> {
+  /** Parses IPs to be released: only the text has to be an address (a parsed one is one). */
+  private validateForDelete(ips: readonly IpArg[]): Set<string> {
     if (!Array.isArray(ips)) throw new InvalidArgumentError('forwardable IPs: expected a list');
     const out = new Set<string>();
     const problems: string[] = [];
     for (const text of ips) {
       try {
-        if (typeof text !== 'string') throw new InvalidArgumentError('not a string');
-        out.add(canonicalIp(text));
+        if (typeof text === 'object' && text !== null) out.add(text.address);
+        else if (typeof text !== 'string') throw new InvalidArgumentError('not a string');
+        else out.add(canonicalIp(text));
       } catch (err) {
-        problems.push(`${JSON.stringify(text)}: ${(err as Error).message}`);
+        problems.push(`${JSON.stringify(quoted(text))}: ${(err as Error).message}`);
       }
     }
     if (problems.length > 0) throw rejected(problems);
@@ -157,7 +173,7 @@ export class ForwardableIPs implements Initializable {
   }
 
   /** Checks IPs as upsert() does, changing nothing; returns them canonical, without duplicates. */
-  check(ips: readonly string[]): string[] {
+  check(ips: readonly IpArg[]): string[] {
     return [...new Set(this.validateForAdd(ips))];
   }
 
@@ -165,7 +181,7 @@ export class ForwardableIPs implements Initializable {
    * Adds `owner` to each IP (creating rows). Atomic; idempotent. Returns how many IPs the
    * owner did not hold before (`added`; `removed` is 0).
    */
-  upsert(owner: string, ips: readonly string[]): OwnerChange {
+  upsert(owner: string, ips: readonly IpArg[]): OwnerChange {
     validateOwner(owner);
     const valid = this.validateForAdd(ips);
     const added: string[] = [];
@@ -180,7 +196,7 @@ export class ForwardableIPs implements Initializable {
    * Returns how many of the IPs the owner held (`removed`): IPs it did not hold are no error
    * and are not counted.
    */
-  delete(owner: string, ips: readonly string[]): OwnerChange {
+  delete(owner: string, ips: readonly IpArg[]): OwnerChange {
     validateOwner(owner);
     const valid = this.validateForDelete(ips);
     const removed: string[] = [];
@@ -194,7 +210,7 @@ export class ForwardableIPs implements Initializable {
    * Makes `ips` exactly the set `owner` holds (an empty list releases all). Atomic. Returns
    * how many IPs the owner took and gave up.
    */
-  setOwner(owner: string, ips: readonly string[]): OwnerChange {
+  setOwner(owner: string, ips: readonly IpArg[]): OwnerChange {
     validateOwner(owner);
     const valid = this.validateForAdd(ips);
     const added: string[] = [];

@@ -8,6 +8,7 @@
 //                                 ▲──────────────────────────────────────────────────────────┘
 import type { Registry } from 'prom-client';
 import { ClosedError } from '../errors/index.js';
+import type { IpArg } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 import { NeighborMetrics, type NeighborCounters, type ResyncReason } from './metrics.js';
 import {
@@ -20,6 +21,7 @@ import {
 } from '../netlink/index.js';
 import { Periodic, systemClock, type Clock, type TimerHandle } from '../sched/index.js';
 import { Reconciler, Table, type Health } from '../statedb/index.js';
+import { stripUndefined } from '../util/index.js';
 import { Calculator } from './calculator.js';
 import { defaultTuning, resolveMode, type NeighborConfig, type NeighborTuning } from './config.js';
 import { DeviceTracker } from './devices.js';
@@ -482,7 +484,7 @@ export class NeighborSubsystem {
    * Adds `owner` to each IP. All or nothing: throws InvalidArgumentError naming bad IPs.
    * Returns how many IPs the owner did not hold before.
    */
-  upsert(owner: string, ips: readonly string[]): OwnerChange {
+  upsert(owner: string, ips: readonly IpArg[]): OwnerChange {
     return this.forwardable.upsert(owner, ips);
   }
 
@@ -490,17 +492,17 @@ export class NeighborSubsystem {
    * Removes `owner` from each IP; an IP goes when its last owner does. All or nothing.
    * Returns how many of the IPs the owner held (the others are no error).
    */
-  delete(owner: string, ips: readonly string[]): OwnerChange {
+  delete(owner: string, ips: readonly IpArg[]): OwnerChange {
     return this.forwardable.delete(owner, ips);
   }
 
   /** Makes `ips` exactly what `owner` holds. All or nothing. Returns what changed. */
-  setOwner(owner: string, ips: readonly string[]): OwnerChange {
+  setOwner(owner: string, ips: readonly IpArg[]): OwnerChange {
     return this.forwardable.setOwner(owner, ips);
   }
 
   /** Checks IPs as upsert() does (valid unicast, not the node's own), changing nothing. */
-  check(ips: readonly string[]): string[] {
+  check(ips: readonly IpArg[]): string[] {
     return this.forwardable.check(ips);
   }
 
@@ -583,10 +585,4 @@ export class NeighborSubsystem {
       q,
     );
   }
-}
-
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  const out: Partial<T> = {};
-  for (const k of Object.keys(o) as (keyof T)[]) if (o[k] !== undefined) out[k] = o[k];
-  return out;
 }

@@ -1,9 +1,13 @@
 // A bulk pipeline: `count` requests encoded straight into the client's Buffer, a batch
 // per sendmsg, at most `window` unanswered at once, every failure reported per item.
-import { NLM_F_ACK, NLM_F_REQUEST, NLMSG_ERROR } from './constants.js';
-import { parseErrorMessage } from './control.js';
-import { NetlinkError } from './errors.js';
-import type { Writer } from './wire.js';
+import {
+  NetlinkError,
+  NLM_F_ACK,
+  NLM_F_REQUEST,
+  NLMSG_ERROR,
+  parseErrorMessage,
+  type Writer,
+} from './codec/index.js';
 
 /** The part of the client a bulk operation uses. */
 export interface BulkHost {

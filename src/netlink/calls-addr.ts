@@ -1,29 +1,32 @@
 // Address calls, each the equivalent of an `ip addr` command.
 import { InvalidArgumentError } from '../errors/index.js';
-import { ipFamily } from './addr.js';
-import { formatAddress, parseAddress, type Address } from './address.js';
-import type { Client } from './client.js';
+import { afOf, afOfText, ipArgText, type IpArg } from '../ipaddr/index.js';
 import {
+  type Address,
+  type AddressOut,
   AF_INET,
   AF_INET6,
   AF_UNSPEC,
+  formatAddress,
   IFA_F_NODAD,
   IFA_F_NOPREFIXROUTE,
   NLM_F_CREATE,
   NLM_F_EXCL,
   NLM_F_REPLACE,
   NLM_F_REQUEST,
+  parseAddress,
   RT_SCOPE_UNIVERSE,
   RTM_DELADDR,
   RTM_GETADDR,
   RTM_NEWADDR,
-} from './constants.js';
+} from './codec/index.js';
+import type { Client } from './client.js';
 
 /** An address to add, replace or delete. */
 export interface AddressSpec {
   ifindex: number;
-  /** The address itself ("192.0.2.1", "2001:db8::1"). */
-  address: string;
+  /** The address itself ("192.0.2.1", "2001:db8::1"), or parsed already (not parsed again). */
+  address: IpArg;
   /** Prefix length; default 32 (IPv4) or 128 (IPv6). */
   prefixlen?: number;
   /** IPv6: skip duplicate address detection (`nodad`). */
@@ -39,17 +42,21 @@ export interface AddressSpec {
   proto?: number;
 }
 
-function toAddress(s: AddressSpec): Address {
+const familyOf = (ip: IpArg): number => (typeof ip === 'string' ? afOfText(ip) : afOf(ip.family));
+
+function toAddress(s: AddressSpec): AddressOut {
   if (!Number.isInteger(s.ifindex) || s.ifindex <= 0) {
-    throw new InvalidArgumentError(`address ${s.address}: bad ifindex ${s.ifindex}`);
+    throw new InvalidArgumentError(`address ${ipArgText(s.address)}: bad ifindex ${s.ifindex}`);
   }
-  const family = ipFamily(s.address);
+  const family = familyOf(s.address);
   const max = family === AF_INET6 ? 128 : 32;
   const prefixlen = s.prefixlen ?? max;
   if (!Number.isInteger(prefixlen) || prefixlen < 0 || prefixlen > max) {
-    throw new InvalidArgumentError(`address ${s.address}: bad prefix length ${prefixlen}`);
+    throw new InvalidArgumentError(
+      `address ${ipArgText(s.address)}: bad prefix length ${prefixlen}`,
+    );
   }
-  const a: Address = {
+  const a: AddressOut = {
     family,
     prefixlen,
     flags:
@@ -65,7 +72,7 @@ function toAddress(s: AddressSpec): Address {
 }
 
 const describe = (verb: string, s: AddressSpec): string =>
-  `${verb} ${s.address}/${s.prefixlen ?? (ipFamily(s.address) === AF_INET ? 32 : 128)} dev ${s.ifindex}`;
+  `${verb} ${ipArgText(s.address)}/${s.prefixlen ?? (familyOf(s.address) === AF_INET ? 32 : 128)} dev ${s.ifindex}`;
 
 /** addrList — like `ip addr show [dev DEV]`, optionally one family (AF_INET/AF_INET6). */
 export async function addrList(

@@ -1,20 +1,24 @@
 // Link calls, each the equivalent of an `ip link` command.
 import { closeSync, openSync } from 'node:fs';
 import { InvalidArgumentError } from '../errors/index.js';
+import { stripUndefined } from '../util/index.js';
 import type { Client } from './client.js';
 import {
   AF_UNSPEC,
+  formatLink,
   IFF_UP,
+  type Link,
+  type LinkInfo,
   NLM_F_CREATE,
   NLM_F_EXCL,
   NLM_F_REQUEST,
+  parseLink,
   RTEXT_FILTER_SKIP_STATS,
   RTEXT_FILTER_VF,
   RTM_DELLINK,
   RTM_GETLINK,
   RTM_NEWLINK,
-} from './constants.js';
-import { formatLink, parseLink, type Link, type LinkInfo } from './link.js';
+} from './codec/index.js';
 
 /** A device named by ifindex or by name. */
 export type Dev = number | string;
@@ -156,9 +160,4 @@ export function linkSet(c: Client, dev: Dev, changes: LinkChanges): Promise<void
     txqlen: changes.txqlen,
   });
   return c.ack((w) => formatLink(w, RTM_NEWLINK, NLM_F_REQUEST, link), `linkSet ${dev}`);
-}
-
-function stripUndefined<T extends object>(o: T): T {
-  for (const k of Object.keys(o) as (keyof T)[]) if (o[k] === undefined) delete o[k];
-  return o;
 }

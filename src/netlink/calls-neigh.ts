@@ -1,15 +1,19 @@
 // Neighbor calls, each the equivalent of an `ip neigh` command, and the bulk set/delete
 // the neighbor subsystem uses for thousands of entries (the benchmark's path).
 import { InvalidArgumentError } from '../errors/index.js';
-import { ipFamily } from './addr.js';
+import { afOfText } from '../ipaddr/index.js';
 import type { BulkFailure } from './bulk.js';
 import type { Client } from './client.js';
 import {
   AF_UNSPEC,
+  formatNeigh,
   NDA_DST,
   NDA_FLAGS_EXT,
   NDA_LLADDR,
   NDA_PROTOCOL,
+  type Neigh,
+  neighFields,
+  type NeighFields,
   NLM_F_CREATE,
   NLM_F_REPLACE,
   NLM_F_REQUEST,
@@ -18,22 +22,16 @@ import {
   NTF_PROXY,
   NTF_ROUTER,
   NUD_PERMANENT,
+  parseNeigh,
+  readNeighFields,
   RTM_DELNEIGH,
   RTM_GETNEIGH,
   RTM_NEWNEIGH,
   SIZEOF_NDMSG,
   SIZEOF_NLMSGHDR,
-} from './constants.js';
-import {
-  formatNeigh,
-  neighFields,
-  parseNeigh,
-  readNeighFields,
-  type Neigh,
-  type NeighFields,
-} from './neigh.js';
+  type Writer,
+} from './codec/index.js';
 export type { NeighFields };
-import type { Writer } from './wire.js';
 
 /** A neighbor entry to set (replace) or, with ifindex + dst only, to delete or get. */
 export interface NeighSpec {
@@ -70,7 +68,7 @@ function encodeNeigh(w: Writer, type: number, flags: number, s: NeighSpec, full:
   const start = w.begin(type, flags, SIZEOF_NDMSG);
   const b = w.buf; // begin() made room for the fixed header: write it before any attribute
   const p = start + SIZEOF_NLMSGHDR;
-  b[p] = ipFamily(s.dst);
+  b[p] = afOfText(s.dst);
   b.writeInt32LE(s.ifindex, p + 4);
   if (full) {
     b.writeUInt16LE(s.state ?? NUD_PERMANENT, p + 8);

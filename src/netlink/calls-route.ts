@@ -1,16 +1,21 @@
 // Route calls, each the equivalent of an `ip route` command, and the route lookups the
 // neighbor subsystem makes in bulk (`ip route get`).
 import { InvalidArgumentError } from '../errors/index.js';
-import { ipFamily } from './addr.js';
+import { afOfText } from '../ipaddr/index.js';
 import type { BulkOutcome } from './bulk.js';
 import type { Client } from './client.js';
 import {
   AF_INET6,
   AF_UNSPEC,
+  formatRoute,
+  type NetlinkError,
+  type Nexthop,
   NLM_F_CREATE,
   NLM_F_EXCL,
   NLM_F_REPLACE,
   NLM_F_REQUEST,
+  parseRoute,
+  type Route,
   RT_SCOPE_LINK,
   RT_SCOPE_NOWHERE,
   RT_SCOPE_UNIVERSE,
@@ -24,10 +29,8 @@ import {
   RTN_UNSPEC,
   RTPROT_BOOT,
   RTPROT_UNSPEC,
-} from './constants.js';
-import type { NetlinkError } from './errors.js';
-import { formatRoute, parseRoute, type Nexthop, type Route } from './route.js';
-import type { Writer } from './wire.js';
+  type Writer,
+} from './codec/index.js';
 
 /** A route to add, replace or delete. */
 export interface RouteSpec {
@@ -63,7 +66,7 @@ export function parsePrefix(
   }
   const slash = dst.indexOf('/');
   const address = slash < 0 ? dst : dst.slice(0, slash);
-  const f = ipFamily(address);
+  const f = afOfText(address);
   const max = f === AF_INET6 ? 128 : 32;
   const len = slash < 0 ? max : Number(dst.slice(slash + 1));
   if (!Number.isInteger(len) || len < 0 || len > max || (slash >= 0 && dst.length === slash + 1)) {
@@ -175,7 +178,7 @@ export interface RouteQuery {
 }
 
 function encodeQuery(w: Writer, q: RouteQuery): void {
-  const family = ipFamily(q.dst);
+  const family = afOfText(q.dst);
   const r: Route = {
     family,
     dstLen: family === AF_INET6 ? 128 : 32,

@@ -1,23 +1,26 @@
 // Policy routing rule calls, each the equivalent of an `ip rule` command. The neighbor
 // subsystem dumps the rules to tell whether routing is table-only (the default rules).
 import { InvalidArgumentError } from '../errors/index.js';
-import { ipFamily } from './addr.js';
+import { afOfText } from '../ipaddr/index.js';
 import type { Client } from './client.js';
 import {
   AF_INET,
   AF_INET6,
   AF_UNSPEC,
   FIB_RULE_INVERT,
+  formatRule,
   FR_ACT_TO_TBL,
   NLM_F_CREATE,
   NLM_F_EXCL,
   NLM_F_REQUEST,
+  parseRule,
   RT_TABLE_MAIN,
   RTM_DELRULE,
   RTM_GETRULE,
   RTM_NEWRULE,
-} from './constants.js';
-import { formatRule, parseRule, type Rule, type RuleRange } from './rule.js';
+  type Rule,
+  type RuleRange,
+} from './codec/index.js';
 
 /** A rule to add or delete (`ip rule add|del ...`). */
 export interface RuleSpec {
@@ -65,7 +68,7 @@ function selector(text: string | undefined, what: string): { ip: string; len: nu
   if (text === undefined || text === 'all') return undefined;
   const slash = text.indexOf('/');
   const ip = slash < 0 ? text : text.slice(0, slash);
-  const max = ipFamily(ip) === AF_INET6 ? 128 : 32;
+  const max = afOfText(ip) === AF_INET6 ? 128 : 32;
   const len = slash < 0 ? max : Number(text.slice(slash + 1));
   if (!Number.isInteger(len) || len < 0 || len > max) {
     throw new InvalidArgumentError(`rule: bad ${what} prefix ${JSON.stringify(text)}`);
@@ -77,12 +80,12 @@ function toRule(s: RuleSpec, del: boolean): Rule {
   const from = selector(s.from, 'from');
   const to = selector(s.to, 'to');
   const sel = from ?? to;
-  const family = s.family ?? (sel === undefined ? AF_INET : ipFamily(sel.ip));
+  const family = s.family ?? (sel === undefined ? AF_INET : afOfText(sel.ip));
   if (family !== AF_INET && family !== AF_INET6) {
     throw new InvalidArgumentError(`rule: family must be AF_INET or AF_INET6, got ${family}`);
   }
   for (const sel of [from, to]) {
-    if (sel !== undefined && ipFamily(sel.ip) !== family) {
+    if (sel !== undefined && afOfText(sel.ip) !== family) {
       throw new InvalidArgumentError(`rule: ${sel.ip} is not of the rule's family`);
     }
   }

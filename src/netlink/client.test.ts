@@ -4,14 +4,23 @@
 import { describe, expect, it } from 'vitest';
 import { ClosedError, InvalidArgumentError, TimeoutError } from '../errors/index.js';
 import type { NetlinkReceiver, SystemError } from '../native/index.js';
-import * as C from './constants.js';
-import { formatDoneMessage, formatErrorMessage } from './control.js';
-import { DumpInterruptedError, NetlinkError } from './errors.js';
+import * as C from './codec/index.js';
+import {
+  DumpInterruptedError,
+  formatDoneMessage,
+  formatErrorMessage,
+  formatNeigh,
+  formatRoute,
+  type Neigh,
+  neighFields,
+  NetlinkError,
+  type NlMsgHeader,
+  readHeader,
+  readNeighFields,
+  Writer,
+} from './codec/index.js';
 import { NetlinkHandle } from './handle.js';
-import { formatNeigh, neighFields, readNeighFields, type Neigh } from './neigh.js';
-import { formatRoute } from './route.js';
 import type { SubscriptionEvent } from './subscription.js';
-import { readHeader, Writer, type NlMsgHeader } from './wire.js';
 
 const PORT = 4242;
 

@@ -9,6 +9,8 @@
 import { ClosedError, TimeoutError } from '../errors/index.js';
 import type { NetlinkReceiver, SystemError } from '../native/index.js';
 import {
+  DumpInterruptedError,
+  NetlinkError,
   NLM_F_ACK,
   NLM_F_DUMP,
   NLM_F_DUMP_INTR,
@@ -17,10 +19,11 @@ import {
   NLMSG_ERROR,
   NLMSG_NOOP,
   NLMSG_OVERRUN,
+  parseDoneMessage,
+  parseErrorMessage,
   SIZEOF_NLMSGHDR,
-} from './constants.js';
-import { parseDoneMessage, parseErrorMessage } from './control.js';
-import { DumpInterruptedError, NetlinkError } from './errors.js';
+  Writer,
+} from './codec/index.js';
 import { BulkOp, ENOBUFS, type BulkHost, type BulkOutcome, type BulkSpec } from './bulk.js';
 import {
   singleOp,
@@ -31,7 +34,6 @@ import {
   type Parse,
   type Transport,
 } from './ops.js';
-import { Writer } from './wire.js';
 
 export type { ClientParams, ClientStats, Encode, Op, Parse, Transport } from './ops.js';
 

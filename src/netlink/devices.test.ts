@@ -1,10 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../log/index.js';
-import type { Address } from './address.js';
-import { AF_UNSPEC } from './constants.js';
+import { AF_UNSPEC, DumpInterruptedError, type Address, type Link } from './codec/index.js';
 import { DeviceFeed, type DeviceFeedListener, type DeviceFeedParams } from './devices.js';
-import { DumpInterruptedError } from './errors.js';
-import type { Link } from './link.js';
 import type { Subscription, SubscriptionHandlers } from './subscription.js';
 
 const AF_INET = 2;

@@ -5,11 +5,9 @@
 // subscribing and dumping on its own socket. Created and started once per namespace by its
 // owner (the agent; a subsystem run alone makes its own), which alone stops it.
 import type { Logger } from '../log/index.js';
-import type { Address } from './address.js';
-import { AF_UNSPEC } from './constants.js';
+import { AF_UNSPEC, type Address, type Link } from './codec/index.js';
 import { Feed, type FeedReason, type FeedTimers } from './feed.js';
 import type { NetlinkHandle } from './handle.js';
-import type { Link } from './link.js';
 
 /** Why the feed dumps: its own reasons, or `refresh` (a user asked for a fresh view). */
 export type DeviceFeedReason = FeedReason<'refresh'>;

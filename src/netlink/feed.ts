@@ -18,8 +18,7 @@
 // feeds.
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { DumpInterruptedError, ParseError } from './errors.js';
-import type { RtEvent } from './message.js';
+import { DumpInterruptedError, ParseError, type RtEvent } from './codec/index.js';
 import type { Subscription, SubscriptionEvent, SubscriptionHandlers } from './subscription.js';
 
 /** Why a feed dumps: the reasons of its own, and those its users pass to resync(). */

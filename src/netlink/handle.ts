@@ -3,18 +3,14 @@
 // never process-wide state.
 import { InvalidArgumentError } from '../errors/index.js';
 import { NetlinkSocket, type NetlinkSocketOptions } from '../native/index.js';
-import type { Address } from './address.js';
+import { stripUndefined } from '../util/index.js';
+import type { Address, Link, Neigh, NetlinkError, Route, Rule } from './codec/index.js';
 import * as addr from './calls-addr.js';
 import * as link from './calls-link.js';
 import * as neigh from './calls-neigh.js';
 import * as route from './calls-route.js';
 import * as rule from './calls-rule.js';
 import { Client, type ClientStats, type Transport } from './client.js';
-import type { NetlinkError } from './errors.js';
-import type { Link } from './link.js';
-import type { Neigh } from './neigh.js';
-import type { Route } from './route.js';
-import type { Rule } from './rule.js';
 import {
   groupNumbers,
   Subscription,
@@ -327,10 +323,4 @@ export class NetlinkHandle {
   close(): void {
     this.#client.close();
   }
-}
-
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  const out: Partial<T> = {};
-  for (const k of Object.keys(o) as (keyof T)[]) if (o[k] !== undefined) out[k] = o[k];
-  return out;
 }

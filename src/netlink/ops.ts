@@ -1,7 +1,7 @@
 // The client's vocabulary: the socket it needs (Transport), its parameters and
 // statistics, and the pending operations that incoming messages are routed to.
 import type { NetlinkReceiver } from '../native/index.js';
-import type { Writer } from './wire.js';
+import type { Writer } from './codec/index.js';
 
 /** What the client needs from a socket; the native NetlinkSocket fits, tests pass a fake. */
 export interface Transport {

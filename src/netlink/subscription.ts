@@ -4,6 +4,9 @@
 import { InvalidArgumentError } from '../errors/index.js';
 import type { NetlinkReceiver, SystemError } from '../native/index.js';
 import {
+  ParseError,
+  parseRtEvent,
+  type RtEvent,
   RTNLGRP_IPV4_IFADDR,
   RTNLGRP_IPV4_ROUTE,
   RTNLGRP_IPV4_RULE,
@@ -13,9 +16,7 @@ import {
   RTNLGRP_LINK,
   RTNLGRP_NEIGH,
   SIZEOF_NLMSGHDR,
-} from './constants.js';
-import { ParseError } from './errors.js';
-import { parseRtEvent, type RtEvent } from './message.js';
+} from './codec/index.js';
 import type { Transport } from './client.js';
 
 /** Named groups: `address`, `route` and `rule` cover both IPv4 and IPv6. */

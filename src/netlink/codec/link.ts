@@ -1,6 +1,6 @@
 // Links: struct ifinfomsg + IFLA_* attributes, IFLA_LINKINFO (kind, kind data, the veth
 // peer) included.
-import { readMac } from './addr.js';
+import { formatLinkAddr } from '../../ipaddr/index.js';
 import {
   IFLA_ADDRESS,
   IFLA_BROADCAST,
@@ -212,13 +212,13 @@ function parseLinkBody(buf: Buffer, p: number, end: number, at: number): Link {
         link.maxMtu = getU32(buf, off, len, 'IFLA_MAX_MTU');
         break;
       case IFLA_ADDRESS:
-        link.address = readMac(buf, off, len);
+        link.address = formatLinkAddr(buf, off, len);
         break;
       case IFLA_BROADCAST:
-        link.broadcast = readMac(buf, off, len);
+        link.broadcast = formatLinkAddr(buf, off, len);
         break;
       case IFLA_PERM_ADDRESS:
-        link.permAddress = readMac(buf, off, len);
+        link.permAddress = formatLinkAddr(buf, off, len);
         break;
       case IFLA_MASTER:
         link.master = getU32(buf, off, len, 'IFLA_MASTER');

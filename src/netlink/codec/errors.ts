@@ -1,7 +1,7 @@
 // Typed errors of the netlink client: a kernel error (NetlinkError), a dump that stayed
 // inconsistent after its retries (DumpInterruptedError) and malformed bytes (ParseError).
 import { constants as osConstants } from 'node:os';
-import { FibkeeperError } from '../errors/index.js';
+import { FibkeeperError } from '../../errors/index.js';
 
 // Where several names share a number, the one Linux (strerror, iproute2) uses.
 const PREFERRED = ['EAGAIN', 'EOPNOTSUPP', 'EDEADLK'];

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readIp, readMac } from './addr.js';
+import { formatLinkAddr, ipFromBytes, parseIp } from '../../ipaddr/index.js';
 import { formatAddress, parseAddress, type Address } from './address.js';
 import * as C from './constants.js';
 import {
@@ -29,9 +29,9 @@ const u8 = fc.integer({ min: 0, max: 0xff });
 const u16 = fc.integer({ min: 0, max: 0xffff });
 const u32 = fc.integer({ min: 0, max: 0xffffffff });
 const s32 = fc.integer({ min: -0x80000000, max: 0x7fffffff });
-const ip4 = fc.uint8Array({ minLength: 4, maxLength: 4 }).map((b) => readIp(b, 0, 4));
-const ip6 = fc.uint8Array({ minLength: 16, maxLength: 16 }).map((b) => readIp(b, 0, 16));
-const mac = fc.uint8Array({ minLength: 6, maxLength: 6 }).map((b) => readMac(b, 0, 6));
+const ip4 = fc.uint8Array({ minLength: 4, maxLength: 4 }).map((b) => ipFromBytes(b, 0, 4));
+const ip6 = fc.uint8Array({ minLength: 16, maxLength: 16 }).map((b) => ipFromBytes(b, 0, 16));
+const mac = fc.uint8Array({ minLength: 6, maxLength: 6 }).map((b) => formatLinkAddr(b, 0, 6));
 const name = fc.string({ unit: fc.constantFrom(...'abcxyz0123-_.@'.split('')), maxLength: 15 });
 const rawAttrs = fc
   .array(
@@ -44,11 +44,9 @@ const rawAttrs = fc
   .map((as) => as.map((a) => ({ type: a.type, value: Buffer.from(a.value) })));
 const opt = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined });
 
-function stripUndefined<T>(v: T): T {
-  return JSON.parse(JSON.stringify(v, (_k, x: unknown) => (Buffer.isBuffer(x) ? [...x] : x))) as T;
-}
+/** Comparable form: Buffers as byte arrays, undefined fields gone (a JSON round trip). */
 function canon(v: unknown): unknown {
-  return stripUndefined(v);
+  return JSON.parse(JSON.stringify(v, (_k, x: unknown) => (Buffer.isBuffer(x) ? [...x] : x)));
 }
 
 const linkBase = fc.record({
@@ -338,6 +336,18 @@ describe('round trips (property)', () => {
 
 // --- known bytes ----------------------------------------------------------------------------
 describe('wire layout', () => {
+  it('writes an IP parsed already as its text would be written (its bytes copied)', () => {
+    for (const text of ['192.0.2.1', '2001:db8::7']) {
+      const ip = parseIp(text);
+      const a = { family: ip.family === 4 ? C.AF_INET : C.AF_INET6, prefixlen: 32, flags: 0 };
+      const base = { ...a, scope: 0, index: 3 };
+      const fromText = encode((w) => formatAddress(w, C.RTM_NEWADDR, 0, { ...base, local: text }));
+      const parsed = encode((w) => formatAddress(w, C.RTM_NEWADDR, 0, { ...base, local: ip }));
+      expect(parsed.equals(fromText), text).toBe(true);
+      expect(parseAddress(parsed, 0, parsed.length).local).toBe(text);
+    }
+  });
+
   it('encodes a neighbor replace byte for byte', () => {
     const b = encode((w) =>
       formatNeigh(

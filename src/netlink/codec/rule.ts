@@ -2,7 +2,7 @@
 // as `ip rule` shows them. Attributes this codec does not decode (newer selectors such as
 // FRA_DSCP or FRA_FLOWLABEL) are kept raw in `other`, so that a reader can tell a rule it
 // does not understand from one without selectors.
-import { readIp } from './addr.js';
+import { ipFromBytes } from '../../ipaddr/index.js';
 import {
   FRA_DPORT_RANGE,
   FRA_DST,
@@ -102,7 +102,7 @@ export interface Rule {
 
 function ipAttr(buf: Buffer, off: number, len: number, what: string): string {
   if (len !== 4 && len !== 16) throw new ParseError(`${what}: ${len}-byte address`, off);
-  return readIp(buf, off, len);
+  return ipFromBytes(buf, off, len);
 }
 
 function rangeAttr(buf: Buffer, off: number, len: number, what: string, ports: boolean): RuleRange {

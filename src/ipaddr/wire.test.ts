@@ -2,8 +2,10 @@ import { isIP, SocketAddress } from 'node:net';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../errors/index.js';
-import { bytesToIp, ipToBytes, macLength, readIp, readMac, writeIp, writeMac } from './addr.js';
-import { AF_INET, AF_INET6 } from './constants.js';
+import { afOfText, AF_INET, AF_INET6, ipFromBytes, ipToBytes, writeIp } from './address.js';
+import { formatLinkAddr, linkAddrLength, writeLinkAddr } from './mac.js';
+
+// The conversions the netlink codec runs for every address it writes or reads.
 
 // libuv's inet_ntop/inet_pton (behind node:net) implement the same BSD algorithm as
 // glibc, which `ip -j` prints with: they are the oracle here.
@@ -33,7 +35,7 @@ describe('IP text <-> bytes', () => {
     ];
     for (const [input, canonical] of cases) {
       const b = ipToBytes(input);
-      expect(bytesToIp(b), input).toBe(canonical);
+      expect(ipFromBytes(b), input).toBe(canonical);
     }
   });
 
@@ -62,12 +64,13 @@ describe('IP text <-> bytes', () => {
     }
   });
 
-  it('writeIp reports the family and writes in place', () => {
+  it('writeIp reports the length and writes in place; afOfText tells the family', () => {
     const buf = Buffer.alloc(20, 0xaa);
-    expect(writeIp(buf, 2, '1.2.3.4')).toBe(AF_INET);
+    expect(writeIp('1.2.3.4', buf, 2)).toBe(4);
     expect([...buf.subarray(0, 7)]).toEqual([0xaa, 0xaa, 1, 2, 3, 4, 0xaa]);
-    expect(writeIp(buf, 4, '::2')).toBe(AF_INET6);
-    expect(readIp(buf, 4, 16)).toBe('::2');
+    expect(writeIp('::2', buf, 4)).toBe(16);
+    expect(ipFromBytes(buf, 4, 16)).toBe('::2');
+    expect([afOfText('1.2.3.4'), afOfText('::2')]).toEqual([AF_INET, AF_INET6]);
   });
 
   it('formats every IPv6 address as inet_ntop does (property)', () => {
@@ -86,7 +89,7 @@ describe('IP text <-> bytes', () => {
             b[2 * i] = w >> 8;
             b[2 * i + 1] = w & 0xff;
           });
-          const text = readIp(b, 0, 16);
+          const text = ipFromBytes(b, 0, 16);
           expect(text).toBe(ntop6(b));
           expect([...ipToBytes(text)]).toEqual([...b]);
         },
@@ -109,7 +112,7 @@ describe('IP text <-> bytes', () => {
         }
         expect(ok, s).toBe(isIP(s) !== 0);
         if (ok && isIP(s) === 6) {
-          expect(bytesToIp(ipToBytes(s))).toBe(
+          expect(ipFromBytes(ipToBytes(s))).toBe(
             new SocketAddress({ address: s, family: 'ipv6' }).address,
           );
         }
@@ -121,7 +124,7 @@ describe('IP text <-> bytes', () => {
   it('parses every IPv6 notation fast-check generates to inet_pton bytes (property)', () => {
     fc.assert(
       fc.property(fc.ipV6(), (ip) => {
-        expect(bytesToIp(ipToBytes(ip))).toBe(
+        expect(ipFromBytes(ipToBytes(ip))).toBe(
           new SocketAddress({ address: ip, family: 'ipv6' }).address,
         );
       }),
@@ -132,7 +135,7 @@ describe('IP text <-> bytes', () => {
   it('round-trips IPv4 (property)', () => {
     fc.assert(
       fc.property(fc.ipV4(), (ip) => {
-        expect(bytesToIp(ipToBytes(ip))).toBe(ip);
+        expect(ipFromBytes(ipToBytes(ip))).toBe(ip);
       }),
     );
   });
@@ -142,21 +145,21 @@ describe('link-layer addresses', () => {
   it('round-trips MACs of any length', () => {
     fc.assert(
       fc.property(fc.uint8Array({ minLength: 1, maxLength: 32 }), (bytes) => {
-        const text = readMac(bytes, 0, bytes.length);
+        const text = formatLinkAddr(bytes, 0, bytes.length);
         const out = Buffer.alloc(32);
-        expect(writeMac(out, 0, text)).toBe(bytes.length);
+        expect(writeLinkAddr(text, out, 0)).toBe(bytes.length);
         expect([...out.subarray(0, bytes.length)]).toEqual([...bytes]);
-        expect(macLength(text)).toBe(bytes.length);
+        expect(linkAddrLength(text)).toBe(bytes.length);
       }),
     );
   });
 
   it('accepts upper case and single digits, rejects junk', () => {
     const out = Buffer.alloc(6);
-    writeMac(out, 0, 'AA:b:0c:D:e:FF');
-    expect(readMac(out, 0, 6)).toBe('aa:0b:0c:0d:0e:ff');
+    writeLinkAddr('AA:b:0c:D:e:FF', out, 0);
+    expect(formatLinkAddr(out, 0, 6)).toBe('aa:0b:0c:0d:0e:ff');
     for (const bad of ['', ':', 'aa::bb', 'aa:bb:', 'aaa:bb', 'gg:00', `${'00:'.repeat(32)}00`]) {
-      expect(() => writeMac(Buffer.alloc(64), 0, bad), bad).toThrow(InvalidArgumentError);
+      expect(() => writeLinkAddr(bad, Buffer.alloc(64), 0), bad).toThrow(InvalidArgumentError);
     }
   });
 });

@@ -3,8 +3,15 @@
 // Buffer, and bounds-checked readers that throw ParseError on malformed input.
 //
 // Netlink uses host byte order; every supported target (x86_64, aarch64) is little-endian.
-import { writeIp, writeMac, MAX_ADDR_LEN } from './addr.js';
-import { AF_INET6, NLA_TYPE_MASK, SIZEOF_NLATTR, SIZEOF_NLMSGHDR } from './constants.js';
+import {
+  AF_INET,
+  AF_INET6,
+  MAX_ADDR_LEN,
+  writeIp,
+  writeLinkAddr,
+  type IpArg,
+} from '../../ipaddr/index.js';
+import { NLA_TYPE_MASK, SIZEOF_NLATTR, SIZEOF_NLMSGHDR } from './constants.js';
 import { ParseError } from './errors.js';
 
 export const align4 = (n: number): number => (n + 3) & ~3;
@@ -153,23 +160,31 @@ export class Writer {
     this.pad(o + v.length);
   }
 
-  /** An address attribute parsed from an IP string; returns its family. */
-  ip(type: number, ip: string): number {
+  /**
+   * An address attribute from an IP: text (parsed into the message) or a ParsedIp (its bytes
+   * copied, not parsed again); returns its family.
+   */
+  ip(type: number, ip: IpArg): number {
     this.ensure(SIZEOF_NLATTR + 16);
     const o = this.off + SIZEOF_NLATTR;
-    const family = writeIp(this.buf, o, ip);
-    const len = family === AF_INET6 ? 16 : 4;
+    let len: number;
+    if (typeof ip === 'string') {
+      len = writeIp(ip, this.buf, o);
+    } else {
+      this.buf.set(ip.bytes, o); // parsed already: the bytes as they are
+      len = ip.bytes.length;
+    }
     put16(this.buf, this.off, SIZEOF_NLATTR + len);
     put16(this.buf, this.off + 2, type);
     this.off = o + len;
-    return family;
+    return len === 16 ? AF_INET6 : AF_INET;
   }
 
   /** A link-layer address attribute parsed from "aa:bb:...". */
   mac(type: number, mac: string): void {
     this.ensure(SIZEOF_NLATTR + MAX_ADDR_LEN + 3);
     const o = this.off + SIZEOF_NLATTR;
-    const len = writeMac(this.buf, o, mac);
+    const len = writeLinkAddr(mac, this.buf, o);
     put16(this.buf, this.off, SIZEOF_NLATTR + len);
     put16(this.buf, this.off + 2, type);
     this.pad(o + len);

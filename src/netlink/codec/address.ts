@@ -1,5 +1,5 @@
 // Addresses: struct ifaddrmsg + IFA_* attributes.
-import { readIp } from './addr.js';
+import { ipFromBytes, type IpArg } from '../../ipaddr/index.js';
 import {
   IFA_ADDRESS,
   IFA_BROADCAST,
@@ -47,7 +47,7 @@ export interface Address {
 
 function ipAttr(buf: Buffer, off: number, len: number, what: string): string {
   if (len !== 4 && len !== 16) throw new ParseError(`${what}: ${len}-byte address`, off);
-  return readIp(buf, off, len);
+  return ipFromBytes(buf, off, len);
 }
 
 /** Parses the RTM_*ADDR message of `len` bytes at `off` (header included). */
@@ -102,7 +102,20 @@ export function parseAddress(buf: Buffer, off: number, len: number): Address {
  * Encodes an RTM_*ADDR message. The 8-bit ifa_flags carries the low flag bits and
  * IFA_FLAGS the full 32-bit value whenever any bit above 0xff is set.
  */
-export function formatAddress(w: Writer, type: number, flags: number, a: Address, seq = 0): void {
+/** An address to encode: as Address, with the IPs as text or parsed already. */
+export type AddressOut = Omit<Address, 'address' | 'local' | 'broadcast'> & {
+  address?: IpArg;
+  local?: IpArg;
+  broadcast?: IpArg;
+};
+
+export function formatAddress(
+  w: Writer,
+  type: number,
+  flags: number,
+  a: AddressOut,
+  seq = 0,
+): void {
   const start = w.begin(type, flags, SIZEOF_IFADDRMSG, seq);
   const p = start + SIZEOF_NLMSGHDR;
   const b = w.buf;

@@ -1,8 +1,7 @@
 // Routes: struct rtmsg + RTA_* attributes, RTA_MULTIPATH (struct rtnexthop legs) and
 // RTA_VIA included.
-import { readIp, writeIp } from './addr.js';
+import { ipFromBytes, writeIp } from '../../ipaddr/index.js';
 import {
-  AF_INET6,
   RTA_CACHEINFO,
   RTA_DST,
   RTA_ENCAP_TYPE,
@@ -96,7 +95,7 @@ export interface Route {
 
 function ipAttr(buf: Buffer, off: number, len: number, what: string): string {
   if (len !== 4 && len !== 16) throw new ParseError(`${what}: ${len}-byte address`, off);
-  return readIp(buf, off, len);
+  return ipFromBytes(buf, off, len);
 }
 
 function parseVia(buf: Buffer, off: number, len: number): Via {
@@ -215,8 +214,7 @@ function writeVia(w: Writer, via: Via): void {
   const start = w.off;
   w.buf.writeUInt16LE(RTA_VIA, start + 2);
   w.buf.writeUInt16LE(via.family, start + 4);
-  const family = writeIp(w.buf, start + 6, via.address);
-  const len = 4 + 2 + (family === AF_INET6 ? 16 : 4);
+  const len = 4 + 2 + writeIp(via.address, w.buf, start + 6);
   w.buf.writeUInt16LE(len, start);
   w.off = start + len;
   while (w.off & 3) w.buf[w.off++] = 0;

@@ -1,6 +1,6 @@
 // Neighbors: struct ndmsg + NDA_* attributes, NDA_FLAGS_EXT (the managed flag),
 // NDA_PROTOCOL, NDA_LLADDR and NDA_CACHEINFO included. formatNeigh is the bulk path.
-import { readIp, readMac } from './addr.js';
+import { formatLinkAddr, ipFromBytes } from '../../ipaddr/index.js';
 import {
   NDA_CACHEINFO,
   NDA_DST,
@@ -73,10 +73,10 @@ function parseNeighAttr(n: Neigh, buf: Buffer, type: number, off: number, len: n
   switch (type) {
     case NDA_DST:
       if (len !== 4 && len !== 16) throw new ParseError(`NDA_DST: ${len}-byte address`, off);
-      n.dst = readIp(buf, off, len);
+      n.dst = ipFromBytes(buf, off, len);
       break;
     case NDA_LLADDR:
-      n.lladdr = readMac(buf, off, len);
+      n.lladdr = formatLinkAddr(buf, off, len);
       break;
     case NDA_PROTOCOL:
       n.protocol = getU8(buf, off, len, 'NDA_PROTOCOL');
@@ -178,8 +178,8 @@ export function readNeighFields(
     const l = alen - SIZEOF_NLATTR;
     if (type === NDA_DST) {
       if (l !== 4 && l !== 16) throw new ParseError(`NDA_DST: ${l}-byte address`, o);
-      into.dst = readIp(buf, o, l);
-    } else if (type === NDA_LLADDR) into.lladdr = readMac(buf, o, l);
+      into.dst = ipFromBytes(buf, o, l);
+    } else if (type === NDA_LLADDR) into.lladdr = formatLinkAddr(buf, o, l);
     else if (type === NDA_PROTOCOL) into.protocol = getU8(buf, o, l, 'NDA_PROTOCOL');
     else if (type === NDA_FLAGS_EXT) into.flagsExt = getU32(buf, o, l, 'NDA_FLAGS_EXT');
     else if (type === NDA_CACHEINFO) expectLen(o, l, SIZEOF_NDA_CACHEINFO, 'NDA_CACHEINFO');
