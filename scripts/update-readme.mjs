@@ -2,7 +2,7 @@
 // deploy/fibkeeper.example.yaml from src/config and src/metrics. Run after `make ts`.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { exampleConfigYaml, optionsMarkdown } from '../dist/config/index.js';
-import { metricsMarkdown } from '../dist/metrics/index.js';
+import { metricsMarkdown } from '../dist/agent/index.js';
 
 const root = new URL('../', import.meta.url);
 const readmeUrl = new URL('README.md', root);

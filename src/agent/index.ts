@@ -38,6 +38,7 @@ export {
   type XdpSection,
 } from './status.js';
 export type { AgentView } from './view.js';
+export { metricCatalog, metricsMarkdown, type MetricInfo } from './catalog.js';
 export {
   registerAgentMetrics,
   registerMissTrackerMetrics,

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { metricCatalog } from './index.js';
+import { metricCatalog } from '../agent/index.js';
 
 interface Target {
   expr: string;

@@ -1,10 +1,9 @@
-// Prometheus metrics: the registry (default process metrics plus `fibkeeper_build_info`),
-// the HTTP endpoint and the catalog of every metric. Each metric group lives with the
-// subsystem it describes (src/<subsystem>/metrics.ts) and takes the registry; BPF counters
-// are read lazily in collect().
+// Prometheus metrics: the registry (default process metrics plus `fibkeeper_build_info`)
+// and the HTTP endpoint. Each metric group lives with the subsystem it describes
+// (src/<subsystem>/metrics.ts) and takes the registry; BPF counters are read lazily in
+// collect(). The catalog of every metric is the agent's (src/agent/catalog.ts).
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 
-export { metricCatalog, metricsMarkdown, type MetricInfo } from './catalog.js';
 export { MetricsServer, type HealthReport, type MetricsServerParams } from './server.js';
 /** Kept here for the control API's TCP listener (one parser: src/ipaddr). */
 export { parseHostPort } from '../ipaddr/index.js';

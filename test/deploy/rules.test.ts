@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { metricCatalog } from '../../src/metrics/index.js';
+import { metricCatalog } from '../../src/agent/index.js';
 
 const DIR = 'deploy/prometheus';
 interface Rule {

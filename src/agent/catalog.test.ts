@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { registerAgentMetrics } from '../agent/metrics.js';
-import { registerClusterMetrics } from '../cluster/metrics.js';
-import { registerExtipMetrics } from '../extip/metrics.js';
-import { NeighborMetrics } from '../neighbor/metrics.js';
-import { metricCatalog, metricsMarkdown } from './index.js';
+import { registerClusterMetrics } from '../cluster/index.js';
+import { registerExtipMetrics } from '../extip/index.js';
+import { NeighborMetrics } from '../neighbor/index.js';
+import { metricCatalog, metricsMarkdown } from './catalog.js';
+import { registerAgentMetrics } from './metrics.js';
 
 describe('metric catalog', () => {
   it('follows the naming rules: fibkeeper_ prefix, counters end in _total, no IP labels', async () => {

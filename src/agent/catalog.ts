@@ -1,13 +1,12 @@
 // Every fibkeeper metric with its type, labels and meaning, read from the metric groups
-// themselves (registered on a scratch registry), for the README and its test. The groups
-// are read from their own files (each depends on prom-client only), not through the
-// subsystems' index.ts: those import the registry from here, which would close a circle.
+// themselves (registered on a scratch registry), for the README and its test. It sits in
+// the agent, above every subsystem, and reads each group through its subsystem's index.ts.
 import { Registry } from 'prom-client';
-import { registerAgentMetrics, registerMissTrackerMetrics } from '../agent/metrics.js';
-import { registerClusterMetrics } from '../cluster/metrics.js';
-import { registerExtipMetrics } from '../extip/metrics.js';
-import { registerXdpMetrics } from '../fib/metrics.js';
-import { NeighborMetrics } from '../neighbor/metrics.js';
+import { registerClusterMetrics } from '../cluster/index.js';
+import { registerExtipMetrics } from '../extip/index.js';
+import { registerXdpMetrics } from '../fib/index.js';
+import { NeighborMetrics } from '../neighbor/index.js';
+import { registerAgentMetrics, registerMissTrackerMetrics } from './metrics.js';
 
 export interface MetricInfo {
   name: string;
