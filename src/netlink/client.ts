@@ -8,6 +8,7 @@
 // error); so the ack for the last message proves every message before it was handled.
 import { ClosedError, TimeoutError } from '../errors/index.js';
 import type { NetlinkReceiver, SystemError } from '../native/index.js';
+import { backoff } from '../sched/index.js';
 import {
   DumpInterruptedError,
   NetlinkError,
@@ -405,7 +406,7 @@ export class Client implements NetlinkReceiver, BulkHost {
           this.#sendProbe(attempt + 1);
         }
       },
-      Math.min(1000, 10 * 2 ** attempt),
+      backoff(10, 1000, attempt + 1),
     );
     retry.unref();
   }

@@ -6,7 +6,8 @@
 // owner (the agent; a subsystem run alone makes its own), which alone stops it.
 import type { Logger } from '../log/index.js';
 import { AF_UNSPEC, type Address, type Link } from './codec/index.js';
-import { Feed, type FeedReason, type FeedTimers } from './feed.js';
+import { systemClock, type Clock } from '../sched/index.js';
+import { Feed, type FeedReason } from './feed.js';
 import type { NetlinkHandle } from './handle.js';
 
 /** Why the feed dumps: its own reasons, or `refresh` (a user asked for a fresh view). */
@@ -33,7 +34,7 @@ export interface DeviceFeedParams {
   nl: Pick<NetlinkHandle, 'subscribe' | 'linkList' | 'addrList'>;
   log: Logger;
   /** Default: the process timers. */
-  clock?: FeedTimers;
+  clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
   /** Receive buffer of the subscription socket; default 4 MiB. */
   rcvbuf?: number;
   /** Delay before a failed dump is tried again, ms; default 1000. */
@@ -41,11 +42,6 @@ export interface DeviceFeedParams {
 }
 
 type Snapshot = [Link[], Address[]];
-
-const processTimers: FeedTimers = {
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
-};
 
 /**
  * The identity of an address on a link, as the kernel keys it: local and peer address and
@@ -98,7 +94,7 @@ export class DeviceFeed {
         this.#reason = reason;
         this.#emit((l) => l.resyncing?.(reason));
       },
-      clock: p.clock ?? processTimers,
+      clock: p.clock ?? systemClock,
       log: p.log,
       retryMs: p.retryMs ?? 1000,
     });

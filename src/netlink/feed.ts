@@ -19,16 +19,11 @@
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { DumpInterruptedError, ParseError, type RtEvent } from './codec/index.js';
+import type { Clock } from '../sched/index.js';
 import type { Subscription, SubscriptionEvent, SubscriptionHandlers } from './subscription.js';
 
 /** Why a feed dumps: the reasons of its own, and those its users pass to resync(). */
 export type FeedReason<R extends string = never> = 'startup' | 'overflow' | 'dump-interrupted' | R;
-
-/** The timers a feed needs (a Clock has them). */
-export interface FeedTimers {
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
 
 export interface FeedParams<D, R extends string = never> {
   name: string;
@@ -56,7 +51,7 @@ export interface FeedParams<D, R extends string = never> {
   failed?(err: unknown): void;
   /** Counted once per resync that starts. */
   resynced(reason: FeedReason<R>): void;
-  clock: FeedTimers;
+  clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
   log: Logger;
   /** Delay before trying a failed dump again, ms. */
   retryMs: number;

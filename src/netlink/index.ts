@@ -26,7 +26,7 @@ export {
   type SubscriptionStats,
 } from './subscription.js';
 // --- feeds ----------------------------------------------------------------------------------
-export { Feed, type FeedParams, type FeedReason, type FeedTimers } from './feed.js';
+export { Feed, type FeedParams, type FeedReason } from './feed.js';
 export {
   DeviceFeed,
   addressKey,
