@@ -79,15 +79,17 @@ export class Agent implements AgentView {
   readonly control: ControlPlane;
   /** Entries of the state file not applied at the last start or reload, with the reason. */
   skipped: SkippedEntry[] = [];
-  private metricsServer: MetricsServer | undefined;
-  private lock: AgentLock | undefined;
-  private readonly stoppers: Stopper[] = [];
+  #metricsServer: MetricsServer | undefined;
+  #lock: AgentLock | undefined;
+  readonly #stoppers: Stopper[] = [];
   readonly metrics: AgentMetrics;
   #phase: AgentPhase = 'new';
   #starting: Promise<void> | undefined;
   readonly startedAt = new Date();
 
-  constructor(private readonly p: AgentParams) {
+  readonly #p: AgentParams;
+  constructor(p: AgentParams) {
+    this.#p = p;
     this.cfg = p.config;
     this.store = new StateStore(p.config.stateFile);
     this.registry = createRegistry(p.version);
@@ -115,11 +117,11 @@ export class Agent implements AgentView {
   }
 
   get log(): Logger {
-    return this.p.log;
+    return this.#p.log;
   }
 
   get version(): string {
-    return this.p.version;
+    return this.#p.version;
   }
 
   get netns(): string | undefined {
@@ -153,32 +155,32 @@ export class Agent implements AgentView {
     try {
       // Validate: nothing below changes the kernel.
       const { token } = checkRunnable(this.cfg);
-      checkCapabilities(this.cfg, this.p.capabilities);
-      this.lock = acquireAgentLock({ netns: this.cfg.netns, stateFile: this.cfg.stateFile });
-      this.stoppers.push(() => this.lock?.release());
+      checkCapabilities(this.cfg, this.#p.capabilities);
+      this.#lock = acquireAgentLock({ netns: this.cfg.netns, stateFile: this.cfg.stateFile });
+      this.#stoppers.push(() => this.#lock?.release());
       const { usable, skipped } = this.store.load(staticSets(this.cfg));
       this.skipped = [...skipped];
-      await this.startApi(token);
-      await this.startMetrics();
-      await this.startProbe();
+      await this.#startApi(token);
+      await this.#startMetrics();
+      await this.#startProbe();
       // Act.
       this.netlink = NetlinkHandle.open(this.netns ? { netns: this.netns } : {});
-      this.stoppers.push(() => this.netlink?.close());
+      this.#stoppers.push(() => this.netlink?.close());
       const devices = (this.devices = new DeviceFeed({
         nl: this.netlink,
         log: this.log.child({ component: 'devices' }),
       }));
-      this.stoppers.push(() => devices.stop());
+      this.#stoppers.push(() => devices.stop());
       await devices.start();
       if (this.cfg.cluster.enabled) {
         const keep = new Set([...staticSets(this.cfg).extip, ...usable.extip]);
         await dropLeftovers(this.netlink, this.cfg.extip.holderName, keep, this.log);
       }
-      if (this.cfg.xdp.enabled) await this.startXdp();
-      if (this.cfg.neighbor.enabled) await this.startNeighbor(usable);
-      if (this.cfg.extip.enabled) await this.startExtip(usable);
-      if (this.cfg.cluster.enabled) await this.startCluster();
-      if (this.cfg.xdp.enabled && this.cfg.xdp.missTracker.enabled) this.startMissTracker();
+      if (this.cfg.xdp.enabled) await this.#startXdp();
+      if (this.cfg.neighbor.enabled) await this.#startNeighbor(usable);
+      if (this.cfg.extip.enabled) await this.#startExtip(usable);
+      if (this.cfg.cluster.enabled) await this.#startCluster();
+      if (this.cfg.xdp.enabled && this.cfg.xdp.missTracker.enabled) this.#startMissTracker();
       this.reportSkipped('state file entries not applied');
       this.#phase = 'running';
       this.log.info(
@@ -220,9 +222,9 @@ export class Agent implements AgentView {
     }
   }
 
-  private async startProbe(): Promise<void> {
-    const features = this.p.probe
-      ? await this.p.probe()
+  async #startProbe(): Promise<void> {
+    const features = this.#p.probe
+      ? await this.#p.probe()
       : await probeKernel({
           ...(this.netns ? { netns: this.netns } : {}),
           pinDir: this.cfg.xdp.pinDir,
@@ -244,7 +246,7 @@ export class Agent implements AgentView {
     }
   }
 
-  private async startNeighbor(usable: ControlState): Promise<void> {
+  async #startNeighbor(usable: ControlState): Promise<void> {
     const report = this.probeReport as ProbeReport;
     const n = new NeighborSubsystem({
       ...(this.netns ? { netns: this.netns } : {}),
@@ -263,7 +265,7 @@ export class Agent implements AgentView {
     const configLoaded = n.registerInitializer('config');
     if (this.cfg.cluster.enabled) this.#peersLoaded = n.registerInitializer(CLUSTER_OWNER);
     this.neighbor = n;
-    this.stoppers.push(() => n.stop());
+    this.#stoppers.push(() => n.stop());
     await n.start();
     // The config's IPs and the API's owners from the state file (each IP on its own), before
     // the first prune can run.
@@ -273,7 +275,7 @@ export class Agent implements AgentView {
     configLoaded();
   }
 
-  private async startExtip(usable: ControlState): Promise<void> {
+  async #startExtip(usable: ControlState): Promise<void> {
     const x = new ExternalIpSubsystem({
       ...(this.netns ? { netns: this.netns } : {}),
       netlink: this.netlink as NetlinkHandle,
@@ -286,7 +288,7 @@ export class Agent implements AgentView {
         : {}),
     });
     this.extip = x;
-    this.stoppers.push(() => x.stop());
+    this.#stoppers.push(() => x.stop());
     await x.start();
     const { desired, skipped } = planExtip({ check: (ips) => x.validate(ips) }, this.cfg, usable);
     this.skipped.push(...skipped);
@@ -296,7 +298,7 @@ export class Agent implements AgentView {
     });
   }
 
-  private async startCluster(): Promise<void> {
+  async #startCluster(): Promise<void> {
     const x = this.extip as ExternalIpSubsystem;
     const c = new AgentCluster({
       cfg: this.cfg,
@@ -309,22 +311,22 @@ export class Agent implements AgentView {
         ),
     });
     this.cluster = c;
-    this.stoppers.push(() => c.stop());
+    this.#stoppers.push(() => c.stop());
     await c.start(this.cfg.cluster.static, this.#peersLoaded);
   }
 
-  private async startXdp(): Promise<void> {
+  async #startXdp(): Promise<void> {
     const x = new XdpForwarder({
       ...(this.netns ? { netns: this.netns } : {}),
       netlink: this.netlink as NetlinkHandle,
       devices: this.devices as DeviceFeed,
-      ...(this.p.objectPath ? { objectPath: this.p.objectPath } : {}),
+      ...(this.#p.objectPath ? { objectPath: this.#p.objectPath } : {}),
       config: this.xdpConfig(this.cfg),
       registry: this.registry,
       log: this.log.child({ component: 'xdp' }),
     });
     this.xdp = x;
-    this.stoppers.push(() => x.stop());
+    this.#stoppers.push(() => x.stop());
     try {
       await x.start();
     } catch (err) {
@@ -339,7 +341,7 @@ export class Agent implements AgentView {
     }
   }
 
-  private startMissTracker(): void {
+  #startMissTracker(): void {
     const x = this.xdp;
     const neighbor = this.neighbor;
     if (!x || !neighbor) return;
@@ -359,7 +361,7 @@ export class Agent implements AgentView {
       log: this.log.child({ component: 'miss-tracker' }),
     });
     this.missTracker = t;
-    this.stoppers.push(() => t.stop());
+    this.#stoppers.push(() => t.stop());
     t.start();
   }
 
@@ -367,7 +369,7 @@ export class Agent implements AgentView {
     return { ...cfg.xdp, devices: cfg.devices, holderName: cfg.extip.holderName, missTrack: true };
   }
 
-  private async startApi(token: Buffer | undefined): Promise<void> {
+  async #startApi(token: Buffer | undefined): Promise<void> {
     const api = new ApiServer({
       socketPath: this.cfg.api.socket,
       socketMode: this.cfg.api.socketMode,
@@ -377,11 +379,11 @@ export class Agent implements AgentView {
       handlers: handlersFor(this),
       log: this.log.child({ component: 'api' }),
     });
-    this.stoppers.push(() => api.stop());
+    this.#stoppers.push(() => api.stop());
     await api.start();
   }
 
-  private async startMetrics(): Promise<void> {
+  async #startMetrics(): Promise<void> {
     if (this.cfg.metrics.address === '') return;
     const m = new MetricsServer({
       address: this.cfg.metrics.address,
@@ -391,14 +393,14 @@ export class Agent implements AgentView {
       ready: () => this.ready(),
       log: this.log.child({ component: 'metrics' }),
     });
-    this.stoppers.push(() => m.stop());
+    this.#stoppers.push(() => m.stop());
     await m.start();
-    this.metricsServer = m;
+    this.#metricsServer = m;
   }
 
   /** The metrics endpoint's port (after start). */
   get metricsPort(): number | undefined {
-    return this.metricsServer?.port;
+    return this.#metricsServer?.port;
   }
 
   /**
@@ -456,7 +458,7 @@ export class Agent implements AgentView {
       throw new ClosedError(`reload: the agent is ${this.#phase}`);
     }
     return this.control.exclusive('a config reload', () =>
-      reloadAgent(this, { configPath: this.p.configPath, flags: this.p.flags ?? {} }),
+      reloadAgent(this, { configPath: this.#p.configPath, flags: this.#p.flags ?? {} }),
     );
   }
 
@@ -464,8 +466,8 @@ export class Agent implements AgentView {
   async stop(): Promise<void> {
     if (this.#phase === 'stopped' || this.#phase === 'stopping') return;
     this.#phase = 'stopping';
-    while (this.stoppers.length > 0) {
-      const stop = this.stoppers.pop() as Stopper;
+    while (this.#stoppers.length > 0) {
+      const stop = this.#stoppers.pop() as Stopper;
       try {
         await stop();
       } catch (err) {

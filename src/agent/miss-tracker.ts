@@ -30,73 +30,76 @@ export interface MissTrackerParams {
 }
 
 export class MissTracker {
-  private readonly lastSeen = new Map<string, number>();
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private readonly metrics: MissTrackerMetrics | undefined;
-  private readonly now: () => number;
+  readonly #lastSeen = new Map<string, number>();
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  readonly #metrics: MissTrackerMetrics | undefined;
+  readonly #now: () => number;
 
-  constructor(private readonly p: MissTrackerParams) {
-    this.now = p.now ?? Date.now;
-    if (p.registry) this.metrics = registerMissTrackerMetrics(p.registry, () => this.lastSeen.size);
+  readonly #p: MissTrackerParams;
+  constructor(p: MissTrackerParams) {
+    this.#p = p;
+    this.#now = p.now ?? Date.now;
+    if (p.registry)
+      this.#metrics = registerMissTrackerMetrics(p.registry, () => this.#lastSeen.size);
   }
 
   get tracked(): number {
-    return this.lastSeen.size;
+    return this.#lastSeen.size;
   }
 
   start(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => {
-      if (!this.running) this.running = this.tick().finally(() => (this.running = undefined));
-    }, this.p.intervalMs);
-    this.timer.unref();
+    if (this.#timer) return;
+    this.#timer = setInterval(() => {
+      if (!this.#running) this.#running = this.tick().finally(() => (this.#running = undefined));
+    }, this.#p.intervalMs);
+    this.#timer.unref();
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-    await this.running;
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#running;
   }
 
   /** One pass: learn new misses, refresh seen ones, expire old ones. */
   async tick(): Promise<void> {
     let misses: { nexthop: string }[];
     try {
-      misses = await this.p.source.takeMisses();
+      misses = await this.#p.source.takeMisses();
     } catch (err) {
-      this.p.log.warn({ err }, 'reading the XDP miss map failed');
+      this.#p.log.warn({ err }, 'reading the XDP miss map failed');
       return;
     }
-    const now = this.now();
+    const now = this.#now();
     const fresh: string[] = [];
     for (const m of misses) {
-      if (!this.lastSeen.has(m.nexthop)) fresh.push(m.nexthop);
-      this.lastSeen.set(m.nexthop, now);
+      if (!this.#lastSeen.has(m.nexthop)) fresh.push(m.nexthop);
+      this.#lastSeen.set(m.nexthop, now);
     }
     if (fresh.length > 0) {
       try {
-        await this.p.sink.upsert(MISS_OWNER, fresh);
-        this.metrics?.learned.inc(fresh.length);
-        this.p.log.info(
+        await this.#p.sink.upsert(MISS_OWNER, fresh);
+        this.#metrics?.learned.inc(fresh.length);
+        this.#p.log.info(
           { count: fresh.length, sample: fresh.slice(0, 5) },
           'next hops learned from XDP misses',
         );
       } catch (err) {
         // A next hop that is not forwardable (the node's own address, say): forget it.
-        for (const ip of fresh) this.lastSeen.delete(ip);
-        this.p.log.warn({ err }, 'XDP miss next hops refused');
+        for (const ip of fresh) this.#lastSeen.delete(ip);
+        this.#p.log.warn({ err }, 'XDP miss next hops refused');
       }
     }
-    const old = [...this.lastSeen].filter(([, t]) => now - t >= this.p.ttlMs).map(([ip]) => ip);
+    const old = [...this.#lastSeen].filter(([, t]) => now - t >= this.#p.ttlMs).map(([ip]) => ip);
     if (old.length > 0) {
-      for (const ip of old) this.lastSeen.delete(ip);
+      for (const ip of old) this.#lastSeen.delete(ip);
       try {
-        await this.p.sink.delete(MISS_OWNER, old);
+        await this.#p.sink.delete(MISS_OWNER, old);
       } catch (err) {
-        this.p.log.warn({ err }, 'expired XDP miss next hops not released');
+        this.#p.log.warn({ err }, 'expired XDP miss next hops not released');
       }
-      this.metrics?.expired.inc(old.length);
+      this.#metrics?.expired.inc(old.length);
     }
   }
 }

@@ -15,20 +15,22 @@ export class ApiError extends FibkeeperError {
 }
 
 export class ApiClient {
-  constructor(
-    private readonly socketPath: string,
-    private readonly timeoutMs = 30_000,
-  ) {}
+  readonly #socketPath: string;
+  readonly #timeoutMs;
+  constructor(socketPath: string, timeoutMs = 30_000) {
+    this.#socketPath = socketPath;
+    this.#timeoutMs = timeoutMs;
+  }
 
   async call<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise<T>((resolve, reject) => {
       const req = request(
         {
-          socketPath: this.socketPath,
+          socketPath: this.#socketPath,
           method,
           path,
-          timeout: this.timeoutMs,
+          timeout: this.#timeoutMs,
           headers: payload
             ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
             : {},
@@ -67,20 +69,20 @@ export class ApiClient {
         },
       );
       req.on('timeout', () =>
-        req.destroy(new Error(`no answer from ${this.socketPath} in ${this.timeoutMs} ms`)),
+        req.destroy(new Error(`no answer from ${this.#socketPath} in ${this.#timeoutMs} ms`)),
       );
       req.on('error', (err: NodeJS.ErrnoException) => {
         if (err.code === 'ENOENT' || err.code === 'ECONNREFUSED') {
           reject(
             new FibkeeperError(
-              `cannot reach the agent at ${this.socketPath} (${err.code}): is \`fibkeeper run\` running? (--socket sets the path)`,
+              `cannot reach the agent at ${this.#socketPath} (${err.code}): is \`fibkeeper run\` running? (--socket sets the path)`,
               { code: 'FIBKEEPER_ERR_NOT_FOUND', cause: err },
             ),
           );
         } else if (err.code === 'EACCES') {
           reject(
             new FibkeeperError(
-              `permission denied on ${this.socketPath}: run as root or as a member of its group`,
+              `permission denied on ${this.#socketPath}: run as root or as a member of its group`,
               {
                 code: 'FIBKEEPER_ERR_PERMISSION',
                 cause: err,

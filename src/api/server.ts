@@ -105,7 +105,7 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
 }
 
 export class ApiServer {
-  private servers: Server[] = [];
+  #servers: Server[] = [];
   #tcpPort: number | undefined;
 
   /** The TCP port bound (with port 0 in api.tcp: the one the kernel chose). */
@@ -113,7 +113,9 @@ export class ApiServer {
     return this.#tcpPort;
   }
 
-  constructor(private readonly p: ApiServerParams) {
+  readonly #p: ApiServerParams;
+  constructor(p: ApiServerParams) {
+    this.#p = p;
     if (p.socketMode & 0o007) {
       throw new InvalidArgumentError(
         'api.socketMode must not give access to others (use 0600 or 0660)',
@@ -121,7 +123,7 @@ export class ApiServer {
     }
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse, viaTcp: boolean): Promise<void> {
+  async #handle(req: IncomingMessage, res: ServerResponse, viaTcp: boolean): Promise<void> {
     let answered = false;
     const send = (status: number, body: unknown) => {
       if (answered || res.headersSent) return;
@@ -132,12 +134,12 @@ export class ApiServer {
     const sendError = (err: unknown) => {
       const { status, code } = statusOf(err);
       if (status >= 500 && status !== 503 && status !== 507) {
-        this.p.log.error({ err }, 'control API request failed');
+        this.#p.log.error({ err }, 'control API request failed');
       }
       if (status === 401) res.setHeader('www-authenticate', 'Bearer');
       send(status, { error: { code, message: err instanceof Error ? err.message : String(err) } });
     };
-    const timeoutMs = this.p.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    const timeoutMs = this.#p.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), timeoutMs);
     // A handler that does not answer for itself soon after the deadline gets a generic 503.
@@ -151,7 +153,7 @@ export class ApiServer {
       timeoutMs + DEADLINE_GRACE_MS,
     );
     try {
-      if (viaTcp) this.authorize(req);
+      if (viaTcp) this.#authorize(req);
       const url = new URL(req.url ?? '/', 'http://fibkeeper');
       const route = ROUTES.find((r) => r.path.test(url.pathname));
       if (!route)
@@ -179,7 +181,7 @@ export class ApiServer {
           );
         }
       }
-      const result = await handler(this.p.handlers, {
+      const result = await handler(this.#p.handlers, {
         body,
         params,
         query: url.searchParams,
@@ -195,8 +197,8 @@ export class ApiServer {
   }
 
   /** TCP clients send the token; compared in constant time (over digests of equal length). */
-  private authorize(req: IncomingMessage): void {
-    const token = this.p.token;
+  #authorize(req: IncomingMessage): void {
+    const token = this.#p.token;
     if (token === undefined) return;
     const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
     const digest = (b: Buffer) => createHash('sha256').update(b).digest();
@@ -210,40 +212,40 @@ export class ApiServer {
     }
   }
 
-  private newServer(viaTcp: boolean): Server {
+  #newServer(viaTcp: boolean): Server {
     const s = createServer((req, res) => {
-      void this.handle(req, res, viaTcp);
+      void this.#handle(req, res, viaTcp);
     });
     return s;
   }
 
   async start(): Promise<void> {
-    await this.listenUnix();
-    if (this.p.tcp) {
-      const { host, port } = parseHostPort(this.p.tcp);
-      const s = this.newServer(true);
+    await this.#listenUnix();
+    if (this.#p.tcp) {
+      const { host, port } = parseHostPort(this.#p.tcp);
+      const s = this.#newServer(true);
       await new Promise<void>((resolve, reject) => {
         s.once('error', reject);
         s.listen(port, host, () => resolve());
       });
-      this.servers.push(s);
+      this.#servers.push(s);
       const addr = s.address();
       this.#tcpPort = typeof addr === 'object' && addr ? addr.port : undefined;
-      this.p.log.warn(
-        { address: this.p.tcp, token: this.p.token !== undefined },
-        this.p.token !== undefined
+      this.#p.log.warn(
+        { address: this.#p.tcp, token: this.#p.token !== undefined },
+        this.#p.token !== undefined
           ? 'control API also listening on TCP (token required)'
           : 'control API also listening on TCP without a token: every local user can control the agent',
       );
     }
   }
 
-  private async listenUnix(): Promise<void> {
-    const path = this.p.socketPath;
+  async #listenUnix(): Promise<void> {
+    const path = this.#p.socketPath;
     const dir = dirname(path);
     checkSocketDir(dir);
     await removeStaleSocket(path);
-    const s = this.newServer(false);
+    const s = this.#newServer(false);
     await new Promise<void>((resolve, reject) => {
       s.once('error', reject);
       // Create the socket with no access for anyone but the owner, then widen to the mode.
@@ -254,15 +256,18 @@ export class ApiServer {
         process.umask(old);
       }
     });
-    chmodSync(path, this.p.socketMode);
-    this.servers.push(s);
-    this.p.log.info({ socket: path, mode: this.p.socketMode.toString(8) }, 'control API listening');
+    chmodSync(path, this.#p.socketMode);
+    this.#servers.push(s);
+    this.#p.log.info(
+      { socket: path, mode: this.#p.socketMode.toString(8) },
+      'control API listening',
+    );
   }
 
   /** Graceful and idempotent; removes the socket file. */
   async stop(): Promise<void> {
-    const servers = this.servers;
-    this.servers = [];
+    const servers = this.#servers;
+    this.#servers = [];
     await Promise.all(
       servers.map(
         (s) =>
@@ -274,7 +279,7 @@ export class ApiServer {
     );
     if (servers.length > 0) {
       try {
-        unlinkSync(this.p.socketPath);
+        unlinkSync(this.#p.socketPath);
       } catch {
         /* already gone */
       }

@@ -25,10 +25,9 @@ export class SystemdNotifier {
   #lastStatus = '';
 
   /** Reads NOTIFY_SOCKET and removes it, so that the processes the agent starts do not inherit it. */
-  constructor(
-    private readonly log: Logger,
-    env: NodeJS.ProcessEnv = process.env,
-  ) {
+  readonly #log: Logger;
+  constructor(log: Logger, env: NodeJS.ProcessEnv = process.env) {
+    this.#log = log;
     this.#socket = env.NOTIFY_SOCKET || undefined;
     delete env.NOTIFY_SOCKET;
   }
@@ -44,7 +43,7 @@ export class SystemdNotifier {
       sdNotify(this.#socket, fields);
     } catch (err) {
       if (!this.#failed) {
-        this.log.warn({ err: describeError(err), socket: this.#socket }, 'sd_notify failed');
+        this.#log.warn({ err: describeError(err), socket: this.#socket }, 'sd_notify failed');
       }
       this.#failed = true;
     }
@@ -58,12 +57,12 @@ export class SystemdNotifier {
     if (!this.enabled) return;
     const deadline = Date.now() + waitMs;
     while (!agent.ready().ok && Date.now() < deadline && !signal.aborted) {
-      this.status(agent, 'starting');
+      this.#status(agent, 'starting');
       await new Promise((r) => setTimeout(r, POLL_MS));
     }
     if (signal.aborted) return;
     this.ready(agent);
-    this.#timer = setInterval(() => this.status(agent, 'running'), STATUS_MS).unref();
+    this.#timer = setInterval(() => this.#status(agent, 'running'), STATUS_MS).unref();
   }
 
   ready(agent: Checks): void {
@@ -79,7 +78,7 @@ export class SystemdNotifier {
     this.send({ STOPPING: 1, STATUS: 'stopping' });
   }
 
-  private status(agent: Checks, phase: string): void {
+  #status(agent: Checks, phase: string): void {
     const line = statusLine(agent, phase);
     if (line === this.#lastStatus) return;
     this.#lastStatus = line;

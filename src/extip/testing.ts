@@ -123,10 +123,13 @@ function errnoOf(name: string): number {
 export class RecordingSink {
   readonly sent: { ip: string; at: number }[] = [];
   failing: Error | undefined;
-  constructor(private readonly clock: Clock) {}
+  readonly #clock: Clock;
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
   announce(ip: ParsedIp): void {
     if (this.failing) throw this.failing;
-    this.sent.push({ ip: ip.address, at: this.clock.now() });
+    this.sent.push({ ip: ip.address, at: this.#clock.now() });
   }
   times(ip: string): number[] {
     return this.sent.filter((s) => s.ip === ip).map((s) => s.at);

@@ -55,12 +55,12 @@ function sortStrings(keys: string[]): string[] {
  * valid spelling (IPv4-mapped addresses are IPv6 members).
  */
 export class IpRangeIndex {
-  private readonly v4 = new SortedKeys<number>(sortNumbers);
-  private readonly v6 = new SortedKeys<string>(sortStrings);
+  readonly #v4 = new SortedKeys<number>(sortNumbers);
+  readonly #v6 = new SortedKeys<string>(sortStrings);
 
   /** Number of addresses in the index. */
   get size(): number {
-    return this.v4.size + this.v6.size;
+    return this.#v4.size + this.#v6.size;
   }
 
   /** Adds an address; false when it was already present. Throws InvalidArgumentError for bad text. */
@@ -69,22 +69,22 @@ export class IpRangeIndex {
     // Keep the caller's string when it is already canonical: tables hold it anyway.
     if (family === 4) {
       const text = formatV4(scratch, 0);
-      return this.v4.add(v4Key(scratch, 0), text === ip ? ip : text);
+      return this.#v4.add(v4Key(scratch, 0), text === ip ? ip : text);
     }
     const text = formatV6(scratch, 0);
-    return this.v6.add(v6Key(scratch, 0), text === ip ? ip : text);
+    return this.#v6.add(v6Key(scratch, 0), text === ip ? ip : text);
   }
 
   /** Removes an address; false when it was absent (not an error). Throws for invalid text. */
   delete(ip: string): boolean {
     const family = parse(ip);
-    return family === 4 ? this.v4.delete(v4Key(scratch, 0)) : this.v6.delete(v6Key(scratch, 0));
+    return family === 4 ? this.#v4.delete(v4Key(scratch, 0)) : this.#v6.delete(v6Key(scratch, 0));
   }
 
   has(ip: string): boolean {
     const family = parseIpInto(ip, scratch, 0);
     if (family === 0) return false;
-    return family === 4 ? this.v4.has(v4Key(scratch, 0)) : this.v6.has(v6Key(scratch, 0));
+    return family === 4 ? this.#v4.has(v4Key(scratch, 0)) : this.#v6.has(v6Key(scratch, 0));
   }
 
   /**
@@ -96,22 +96,22 @@ export class IpRangeIndex {
     const b = p.bytes;
     if (p.family === 4) {
       const lo = v4Key(b, 0);
-      return this.v4.range(lo, lo + 2 ** (32 - p.length) - 1);
+      return this.#v4.range(lo, lo + 2 ** (32 - p.length) - 1);
     }
     const hiBytes = Buffer.from(b);
     for (let bit = p.length; bit < 128; bit++) hiBytes[bit >> 3]! |= 0x80 >> (bit & 7);
-    return this.v6.range(v6Key(b, 0), v6Key(hiBytes, 0));
+    return this.#v6.range(v6Key(b, 0), v6Key(hiBytes, 0));
   }
 
   /** Every address, in insertion order (not address order). */
   *values(): IterableIterator<string> {
-    yield* this.v4.values();
-    yield* this.v6.values();
+    yield* this.#v4.values();
+    yield* this.#v6.values();
   }
 
   clear(): void {
-    this.v4.clear();
-    this.v6.clear();
+    this.#v4.clear();
+    this.#v6.clear();
   }
 }
 

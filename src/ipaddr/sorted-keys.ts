@@ -12,111 +12,114 @@
 // delta and pending only order it.
 
 export class SortedKeys<K extends number | string> {
-  private readonly live = new Map<K, string>();
-  private base: K[] = [];
-  private delta: K[] = [];
-  private pending: K[] = [];
-  private readonly ghosts = new Set<K>();
+  readonly #live = new Map<K, string>();
+  #base: K[] = [];
+  #delta: K[] = [];
+  #pending: K[] = [];
+  readonly #ghosts = new Set<K>();
 
-  constructor(private readonly sortKeys: (keys: K[]) => K[]) {}
+  readonly #sortKeys: (keys: K[]) => K[];
+  constructor(sortKeys: (keys: K[]) => K[]) {
+    this.#sortKeys = sortKeys;
+  }
 
   get size(): number {
-    return this.live.size;
+    return this.#live.size;
   }
 
   has(key: K): boolean {
-    return this.live.has(key);
+    return this.#live.has(key);
   }
 
   /** Adds `key` with its text; false (and no change) when already present. */
   add(key: K, text: string): boolean {
-    if (this.live.has(key)) return false;
-    this.live.set(key, text);
-    if (!this.ghosts.delete(key)) this.pending.push(key);
+    if (this.#live.has(key)) return false;
+    this.#live.set(key, text);
+    if (!this.#ghosts.delete(key)) this.#pending.push(key);
     return true;
   }
 
   /** Removes `key`; false when absent. */
   delete(key: K): boolean {
-    if (!this.live.delete(key)) return false;
-    const d = lowerBound(this.delta, key);
-    if (d < this.delta.length && this.delta[d] === key) {
-      this.delta.splice(d, 1);
+    if (!this.#live.delete(key)) return false;
+    const d = lowerBound(this.#delta, key);
+    if (d < this.#delta.length && this.#delta[d] === key) {
+      this.#delta.splice(d, 1);
     } else {
-      const b = lowerBound(this.base, key);
-      if (b < this.base.length && this.base[b] === key) this.ghosts.add(key);
+      const b = lowerBound(this.#base, key);
+      if (b < this.#base.length && this.#base[b] === key) this.#ghosts.add(key);
       // else the key is in `pending`; the next flush drops it because it is not live.
     }
     return true;
   }
 
   clear(): void {
-    this.live.clear();
-    this.base = [];
-    this.delta = [];
-    this.pending = [];
-    this.ghosts.clear();
+    this.#live.clear();
+    this.#base = [];
+    this.#delta = [];
+    this.#pending = [];
+    this.#ghosts.clear();
   }
 
   /** Every text, in insertion order. */
   values(): IterableIterator<string> {
-    return this.live.values();
+    return this.#live.values();
   }
 
   /** The texts of the live keys in [lo, hi], in key order. */
   range(lo: K, hi: K): string[] {
-    this.flush();
+    this.#flush();
     const out: string[] = [];
-    const base = this.base;
-    const delta = this.delta;
+    const base = this.#base;
+    const delta = this.#delta;
     let i = lowerBound(base, lo);
     let j = lowerBound(delta, lo);
-    const checkGhosts = this.ghosts.size > 0;
+    const checkGhosts = this.#ghosts.size > 0;
     for (;;) {
       const bk = i < base.length && base[i]! <= hi ? base[i]! : undefined;
       const dk = j < delta.length && delta[j]! <= hi ? delta[j]! : undefined;
       if (bk === undefined && dk === undefined) break;
       if (dk === undefined || (bk !== undefined && bk < dk)) {
         i++;
-        if (checkGhosts && this.ghosts.has(bk!)) continue;
-        out.push(this.live.get(bk!)!);
+        if (checkGhosts && this.#ghosts.has(bk!)) continue;
+        out.push(this.#live.get(bk!)!);
       } else {
         j++;
-        out.push(this.live.get(dk)!);
+        out.push(this.#live.get(dk)!);
       }
     }
     return out;
   }
 
   /** Limit of the delta level: about 8·√n, at least 512. */
-  private deltaLimit(): number {
-    return Math.max(512, Math.floor(8 * Math.sqrt(this.base.length)));
+  #deltaLimit(): number {
+    return Math.max(512, Math.floor(8 * Math.sqrt(this.#base.length)));
   }
 
-  private flush(): void {
-    if (this.pending.length > 0) {
-      const fresh = this.sortKeys(this.pending.filter((k) => this.live.has(k)));
-      this.pending = [];
+  #flush(): void {
+    if (this.#pending.length > 0) {
+      const fresh = this.#sortKeys(this.#pending.filter((k) => this.#live.has(k)));
+      this.#pending = [];
       const unique = dedupeSorted(fresh);
-      if (unique.length + this.delta.length <= this.deltaLimit()) {
+      if (unique.length + this.#delta.length <= this.#deltaLimit()) {
         if (unique.length <= 8) {
           // A few keys (the steady state: one add between route changes): splice them in.
-          for (const k of unique) this.delta.splice(lowerBound(this.delta, k), 0, k);
+          for (const k of unique) this.#delta.splice(lowerBound(this.#delta, k), 0, k);
         } else {
-          this.delta = mergeSorted(this.delta, unique);
+          this.#delta = mergeSorted(this.#delta, unique);
         }
       } else {
-        this.rebuild(unique);
+        this.#rebuild(unique);
       }
     }
-    if (this.ghosts.size > this.deltaLimit()) this.rebuild([]);
+    if (this.#ghosts.size > this.#deltaLimit()) this.#rebuild([]);
   }
 
-  private rebuild(extra: K[]): void {
-    const ghosts = this.ghosts;
-    const base = ghosts.size === 0 ? this.base : this.base.filter((k) => !ghosts.has(k));
-    this.base = mergeSorted(mergeSorted(base, this.delta), extra);
-    this.delta = [];
+  #rebuild(extra: K[]): void {
+    const ghosts = this.#ghosts;
+    const base = ghosts.size === 0 ? this.#base : this.#base.filter((k) => !ghosts.has(k));
+    this.#base = mergeSorted(mergeSorted(base, this.#delta), extra);
+    this.#delta = [];
     ghosts.clear();
   }
 }

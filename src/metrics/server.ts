@@ -29,21 +29,24 @@ export interface MetricsServerParams {
 }
 
 export class MetricsServer {
-  private server: Server | undefined;
-  private boundPort = 0;
-  constructor(private readonly p: MetricsServerParams) {}
+  #server: Server | undefined;
+  #boundPort = 0;
+  readonly #p: MetricsServerParams;
+  constructor(p: MetricsServerParams) {
+    this.#p = p;
+  }
 
   /** The port actually bound (useful with port 0). */
   get port(): number {
-    return this.boundPort;
+    return this.#boundPort;
   }
 
   async start(): Promise<void> {
-    const { host, port } = parseHostPort(this.p.address);
+    const { host, port } = parseHostPort(this.#p.address);
     const checks = new Map([
-      ['/livez', this.p.live],
-      ['/readyz', this.p.ready],
-      ['/healthz', this.p.health],
+      ['/livez', this.#p.live],
+      ['/readyz', this.#p.ready],
+      ['/healthz', this.#p.health],
     ]);
     const server = createServer((req, res) => {
       const path = (req.url ?? '/').split('?')[0];
@@ -52,12 +55,12 @@ export class MetricsServer {
         return;
       }
       if (path === '/metrics') {
-        this.p.registry.metrics().then(
+        this.#p.registry.metrics().then(
           (text) => {
-            res.writeHead(200, { 'content-type': this.p.registry.contentType }).end(text);
+            res.writeHead(200, { 'content-type': this.#p.registry.contentType }).end(text);
           },
           (err: unknown) => {
-            this.p.log.error({ err }, 'metrics collection failed');
+            this.#p.log.error({ err }, 'metrics collection failed');
             res.writeHead(500, { 'content-type': 'text/plain' }).end(`${String(err)}\n`);
           },
         );
@@ -85,7 +88,7 @@ export class MetricsServer {
               : '';
         reject(
           new FibkeeperError(
-            `metrics.address ${this.p.address}: cannot listen (${err.code})${why}`,
+            `metrics.address ${this.#p.address}: cannot listen (${err.code})${why}`,
             {
               cause: err,
               code: 'FIBKEEPER_ERR_SYSTEM',
@@ -100,15 +103,15 @@ export class MetricsServer {
       });
     });
     const addr = server.address();
-    this.boundPort = typeof addr === 'object' && addr ? addr.port : port;
-    this.server = server;
-    this.p.log.info({ address: `${host}:${this.boundPort}` }, 'metrics endpoint listening');
+    this.#boundPort = typeof addr === 'object' && addr ? addr.port : port;
+    this.#server = server;
+    this.#p.log.info({ address: `${host}:${this.#boundPort}` }, 'metrics endpoint listening');
   }
 
   /** Graceful and idempotent. */
   async stop(): Promise<void> {
-    const s = this.server;
-    this.server = undefined;
+    const s = this.#server;
+    this.#server = undefined;
     if (!s) return;
     await new Promise<void>((resolve) => {
       s.close(() => resolve());

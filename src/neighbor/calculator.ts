@@ -55,123 +55,123 @@ interface LookupFailure {
 const INIT_RETRIES = 3;
 
 export class Calculator {
-  private readonly p: CalculatorParams;
+  readonly #p: CalculatorParams;
   /**
    * ifindex → forwardable IP → its next hops on that device (absent: none). One next hop
    * (the common case) is kept as the string itself, several as an array.
    */
-  private readonly byDevice = new Map<number, Map<string, Hops>>();
+  readonly #byDevice = new Map<number, Map<string, Hops>>();
   /** ifindex → IPs to look up soon (changes). */
-  private readonly urgent = new Map<number, Set<string>>();
+  readonly #urgent = new Map<number, Set<string>>();
   /**
    * Whole devices to look up (selection, full resync), in chunks; `released` is the release
    * count when the list was made (unchanged: every IP in it is still wanted).
    */
-  private bulk: { ifindex: number; ips: string[]; pos: number; released: number }[] = [];
+  #bulk: { ifindex: number; ips: string[]; pos: number; released: number }[] = [];
   /** Why an IP has no next hop on a device, for status (reasons.ts). */
-  private readonly noEntry = new NoEntryReasons();
+  readonly #noEntry = new NoEntryReasons();
   /** "ifindex|ip" → the failed lookup waiting for its retry. */
-  private readonly failed = new Map<string, LookupFailure>();
-  private retryTimer: TimerHandle | undefined = undefined;
-  private retryAt = Infinity;
-  private running = false;
-  private pumping = false;
-  private scheduled = false;
-  private inFlight = 0;
-  private initDone: (() => void) | undefined;
-  private idleWaiters: (() => void)[] = [];
+  readonly #failed = new Map<string, LookupFailure>();
+  #retryTimer: TimerHandle | undefined = undefined;
+  #retryAt = Infinity;
+  #running = false;
+  #pumping = false;
+  #scheduled = false;
+  #inFlight = 0;
+  #initDone: (() => void) | undefined;
+  #idleWaiters: (() => void)[] = [];
   /** Pairs whose next hops came from another IP's lookup (status, tests). */
   shared = 0;
   /** Counts releases (IPs removed or now the node's own): lookups in flight recheck theirs. */
-  private released = 0;
+  #released = 0;
 
   constructor(p: CalculatorParams) {
-    this.p = p;
-    this.initDone = p.desired.registerInitializer('first-calculation');
+    this.#p = p;
+    this.#initDone = p.desired.registerInitializer('first-calculation');
   }
 
   // ---- lifecycle ---------------------------------------------------------------------
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    for (const d of this.p.devices.selected()) this.queueDevice(d.ifindex);
-    this.kick();
+    if (this.#running) return;
+    this.#running = true;
+    for (const d of this.#p.devices.selected()) this.#queueDevice(d.ifindex);
+    this.#kick();
   }
 
   stop(): void {
-    this.running = false;
-    if (this.retryTimer !== undefined) this.p.clock.clearTimeout(this.retryTimer);
-    this.retryTimer = undefined;
-    this.flushIdle();
+    this.#running = false;
+    if (this.#retryTimer !== undefined) this.#p.clock.clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
+    this.#flushIdle();
   }
 
   /** Resolves when no lookup is queued or in flight (retries scheduled later do not count). */
   waitIdle(): Promise<void> {
-    if (!this.running || this.idle()) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
+    if (!this.#running || this.#idle()) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
   /** Pairs queued or in flight (for status). */
   get pending(): number {
-    let n = this.inFlight;
-    for (const s of this.urgent.values()) n += s.size;
-    for (const b of this.bulk) n += b.ips.length - b.pos;
+    let n = this.#inFlight;
+    for (const s of this.#urgent.values()) n += s.size;
+    for (const b of this.#bulk) n += b.ips.length - b.pos;
     return n;
   }
 
   // ---- inputs ------------------------------------------------------------------------
 
   forwardableChanged(added: readonly string[], removed: readonly string[]): void {
-    if (removed.length > 0) this.release(removed);
+    if (removed.length > 0) this.#release(removed);
     if (added.length === 0) return;
-    const devices = this.p.devices.selected();
+    const devices = this.#p.devices.selected();
     if (added.length >= BULK_ADD) {
       // Many at once (a config or state load, a large API call): a list per device, taken
       // in chunks after the changes queued one by one.
-      const ips = added.filter((ip) => !this.p.devices.isNodeAddress(ip));
-      const released = this.released;
-      for (const d of devices) this.bulk.push({ ifindex: d.ifindex, ips, pos: 0, released });
+      const ips = added.filter((ip) => !this.#p.devices.isNodeAddress(ip));
+      const released = this.#released;
+      for (const d of devices) this.#bulk.push({ ifindex: d.ifindex, ips, pos: 0, released });
     } else {
       for (const ip of added) {
-        if (this.p.devices.isNodeAddress(ip)) continue;
-        for (const d of devices) this.queue(d.ifindex, ip);
+        if (this.#p.devices.isNodeAddress(ip)) continue;
+        for (const d of devices) this.#queue(d.ifindex, ip);
       }
     }
-    this.kick();
+    this.#kick();
   }
 
   selectionChanged(added: readonly number[], removed: readonly number[]): void {
-    for (const d of removed) this.dropDevice(d);
-    for (const d of added) this.queueDevice(d);
-    this.kick();
+    for (const d of removed) this.#dropDevice(d);
+    for (const d of added) this.#queueDevice(d);
+    this.#kick();
   }
 
   nodeAddressChanged(ip: string, present: boolean): void {
-    if (!this.p.forwardable.has(ip)) return;
+    if (!this.#p.forwardable.has(ip)) return;
     if (present) {
-      this.release([ip]);
+      this.#release([ip]);
       return;
     }
-    for (const d of this.p.devices.selected()) this.queue(d.ifindex, ip);
-    this.kick();
+    for (const d of this.#p.devices.selected()) this.#queue(d.ifindex, ip);
+    this.#kick();
   }
 
   routeChanged(before: RouteRow | undefined, after: RouteRow | undefined): void {
-    const selected = this.p.devices.selected().map((d) => d.ifindex);
-    const pairs = this.p.routes.affected(before, after, this.p.forwardable.index, selected);
+    const selected = this.#p.devices.selected().map((d) => d.ifindex);
+    const pairs = this.#p.routes.affected(before, after, this.#p.forwardable.index, selected);
     if (pairs.size === 0) return;
     for (const [d, ips] of pairs) {
-      for (const ip of ips) if (!this.p.devices.isNodeAddress(ip)) this.queue(d, ip);
+      for (const ip of ips) if (!this.#p.devices.isNodeAddress(ip)) this.#queue(d, ip);
     }
-    this.kick();
+    this.#kick();
   }
 
   /** Looks every pair up again (periodic resync, lost route events). */
   fullResync(): void {
-    this.bulk = [];
-    for (const d of this.p.devices.selected()) this.queueDevice(d.ifindex);
-    this.kick();
+    this.#bulk = [];
+    for (const d of this.#p.devices.selected()) this.#queueDevice(d.ifindex);
+    this.#kick();
   }
 
   // ---- status ------------------------------------------------------------------------
@@ -179,7 +179,7 @@ export class Calculator {
   /** The next hops of one forwardable IP, by device. */
   nexthopsOf(ip: string): Map<number, readonly string[]> {
     const out = new Map<number, readonly string[]>();
-    for (const [d, m] of this.byDevice) {
+    for (const [d, m] of this.#byDevice) {
       const nh = m.get(ip);
       if (nh !== undefined) out.set(d, hopList(nh));
     }
@@ -192,58 +192,58 @@ export class Calculator {
    * neighbor message brings (one address in memory, not two, per on-link IP).
    */
   onLinkString(ifindex: number, ip: string): string | undefined {
-    const h = this.byDevice.get(ifindex)?.get(ip);
+    const h = this.#byDevice.get(ifindex)?.get(ip);
     return typeof h === 'string' && h === ip ? h : undefined;
   }
 
   /** Why an IP has no next hop on a device, when there is more to say than "no route". */
   noEntryReason(ifindex: number, ip: string): string | undefined {
-    return this.noEntry.get(ifindex, ip);
+    return this.#noEntry.get(ifindex, ip);
   }
 
   /** The last lookup error of a pair, while it is being retried. */
   lookupError(ifindex: number, ip: string): string | undefined {
-    return this.failed.get(neighKey(ifindex, ip))?.error;
+    return this.#failed.get(neighKey(ifindex, ip))?.error;
   }
 
   get failingLookups(): number {
-    return this.failed.size;
+    return this.#failed.size;
   }
 
   // ---- queueing ----------------------------------------------------------------------
 
-  private queue(ifindex: number, ip: string): void {
-    let s = this.urgent.get(ifindex);
-    if (s === undefined) this.urgent.set(ifindex, (s = new Set()));
+  #queue(ifindex: number, ip: string): void {
+    let s = this.#urgent.get(ifindex);
+    if (s === undefined) this.#urgent.set(ifindex, (s = new Set()));
     s.add(ip);
   }
 
-  private queueDevice(ifindex: number): void {
-    this.bulk = this.bulk.filter((b) => b.ifindex !== ifindex);
+  #queueDevice(ifindex: number): void {
+    this.#bulk = this.#bulk.filter((b) => b.ifindex !== ifindex);
     const ips: string[] = [];
-    for (const ip of this.p.forwardable.ips()) {
-      if (!this.p.devices.isNodeAddress(ip)) ips.push(ip);
+    for (const ip of this.#p.forwardable.ips()) {
+      if (!this.#p.devices.isNodeAddress(ip)) ips.push(ip);
     }
-    if (ips.length > 0) this.bulk.push({ ifindex, ips, pos: 0, released: this.released });
+    if (ips.length > 0) this.#bulk.push({ ifindex, ips, pos: 0, released: this.#released });
   }
 
-  private kick(): void {
-    if (!this.running || this.pumping || this.scheduled) return;
-    this.scheduled = true;
+  #kick(): void {
+    if (!this.#running || this.#pumping || this.#scheduled) return;
+    this.#scheduled = true;
     // Coalesce a burst of synchronous events into one pass.
     setImmediate(() => {
-      this.scheduled = false;
-      void this.pump();
+      this.#scheduled = false;
+      void this.#pump();
     });
   }
 
-  private idle(): boolean {
-    return this.inFlight === 0 && this.urgent.size === 0 && this.bulk.length === 0;
+  #idle(): boolean {
+    return this.#inFlight === 0 && this.#urgent.size === 0 && this.#bulk.length === 0;
   }
 
-  private flushIdle(): void {
-    const w = this.idleWaiters;
-    this.idleWaiters = [];
+  #flushIdle(): void {
+    const w = this.#idleWaiters;
+    this.#idleWaiters = [];
     for (const f of w) f();
   }
 
@@ -251,20 +251,20 @@ export class Calculator {
    * Up to `n` IPs of one device: changes first, then due retries, then whole devices.
    * Undefined when nothing is due.
    */
-  private take(n: number): { ifindex: number; ips: string[]; wanted?: boolean } | undefined {
-    for (const [d, set] of this.urgent) {
+  #take(n: number): { ifindex: number; ips: string[]; wanted?: boolean } | undefined {
+    for (const [d, set] of this.#urgent) {
       const ips: string[] = [];
       for (const ip of set) {
         if (ips.length >= n) break;
         set.delete(ip);
         ips.push(ip);
       }
-      if (set.size === 0) this.urgent.delete(d);
+      if (set.size === 0) this.#urgent.delete(d);
       if (ips.length > 0) return { ifindex: d, ips };
     }
-    const now = this.p.clock.now();
+    const now = this.#p.clock.now();
     let retry: { ifindex: number; ips: string[] } | undefined;
-    for (const [key, f] of this.failed) {
+    for (const [key, f] of this.#failed) {
       if (f.due > now) continue; // in flight: Infinity
       const { ifindex, ip } = splitNeighKey(key);
       if (retry === undefined) retry = { ifindex, ips: [] };
@@ -274,127 +274,126 @@ export class Calculator {
       retry.ips.push(ip);
     }
     if (retry !== undefined) return retry;
-    const b = this.bulk[0];
+    const b = this.#bulk[0];
     if (b === undefined) return undefined;
     const end = Math.min(b.ips.length, b.pos + n);
     const ips = b.ips.slice(b.pos, end);
     b.pos = end;
-    if (b.pos >= b.ips.length) this.bulk.shift();
+    if (b.pos >= b.ips.length) this.#bulk.shift();
     // Nothing released since the list was made: every IP of it is still wanted.
-    return { ifindex: b.ifindex, ips, wanted: b.released === this.released };
+    return { ifindex: b.ifindex, ips, wanted: b.released === this.#released };
   }
 
   // ---- the pass ----------------------------------------------------------------------
 
-  private async pump(): Promise<void> {
-    if (this.pumping) return;
-    this.pumping = true;
+  async #pump(): Promise<void> {
+    if (this.#pumping) return;
+    this.#pumping = true;
     try {
-      for (let g = this.take(this.p.chunk); g !== undefined; g = this.take(this.p.chunk)) {
-        if (!this.running) break;
-        if (!this.p.devices.isSelected(g.ifindex)) continue;
-        const ips = g.wanted === true ? g.ips : g.ips.filter((ip) => this.wanted(ip));
+      for (let g = this.#take(this.#p.chunk); g !== undefined; g = this.#take(this.#p.chunk)) {
+        if (!this.#running) break;
+        if (!this.#p.devices.isSelected(g.ifindex)) continue;
+        const ips = g.wanted === true ? g.ips : g.ips.filter((ip) => this.#wanted(ip));
         if (ips.length === 0) continue;
-        this.inFlight = ips.length;
-        const released = this.released;
-        const result = await lookupNextHops(g.ifindex, ips, this.groupOf, this.p.lookup);
-        this.inFlight = 0;
-        if (!this.running) break;
-        this.apply(g.ifindex, ips, result, released !== this.released);
+        this.#inFlight = ips.length;
+        const released = this.#released;
+        const result = await lookupNextHops(g.ifindex, ips, this.#groupOf, this.#p.lookup);
+        this.#inFlight = 0;
+        if (!this.#running) break;
+        this.#apply(g.ifindex, ips, result, released !== this.#released);
       }
     } catch (err) {
-      this.p.log.error({ err }, 'next-hop calculation failed');
+      this.#p.log.error({ err }, 'next-hop calculation failed');
     } finally {
-      this.pumping = false;
-      this.inFlight = 0;
+      this.#pumping = false;
+      this.#inFlight = 0;
     }
-    this.armRetry();
-    this.maybeInitialized();
-    if (this.idle()) this.flushIdle();
+    this.#armRetry();
+    this.#maybeInitialized();
+    if (this.#idle()) this.#flushIdle();
   }
 
   /** The IP is forwardable and not the node's own. */
-  private wanted(ip: string): boolean {
-    return this.p.forwardable.has(ip) && !this.p.devices.isNodeAddress(ip);
+  #wanted(ip: string): boolean {
+    return this.#p.forwardable.has(ip) && !this.#p.devices.isNodeAddress(ip);
   }
 
-  private readonly groupOf = (ip: string): GroupKey | undefined => this.p.groupOf?.(ip);
+  readonly #groupOf = (ip: string): GroupKey | undefined => this.#p.groupOf?.(ip);
 
   /**
    * Applies the outcomes of a chunk. `recheck`: IPs were released while the lookups were in
    * flight, so each one's wanted() is asked again.
    */
-  private apply(
-    ifindex: number,
-    ips: readonly string[],
-    result: SharedLookups,
-    recheck: boolean,
-  ): void {
+  #apply(ifindex: number, ips: readonly string[], result: SharedLookups, recheck: boolean): void {
     const { lookups, outcomes } = result;
-    this.p.metrics.lookups('nexthop', lookups.nexthop);
-    this.p.metrics.lookups('unreachable', lookups.unreachable);
-    this.p.metrics.lookups('error', lookups.error);
+    this.#p.metrics.lookups('nexthop', lookups.nexthop);
+    this.#p.metrics.lookups('unreachable', lookups.unreachable);
+    this.#p.metrics.lookups('error', lookups.error);
     this.shared += result.shared;
     // The device left while the lookups were in flight: its entries are already released.
-    if (!this.p.devices.isSelected(ifindex)) return;
-    const again = this.urgent.get(ifindex);
+    if (!this.#p.devices.isSelected(ifindex)) return;
+    const again = this.#urgent.get(ifindex);
     const check = again !== undefined && again.size > 0;
-    this.p.desired.write((w) => {
+    this.#p.desired.write((w) => {
       for (let i = 0; i < ips.length; i++) {
         const ip = ips[i]!;
         const outcome: LookupOutcome = outcomes[i]!;
         // Removed, or queued again while in flight: the newer lookup decides.
-        if ((check && again.has(ip)) || (recheck && !this.wanted(ip))) continue;
+        if ((check && again.has(ip)) || (recheck && !this.#wanted(ip))) continue;
         if (outcome.kind === 'error') {
-          this.lookupFailed(ifindex, ip, outcome.error);
+          this.#lookupFailed(ifindex, ip, outcome.error);
           continue;
         }
-        if (this.failed.size > 0) this.failed.delete(neighKey(ifindex, ip));
-        this.noEntry.note(ifindex, ip, outcome.kind === 'unreachable' ? outcome.reason : undefined);
-        this.assign(w, ifindex, ip, outcome.kind === 'nexthops' ? outcome.nexthops : NONE);
+        if (this.#failed.size > 0) this.#failed.delete(neighKey(ifindex, ip));
+        this.#noEntry.note(
+          ifindex,
+          ip,
+          outcome.kind === 'unreachable' ? outcome.reason : undefined,
+        );
+        this.#assign(w, ifindex, ip, outcome.kind === 'nexthops' ? outcome.nexthops : NONE);
       }
     });
   }
 
-  private lookupFailed(ifindex: number, ip: string, error: string): void {
+  #lookupFailed(ifindex: number, ip: string, error: string): void {
     const key = neighKey(ifindex, ip);
-    const prev = this.failed.get(key);
+    const prev = this.#failed.get(key);
     const failures = (prev?.failures ?? 0) + 1;
-    const due = this.p.clock.now() + backoff(this.p.retryMinMs, this.p.retryMaxMs, failures);
-    this.failed.set(key, { error, failures, due });
-    if (failures === 1) this.p.log.warn({ ip, ifindex, error }, 'next-hop lookup failed');
+    const due = this.#p.clock.now() + backoff(this.#p.retryMinMs, this.#p.retryMaxMs, failures);
+    this.#failed.set(key, { error, failures, due });
+    if (failures === 1) this.#p.log.warn({ ip, ifindex, error }, 'next-hop lookup failed');
   }
 
   /** Sets the next hops of (ifindex, ip), adjusting references and desired rows. */
-  private assign(
+  #assign(
     w: TableWriter<DesiredNeighbor>,
     ifindex: number,
     ip: string,
     nexthops: readonly string[],
   ): void {
-    let m = this.byDevice.get(ifindex);
+    let m = this.#byDevice.get(ifindex);
     const cur = m?.get(ip);
     if (sameHops(cur, nexthops)) return;
     const old = cur === undefined ? NONE : hopList(cur);
-    for (const nh of old) if (!nexthops.includes(nh)) this.unref(w, ifindex, nh, ip);
-    for (const nh of nexthops) if (!old.includes(nh)) this.ref(w, ifindex, nh, ip);
+    for (const nh of old) if (!nexthops.includes(nh)) this.#unref(w, ifindex, nh, ip);
+    for (const nh of nexthops) if (!old.includes(nh)) this.#ref(w, ifindex, nh, ip);
     if (nexthops.length === 0) {
       m?.delete(ip);
-      if (m?.size === 0) this.byDevice.delete(ifindex);
+      if (m?.size === 0) this.#byDevice.delete(ifindex);
       return;
     }
-    if (m === undefined) this.byDevice.set(ifindex, (m = new Map()));
+    if (m === undefined) this.#byDevice.set(ifindex, (m = new Map()));
     m.set(ip, nexthops.length === 1 ? nexthops[0]! : nexthops);
   }
 
   /** The forwardable IPs that need desired row `key` (the row itself: a DesiredRow). */
-  private refsOf(key: string): RefSet | undefined {
-    return this.p.desired.get(key) as DesiredRow | undefined;
+  #refsOf(key: string): RefSet | undefined {
+    return this.#p.desired.get(key) as DesiredRow | undefined;
   }
 
-  private ref(w: TableWriter<DesiredNeighbor>, ifindex: number, nexthop: string, ip: string): void {
+  #ref(w: TableWriter<DesiredNeighbor>, ifindex: number, nexthop: string, ip: string): void {
     const key = neighKey(ifindex, nexthop);
-    let s = this.refsOf(key);
+    let s = this.#refsOf(key);
     if (s === undefined) {
       const row = new DesiredRow(key, ifindex, nexthop, familyOfText(nexthop));
       w.upsert(row);
@@ -403,63 +402,58 @@ export class Calculator {
     s.add(ip);
   }
 
-  private unref(
-    w: TableWriter<DesiredNeighbor>,
-    ifindex: number,
-    nexthop: string,
-    ip: string,
-  ): void {
+  #unref(w: TableWriter<DesiredNeighbor>, ifindex: number, nexthop: string, ip: string): void {
     const key = neighKey(ifindex, nexthop);
-    const s = this.refsOf(key);
+    const s = this.#refsOf(key);
     if (s === undefined) return;
     s.delete(ip);
     if (s.size === 0) w.delete(key);
   }
 
   /** Drops every assignment of these IPs (removed, or now the node's own). */
-  private release(ips: readonly string[]): void {
-    this.released++;
-    this.p.desired.write((w) => {
+  #release(ips: readonly string[]): void {
+    this.#released++;
+    this.#p.desired.write((w) => {
       for (const ip of ips) {
-        for (const [d] of this.byDevice) this.assign(w, d, ip, NONE);
-        this.noEntry.forgetIp(ip);
-        for (const d of this.urgent.values()) d.delete(ip);
-        for (const d of this.byDevice.keys()) this.failed.delete(neighKey(d, ip));
+        for (const [d] of this.#byDevice) this.#assign(w, d, ip, NONE);
+        this.#noEntry.forgetIp(ip);
+        for (const d of this.#urgent.values()) d.delete(ip);
+        for (const d of this.#byDevice.keys()) this.#failed.delete(neighKey(d, ip));
       }
     });
-    this.maybeInitialized();
+    this.#maybeInitialized();
   }
 
-  private dropDevice(ifindex: number): void {
-    this.urgent.delete(ifindex);
-    this.noEntry.forgetDevice(ifindex);
-    this.bulk = this.bulk.filter((b) => b.ifindex !== ifindex);
-    const m = this.byDevice.get(ifindex);
-    for (const key of [...this.failed.keys()]) {
-      if (key.startsWith(`${ifindex}|`)) this.failed.delete(key);
+  #dropDevice(ifindex: number): void {
+    this.#urgent.delete(ifindex);
+    this.#noEntry.forgetDevice(ifindex);
+    this.#bulk = this.#bulk.filter((b) => b.ifindex !== ifindex);
+    const m = this.#byDevice.get(ifindex);
+    for (const key of [...this.#failed.keys()]) {
+      if (key.startsWith(`${ifindex}|`)) this.#failed.delete(key);
     }
     if (m === undefined) return;
-    this.p.desired.write((w) => {
-      for (const ip of [...m.keys()]) this.assign(w, ifindex, ip, NONE);
+    this.#p.desired.write((w) => {
+      for (const ip of [...m.keys()]) this.#assign(w, ifindex, ip, NONE);
     });
   }
 
   // ---- retries and initialization ----------------------------------------------------
 
-  private armRetry(): void {
-    if (!this.running) return;
+  #armRetry(): void {
+    if (!this.#running) return;
     let next = Infinity;
-    for (const f of this.failed.values()) next = Math.min(next, f.due);
-    if (next === Infinity || next >= this.retryAt) return;
-    if (this.retryTimer !== undefined) this.p.clock.clearTimeout(this.retryTimer);
-    this.retryAt = next;
-    this.retryTimer = this.p.clock.setTimeout(
+    for (const f of this.#failed.values()) next = Math.min(next, f.due);
+    if (next === Infinity || next >= this.#retryAt) return;
+    if (this.#retryTimer !== undefined) this.#p.clock.clearTimeout(this.#retryTimer);
+    this.#retryAt = next;
+    this.#retryTimer = this.#p.clock.setTimeout(
       () => {
-        this.retryTimer = undefined;
-        this.retryAt = Infinity;
-        this.kick();
+        this.#retryTimer = undefined;
+        this.#retryAt = Infinity;
+        this.#kick();
       },
-      Math.max(0, next - this.p.clock.now()),
+      Math.max(0, next - this.#p.clock.now()),
     );
   }
 
@@ -467,21 +461,21 @@ export class Calculator {
    * The desired table counts as initialized once every input is, and the work they caused
    * is done: from then on, prune sees the complete desired state.
    */
-  private maybeInitialized(): void {
-    if (this.initDone === undefined || !this.running || !this.idle()) return;
-    const inputs = [this.p.forwardable, this.p.devices.table, this.p.routes.table];
+  #maybeInitialized(): void {
+    if (this.#initDone === undefined || !this.#running || !this.#idle()) return;
+    const inputs = [this.#p.forwardable, this.#p.devices.table, this.#p.routes.table];
     if (!inputs.every((t) => t.initialized)) return;
-    for (const f of this.failed.values()) if (f.failures < INIT_RETRIES) return;
-    const done = this.initDone;
-    this.initDone = undefined;
+    for (const f of this.#failed.values()) if (f.failures < INIT_RETRIES) return;
+    const done = this.#initDone;
+    this.#initDone = undefined;
     done();
-    this.p.log.info({ desired: this.p.desired.size }, 'first next-hop calculation done');
+    this.#p.log.info({ desired: this.#p.desired.size }, 'first next-hop calculation done');
   }
 
   /** Called when an input table finished initializing. */
   inputInitialized(): void {
-    this.maybeInitialized();
-    this.kick();
+    this.#maybeInitialized();
+    this.#kick();
   }
 }
 

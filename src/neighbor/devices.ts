@@ -81,14 +81,14 @@ function addressOf(a: Address): string | undefined {
 
 export class DeviceTracker {
   readonly table: Table<Device>;
-  private readonly sel: DeviceSelection;
-  private listener: DeviceListener | undefined = undefined;
+  readonly #sel: DeviceSelection;
+  #listener: DeviceListener | undefined = undefined;
   /** Node address → the devices that carry it. */
-  private readonly addrs = new Map<string, Set<number>>();
-  private nodeAddrCache: Map<string, string> | undefined = undefined;
+  readonly #addrs = new Map<string, Set<number>>();
+  #nodeAddrCache: Map<string, string> | undefined = undefined;
 
   constructor(sel: DeviceSelection, now?: () => number) {
-    this.sel = sel;
+    this.#sel = sel;
     this.table = new Table<Device>({
       name: 'devices',
       primaryKey: (d) => String(d.ifindex),
@@ -99,7 +99,7 @@ export class DeviceTracker {
   }
 
   setListener(l: DeviceListener | undefined): void {
-    this.listener = l;
+    this.#listener = l;
   }
 
   isSelected(ifindex: number): boolean {
@@ -115,18 +115,18 @@ export class DeviceTracker {
   }
 
   isNodeAddress(ip: string): boolean {
-    return this.addrs.has(ip);
+    return this.#addrs.has(ip);
   }
 
   /** Node address → name of a device that carries it (for error messages). */
   nodeAddresses(): ReadonlyMap<string, string> {
-    if (this.nodeAddrCache !== undefined) return this.nodeAddrCache;
+    if (this.#nodeAddrCache !== undefined) return this.#nodeAddrCache;
     const m = new Map<string, string>();
-    for (const [ip, devs] of this.addrs) {
+    for (const [ip, devs] of this.#addrs) {
       const first = devs.values().next().value;
       m.set(ip, first === undefined ? '' : (this.nameOf(first) ?? ''));
     }
-    this.nodeAddrCache = m;
+    this.#nodeAddrCache = m;
     return m;
   }
 
@@ -137,49 +137,49 @@ export class DeviceTracker {
     if (kind === 'del') {
       if (before === undefined) return;
       this.table.delete(String(link.index));
-      this.dropAddressesOf(link.index);
-      if (before.selected) this.listener?.selectionChanged([], [link.index]);
-      this.listener?.routesMayHaveChanged();
+      this.#dropAddressesOf(link.index);
+      if (before.selected) this.#listener?.selectionChanged([], [link.index]);
+      this.#listener?.routesMayHaveChanged();
       return;
     }
-    const dev = evaluateDevice(link, this.sel);
+    const dev = evaluateDevice(link, this.#sel);
     if (!this.table.upsert(dev)) return;
-    this.nodeAddrCache = undefined;
+    this.#nodeAddrCache = undefined;
     const was = before?.selected === true;
     if (dev.selected !== was) {
-      this.listener?.selectionChanged(dev.selected ? [dev.ifindex] : [], was ? [dev.ifindex] : []);
+      this.#listener?.selectionChanged(dev.selected ? [dev.ifindex] : [], was ? [dev.ifindex] : []);
     }
     const lost = (flag: number): boolean =>
       before !== undefined && (before.flags & flag) !== 0 && (dev.flags & flag) === 0;
-    if (lost(IFF_UP) || lost(IFF_LOWER_UP)) this.listener?.routesMayHaveChanged();
+    if (lost(IFF_UP) || lost(IFF_LOWER_UP)) this.#listener?.routesMayHaveChanged();
   }
 
   /** An address event (or one entry of a dump). */
   applyAddress(kind: 'new' | 'del', a: Address): void {
     const ip = addressOf(a);
     if (ip === undefined) return;
-    let devs = this.addrs.get(ip);
+    let devs = this.#addrs.get(ip);
     if (kind === 'new') {
       if (devs?.has(a.index)) return;
       if (devs === undefined) {
         devs = new Set();
-        this.addrs.set(ip, devs);
+        this.#addrs.set(ip, devs);
         devs.add(a.index);
-        this.nodeAddrCache = undefined;
-        this.listener?.nodeAddressChanged(ip, true);
+        this.#nodeAddrCache = undefined;
+        this.#listener?.nodeAddressChanged(ip, true);
         return;
       }
       devs.add(a.index);
-      this.nodeAddrCache = undefined;
+      this.#nodeAddrCache = undefined;
       return;
     }
     if (devs === undefined || !devs.delete(a.index)) return;
-    this.nodeAddrCache = undefined;
+    this.#nodeAddrCache = undefined;
     if (devs.size === 0) {
-      this.addrs.delete(ip);
-      this.listener?.nodeAddressChanged(ip, false);
+      this.#addrs.delete(ip);
+      this.#listener?.nodeAddressChanged(ip, false);
     }
-    this.listener?.routesMayHaveChanged();
+    this.#listener?.routesMayHaveChanged();
   }
 
   /**
@@ -204,7 +204,7 @@ export class DeviceTracker {
       if (s === undefined) want.set(ip, (s = new Set()));
       s.add(a.index);
     }
-    for (const [ip, devs] of [...this.addrs]) {
+    for (const [ip, devs] of [...this.#addrs]) {
       for (const i of [...devs]) {
         if (!want.get(ip)?.has(i)) this.applyAddress('del', addrStub(ip, i));
       }
@@ -212,8 +212,8 @@ export class DeviceTracker {
     for (const [ip, devs] of want) for (const i of devs) this.applyAddress('new', addrStub(ip, i));
   }
 
-  private dropAddressesOf(ifindex: number): void {
-    for (const [ip, devs] of [...this.addrs]) {
+  #dropAddressesOf(ifindex: number): void {
+    for (const [ip, devs] of [...this.#addrs]) {
       if (devs.has(ifindex)) this.applyAddress('del', addrStub(ip, ifindex));
     }
   }

@@ -68,39 +68,39 @@ function ownersWith(owners: readonly string[], owner: string): readonly string[]
 
 export class ForwardableIPs implements Initializable {
   readonly name = 'forwardable-ips';
-  private readonly byRange = new IpRangeIndex();
+  readonly #byRange = new IpRangeIndex();
   /**
    * IPs added but not yet in `byRange`: a bulk load does not build the range index on its
    * way to the kernel; the first query (a route change) does.
    */
-  private unindexed: string[] = [];
+  #unindexed: string[] = [];
   /** Canonical IP → its owners (sorted, never empty). */
-  private readonly rows = new Map<string, readonly string[]>();
-  private readonly init = new Initializers('forwardable-ips');
-  private readonly nodeAddresses: () => ReadonlyMap<string, string>;
+  readonly #rows = new Map<string, readonly string[]>();
+  readonly #init = new Initializers('forwardable-ips');
+  readonly #nodeAddresses: () => ReadonlyMap<string, string>;
   /** One shared `[owner]` list per owner: most IPs have a single owner. */
-  private readonly singles = new Map<string, readonly string[]>();
+  readonly #singles = new Map<string, readonly string[]>();
   /** Owner → how many IPs it holds. */
-  private readonly held = new Map<string, number>();
-  private listener: ForwardableListener | undefined = undefined;
+  readonly #held = new Map<string, number>();
+  #listener: ForwardableListener | undefined = undefined;
 
   constructor(params: ForwardableParams) {
-    this.nodeAddresses = params.nodeAddresses;
+    this.#nodeAddresses = params.nodeAddresses;
   }
 
   setListener(l: ForwardableListener | undefined): void {
-    this.listener = l;
+    this.#listener = l;
   }
 
   /** The IPs of the table, by address range (brought up to date on access). */
   get index(): IpRangeIndex {
-    if (this.unindexed.length > 0) {
-      const adds = this.unindexed;
-      this.unindexed = [];
+    if (this.#unindexed.length > 0) {
+      const adds = this.#unindexed;
+      this.#unindexed = [];
       // An IP removed (and maybe re-added) since is indexed by its current presence.
-      for (const ip of adds) if (this.rows.has(ip)) this.byRange.add(ip);
+      for (const ip of adds) if (this.#rows.has(ip)) this.#byRange.add(ip);
     }
-    return this.byRange;
+    return this.#byRange;
   }
 
   // ---- initialization ----------------------------------------------------------------
@@ -110,15 +110,15 @@ export class ForwardableIPs implements Initializable {
    * called its done function.
    */
   registerInitializer(name: string): () => void {
-    return this.init.register(name);
+    return this.#init.register(name);
   }
 
   get initialized(): boolean {
-    return this.init.initialized;
+    return this.#init.initialized;
   }
 
   waitInitialized(signal?: AbortSignal): Promise<void> {
-    return this.init.waitInitialized(signal);
+    return this.#init.waitInitialized(signal);
   }
 
   /**
@@ -126,9 +126,9 @@ export class ForwardableIPs implements Initializable {
    * Returns them canonical (duplicates possible); throws one InvalidArgumentError naming the
    * bad IPs. IPs parsed already (by the API) are checked from their bytes, not parsed again.
    */
-  private validateForAdd(ips: readonly IpArg[]): string[] {
+  #validateForAdd(ips: readonly IpArg[]): string[] {
     if (!Array.isArray(ips)) throw new InvalidArgumentError('forwardable IPs: expected a list');
-    const nodeAddresses = this.nodeAddresses();
+    const nodeAddresses = this.#nodeAddresses();
     const out: string[] = [];
     const problems: string[] = [];
     for (const text of ips) {
@@ -155,7 +155,7 @@ export class ForwardableIPs implements Initializable {
   }
 
   /** Parses IPs to be released: only the text has to be an address (a parsed one is one). */
-  private validateForDelete(ips: readonly IpArg[]): Set<string> {
+  #validateForDelete(ips: readonly IpArg[]): Set<string> {
     if (!Array.isArray(ips)) throw new InvalidArgumentError('forwardable IPs: expected a list');
     const out = new Set<string>();
     const problems: string[] = [];
@@ -174,7 +174,7 @@ export class ForwardableIPs implements Initializable {
 
   /** Checks IPs as upsert() does, changing nothing; returns them canonical, without duplicates. */
   check(ips: readonly IpArg[]): string[] {
-    return [...new Set(this.validateForAdd(ips))];
+    return [...new Set(this.#validateForAdd(ips))];
   }
 
   /**
@@ -183,11 +183,11 @@ export class ForwardableIPs implements Initializable {
    */
   upsert(owner: string, ips: readonly IpArg[]): OwnerChange {
     validateOwner(owner);
-    const valid = this.validateForAdd(ips);
+    const valid = this.#validateForAdd(ips);
     const added: string[] = [];
     let claimed = 0;
-    for (const ip of valid) if (this.addOwner(ip, owner, added)) claimed++;
-    this.notify(added, []);
+    for (const ip of valid) if (this.#addOwner(ip, owner, added)) claimed++;
+    this.#notify(added, []);
     return { added: claimed, removed: 0 };
   }
 
@@ -198,11 +198,11 @@ export class ForwardableIPs implements Initializable {
    */
   delete(owner: string, ips: readonly IpArg[]): OwnerChange {
     validateOwner(owner);
-    const valid = this.validateForDelete(ips);
+    const valid = this.#validateForDelete(ips);
     const removed: string[] = [];
     let released = 0;
-    for (const ip of valid) if (this.removeOwner(ip, owner, removed)) released++;
-    this.notify([], removed);
+    for (const ip of valid) if (this.#removeOwner(ip, owner, removed)) released++;
+    this.#notify([], removed);
     return { added: 0, removed: released };
   }
 
@@ -212,50 +212,50 @@ export class ForwardableIPs implements Initializable {
    */
   setOwner(owner: string, ips: readonly IpArg[]): OwnerChange {
     validateOwner(owner);
-    const valid = this.validateForAdd(ips);
+    const valid = this.#validateForAdd(ips);
     const added: string[] = [];
     const removed: string[] = [];
     let claimed = 0;
     let released = 0;
-    if ((this.held.get(owner) ?? 0) > 0) {
+    if ((this.#held.get(owner) ?? 0) > 0) {
       const keep = new Set(valid);
-      for (const [ip, owners] of this.rows) {
-        if (!keep.has(ip) && owners.includes(owner) && this.removeOwner(ip, owner, removed)) {
+      for (const [ip, owners] of this.#rows) {
+        if (!keep.has(ip) && owners.includes(owner) && this.#removeOwner(ip, owner, removed)) {
           released++;
         }
       }
     }
-    for (const ip of valid) if (this.addOwner(ip, owner, added)) claimed++;
-    this.notify(added, removed);
+    for (const ip of valid) if (this.#addOwner(ip, owner, added)) claimed++;
+    this.#notify(added, removed);
     return { added: claimed, removed: released };
   }
 
   /** Every row. */
   list(): ForwardableIP[] {
     const out: ForwardableIP[] = [];
-    for (const [ip, owners] of this.rows) out.push(row(ip, owners));
+    for (const [ip, owners] of this.#rows) out.push(row(ip, owners));
     return out;
   }
 
   get(ip: string): ForwardableIP | undefined {
-    const owners = this.rows.get(ip);
+    const owners = this.#rows.get(ip);
     return owners === undefined ? undefined : row(ip, owners);
   }
 
   /** The IP (canonical) is forwardable. */
   has(ip: string): boolean {
-    return this.rows.has(ip);
+    return this.#rows.has(ip);
   }
 
   /** Every forwardable IP (canonical), live: do not change the table while iterating. */
   ips(): IterableIterator<string> {
-    return this.rows.keys();
+    return this.#rows.keys();
   }
 
   /** The rows one owner holds. */
   rowsOf(owner: string): ForwardableIP[] {
     const out: ForwardableIP[] = [];
-    for (const [ip, owners] of this.rows) if (owners.includes(owner)) out.push(row(ip, owners));
+    for (const [ip, owners] of this.#rows) if (owners.includes(owner)) out.push(row(ip, owners));
     return out;
   }
 
@@ -265,60 +265,60 @@ export class ForwardableIPs implements Initializable {
   }
 
   get size(): number {
-    return this.rows.size;
+    return this.#rows.size;
   }
 
   /** Adds `owner` to `ip`; true when the owner did not hold it. */
-  private addOwner(ip: string, owner: string, added: string[]): boolean {
-    const cur = this.rows.get(ip);
+  #addOwner(ip: string, owner: string, added: string[]): boolean {
+    const cur = this.#rows.get(ip);
     if (cur === undefined) {
-      this.rows.set(ip, this.alone(owner));
-      this.unindexed.push(ip);
-      this.hold(owner, 1);
+      this.#rows.set(ip, this.#alone(owner));
+      this.#unindexed.push(ip);
+      this.#hold(owner, 1);
       added.push(ip);
       return true;
     }
     const owners = ownersWith(cur, owner);
     if (owners === cur) return false;
-    this.rows.set(ip, owners);
-    this.hold(owner, 1);
+    this.#rows.set(ip, owners);
+    this.#hold(owner, 1);
     return true;
   }
 
   /** Counts the IPs each owner holds (setOwner scans the table only for an owner with some). */
-  private hold(owner: string, delta: number): void {
-    const n = (this.held.get(owner) ?? 0) + delta;
-    if (n > 0) this.held.set(owner, n);
-    else this.held.delete(owner);
+  #hold(owner: string, delta: number): void {
+    const n = (this.#held.get(owner) ?? 0) + delta;
+    if (n > 0) this.#held.set(owner, n);
+    else this.#held.delete(owner);
   }
 
-  private alone(owner: string): readonly string[] {
-    let a = this.singles.get(owner);
+  #alone(owner: string): readonly string[] {
+    let a = this.#singles.get(owner);
     if (a === undefined) {
       a = Object.freeze([owner]);
-      this.singles.set(owner, a);
+      this.#singles.set(owner, a);
     }
     return a;
   }
 
   /** Removes `owner` from `ip`; true when the owner held it. */
-  private removeOwner(ip: string, owner: string, removed: string[]): boolean {
-    const cur = this.rows.get(ip);
+  #removeOwner(ip: string, owner: string, removed: string[]): boolean {
+    const cur = this.#rows.get(ip);
     if (cur === undefined || !cur.includes(owner)) return false;
-    this.hold(owner, -1);
+    this.#hold(owner, -1);
     if (cur.length === 1) {
-      this.rows.delete(ip);
+      this.#rows.delete(ip);
       this.index.delete(ip);
       removed.push(ip);
       return true;
     }
     const rest = cur.filter((o) => o !== owner);
-    this.rows.set(ip, rest.length === 1 ? this.alone(rest[0]!) : rest);
+    this.#rows.set(ip, rest.length === 1 ? this.#alone(rest[0]!) : rest);
     return true;
   }
 
-  private notify(added: readonly string[], removed: readonly string[]): void {
-    if (added.length > 0 || removed.length > 0) this.listener?.changed(added, removed);
+  #notify(added: readonly string[], removed: readonly string[]): void {
+    if (added.length > 0 || removed.length > 0) this.#listener?.changed(added, removed);
   }
 }
 

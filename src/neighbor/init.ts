@@ -9,37 +9,37 @@ import type { Initializable } from '../statedb/index.js';
  */
 export class Initializers implements Initializable {
   readonly name: string;
-  private readonly pending = new Set<{ readonly name: string }>();
-  private latched = false;
-  private waiters: { resolve(): void; reject(reason: unknown): void }[] = [];
+  readonly #pending = new Set<{ readonly name: string }>();
+  #latched = false;
+  #waiters: { resolve(): void; reject(reason: unknown): void }[] = [];
 
   constructor(name: string) {
     this.name = name;
   }
 
   get initialized(): boolean {
-    return this.pending.size === 0;
+    return this.#pending.size === 0;
   }
 
   /** Names still pending (for status). */
   pendingNames(): string[] {
-    return [...this.pending].map((t) => t.name);
+    return [...this.#pending].map((t) => t.name);
   }
 
   /** Returns the (idempotent) done function of a new initializer. */
   register(name: string): () => void {
-    if (this.latched) {
+    if (this.#latched) {
       throw new InvalidArgumentError(
         `${this.name}: initializer ${name} registered after the table was initialized`,
       );
     }
     const token = { name };
-    this.pending.add(token);
+    this.#pending.add(token);
     return () => {
-      if (!this.pending.delete(token) || this.pending.size > 0) return;
-      this.latched = true;
-      const w = this.waiters;
-      this.waiters = [];
+      if (!this.#pending.delete(token) || this.#pending.size > 0) return;
+      this.#latched = true;
+      const w = this.#waiters;
+      this.#waiters = [];
       for (const x of w) x.resolve();
     };
   }
@@ -49,7 +49,7 @@ export class Initializers implements Initializable {
     return new Promise<void>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
       const onAbort = (): void => {
-        this.waiters = this.waiters.filter((x) => x !== entry);
+        this.#waiters = this.#waiters.filter((x) => x !== entry);
         reject(signal?.reason);
       };
       const entry = {
@@ -59,7 +59,7 @@ export class Initializers implements Initializable {
         },
         reject,
       };
-      this.waiters.push(entry);
+      this.#waiters.push(entry);
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }

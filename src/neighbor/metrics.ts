@@ -63,8 +63,8 @@ const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 
 
 export class NeighborMetrics implements ReconcilerMetrics {
   readonly registry: Registry;
-  private source: NeighborGaugeSource | undefined = undefined;
-  private readonly c: NeighborCounters = {
+  #source: NeighborGaugeSource | undefined = undefined;
+  readonly #c: NeighborCounters = {
     inserts: 0,
     reinserts: { deleted: 0, failed: 0 },
     refreshes: 0,
@@ -75,113 +75,113 @@ export class NeighborMetrics implements ReconcilerMetrics {
     resyncs: {},
     modeSwitches: { managed: 0, legacy: 0 },
   };
-  private readonly insertsTotal: Counter;
-  private readonly reinsertsTotal: Counter<'cause'>;
-  private readonly refreshesTotal: Counter;
-  private readonly deletesTotal: Counter<'source'>;
-  private readonly lookupsTotal: Counter<'result'>;
-  private readonly errorsTotal: Counter<'op'>;
-  private readonly resyncsTotal: Counter<'table' | 'reason'>;
-  private readonly rateLimitedTotal: Counter;
-  private readonly modeSwitchesTotal: Counter<'to'>;
-  private readonly duration: Histogram<'op'>;
-  private readonly roundSeconds: Histogram;
-  private readonly failing: Gauge;
+  readonly #insertsTotal: Counter;
+  readonly #reinsertsTotal: Counter<'cause'>;
+  readonly #refreshesTotal: Counter;
+  readonly #deletesTotal: Counter<'source'>;
+  readonly #lookupsTotal: Counter<'result'>;
+  readonly #errorsTotal: Counter<'op'>;
+  readonly #resyncsTotal: Counter<'table' | 'reason'>;
+  readonly #rateLimitedTotal: Counter;
+  readonly #modeSwitchesTotal: Counter<'to'>;
+  readonly #duration: Histogram<'op'>;
+  readonly #roundSeconds: Histogram;
+  readonly #failing: Gauge;
 
   /** Registers the group in `registry` (a private one when omitted, for tests). */
   constructor(opts: { registry?: Registry } = {}) {
     const registry = opts.registry ?? new Registry();
     this.registry = registry;
     const registers = [registry];
-    this.registerGauges(registers);
-    this.insertsTotal = new Counter({
+    this.#registerGauges(registers);
+    this.#insertsTotal = new Counter({
       name: 'fibkeeper_neighbor_inserts_total',
       help: 'Neighbor entries written for new desired next hops (adoption and resyncs included).',
       registers,
     });
-    this.reinsertsTotal = new Counter({
+    this.#reinsertsTotal = new Counter({
       name: 'fibkeeper_neighbor_reinserts_total',
       help: 'Entries written again after the kernel lost them (deleted or flushed) or reported them FAILED (legacy mode).',
       labelNames: ['cause'],
       registers,
     });
-    this.refreshesTotal = new Counter({
+    this.#refreshesTotal = new Counter({
       name: 'fibkeeper_neighbor_refreshes_total',
       help: 'STALE entries fibkeeper made the kernel re-resolve (legacy mode; zero with managed entries).',
       registers,
     });
-    this.deletesTotal = new Counter({
+    this.#deletesTotal = new Counter({
       name: 'fibkeeper_neighbor_deletes_total',
       help: 'fibkeeper-owned entries deleted: no longer desired (reconcile) or found stale by a prune.',
       labelNames: ['source'],
       registers,
     });
-    this.lookupsTotal = new Counter({
+    this.#lookupsTotal = new Counter({
       name: 'fibkeeper_neighbor_nexthop_lookups_total',
       help: 'Kernel next-hop lookups (ip route get IP oif DEV fibmatch) by result; one per route prefix and device while lookups are shared (default policy rules).',
       labelNames: ['result'],
       registers,
     });
-    this.errorsTotal = new Counter({
+    this.#errorsTotal = new Counter({
       name: 'fibkeeper_neighbor_reconcile_errors_total',
       help: 'Failed reconcile operations (per entry; prune per call).',
       labelNames: ['op'],
       registers,
     });
-    this.resyncsTotal = new Counter({
+    this.#resyncsTotal = new Counter({
       name: 'fibkeeper_neighbor_resyncs_total',
       help: 'Full resyncs of a table: periodic, after an event overflow (ENOBUFS), an interrupted dump, a device change, or a policy-rule change.',
       labelNames: ['table', 'reason'],
       registers,
     });
-    this.rateLimitedTotal = new Counter({
+    this.#rateLimitedTotal = new Counter({
       name: 'fibkeeper_neighbor_rate_limited_total',
       help: 'Times re-inserts, refreshes or retries were held back by the rate limit.',
       registers,
     });
-    this.modeSwitchesTotal = new Counter({
+    this.#modeSwitchesTotal = new Counter({
       name: 'fibkeeper_neighbor_mode_switches_total',
       help: 'Switches of the refresh path by neighbor.refresh: auto (legacy above neighbor.rateLimit desired entries, managed again at half of it), by the path switched to.',
       labelNames: ['to'],
       registers,
     });
-    for (const to of REFRESH_MODES) this.modeSwitchesTotal.inc({ to }, 0);
-    this.duration = new Histogram({
+    for (const to of REFRESH_MODES) this.#modeSwitchesTotal.inc({ to }, 0);
+    this.#duration = new Histogram({
       name: 'fibkeeper_neighbor_reconcile_duration_seconds',
       help: 'Duration of one reconcile operation call (a batch counts once).',
       labelNames: ['op'],
       buckets: DURATION_BUCKETS,
       registers,
     });
-    this.roundSeconds = new Histogram({
+    this.#roundSeconds = new Histogram({
       name: 'fibkeeper_neighbor_reconcile_round_seconds',
       help: 'Duration of one reconciliation round.',
       buckets: DURATION_BUCKETS,
       registers,
     });
-    this.failing = new Gauge({
+    this.#failing = new Gauge({
       name: 'fibkeeper_neighbor_reconcile_failing_entries',
       help: 'Desired entries (and prune) whose last operation failed.',
       registers,
     });
-    this.zeroLabelledSeries();
+    this.#zeroLabelledSeries();
   }
 
   /** Every labelled series from the start, so that rate() and increase() see the first event. */
-  private zeroLabelledSeries(): void {
-    for (const cause of Object.keys(this.c.reinserts)) this.reinsertsTotal.inc({ cause }, 0);
-    for (const source of Object.keys(this.c.deletes)) this.deletesTotal.inc({ source }, 0);
-    for (const result of Object.keys(this.c.lookups)) this.lookupsTotal.inc({ result }, 0);
+  #zeroLabelledSeries(): void {
+    for (const cause of Object.keys(this.#c.reinserts)) this.#reinsertsTotal.inc({ cause }, 0);
+    for (const source of Object.keys(this.#c.deletes)) this.#deletesTotal.inc({ source }, 0);
+    for (const result of Object.keys(this.#c.lookups)) this.#lookupsTotal.inc({ result }, 0);
     for (const op of RECONCILE_OPS) {
-      this.errorsTotal.inc({ op }, 0);
-      this.duration.zero({ op });
+      this.#errorsTotal.inc({ op }, 0);
+      this.#duration.zero({ op });
     }
-    for (const [table, reason] of RESYNC_PAIRS) this.resyncsTotal.inc({ table, reason }, 0);
+    for (const [table, reason] of RESYNC_PAIRS) this.#resyncsTotal.inc({ table, reason }, 0);
   }
 
   /** The gauges read from the source at scrape time. */
-  private registerGauges(registers: Registry[]): void {
-    const self = (): NeighborGaugeSource | undefined => this.source;
+  #registerGauges(registers: Registry[]): void {
+    const self = (): NeighborGaugeSource | undefined => this.#source;
     new Gauge({
       name: 'fibkeeper_neighbor_forwardable_ips',
       help: 'Forwardable IPs (IPs some owner wants XDP to be able to forward to).',
@@ -239,59 +239,59 @@ export class NeighborMetrics implements ReconcilerMetrics {
   }
 
   setSource(s: NeighborGaugeSource | undefined): void {
-    this.source = s;
+    this.#source = s;
   }
 
   inserted(n: number): void {
     if (n <= 0) return;
-    this.c.inserts += n;
-    this.insertsTotal.inc(n);
+    this.#c.inserts += n;
+    this.#insertsTotal.inc(n);
   }
 
   reinserted(cause: ReinsertCause, n: number): void {
     if (n <= 0) return;
-    this.c.reinserts[cause] += n;
-    this.reinsertsTotal.inc({ cause }, n);
+    this.#c.reinserts[cause] += n;
+    this.#reinsertsTotal.inc({ cause }, n);
   }
 
   refreshed(n: number): void {
     if (n <= 0) return;
-    this.c.refreshes += n;
-    this.refreshesTotal.inc(n);
+    this.#c.refreshes += n;
+    this.#refreshesTotal.inc(n);
   }
 
   deleted(source: DeleteSource, n: number): void {
     if (n <= 0) return;
-    this.c.deletes[source] += n;
-    this.deletesTotal.inc({ source }, n);
+    this.#c.deletes[source] += n;
+    this.#deletesTotal.inc({ source }, n);
   }
 
   modeSwitched(to: RefreshModeName): void {
-    this.c.modeSwitches[to]++;
-    this.modeSwitchesTotal.inc({ to });
+    this.#c.modeSwitches[to]++;
+    this.#modeSwitchesTotal.inc({ to });
   }
 
   lookups(result: LookupResult, n: number): void {
     if (n <= 0) return;
-    this.c.lookups[result] += n;
-    this.lookupsTotal.inc({ result }, n);
+    this.#c.lookups[result] += n;
+    this.#lookupsTotal.inc({ result }, n);
   }
 
   resync(table: ResyncTable, reason: ResyncReason): void {
     const k = `${table}/${reason}`;
-    this.c.resyncs[k] = (this.c.resyncs[k] ?? 0) + 1;
-    this.resyncsTotal.inc({ table, reason });
+    this.#c.resyncs[k] = (this.#c.resyncs[k] ?? 0) + 1;
+    this.#resyncsTotal.inc({ table, reason });
   }
 
   /** A copy of the counters. */
   counters(): NeighborCounters {
-    return structuredClone(this.c);
+    return structuredClone(this.#c);
   }
 
   // ---- ReconcilerMetrics -------------------------------------------------------------
 
   reconcileDuration(_reconciler: string, op: ReconcileOp, seconds: number): void {
-    this.duration.observe({ op }, seconds);
+    this.#duration.observe({ op }, seconds);
   }
 
   reconcileOps(): void {
@@ -300,17 +300,17 @@ export class NeighborMetrics implements ReconcilerMetrics {
 
   reconcileErrors(_reconciler: string, op: ReconcileOp, n: number): void {
     if (n <= 0) return;
-    this.c.reconcileErrors += n;
-    this.errorsTotal.inc({ op }, n);
+    this.#c.reconcileErrors += n;
+    this.#errorsTotal.inc({ op }, n);
   }
 
   currentErrors(_reconciler: string, n: number): void {
-    this.failing.set(n);
+    this.#failing.set(n);
   }
 
   rateLimited(_reconciler: string, n: number): void {
-    this.c.rateLimited += n;
-    this.rateLimitedTotal.inc(n);
+    this.#c.rateLimited += n;
+    this.#rateLimitedTotal.inc(n);
   }
 
   fullResyncs(): void {
@@ -318,6 +318,6 @@ export class NeighborMetrics implements ReconcilerMetrics {
   }
 
   roundDuration(_reconciler: string, seconds: number): void {
-    this.roundSeconds.observe(seconds);
+    this.#roundSeconds.observe(seconds);
   }
 }

@@ -18,17 +18,17 @@ export interface RefreshPathParams {
 }
 
 export class RefreshPath {
-  private readonly p: RefreshPathParams;
-  private now: RefreshMode;
+  readonly #p: RefreshPathParams;
+  #now: RefreshMode;
 
   constructor(p: RefreshPathParams) {
-    this.p = p;
-    this.now = p.initial;
+    this.#p = p;
+    this.#now = p.initial;
   }
 
   /** The path in use, as last decided. */
   get mode(): RefreshMode {
-    return this.now;
+    return this.#now;
   }
 
   /**
@@ -36,16 +36,16 @@ export class RefreshPath {
    * observed change, so entries are written for the path the table's size calls for.
    */
   current(): RefreshMode {
-    if (!this.p.auto) return this.now;
-    const size = this.p.size();
-    const limit = this.p.rateLimit;
-    if (this.now === 'managed' && size > limit) this.switchTo('legacy', size);
-    else if (this.now === 'legacy' && size <= limit / 2) this.switchTo('managed', size);
-    return this.now;
+    if (!this.#p.auto) return this.#now;
+    const size = this.#p.size();
+    const limit = this.#p.rateLimit;
+    if (this.#now === 'managed' && size > limit) this.#switchTo('legacy', size);
+    else if (this.#now === 'legacy' && size <= limit / 2) this.#switchTo('managed', size);
+    return this.#now;
   }
 
-  private switchTo(to: RefreshMode, size: number): void {
-    this.now = to;
-    this.p.switched(to, size);
+  #switchTo(to: RefreshMode, size: number): void {
+    this.#now = to;
+    this.#p.switched(to, size);
   }
 }

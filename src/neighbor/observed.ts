@@ -47,39 +47,39 @@ export class ObservedNeighbors implements Initializable {
   /** fibkeeper's mark: what foreign is judged against. */
   readonly protocol: number;
   /** ifindex → ip → entry */
-  private readonly byDevice = new Map<number, Map<string, Entry>>();
-  private count = 0;
+  readonly #byDevice = new Map<number, Map<string, Entry>>();
+  #count = 0;
   /** Grows with every change (apply, load): what a cached census is checked against. */
   version = 0;
-  private readonly init = deferred();
+  readonly #init = deferred();
 
   /**
    * The string an entry is kept under, when one is already in memory for that address (a
    * desired next hop's): a message read from a socket brings its own copy of the address,
    * and 1,000,000 entries would keep 1,000,000 copies.
    */
-  private readonly intern: ((ifindex: number, ip: string) => string | undefined) | undefined;
+  readonly #intern: ((ifindex: number, ip: string) => string | undefined) | undefined;
 
   constructor(
     protocol = FIBKEEPER_NEIGH_PROTOCOL,
     intern?: (ifindex: number, ip: string) => string | undefined,
   ) {
     this.protocol = protocol;
-    this.intern = intern;
+    this.#intern = intern;
   }
 
   get initialized(): boolean {
-    return this.init.done;
+    return this.#init.done;
   }
 
   waitInitialized(signal?: AbortSignal): Promise<void> {
-    if (this.init.done) return Promise.resolve();
-    if (signal === undefined) return this.init.promise;
+    if (this.#init.done) return Promise.resolve();
+    if (signal === undefined) return this.#init.promise;
     return new Promise((resolve, reject) => {
       const abort = (): void => reject(signal.reason);
       if (signal.aborted) return abort();
       signal.addEventListener('abort', abort, { once: true });
-      this.init.promise.then(() => {
+      this.#init.promise.then(() => {
         signal.removeEventListener('abort', abort);
         resolve();
       }, reject);
@@ -88,11 +88,11 @@ export class ObservedNeighbors implements Initializable {
 
   /** Called once the first dump is loaded. */
   markInitialized(): void {
-    this.init.resolve();
+    this.#init.resolve();
   }
 
   get size(): number {
-    return this.count;
+    return this.#count;
   }
 
   /**
@@ -103,19 +103,19 @@ export class ObservedNeighbors implements Initializable {
     ifindex: number,
     ip: string,
   ): (NeighState & { readonly lladdr: string | undefined }) | undefined {
-    return this.byDevice.get(ifindex)?.get(ip);
+    return this.#byDevice.get(ifindex)?.get(ip);
   }
 
   /** The entry with key "ifindex|ip", as a row of its own. */
   get(key: string): ObservedNeighbor | undefined {
     const { ifindex, ip } = splitNeighKey(key);
-    const e = this.byDevice.get(ifindex)?.get(ip);
+    const e = this.#byDevice.get(ifindex)?.get(ip);
     return e === undefined ? undefined : rowOf(ifindex, ip, e);
   }
 
   /** Every entry, as rows of their own. */
   *values(): IterableIterator<ObservedNeighbor> {
-    for (const [ifindex, m] of this.byDevice) for (const [ip, e] of m) yield rowOf(ifindex, ip, e);
+    for (const [ifindex, m] of this.#byDevice) for (const [ip, e] of m) yield rowOf(ifindex, ip, e);
   }
 
   /**
@@ -126,21 +126,21 @@ export class ObservedNeighbors implements Initializable {
    */
   apply(kind: 'new' | 'del', n: NeighMessage): NeighState | null | undefined {
     if (!kept(n)) return undefined;
-    let m = this.byDevice.get(n.ifindex);
+    let m = this.#byDevice.get(n.ifindex);
     const cur = m?.get(n.dst);
     if (kind === 'del') {
       if (cur === undefined || m === undefined) return undefined;
       this.version++;
-      this.account(cur, n.ifindex, n.dst, -1);
+      this.#account(cur, n.ifindex, n.dst, -1);
       m.delete(n.dst);
-      this.count--;
-      if (m.size === 0) this.byDevice.delete(n.ifindex);
+      this.#count--;
+      if (m.size === 0) this.#byDevice.delete(n.ifindex);
       return null;
     }
     if (cur !== undefined) {
-      this.account(cur, n.ifindex, n.dst, -1);
+      this.#account(cur, n.ifindex, n.dst, -1);
       const changed = cur.set(n, this.protocol);
-      this.account(cur, n.ifindex, n.dst, 1);
+      this.#account(cur, n.ifindex, n.dst, 1);
       if (!changed) return (n.state & NUD_FAILED) !== 0 ? cur : undefined;
       this.version++;
       return cur;
@@ -148,21 +148,21 @@ export class ObservedNeighbors implements Initializable {
     this.version++;
     const e = new Entry();
     e.set(n, this.protocol);
-    e.setMark(this.mark);
-    const ip = this.intern?.(n.ifindex, n.dst) ?? n.dst;
-    if (m === undefined) this.byDevice.set(n.ifindex, (m = new Map()));
+    e.setMark(this.#mark);
+    const ip = this.#intern?.(n.ifindex, n.dst) ?? n.dst;
+    if (m === undefined) this.#byDevice.set(n.ifindex, (m = new Map()));
     m.set(ip, e);
-    this.count++;
-    this.account(e, n.ifindex, ip, 1);
+    this.#count++;
+    this.#account(e, n.ifindex, ip, 1);
     return e;
   }
 
   /** The parity of the current load: entries a load did not see keep the other one. */
-  private mark = 0;
+  #mark = 0;
   /** A load (a dump) is under way. */
-  private loading = false;
+  #loading = false;
   /** Entries a load found gone, until the changes are taken. */
-  private gone: { ifindex: number; ip: string }[] = [];
+  #gone: { ifindex: number; ip: string }[] = [];
 
   /**
    * Starts loading a dump, entry by entry (loadEntry), without a list of it or a set of what
@@ -171,55 +171,56 @@ export class ObservedNeighbors implements Initializable {
    * over): then every entry is unmarked first.
    */
   beginLoad(): void {
-    if (this.loading || this.aborted) {
+    if (this.#loading || this.#aborted) {
       // A retry of the dump, or a load after one that failed half-way: some entries carry
       // this load's mark already. Unmark them all.
-      if (!this.loading) this.mark ^= MARK;
-      this.loading = true;
-      this.aborted = false;
-      this.unmarkAll();
+      if (!this.#loading) this.#mark ^= MARK;
+      this.#loading = true;
+      this.#aborted = false;
+      this.#unmarkAll();
       return;
     }
-    this.loading = true;
-    this.mark ^= MARK;
+    this.#loading = true;
+    this.#mark ^= MARK;
   }
 
-  private aborted = false;
+  #aborted = false;
 
-  private unmarkAll(): void {
-    for (const m of this.byDevice.values()) for (const e of m.values()) e.setMark(this.mark ^ MARK);
+  #unmarkAll(): void {
+    for (const m of this.#byDevice.values())
+      for (const e of m.values()) e.setMark(this.#mark ^ MARK);
   }
 
   /** A load that failed: nothing is removed; the next load unmarks everything first. */
   abortLoad(): void {
-    if (!this.loading) return;
-    this.loading = false;
-    this.aborted = true;
+    if (!this.#loading) return;
+    this.#loading = false;
+    this.#aborted = true;
   }
 
   /** One entry of the dump being loaded. */
   loadEntry(n: NeighMessage): void {
     if (!kept(n)) return;
     const after = this.apply('new', n);
-    const e = after ?? this.byDevice.get(n.ifindex)?.get(n.dst);
+    const e = after ?? this.#byDevice.get(n.ifindex)?.get(n.dst);
     if (!(e instanceof Entry)) return;
-    e.setMark(this.mark);
+    e.setMark(this.#mark);
     if (after) e.bits |= CHANGED;
   }
 
   /** Ends the load: the entries the dump did not have are gone. */
   endLoad(): void {
-    this.loading = false;
-    for (const [ifindex, m] of [...this.byDevice]) {
+    this.#loading = false;
+    for (const [ifindex, m] of [...this.#byDevice]) {
       for (const [ip, e] of m) {
-        if (e.mark === this.mark) continue;
-        this.account(e, ifindex, ip, -1);
+        if (e.mark === this.#mark) continue;
+        this.#account(e, ifindex, ip, -1);
         m.delete(ip);
-        this.count--;
+        this.#count--;
         this.version++;
-        this.gone.push({ ifindex, ip });
+        this.#gone.push({ ifindex, ip });
       }
-      if (m.size === 0) this.byDevice.delete(ifindex);
+      if (m.size === 0) this.#byDevice.delete(ifindex);
     }
   }
 
@@ -228,10 +229,10 @@ export class ObservedNeighbors implements Initializable {
    * reactions (which read the entry as it is now: `find`). A pass over the table.
    */
   takeChanges(fn: (ifindex: number, ip: string) => void): void {
-    const gone = this.gone;
-    this.gone = [];
+    const gone = this.#gone;
+    this.#gone = [];
     for (const g of gone) fn(g.ifindex, g.ip);
-    for (const [ifindex, m] of this.byDevice) {
+    for (const [ifindex, m] of this.#byDevice) {
       for (const [ip, e] of m) {
         if ((e.bits & CHANGED) === 0) continue;
         e.bits &= ~CHANGED;
@@ -254,17 +255,17 @@ export class ObservedNeighbors implements Initializable {
   }
 
   /** fibkeeper's own entries by NUD state (index: stateIndex), kept as entries change. */
-  private readonly owned = new Array<number>(STATE_NAMES.length).fill(0);
+  readonly #owned = new Array<number>(STATE_NAMES.length).fill(0);
   /** Foreign entries as "ifindex|ip" (there are few). */
-  private readonly foreignKeys = new Set<string>();
+  readonly #foreignKeys = new Set<string>();
 
   /** Counts the entry in (sign 1) or out of (sign -1) the census. */
-  private account(e: Entry, ifindex: number, ip: string, sign: 1 | -1): void {
+  #account(e: Entry, ifindex: number, ip: string, sign: 1 | -1): void {
     if (isForeign(e, this.protocol)) {
-      if (sign > 0) this.foreignKeys.add(`${ifindex}|${ip}`);
-      else this.foreignKeys.delete(`${ifindex}|${ip}`);
+      if (sign > 0) this.#foreignKeys.add(`${ifindex}|${ip}`);
+      else this.#foreignKeys.delete(`${ifindex}|${ip}`);
     } else if (e.protocol === this.protocol) {
-      this.owned[stateIndex(e.state)]! += sign;
+      this.#owned[stateIndex(e.state)]! += sign;
     }
   }
 
@@ -278,11 +279,11 @@ export class ObservedNeighbors implements Initializable {
     foreignWanted: number;
   } {
     const byState = new Map<string, number>();
-    this.owned.forEach((n, i) => {
+    this.#owned.forEach((n, i) => {
       if (n > 0) byState.set(STATE_NAMES[i]!, n);
     });
     let foreignWanted = 0;
-    for (const key of this.foreignKeys) {
+    for (const key of this.#foreignKeys) {
       const { ifindex, ip } = splitNeighKey(key);
       if (wanted(ifindex, ip)) foreignWanted++;
     }

@@ -71,12 +71,12 @@ const isErrno = (err: unknown, ...names: string[]): boolean =>
   err instanceof NetlinkError && names.includes(err.errnoName);
 
 export class NeighborOps implements Operations<DesiredNeighbor> {
-  private readonly p: NeighborOpsParams;
-  private readonly pacer: WritePacer;
+  readonly #p: NeighborOpsParams;
+  readonly #pacer: WritePacer;
 
   constructor(p: NeighborOpsParams) {
-    this.p = p;
-    this.pacer = new WritePacer({
+    this.#p = p;
+    this.#pacer = new WritePacer({
       budget: p.backlog,
       read: p.eventsRead ?? (() => 0),
       overflows: p.eventOverflows,
@@ -85,7 +85,7 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
   }
 
   /** The entry as fibkeeper writes it on the `mode` path. */
-  spec(d: DesiredNeighbor, mode: RefreshMode = this.p.mode()): NeighSpec {
+  spec(d: DesiredNeighbor, mode: RefreshMode = this.#p.mode()): NeighSpec {
     // One object literal per mode: every spec of a batch has the same shape.
     if (mode === 'managed') {
       return {
@@ -93,7 +93,7 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
         dst: d.nexthop,
         state: NUD_NONE,
         externLearned: true,
-        protocol: this.p.protocol,
+        protocol: this.#p.protocol,
         managed: true,
       };
     }
@@ -102,7 +102,7 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
       dst: d.nexthop,
       state: NUD_NONE,
       externLearned: true,
-      protocol: this.p.protocol,
+      protocol: this.#p.protocol,
       flags: NTF_USE,
     };
   }
@@ -121,28 +121,28 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     const results = new Array<Error | undefined>(objs.length);
     const todo: number[] = [];
     const specs: NeighSpec[] = [];
-    const mode = this.p.mode();
+    const mode = this.#p.mode();
     let created = 0;
     for (let i = 0; i < objs.length; i++) {
       const d = objs[i]!;
-      const seen = this.p.observed.find(d.ifindex, d.nexthop);
-      if (seen !== undefined && isForeign(seen, this.p.protocol)) continue;
+      const seen = this.#p.observed.find(d.ifindex, d.nexthop);
+      if (seen !== undefined && isForeign(seen, this.#p.protocol)) continue;
       if (seen === undefined) created++;
       todo.push(i);
       specs.push(this.spec(d, mode));
     }
     if (todo.length === 0) return results;
-    if (mode === 'legacy' && this.p.twoStep) await this.createFirst(objs, todo);
+    if (mode === 'legacy' && this.#p.twoStep) await this.#createFirst(objs, todo);
     // Events per new entry: the kernel announces a legacy entry (NTF_USE) once, when it
     // resolves; a managed one (or a two-step legacy one) when it is created too.
-    const events = created * (mode === 'legacy' && !this.p.twoStep ? 1 : 2);
-    this.pacer.writing(created);
-    const out = await this.p.kernel.neighSetMany(specs);
-    if (events > 0) await this.pacer.written(events);
+    const events = created * (mode === 'legacy' && !this.#p.twoStep ? 1 : 2);
+    this.#pacer.writing(created);
+    const out = await this.#p.kernel.neighSetMany(specs);
+    if (events > 0) await this.#pacer.written(events);
     for (const f of out.failures) results[todo[f.index]!] = f.error;
     let inserts = 0;
     const by: Record<RequeueCause, number> = { deleted: 0, failed: 0, refresh: 0, mode: 0 };
-    const causes = this.p.causes;
+    const causes = this.#p.causes;
     if (causes.size === 0) inserts = todo.length - out.failures.length;
     else {
       for (const i of todo) {
@@ -154,10 +154,10 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
         else by[cause]++;
       }
     }
-    this.p.metrics.inserted(inserts);
-    this.p.metrics.reinserted('deleted', by.deleted);
-    this.p.metrics.reinserted('failed', by.failed);
-    this.p.metrics.refreshed(by.refresh);
+    this.#p.metrics.inserted(inserts);
+    this.#p.metrics.reinserted('deleted', by.deleted);
+    this.#p.metrics.reinserted('failed', by.failed);
+    this.#p.metrics.refreshed(by.refresh);
     return results;
   }
 
@@ -166,21 +166,18 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
    * not exist yet with extern_learn and the mark first. Without a link-layer address the
    * kernel answers EINVAL but keeps the new entry; the NTF_USE write then resolves it.
    */
-  private async createFirst(
-    objs: readonly DesiredNeighbor[],
-    todo: readonly number[],
-  ): Promise<void> {
+  async #createFirst(objs: readonly DesiredNeighbor[], todo: readonly number[]): Promise<void> {
     const fresh = todo
       .map((i) => objs[i]!)
-      .filter((d) => this.p.observed.find(d.ifindex, d.nexthop) === undefined)
+      .filter((d) => this.#p.observed.find(d.ifindex, d.nexthop) === undefined)
       .map((d) => ({
         ifindex: d.ifindex,
         dst: d.nexthop,
         state: NUD_STALE,
         externLearned: true,
-        protocol: this.p.protocol,
+        protocol: this.#p.protocol,
       }));
-    if (fresh.length > 0) await this.p.kernel.neighSetMany(fresh);
+    if (fresh.length > 0) await this.#p.kernel.neighSetMany(fresh);
   }
 
   async delete(d: DesiredNeighbor): Promise<void> {
@@ -194,8 +191,8 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
    */
   async deleteBatch(objs: readonly DesiredNeighbor[]): Promise<BatchResult> {
     const results = new Array<Error | undefined>(objs.length);
-    for (const d of objs) this.p.causes.delete(d.key);
-    const owned = await this.ownership(objs);
+    for (const d of objs) this.#p.causes.delete(d.key);
+    const owned = await this.#ownership(objs);
     const del: number[] = [];
     for (let i = 0; i < objs.length; i++) {
       const o = owned[i];
@@ -205,15 +202,15 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     if (del.length === 0) return results;
     // Each delete is announced by one event: paced as writes are (1,000,000 deletes made
     // faster than they were read overflowed the event socket, and a full dump followed).
-    this.pacer.writing(del.length);
-    const out = await this.p.kernel.neighDelMany(
+    this.#pacer.writing(del.length);
+    const out = await this.#p.kernel.neighDelMany(
       del.map((i) => ({ ifindex: objs[i]!.ifindex, dst: objs[i]!.nexthop })),
     );
-    await this.pacer.written(del.length - out.failures.length);
+    await this.#pacer.written(del.length - out.failures.length);
     for (const f of out.failures) {
       if (!isErrno(f.error, 'ENOENT', 'ENODEV')) results[del[f.index]!] = f.error;
     }
-    this.p.metrics.deleted('reconcile', del.length - out.failures.length);
+    this.#p.metrics.deleted('reconcile', del.length - out.failures.length);
     return results;
   }
 
@@ -224,29 +221,27 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
    * pipelined); in a large batch (a device or an owner going away) it counts as
    * fibkeeper's, since fibkeeper wrote it and its event is merely still on the way.
    */
-  private async ownership(
-    objs: readonly DesiredNeighbor[],
-  ): Promise<(boolean | Error | undefined)[]> {
+  async #ownership(objs: readonly DesiredNeighbor[]): Promise<(boolean | Error | undefined)[]> {
     const ask = objs.length <= ASK_KERNEL_UP_TO;
     const out = new Array<boolean | Error | undefined>(objs.length);
     const asked: Promise<void>[] = [];
     for (let i = 0; i < objs.length; i++) {
       const d = objs[i]!;
-      const seen = this.p.observed.find(d.ifindex, d.nexthop);
-      if (seen !== undefined) out[i] = isOwned(seen, this.p.protocol);
+      const seen = this.#p.observed.find(d.ifindex, d.nexthop);
+      if (seen !== undefined) out[i] = isOwned(seen, this.#p.protocol);
       else if (!ask) out[i] = true;
-      else asked.push(this.askKernel(d).then((o) => void (out[i] = o)));
+      else asked.push(this.#askKernel(d).then((o) => void (out[i] = o)));
     }
     if (asked.length > 0) await Promise.all(asked);
     return out;
   }
 
   /** Whether the kernel's entry is fibkeeper's (undefined: it has none). */
-  private async askKernel(d: DesiredNeighbor): Promise<boolean | Error | undefined> {
+  async #askKernel(d: DesiredNeighbor): Promise<boolean | Error | undefined> {
     try {
-      const n = await this.p.kernel.neighGet({ ifindex: d.ifindex, dst: d.nexthop });
+      const n = await this.#p.kernel.neighGet({ ifindex: d.ifindex, dst: d.nexthop });
       const row = observedRow(n);
-      return row === undefined ? undefined : isOwned(row, this.p.protocol);
+      return row === undefined ? undefined : isOwned(row, this.#p.protocol);
     } catch (err) {
       if (isErrno(err, 'ENOENT', 'ENODEV')) return undefined;
       return err instanceof Error ? err : new Error(describeError(err));
@@ -263,30 +258,30 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
    */
   async prune(desired: Iterable<DesiredNeighbor>): Promise<void> {
     const stale: Pick<NeighSpec, 'ifindex' | 'dst'>[] = [];
-    const protocol = this.p.protocol;
-    await this.p.kernel.neighEach((n) => {
+    const protocol = this.#p.protocol;
+    await this.#p.kernel.neighEach((n) => {
       if (n.protocol !== protocol || n.dst === undefined) return;
       if ((n.family !== AF_INET && n.family !== AF_INET6) || (n.flags & NTF_PROXY) !== 0) return;
-      if (this.p.wanted(n.ifindex, n.dst)) return;
+      if (this.#p.wanted(n.ifindex, n.dst)) return;
       // Carries the mark but someone wrote over it, now or before (the observed table
       // remembers): not fibkeeper's to delete.
-      const seen = this.p.observed.find(n.ifindex, n.dst);
+      const seen = this.#p.observed.find(n.ifindex, n.dst);
       if (!isOwned(n, protocol) || (seen !== undefined && seen.foreign === true)) return;
       stale.push({ ifindex: n.ifindex, dst: n.dst });
     });
     let failed: Error | undefined;
     if (stale.length > 0) {
-      const out = await this.p.kernel.neighDelMany(stale);
+      const out = await this.#p.kernel.neighDelMany(stale);
       const real = out.failures.filter((f) => !isErrno(f.error, 'ENOENT', 'ENODEV'));
-      this.p.metrics.deleted('prune', stale.length - out.failures.length);
-      this.p.log.info({ deleted: stale.length - out.failures.length }, 'pruned stale entries');
+      this.#p.metrics.deleted('prune', stale.length - out.failures.length);
+      this.#p.log.info({ deleted: stale.length - out.failures.length }, 'pruned stale entries');
       if (real.length > 0) failed = real[0]!.error;
     }
     const missing: string[] = [];
     for (const d of desired) {
-      if (this.p.observed.find(d.ifindex, d.nexthop) === undefined) missing.push(d.key);
+      if (this.#p.observed.find(d.ifindex, d.nexthop) === undefined) missing.push(d.key);
     }
-    if (missing.length > 0) this.p.missing?.(missing);
+    if (missing.length > 0) this.#p.missing?.(missing);
     if (failed !== undefined) throw failed;
   }
 }

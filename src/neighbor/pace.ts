@@ -41,38 +41,38 @@ export const PACE_MAX_MS = 200;
 export const PAUSE_MAX_MS = 100;
 
 export class WritePacer {
-  private readonly p: WritePacerParams;
-  private owedEvents = 0;
-  private readAt: number;
-  private overflowsAt: number;
-  private paused = false;
+  readonly #p: WritePacerParams;
+  #owedEvents = 0;
+  #readAt: number;
+  #overflowsAt: number;
+  #paused = false;
   /** Bumped by every large batch: a resume scheduled before it is void. */
-  private generation = 0;
+  #generation = 0;
   /** When reading was paused (p.now). */
-  private pausedAt = 0;
+  #pausedAt = 0;
 
   constructor(p: WritePacerParams) {
-    this.p = p;
-    this.readAt = p.read();
-    this.overflowsAt = p.overflows?.() ?? 0;
+    this.#p = p;
+    this.#readAt = p.read();
+    this.#overflowsAt = p.overflows?.() ?? 0;
   }
 
   /** Events caused by the writes and not read yet (as far as the pacer can tell). */
   get owed(): number {
-    const read = this.p.read();
-    const overflows = this.p.overflows?.() ?? 0;
-    if (overflows !== this.overflowsAt) {
-      this.overflowsAt = overflows;
-      this.owedEvents = 0;
+    const read = this.#p.read();
+    const overflows = this.#p.overflows?.() ?? 0;
+    if (overflows !== this.#overflowsAt) {
+      this.#overflowsAt = overflows;
+      this.#owedEvents = 0;
     }
-    this.owedEvents = Math.max(0, this.owedEvents - Math.max(0, read - this.readAt));
-    this.readAt = read;
-    return this.owedEvents;
+    this.#owedEvents = Math.max(0, this.#owedEvents - Math.max(0, read - this.#readAt));
+    this.#readAt = read;
+    return this.#owedEvents;
   }
 
   /** Whether the event socket's reading is paused (a burst of writes is under way). */
   get readingPaused(): boolean {
-    return this.paused;
+    return this.#paused;
   }
 
   /**
@@ -80,50 +80,50 @@ export class WritePacer {
    * the reading of events until the burst is over (or the events owed reach the budget).
    */
   writing(entries: number): void {
-    if (this.p.budget <= 0 || entries < PAUSE_FROM || this.p.reading === undefined) return;
+    if (this.#p.budget <= 0 || entries < PAUSE_FROM || this.#p.reading === undefined) return;
     // Paused for long: the resume scheduled by the last batch stands (events get read
     // between this batch's writes), and the next batch pauses afresh.
-    if (this.paused && this.now() - this.pausedAt >= PAUSE_MAX_MS) return;
-    this.generation++;
-    this.setReading(false);
+    if (this.#paused && this.#now() - this.#pausedAt >= PAUSE_MAX_MS) return;
+    this.#generation++;
+    this.#setReading(false);
   }
 
   /** A batch was written that causes `events` events. Resolves once they fit the budget. */
   async written(events: number): Promise<void> {
-    const budget = this.p.budget;
+    const budget = this.#p.budget;
     if (budget <= 0) return;
-    this.owedEvents = this.owed + events;
-    if (this.owedEvents > budget) {
+    this.#owedEvents = this.owed + events;
+    if (this.#owedEvents > budget) {
       // Read down to half the budget, so that the next wait is a few batches away.
-      this.setReading(true);
-      const now = (): number => this.now();
-      const turn = this.p.turn ?? (() => new Promise<void>((r) => setImmediate(r)));
+      this.#setReading(true);
+      const now = (): number => this.#now();
+      const turn = this.#p.turn ?? (() => new Promise<void>((r) => setImmediate(r)));
       const until = now() + PACE_MAX_MS;
       // The events of a large table come at the pace of its ARP resolution: what is still
       // owed after the limit is waited for by the next batch.
       while (this.owed > budget / 2 && now() < until) await turn();
     }
-    this.resumeLater();
+    this.#resumeLater();
   }
 
   /** Resumes reading once this turn is over, unless another large batch starts first. */
-  private resumeLater(): void {
-    if (!this.paused) return;
-    const gen = this.generation;
-    const later = this.p.later ?? ((fn: () => void) => setImmediate(fn));
+  #resumeLater(): void {
+    if (!this.#paused) return;
+    const gen = this.#generation;
+    const later = this.#p.later ?? ((fn: () => void) => setImmediate(fn));
     later(() => {
-      if (gen === this.generation) this.setReading(true);
+      if (gen === this.#generation) this.#setReading(true);
     });
   }
 
-  private now(): number {
-    return this.p.now?.() ?? Date.now();
+  #now(): number {
+    return this.#p.now?.() ?? Date.now();
   }
 
-  private setReading(on: boolean): void {
-    if (this.paused === !on) return;
-    this.paused = !on;
-    if (!on) this.pausedAt = this.now();
-    this.p.reading?.(on);
+  #setReading(on: boolean): void {
+    if (this.#paused === !on) return;
+    this.#paused = !on;
+    if (!on) this.#pausedAt = this.#now();
+    this.#p.reading?.(on);
   }
 }

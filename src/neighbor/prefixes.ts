@@ -112,32 +112,32 @@ function v6Net(len: number): string {
 }
 
 export class PrefixIndex {
-  private readonly v4 = new Levels<number>();
-  private readonly v6 = new Levels<string>();
+  readonly #v4 = new Levels<number>();
+  readonly #v6 = new Levels<string>();
 
   /** Adds one route's destination ("10.0.0.0/8", "::/0"). */
   add(dst: string): void {
-    this.update(dst, 1);
+    this.#update(dst, 1);
   }
 
   /** Removes one route's destination (a prefix stays while another route has it). */
   remove(dst: string): void {
-    this.update(dst, -1);
+    this.#update(dst, -1);
   }
 
-  private update(dst: string, delta: 1 | -1): void {
+  #update(dst: string, delta: 1 | -1): void {
     const slash = dst.lastIndexOf('/');
     const len = Number(dst.slice(slash + 1));
     const v = v4Number(dst.slice(0, slash));
     if (v >= 0) {
       const net = v4Net(v, len);
-      if (delta > 0) this.v4.add(len, net);
-      else this.v4.remove(len, net);
+      if (delta > 0) this.#v4.add(len, net);
+      else this.#v4.remove(len, net);
     } else {
       writeIp(dst.slice(0, slash), scratch);
       const net = v6Net(len);
-      if (delta > 0) this.v6.add(len, net);
-      else this.v6.remove(len, net);
+      if (delta > 0) this.#v6.add(len, net);
+      else this.#v6.remove(len, net);
     }
   }
 
@@ -149,14 +149,14 @@ export class PrefixIndex {
   groupOf(ip: string): GroupKey {
     const v = v4Number(ip);
     if (v >= 0) {
-      for (const l of this.v4.levels) {
+      for (const l of this.#v4.levels) {
         const net = v4Net(v, l.len);
         if (l.nets.has(net)) return l.len * 0x1_0000_0000 + net;
       }
       return NO_GROUP4;
     }
     writeIp(ip, scratch);
-    for (const l of this.v6.levels) {
+    for (const l of this.#v6.levels) {
       const net = v6Net(l.len);
       if (l.nets.has(net)) return `${l.len}/${net}`;
     }
@@ -176,8 +176,8 @@ export class PrefixIndex {
   /** Distinct prefixes, both families (for status and tests). */
   get size(): number {
     let n = 0;
-    for (const l of this.v4.levels) n += l.nets.size;
-    for (const l of this.v6.levels) n += l.nets.size;
+    for (const l of this.#v4.levels) n += l.nets.size;
+    for (const l of this.#v6.levels) n += l.nets.size;
     return n;
   }
 }

@@ -34,42 +34,42 @@ export interface ReactorParams {
 }
 
 export class Reactor {
-  private readonly p: ReactorParams;
+  readonly #p: ReactorParams;
   /** Consecutive losses per desired key (absent: none since it last resolved). */
-  private readonly losses = new Map<string, number>();
+  readonly #losses = new Map<string, number>();
   /** Entries waiting out their backoff; they come due only once started. */
-  private readonly delayed: KeyScheduler;
-  private readonly delayedCause = new Map<string, RequeueCause>();
+  readonly #delayed: KeyScheduler;
+  readonly #delayedCause = new Map<string, RequeueCause>();
 
   constructor(p: ReactorParams) {
-    this.p = p;
-    this.delayed = new KeyScheduler(p.clock, (keys) => this.fire(keys), { paused: true });
+    this.#p = p;
+    this.#delayed = new KeyScheduler(p.clock, (keys) => this.#fire(keys), { paused: true });
   }
 
   start(): void {
-    this.delayed.start();
+    this.#delayed.start();
   }
 
   stop(): void {
-    this.delayed.stop();
+    this.#delayed.stop();
   }
 
   /** Entries waiting out a backoff before they are written again (for status). */
   get backingOff(): number {
-    return this.delayed.size;
+    return this.#delayed.size;
   }
 
   /** Consecutive losses of one entry (for status). */
   lossesOf(key: string): number {
-    return this.losses.get(key) ?? 0;
+    return this.#losses.get(key) ?? 0;
   }
 
   /** Forget an entry that is no longer desired. */
   forget(key: string): void {
-    if (!this.losses.has(key) && !this.delayedCause.has(key)) return;
-    this.losses.delete(key);
-    this.delayed.cancel(key);
-    this.delayedCause.delete(key);
+    if (!this.#losses.has(key) && !this.#delayedCause.has(key)) return;
+    this.#losses.delete(key);
+    this.#delayed.cancel(key);
+    this.#delayedCause.delete(key);
   }
 
   observed(c: ObservedChange): void {
@@ -81,46 +81,46 @@ export class Reactor {
    * reaction comes first: most events (an entry resolving) need no table lookup at all.
    */
   observedEntry(ifindex: number, ip: string, after: NeighState | undefined): void {
-    const reaction = reactionTo(after, this.p.mode(), this.p.protocol);
+    const reaction = reactionTo(after, this.#p.mode(), this.#p.protocol);
     if (reaction === 'none') return;
     if (reaction === 'healthy') {
-      if (this.losses.size > 0) this.forget(neighKey(ifindex, ip));
+      if (this.#losses.size > 0) this.forget(neighKey(ifindex, ip));
       return;
     }
     const key = neighKey(ifindex, ip);
-    if (!this.p.desired.has(key)) {
-      if (this.losses.has(key)) this.forget(key);
+    if (!this.#p.desired.has(key)) {
+      if (this.#losses.has(key)) this.forget(key);
       return;
     }
-    if (!this.p.devices.isSelected(ifindex)) return;
+    if (!this.#p.devices.isSelected(ifindex)) return;
     switch (reaction) {
       case 'stale':
         return; // the refresher's sweep (refresh.ts) finds it, at the pace of the rate limit
       case 'deleted':
       case 'failed':
-        this.lost(key, reaction);
+        this.#lost(key, reaction);
         return;
     }
   }
 
-  private lost(key: string, cause: 'deleted' | 'failed'): void {
-    const n = (this.losses.get(key) ?? 0) + 1;
-    this.losses.set(key, n);
+  #lost(key: string, cause: 'deleted' | 'failed'): void {
+    const n = (this.#losses.get(key) ?? 0) + 1;
+    this.#losses.set(key, n);
     if (n === 1) {
-      this.delayed.cancel(key);
-      this.p.requeue(key, cause);
+      this.#delayed.cancel(key);
+      this.#p.requeue(key, cause);
       return;
     }
-    const at = this.p.clock.now() + backoff(this.p.retryMinMs, this.p.retryMaxMs, n - 1);
-    this.delayed.at(key, at);
-    this.delayedCause.set(key, cause);
+    const at = this.#p.clock.now() + backoff(this.#p.retryMinMs, this.#p.retryMaxMs, n - 1);
+    this.#delayed.at(key, at);
+    this.#delayedCause.set(key, cause);
   }
 
-  private fire(keys: string[]): void {
+  #fire(keys: string[]): void {
     for (const key of keys) {
-      const cause = this.delayedCause.get(key) ?? 'deleted';
-      this.delayedCause.delete(key);
-      if (this.p.desired.has(key)) this.p.requeue(key, cause);
+      const cause = this.#delayedCause.get(key) ?? 'deleted';
+      this.#delayedCause.delete(key);
+      if (this.#p.desired.has(key)) this.#p.requeue(key, cause);
     }
   }
 }

@@ -41,63 +41,63 @@ export interface RefresherParams {
 const FORGET_AFTER_MS = 30_000;
 
 export class Refresher {
-  private readonly p: RefresherParams;
-  private cursor: Iterator<Row<DesiredNeighbor>> | undefined = undefined;
+  readonly #p: RefresherParams;
+  #cursor: Iterator<Row<DesiredNeighbor>> | undefined = undefined;
   /** Keys handed over and not yet written, with the time they were. */
-  private readonly waiting = new Map<string, number>();
-  private readonly ticks: Periodic;
+  readonly #waiting = new Map<string, number>();
+  readonly #ticks: Periodic;
   /** Entries handed over since start (status, tests). */
   handedOver = 0;
 
   constructor(p: RefresherParams) {
-    this.p = p;
-    this.ticks = new Periodic(p.clock, p.tickMs, () => this.turn());
+    this.#p = p;
+    this.#ticks = new Periodic(p.clock, p.tickMs, () => this.turn());
   }
 
   start(): void {
-    this.ticks.start();
+    this.#ticks.start();
   }
 
   stop(): void {
-    this.ticks.stop();
+    this.#ticks.stop();
   }
 
   /** Refreshes handed to the reconciler that wait to be written (for status). */
   get pending(): number {
-    return this.waiting.size;
+    return this.#waiting.size;
   }
 
   /** One turn of the sweep. */
   turn(): void {
-    if (this.p.mode() !== 'legacy') {
-      this.waiting.clear();
-      this.cursor = undefined;
+    if (this.#p.mode() !== 'legacy') {
+      this.#waiting.clear();
+      this.#cursor = undefined;
       return;
     }
-    const now = this.p.clock.now();
-    for (const [key, at] of this.waiting) {
-      if (this.p.written(key) || now - at > FORGET_AFTER_MS) this.waiting.delete(key);
+    const now = this.#p.clock.now();
+    for (const [key, at] of this.#waiting) {
+      if (this.#p.written(key) || now - at > FORGET_AFTER_MS) this.#waiting.delete(key);
     }
-    let room = this.p.outstanding - this.waiting.size;
+    let room = this.#p.outstanding - this.#waiting.size;
     let scanned = 0;
     let restarted = false;
-    while (room > 0 && scanned < this.p.scanPerTick) {
-      const next = this.cursor?.next();
+    while (room > 0 && scanned < this.#p.scanPerTick) {
+      const next = this.#cursor?.next();
       if (next === undefined || next.done === true) {
         // The end of a pass: start the next one, but pass nothing twice in one turn.
         if (restarted) break;
         restarted = true;
-        this.cursor = this.p.desired.rows();
+        this.#cursor = this.#p.desired.rows();
         continue;
       }
       scanned++;
       const row = next.value;
       const d = row.object;
-      const e = this.p.observed.find(d.ifindex, d.nexthop);
-      if (e === undefined || (e.state & NUD_STALE) === 0 || !isOwned(e, this.p.protocol)) continue;
-      if (this.waiting.has(row.key) || !this.p.devices.isSelected(d.ifindex)) continue;
-      this.waiting.set(row.key, now);
-      this.p.requeue(row.key);
+      const e = this.#p.observed.find(d.ifindex, d.nexthop);
+      if (e === undefined || (e.state & NUD_STALE) === 0 || !isOwned(e, this.#p.protocol)) continue;
+      if (this.#waiting.has(row.key) || !this.#p.devices.isSelected(d.ifindex)) continue;
+      this.#waiting.set(row.key, now);
+      this.#p.requeue(row.key);
       this.handedOver++;
       room--;
     }

@@ -6,36 +6,36 @@
 import type { DesiredNeighbor } from './types.js';
 
 export class RefSet implements ReadonlySet<string> {
-  private one: string | undefined = undefined;
-  private many: Set<string> | undefined = undefined;
+  #one: string | undefined = undefined;
+  #many: Set<string> | undefined = undefined;
 
   get size(): number {
-    return this.many !== undefined ? this.many.size : this.one === undefined ? 0 : 1;
+    return this.#many !== undefined ? this.#many.size : this.#one === undefined ? 0 : 1;
   }
 
   has(ip: string): boolean {
-    return this.many !== undefined ? this.many.has(ip) : this.one === ip;
+    return this.#many !== undefined ? this.#many.has(ip) : this.#one === ip;
   }
 
   add(ip: string): void {
-    if (this.many !== undefined) this.many.add(ip);
-    else if (this.one === undefined) this.one = ip;
-    else if (this.one !== ip) {
-      this.many = new Set([this.one, ip]);
-      this.one = undefined;
+    if (this.#many !== undefined) this.#many.add(ip);
+    else if (this.#one === undefined) this.#one = ip;
+    else if (this.#one !== ip) {
+      this.#many = new Set([this.#one, ip]);
+      this.#one = undefined;
     }
   }
 
   delete(ip: string): boolean {
-    if (this.many !== undefined) return this.many.delete(ip);
-    if (this.one !== ip) return false;
-    this.one = undefined;
+    if (this.#many !== undefined) return this.#many.delete(ip);
+    if (this.#one !== ip) return false;
+    this.#one = undefined;
     return true;
   }
 
   *values(): SetIterator<string> {
-    if (this.many !== undefined) yield* this.many;
-    else if (this.one !== undefined) yield this.one;
+    if (this.#many !== undefined) yield* this.#many;
+    else if (this.#one !== undefined) yield this.#one;
   }
 
   keys(): SetIterator<string> {

@@ -108,14 +108,14 @@ export class RouteTracker {
   readonly table: Table<RouteRow>;
   /** The destination of every route in the table (counted per route). */
   readonly prefixes = new PrefixIndex();
-  private listener: RouteListener | undefined = undefined;
+  #listener: RouteListener | undefined = undefined;
   /**
    * Route destination (as a group key) → its routes: how many, and how many reject traffic
    * (blackhole, unreachable, prohibit) by type. For status: why an IP has no next hop.
    */
-  private readonly byDst = new Map<GroupKey, { dst: string; routes: number; rejects: number[] }>();
+  readonly #byDst = new Map<GroupKey, { dst: string; routes: number; rejects: number[] }>();
   /** family|table → prefix text → the devices its routes have legs on. */
-  private readonly hiding = new Map<string, Map<string, HidingPrefix>>();
+  readonly #hiding = new Map<string, Map<string, HidingPrefix>>();
 
   constructor(now?: () => number) {
     this.table = new Table<RouteRow>({
@@ -127,7 +127,7 @@ export class RouteTracker {
   }
 
   setListener(l: RouteListener | undefined): void {
-    this.listener = l;
+    this.#listener = l;
   }
 
   /**
@@ -145,7 +145,7 @@ export class RouteTracker {
       const rest = before.legs.filter((l) => !gone.has(l));
       after = gone.size === 0 || rest.length === 0 ? undefined : routeRow(r, rest);
     }
-    this.set(incoming.key, before, after);
+    this.#set(incoming.key, before, after);
   }
 
   /** Replaces the table with a dump; listeners hear each route that differs. */
@@ -159,35 +159,35 @@ export class RouteTracker {
       want.set(row.key, prev === undefined ? row : mergeRows(r, prev, row));
     }
     for (const row of this.table.list()) {
-      if (!want.has(row.key)) this.set(row.key, row, undefined);
+      if (!want.has(row.key)) this.#set(row.key, row, undefined);
     }
-    for (const [key, row] of want) this.set(key, this.table.get(key), row);
+    for (const [key, row] of want) this.#set(key, this.table.get(key), row);
   }
 
-  private set(key: string, before: RouteRow | undefined, after: RouteRow | undefined): void {
+  #set(key: string, before: RouteRow | undefined, after: RouteRow | undefined): void {
     if (after === undefined) {
       if (before === undefined) return;
       this.table.delete(key);
     } else if (!this.table.upsert(after)) {
       return;
     }
-    if (before !== undefined) this.unhide(before);
-    if (after !== undefined) this.hide(after);
+    if (before !== undefined) this.#unhide(before);
+    if (after !== undefined) this.#hide(after);
     if (before === undefined && after !== undefined) this.prefixes.add(after.dst);
     else if (before !== undefined && after === undefined) this.prefixes.remove(before.dst);
-    if (before !== undefined) this.count(before, -1);
-    if (after !== undefined) this.count(after, 1);
-    this.listener?.routeChanged(before, after);
+    if (before !== undefined) this.#count(before, -1);
+    if (after !== undefined) this.#count(after, 1);
+    this.#listener?.routeChanged(before, after);
   }
 
-  private count(r: RouteRow, delta: 1 | -1): void {
+  #count(r: RouteRow, delta: 1 | -1): void {
     const key = this.prefixes.keyOf(r.dst);
-    let e = this.byDst.get(key);
-    if (e === undefined) this.byDst.set(key, (e = { dst: r.dst, routes: 0, rejects: [0, 0, 0] }));
+    let e = this.#byDst.get(key);
+    if (e === undefined) this.#byDst.set(key, (e = { dst: r.dst, routes: 0, rejects: [0, 0, 0] }));
     e.routes += delta;
     const reject = REJECTS.indexOf(r.type);
     if (reject >= 0) e.rejects[reject]! += delta;
-    if (e.routes <= 0) this.byDst.delete(key);
+    if (e.routes <= 0) this.#byDst.delete(key);
   }
 
   /**
@@ -198,17 +198,17 @@ export class RouteTracker {
    */
   explain(ip: string): string | undefined {
     const key = this.prefixes.groupOf(ip);
-    const e = this.byDst.get(key);
+    const e = this.#byDst.get(key);
     if (e === undefined) return groupLength(key) < 0 ? 'no route' : undefined;
     const types = REJECTS.filter((_, i) => e.rejects[i]! > 0);
     if (types.length === 0 || e.rejects.reduce((a, b) => a + b, 0) < e.routes) return undefined;
     return `${types.map((t) => routeTypeName(t)).join('/')} route ${e.dst}`;
   }
 
-  private hide(r: RouteRow): void {
+  #hide(r: RouteRow): void {
     if (r.tos !== 0 || r.srcLen !== 0 || r.oifs.length === 0) return;
-    let g = this.hiding.get(groupKey(r));
-    if (g === undefined) this.hiding.set(groupKey(r), (g = new Map()));
+    let g = this.#hiding.get(groupKey(r));
+    if (g === undefined) this.#hiding.set(groupKey(r), (g = new Map()));
     let h = g.get(r.dst);
     if (h === undefined) {
       h = { prefix: parsePrefix(r.dst, { hostBits: 'clear' }), oifs: new Map() };
@@ -217,9 +217,9 @@ export class RouteTracker {
     for (const i of r.oifs) h.oifs.set(i, (h.oifs.get(i) ?? 0) + 1);
   }
 
-  private unhide(r: RouteRow): void {
+  #unhide(r: RouteRow): void {
     if (r.tos !== 0 || r.srcLen !== 0 || r.oifs.length === 0) return;
-    const g = this.hiding.get(groupKey(r));
+    const g = this.#hiding.get(groupKey(r));
     const h = g?.get(r.dst);
     if (g === undefined || h === undefined) return;
     for (const i of r.oifs) {
@@ -228,7 +228,7 @@ export class RouteTracker {
       else h.oifs.delete(i);
     }
     if (h.oifs.size === 0) g.delete(r.dst);
-    if (g.size === 0) this.hiding.delete(groupKey(r));
+    if (g.size === 0) this.#hiding.delete(groupKey(r));
   }
 
   /**
@@ -250,7 +250,7 @@ export class RouteTracker {
     const prefix = parsePrefix(r.dst, { hostBits: 'clear' });
     const covered = ips.covered(prefix);
     if (covered.length === 0) return out;
-    const group = this.hiding.get(groupKey(r));
+    const group = this.#hiding.get(groupKey(r));
     for (const d of devices) {
       const hidden = new Set<string>();
       for (const h of group?.values() ?? []) {

@@ -67,16 +67,16 @@ const familyOf = (r: Rule): 4 | 6 | undefined =>
   r.family === AF_INET ? 4 : r.family === AF_INET6 ? 6 : undefined;
 
 export class RuleTracker {
-  private readonly rules: Record<4 | 6, Map<string, { rule: Rule; count: number }>> = {
+  readonly #rules: Record<4 | 6, Map<string, { rule: Rule; count: number }>> = {
     4: new Map(),
     6: new Map(),
   };
-  private readonly defaults: Record<4 | 6, boolean> = { 4: false, 6: false };
-  private listener: RuleListener | undefined = undefined;
-  private loaded = false;
+  readonly #defaults: Record<4 | 6, boolean> = { 4: false, 6: false };
+  #listener: RuleListener | undefined = undefined;
+  #loaded = false;
 
   setListener(l: RuleListener | undefined): void {
-    this.listener = l;
+    this.#listener = l;
   }
 
   /**
@@ -84,13 +84,13 @@ export class RuleTracker {
    * until the first dump is loaded.
    */
   tableOnly(family: 4 | 6): boolean {
-    return this.defaults[family];
+    return this.#defaults[family];
   }
 
   /** The rules of one family (for status and tests). */
   list(family: 4 | 6): Rule[] {
     const out: Rule[] = [];
-    for (const { rule, count } of this.rules[family].values()) {
+    for (const { rule, count } of this.#rules[family].values()) {
       for (let i = 0; i < count; i++) out.push(rule);
     }
     return out;
@@ -100,7 +100,7 @@ export class RuleTracker {
   apply(kind: 'new' | 'del', r: Rule): void {
     const family = familyOf(r);
     if (family === undefined) return;
-    const m = this.rules[family];
+    const m = this.#rules[family];
     const id = identity(r);
     const cur = m.get(id);
     if (kind === 'new') {
@@ -110,53 +110,53 @@ export class RuleTracker {
       if (cur === undefined) return;
       if (--cur.count === 0) m.delete(id);
     }
-    this.changed();
+    this.#changed();
   }
 
   /** Replaces the rules with a dump; the listener hears of it when the set differs. */
   load(rules: readonly Rule[]): void {
-    const before = this.fingerprint();
-    for (const f of [4, 6] as const) this.rules[f].clear();
+    const before = this.#fingerprint();
+    for (const f of [4, 6] as const) this.#rules[f].clear();
     for (const r of rules) {
       const family = familyOf(r);
       if (family === undefined) continue;
-      const m = this.rules[family];
+      const m = this.#rules[family];
       const id = identity(r);
       const cur = m.get(id);
       if (cur === undefined) m.set(id, { rule: r, count: 1 });
       else cur.count++;
     }
-    const first = !this.loaded;
-    this.loaded = true;
-    this.evaluate();
-    if (!first && this.fingerprint() !== before) this.listener?.rulesChanged();
+    const first = !this.#loaded;
+    this.#loaded = true;
+    this.#evaluate();
+    if (!first && this.#fingerprint() !== before) this.#listener?.rulesChanged();
   }
 
-  private changed(): void {
-    this.evaluate();
-    if (this.loaded) this.listener?.rulesChanged();
+  #changed(): void {
+    this.#evaluate();
+    if (this.#loaded) this.#listener?.rulesChanged();
   }
 
-  private evaluate(): void {
+  #evaluate(): void {
     for (const f of [4, 6] as const) {
       const got: string[] = [];
       let plain = true;
-      for (const { rule, count } of this.rules[f].values()) {
+      for (const { rule, count } of this.#rules[f].values()) {
         const p = plainLookup(rule);
         if (p === undefined) plain = false;
         for (let i = 0; i < count; i++) got.push(p ?? '');
       }
       got.sort();
       const want = [...DEFAULTS[f]].sort();
-      this.defaults[f] =
-        this.loaded && plain && got.length === want.length && got.every((x, i) => x === want[i]);
+      this.#defaults[f] =
+        this.#loaded && plain && got.length === want.length && got.every((x, i) => x === want[i]);
     }
   }
 
-  private fingerprint(): string {
+  #fingerprint(): string {
     const parts: string[] = [];
     for (const f of [4, 6] as const) {
-      for (const [id, { count }] of this.rules[f]) parts.push(`${f} ${count} ${id}`);
+      for (const [id, { count }] of this.#rules[f]) parts.push(`${f} ${count} ${id}`);
     }
     return parts.sort().join('\n');
   }

@@ -76,231 +76,231 @@ export interface NeighborHealth {
 type State = 'new' | 'starting' | 'running' | 'stopped';
 
 export class NeighborSubsystem {
-  private readonly path: RefreshPath;
+  readonly #path: RefreshPath;
   readonly protocol = FIBKEEPER_NEIGH_PROTOCOL;
   readonly metrics: NeighborMetrics;
-  private readonly forwardable: ForwardableIPs;
-  private readonly devices: DeviceTracker;
-  private readonly routes: RouteTracker;
-  private readonly rules = new RuleTracker();
-  private readonly observed: ObservedNeighbors;
-  private readonly desired: Table<DesiredNeighbor>;
-  private readonly p: NeighborSubsystemParams;
-  private readonly tuning: NeighborTuning;
-  private readonly clock: Clock;
-  private readonly log: Logger;
-  private readonly calculator: Calculator;
-  private readonly reactor: Reactor;
-  private readonly refresher: Refresher;
-  private readonly reconciler: Reconciler<DesiredNeighbor>;
-  private readonly causes = new Map<string, RequeueCause>();
-  private state: State = 'new';
-  private nl: NetlinkHandle | undefined = undefined;
-  private deviceFeed: DeviceFeed | undefined = undefined;
-  private unlisten: (() => void) | undefined = undefined;
-  private routeFeed: Feed<[Route[], Rule[]], ResyncReason> | undefined = undefined;
-  private neighFeed: Feed<number, ResyncReason> | undefined = undefined;
+  readonly #forwardable: ForwardableIPs;
+  readonly #devices: DeviceTracker;
+  readonly #routes: RouteTracker;
+  readonly #rules = new RuleTracker();
+  readonly #observed: ObservedNeighbors;
+  readonly #desired: Table<DesiredNeighbor>;
+  readonly #p: NeighborSubsystemParams;
+  readonly #tuning: NeighborTuning;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #calculator: Calculator;
+  readonly #reactor: Reactor;
+  readonly #refresher: Refresher;
+  readonly #reconciler: Reconciler<DesiredNeighbor>;
+  readonly #causes = new Map<string, RequeueCause>();
+  #state: State = 'new';
+  #nl: NetlinkHandle | undefined = undefined;
+  #deviceFeed: DeviceFeed | undefined = undefined;
+  #unlisten: (() => void) | undefined = undefined;
+  #routeFeed: Feed<[Route[], Rule[]], ResyncReason> | undefined = undefined;
+  #neighFeed: Feed<number, ResyncReason> | undefined = undefined;
   /** The periodic full resync, every neighbor.resyncInterval while running. */
-  private readonly resync: Periodic;
-  private redumpTimer: TimerHandle | undefined = undefined;
-  private readonly initDone: Map<string, () => void>;
-  private stopDone: Promise<void> | undefined = undefined;
+  readonly #resync: Periodic;
+  #redumpTimer: TimerHandle | undefined = undefined;
+  readonly #initDone: Map<string, () => void>;
+  #stopDone: Promise<void> | undefined = undefined;
 
   constructor(p: NeighborSubsystemParams) {
-    this.p = p;
-    this.path = new RefreshPath({
+    this.#p = p;
+    this.#path = new RefreshPath({
       initial: resolveMode(p.config.refresh, p.managedSupported),
       auto: p.config.refresh === 'auto' && p.managedSupported,
       rateLimit: p.config.rateLimit,
-      size: () => this.desired.size,
-      switched: (to, size) => this.switched(to, size),
+      size: () => this.#desired.size,
+      switched: (to, size) => this.#switched(to, size),
     });
-    this.tuning = { ...defaultTuning(), ...stripUndefined(p.tuning ?? {}) };
-    this.clock = p.clock ?? systemClock;
-    this.resync = new Periodic(this.clock, p.config.resyncInterval, () => this.fullResync());
-    this.log = p.log.child({ component: 'neighbor' });
+    this.#tuning = { ...defaultTuning(), ...stripUndefined(p.tuning ?? {}) };
+    this.#clock = p.clock ?? systemClock;
+    this.#resync = new Periodic(this.#clock, p.config.resyncInterval, () => this.#fullResync());
+    this.#log = p.log.child({ component: 'neighbor' });
     this.metrics = new NeighborMetrics({ registry: p.registry });
-    const now = (): number => this.clock.now();
-    this.devices = new DeviceTracker(
+    const now = (): number => this.#clock.now();
+    this.#devices = new DeviceTracker(
       { devices: p.config.devices, holderName: p.config.holderName },
       now,
     );
-    this.forwardable = new ForwardableIPs({ nodeAddresses: () => this.devices.nodeAddresses() });
-    this.routes = new RouteTracker(now);
-    this.observed = new ObservedNeighbors(
+    this.#forwardable = new ForwardableIPs({ nodeAddresses: () => this.#devices.nodeAddresses() });
+    this.#routes = new RouteTracker(now);
+    this.#observed = new ObservedNeighbors(
       this.protocol,
-      this.tuning.internAddresses
-        ? (ifindex, ip) => this.calculator.onLinkString(ifindex, ip)
+      this.#tuning.internAddresses
+        ? (ifindex, ip) => this.#calculator.onLinkString(ifindex, ip)
         : undefined,
     );
-    this.desired = new Table<DesiredNeighbor>({
+    this.#desired = new Table<DesiredNeighbor>({
       name: 'desired-neighbors',
       primaryKey: (d) => d.key,
       now,
     });
-    this.initDone = new Map([
-      ['devices', this.devices.table.registerInitializer('dump')],
-      ['routes', this.routes.table.registerInitializer('dump')],
-      ['neighbors', () => this.observed.markInitialized()],
+    this.#initDone = new Map([
+      ['devices', this.#devices.table.registerInitializer('dump')],
+      ['routes', this.#routes.table.registerInitializer('dump')],
+      ['neighbors', () => this.#observed.markInitialized()],
     ]);
-    this.calculator = new Calculator({
-      forwardable: this.forwardable,
-      devices: this.devices,
-      routes: this.routes,
-      desired: this.desired,
-      lookup: (oif, ips) => this.lookup(oif, ips),
-      groupOf: this.tuning.shareLookups ? (ip) => this.groupOf(ip) : undefined,
-      clock: this.clock,
-      log: this.log,
+    this.#calculator = new Calculator({
+      forwardable: this.#forwardable,
+      devices: this.#devices,
+      routes: this.#routes,
+      desired: this.#desired,
+      lookup: (oif, ips) => this.#lookup(oif, ips),
+      groupOf: this.#tuning.shareLookups ? (ip) => this.#groupOf(ip) : undefined,
+      clock: this.#clock,
+      log: this.#log,
       metrics: this.metrics,
-      chunk: this.tuning.lookupChunk,
+      chunk: this.#tuning.lookupChunk,
       retryMinMs: p.config.retryMin,
       retryMaxMs: p.config.retryMax,
     });
-    this.reactor = new Reactor({
-      desired: this.desired,
-      devices: this.devices,
-      mode: () => this.currentMode(),
+    this.#reactor = new Reactor({
+      desired: this.#desired,
+      devices: this.#devices,
+      mode: () => this.#currentMode(),
       protocol: this.protocol,
-      clock: this.clock,
+      clock: this.#clock,
       retryMinMs: p.config.retryMin,
       retryMaxMs: p.config.retryMax,
-      requeue: (key, cause) => this.requeue(key, cause),
+      requeue: (key, cause) => this.#requeue(key, cause),
     });
-    this.reconciler = this.makeReconciler();
-    this.refresher = this.makeRefresher();
-    this.wire();
-    this.exposeMetrics();
+    this.#reconciler = this.#makeReconciler();
+    this.#refresher = this.#makeRefresher();
+    this.#wire();
+    this.#exposeMetrics();
   }
 
-  private censusCache:
+  #censusCache:
     | { observed: number; desired: number; value: ReturnType<ObservedNeighbors['census']> }
     | undefined;
 
   /** The observed table's census, computed again only after a change of either table. */
-  private census(): ReturnType<ObservedNeighbors['census']> {
-    const c = this.censusCache;
-    const observed = this.observed.version;
-    const desired = this.desired.revision;
+  #census(): ReturnType<ObservedNeighbors['census']> {
+    const c = this.#censusCache;
+    const observed = this.#observed.version;
+    const desired = this.#desired.revision;
     if (c !== undefined && c.observed === observed && c.desired === desired) return c.value;
-    const value = this.observed.census((ifindex, ip) => this.desired.has(neighKey(ifindex, ip)));
-    this.censusCache = { observed, desired, value };
+    const value = this.#observed.census((ifindex, ip) => this.#desired.has(neighKey(ifindex, ip)));
+    this.#censusCache = { observed, desired, value };
     return value;
   }
 
   /** The rate limiter's burst: a tenth of a second's worth of neighbor.rateLimit. */
-  private get burst(): number {
-    return Math.max(1, Math.ceil(this.p.config.rateLimit / 10));
+  get #burst(): number {
+    return Math.max(1, Math.ceil(this.#p.config.rateLimit / 10));
   }
 
   /** How entries stay fresh right now: managed (the kernel re-resolves) or legacy. */
   get mode(): RefreshMode {
-    return this.path.mode;
+    return this.#path.mode;
   }
 
   /** The refresh path, switched first when `auto` calls for it (mode.ts). */
-  private currentMode(): RefreshMode {
-    return this.path.current();
+  #currentMode(): RefreshMode {
+    return this.#path.current();
   }
 
   /**
    * The refresh path switched: writes the entries that carry the other path's flags again
    * (rate-limited: at the switch there are about rateLimit of them).
    */
-  private switched(to: RefreshMode, size: number): void {
+  #switched(to: RefreshMode, size: number): void {
     this.metrics.modeSwitched(to);
-    this.log.info(
-      { mode: to, desiredEntries: size, rateLimit: this.p.config.rateLimit },
+    this.#log.info(
+      { mode: to, desiredEntries: size, rateLimit: this.#p.config.rateLimit },
       'neighbor.refresh auto: switched the refresh path',
     );
     setImmediate(() => {
-      if (this.state !== 'running' || this.path.mode !== to) return;
-      for (const r of this.desired.rows()) {
+      if (this.#state !== 'running' || this.#path.mode !== to) return;
+      for (const r of this.#desired.rows()) {
         const d = r.object;
-        const seen = this.observed.find(d.ifindex, d.nexthop);
+        const seen = this.#observed.find(d.ifindex, d.nexthop);
         if (seen === undefined || !isOwned(seen, this.protocol)) continue;
         const managed = (seen.flagsExt & NTF_EXT_MANAGED) !== 0;
-        if (managed !== (to === 'managed')) this.requeue(r.key, 'mode');
+        if (managed !== (to === 'managed')) this.#requeue(r.key, 'mode');
       }
     });
   }
 
-  private makeRefresher(): Refresher {
+  #makeRefresher(): Refresher {
     return new Refresher({
-      desired: this.desired,
-      observed: this.observed,
-      devices: this.devices,
+      desired: this.#desired,
+      observed: this.#observed,
+      devices: this.#devices,
       protocol: this.protocol,
-      mode: () => this.currentMode(),
-      clock: this.clock,
-      requeue: (key) => this.requeue(key, 'refresh'),
-      written: (key) => this.causes.get(key) !== 'refresh',
+      mode: () => this.#currentMode(),
+      clock: this.#clock,
+      requeue: (key) => this.#requeue(key, 'refresh'),
+      written: (key) => this.#causes.get(key) !== 'refresh',
       // The limiter's burst: the reconciler takes them at rateLimit per second.
-      outstanding: this.burst,
-      scanPerTick: this.tuning.refreshScan,
-      tickMs: this.tuning.refreshTickMs,
+      outstanding: this.#burst,
+      scanPerTick: this.#tuning.refreshScan,
+      tickMs: this.#tuning.refreshTickMs,
     });
   }
 
   /** The gauges read at scrape time. */
-  private exposeMetrics(): void {
+  #exposeMetrics(): void {
     this.metrics.setSource({
-      forwardableIps: () => this.forwardable.size,
-      selectedDevices: () => this.devices.selected().length,
-      desiredByStatus: () => this.desired.statusCounts(),
-      kernelEntriesByState: () => this.census().byState,
-      foreignEntries: () => this.census().foreignWanted,
-      refreshMode: () => this.path.mode,
+      forwardableIps: () => this.#forwardable.size,
+      selectedDevices: () => this.#devices.selected().length,
+      desiredByStatus: () => this.#desired.statusCounts(),
+      kernelEntriesByState: () => this.#census().byState,
+      foreignEntries: () => this.#census().foreignWanted,
+      refreshMode: () => this.#path.mode,
     });
   }
 
-  private makeReconciler(): Reconciler<DesiredNeighbor> {
+  #makeReconciler(): Reconciler<DesiredNeighbor> {
     return makeWriter({
-      config: this.p.config,
-      tuning: this.tuning,
+      config: this.#p.config,
+      tuning: this.#tuning,
       kernel: {
-        neighSetMany: (e) => this.handle().neighSetMany(e),
-        neighDelMany: (e) => this.handle().neighDelMany(e),
-        neighGet: (k) => this.handle().neighGet(k),
-        neighEach: (each) => this.handle().neighEach(each),
+        neighSetMany: (e) => this.#handle().neighSetMany(e),
+        neighDelMany: (e) => this.#handle().neighDelMany(e),
+        neighGet: (k) => this.#handle().neighGet(k),
+        neighEach: (each) => this.#handle().neighEach(each),
       },
-      mode: () => this.currentMode(),
+      mode: () => this.#currentMode(),
       protocol: this.protocol,
-      desired: this.desired,
-      inputs: [this.forwardable, this.devices.table, this.routes.table, this.observed],
-      observed: this.observed,
+      desired: this.#desired,
+      inputs: [this.#forwardable, this.#devices.table, this.#routes.table, this.#observed],
+      observed: this.#observed,
       metrics: this.metrics,
-      clock: this.clock,
-      log: this.log,
-      twoStep: this.tuning.legacyTwoStep ?? !this.p.managedSupported,
-      causes: this.causes,
-      burst: this.burst,
-      reading: (on) => this.neighFeed?.reading(on),
-      eventsRead: () => this.neighFeed?.eventsRead ?? 0,
-      eventOverflows: () => this.neighFeed?.overflows ?? 0,
+      clock: this.#clock,
+      log: this.#log,
+      twoStep: this.#tuning.legacyTwoStep ?? !this.#p.managedSupported,
+      causes: this.#causes,
+      burst: this.#burst,
+      reading: (on) => this.#neighFeed?.reading(on),
+      eventsRead: () => this.#neighFeed?.eventsRead ?? 0,
+      eventOverflows: () => this.#neighFeed?.overflows ?? 0,
       missing: (keys) => {
-        for (const k of keys) this.requeue(k, 'deleted');
+        for (const k of keys) this.#requeue(k, 'deleted');
       },
     });
   }
 
-  private wire(): void {
-    const calc = this.calculator;
-    this.forwardable.setListener({ changed: (a, r) => calc.forwardableChanged(a, r) });
-    this.devices.setListener({
+  #wire(): void {
+    const calc = this.#calculator;
+    this.#forwardable.setListener({ changed: (a, r) => calc.forwardableChanged(a, r) });
+    this.#devices.setListener({
       selectionChanged: (a, r) => {
-        if (this.state === 'running') this.metrics.resync('desired', 'device');
+        if (this.#state === 'running') this.metrics.resync('desired', 'device');
         calc.selectionChanged(a, r);
       },
       nodeAddressChanged: (ip, present) => calc.nodeAddressChanged(ip, present),
-      routesMayHaveChanged: () => this.scheduleRouteRedump(),
+      routesMayHaveChanged: () => this.#scheduleRouteRedump(),
     });
-    this.routes.setListener({ routeChanged: (b, a) => calc.routeChanged(b, a) });
-    this.rules.setListener({
+    this.#routes.setListener({ routeChanged: (b, a) => calc.routeChanged(b, a) });
+    this.#rules.setListener({
       rulesChanged: () => {
-        if (this.state !== 'running') return;
-        this.log.info(
-          { ipv4TableOnly: this.rules.tableOnly(4), ipv6TableOnly: this.rules.tableOnly(6) },
+        if (this.#state !== 'running') return;
+        this.#log.info(
+          { ipv4TableOnly: this.#rules.tableOnly(4), ipv6TableOnly: this.#rules.tableOnly(6) },
           'policy rules changed: every next hop is looked up again',
         );
         this.metrics.resync('desired', 'rules');
@@ -310,28 +310,28 @@ export class NeighborSubsystem {
   }
 
   /** The lookup an IP may share: only while its family's routing is table-only. */
-  private groupOf(ip: string): GroupKey | undefined {
+  #groupOf(ip: string): GroupKey | undefined {
     const family = ip.includes(':') ? 6 : 4;
-    return this.rules.tableOnly(family) ? this.routes.prefixes.groupOf(ip) : undefined;
+    return this.#rules.tableOnly(family) ? this.#routes.prefixes.groupOf(ip) : undefined;
   }
 
-  private handle(): NetlinkHandle {
-    if (this.nl === undefined) throw new ClosedError('neighbor subsystem: not started');
-    return this.nl;
+  #handle(): NetlinkHandle {
+    if (this.#nl === undefined) throw new ClosedError('neighbor subsystem: not started');
+    return this.#nl;
   }
 
-  private lookup(oif: number, ips: readonly string[]): Promise<readonly (Route | Error)[]> {
+  #lookup(oif: number, ips: readonly string[]): Promise<readonly (Route | Error)[]> {
     const queries = new Array<RouteQuery>(ips.length);
     for (let i = 0; i < ips.length; i++) queries[i] = { dst: ips[i]!, oif, fibmatch: true };
-    return this.handle().routeGetMany(queries);
+    return this.#handle().routeGetMany(queries);
   }
 
-  private requeue(key: string, cause: RequeueCause): void {
-    this.causes.set(key, cause);
+  #requeue(key: string, cause: RequeueCause): void {
+    this.#causes.set(key, cause);
     // A lost or failed entry goes ahead of the refreshes waiting for the rate limit.
     const urgent = cause === 'deleted' || cause === 'failed';
-    if (!this.reconciler.requeue(key, { urgent })) this.causes.delete(key);
-    this.log.debug({ key, cause }, 'requeued');
+    if (!this.#reconciler.requeue(key, { urgent })) this.#causes.delete(key);
+    this.#log.debug({ key, cause }, 'requeued');
   }
 
   // ---- lifecycle ---------------------------------------------------------------------
@@ -342,10 +342,10 @@ export class NeighborSubsystem {
    * Call before start(); call the returned function once the source has written its IPs.
    */
   registerInitializer(name: string): () => void {
-    if (this.state !== 'new') {
+    if (this.#state !== 'new') {
       throw new ClosedError(`neighbor: initializer ${name} registered after start()`);
     }
-    return this.forwardable.registerInitializer(name);
+    return this.#forwardable.registerInitializer(name);
   }
 
   /**
@@ -355,104 +355,104 @@ export class NeighborSubsystem {
    * concurrent change (which is retried).
    */
   async start(): Promise<void> {
-    if (this.state !== 'new')
-      throw new ClosedError(`neighbor subsystem: start() when ${this.state}`);
-    this.state = 'starting';
+    if (this.#state !== 'new')
+      throw new ClosedError(`neighbor subsystem: start() when ${this.#state}`);
+    this.#state = 'starting';
     try {
-      this.nl = this.p.netlink ?? NetlinkHandle.open({ netns: this.p.netns });
-      this.openFeeds();
-      await this.deviceFeed!.start();
-      await this.routeFeed!.initial();
-      await this.neighFeed!.initial();
+      this.#nl = this.#p.netlink ?? NetlinkHandle.open({ netns: this.#p.netns });
+      this.#openFeeds();
+      await this.#deviceFeed!.start();
+      await this.#routeFeed!.initial();
+      await this.#neighFeed!.initial();
     } catch (err) {
       await this.stop();
       throw err;
     }
-    if (this.state !== 'starting') return;
-    this.state = 'running';
-    this.calculator.start();
-    this.reactor.start();
-    this.reconciler.start();
-    this.refresher.start();
-    void this.forwardable.waitInitialized().then(() => this.calculator.inputInitialized());
-    this.resync.start();
-    this.log.info(
-      { mode: this.mode, devices: this.devices.selected().map((d) => d.name) },
+    if (this.#state !== 'starting') return;
+    this.#state = 'running';
+    this.#calculator.start();
+    this.#reactor.start();
+    this.#reconciler.start();
+    this.#refresher.start();
+    void this.#forwardable.waitInitialized().then(() => this.#calculator.inputInitialized());
+    this.#resync.start();
+    this.#log.info(
+      { mode: this.mode, devices: this.#devices.selected().map((d) => d.name) },
       'neighbor subsystem started',
     );
   }
 
-  private openFeeds(): void {
+  #openFeeds(): void {
     const feeds = makeFeeds({
-      nl: this.handle(),
-      tuning: this.tuning,
-      clock: this.clock,
-      log: this.log,
-      retryMs: this.p.config.retryMin,
+      nl: this.#handle(),
+      tuning: this.#tuning,
+      clock: this.#clock,
+      log: this.#log,
+      retryMs: this.#p.config.retryMin,
       metrics: this.metrics,
-      devices: this.devices,
-      deviceFeed: () => this.deviceFeed!,
-      routes: this.routes,
-      rules: this.rules,
-      observed: this.observed,
-      reactor: this.reactor,
+      devices: this.#devices,
+      deviceFeed: () => this.#deviceFeed!,
+      routes: this.#routes,
+      rules: this.#rules,
+      observed: this.#observed,
+      reactor: this.#reactor,
       loaded: (table) => {
-        if (table === 'neighbors') this.repairMissing();
-        this.markInitialized(table);
-        if (table === 'devices') this.scheduleRouteRedump();
+        if (table === 'neighbors') this.#repairMissing();
+        this.#markInitialized(table);
+        if (table === 'devices') this.#scheduleRouteRedump();
       },
     });
-    this.routeFeed = feeds.routes;
-    this.neighFeed = feeds.neighbors;
+    this.#routeFeed = feeds.routes;
+    this.#neighFeed = feeds.neighbors;
     // Subscribe to everything before the first dump of anything (a shared device feed is
     // subscribed and loaded already: listen() hands over its snapshot at once).
-    for (const f of [this.routeFeed, this.neighFeed]) f.open();
-    this.deviceFeed =
-      this.p.devices ??
+    for (const f of [this.#routeFeed, this.#neighFeed]) f.open();
+    this.#deviceFeed =
+      this.#p.devices ??
       new DeviceFeed({
-        nl: this.handle(),
-        log: this.log,
-        clock: this.clock,
-        rcvbuf: this.tuning.linkRcvbuf,
-        retryMs: this.p.config.retryMin,
+        nl: this.#handle(),
+        log: this.#log,
+        clock: this.#clock,
+        rcvbuf: this.#tuning.linkRcvbuf,
+        retryMs: this.#p.config.retryMin,
       });
-    this.unlisten = this.deviceFeed.listen(feeds.links);
+    this.#unlisten = this.#deviceFeed.listen(feeds.links);
   }
 
   /**
    * After a neighbor dump: entries written earlier that the kernel no longer has, whether
    * or not their deletion was seen (its event may have been lost in the overflow).
    */
-  private repairMissing(): void {
-    for (const r of this.desired.rows()) {
+  #repairMissing(): void {
+    for (const r of this.#desired.rows()) {
       const d = r.object;
-      if (this.observed.find(d.ifindex, d.nexthop) !== undefined) continue;
-      if (this.desired.status(r.key)?.kind !== 'done') continue;
-      this.reactor.observedEntry(d.ifindex, d.nexthop, undefined);
+      if (this.#observed.find(d.ifindex, d.nexthop) !== undefined) continue;
+      if (this.#desired.status(r.key)?.kind !== 'done') continue;
+      this.#reactor.observedEntry(d.ifindex, d.nexthop, undefined);
     }
   }
 
-  private markInitialized(table: string): void {
-    const done = this.initDone.get(table);
+  #markInitialized(table: string): void {
+    const done = this.#initDone.get(table);
     if (done === undefined) return;
-    this.initDone.delete(table);
+    this.#initDone.delete(table);
     done();
-    this.calculator.inputInitialized();
+    this.#calculator.inputInitialized();
   }
 
   /** The periodic full resync: routes dumped again, every next hop looked up again. */
-  private fullResync(): void {
+  #fullResync(): void {
     this.metrics.resync('desired', 'interval');
-    void this.routeFeed?.resync('interval');
-    this.calculator.fullResync();
+    void this.#routeFeed?.resync('interval');
+    this.#calculator.fullResync();
   }
 
-  private scheduleRouteRedump(): void {
-    if (this.state !== 'running' || this.redumpTimer !== undefined) return;
-    this.redumpTimer = this.clock.setTimeout(() => {
-      this.redumpTimer = undefined;
-      void this.routeFeed?.resync('device');
-    }, this.tuning.routeRedumpDelayMs);
+  #scheduleRouteRedump(): void {
+    if (this.#state !== 'running' || this.#redumpTimer !== undefined) return;
+    this.#redumpTimer = this.#clock.setTimeout(() => {
+      this.#redumpTimer = undefined;
+      void this.#routeFeed?.resync('device');
+    }, this.#tuning.routeRedumpDelayMs);
   }
 
   /**
@@ -460,22 +460,22 @@ export class NeighborSubsystem {
    * agent adopts them). Idempotent.
    */
   stop(): Promise<void> {
-    if (this.stopDone !== undefined) return this.stopDone;
-    this.state = 'stopped';
-    this.stopDone = (async () => {
-      this.resync.stop();
-      if (this.redumpTimer !== undefined) this.clock.clearTimeout(this.redumpTimer);
-      this.refresher.stop();
-      await this.reconciler.stop();
-      this.reactor.stop();
-      this.calculator.stop();
-      this.unlisten?.();
-      if (this.p.devices === undefined) this.deviceFeed?.stop();
-      for (const f of [this.routeFeed, this.neighFeed]) f?.stop();
-      if (this.p.netlink === undefined) this.nl?.close();
-      this.log.info('neighbor subsystem stopped');
+    if (this.#stopDone !== undefined) return this.#stopDone;
+    this.#state = 'stopped';
+    this.#stopDone = (async () => {
+      this.#resync.stop();
+      if (this.#redumpTimer !== undefined) this.#clock.clearTimeout(this.#redumpTimer);
+      this.#refresher.stop();
+      await this.#reconciler.stop();
+      this.#reactor.stop();
+      this.#calculator.stop();
+      this.#unlisten?.();
+      if (this.#p.devices === undefined) this.#deviceFeed?.stop();
+      for (const f of [this.#routeFeed, this.#neighFeed]) f?.stop();
+      if (this.#p.netlink === undefined) this.#nl?.close();
+      this.#log.info('neighbor subsystem stopped');
     })();
-    return this.stopDone;
+    return this.#stopDone;
   }
 
   // ---- forwardable IPs ---------------------------------------------------------------
@@ -485,7 +485,7 @@ export class NeighborSubsystem {
    * Returns how many IPs the owner did not hold before.
    */
   upsert(owner: string, ips: readonly IpArg[]): OwnerChange {
-    return this.forwardable.upsert(owner, ips);
+    return this.#forwardable.upsert(owner, ips);
   }
 
   /**
@@ -493,38 +493,38 @@ export class NeighborSubsystem {
    * Returns how many of the IPs the owner held (the others are no error).
    */
   delete(owner: string, ips: readonly IpArg[]): OwnerChange {
-    return this.forwardable.delete(owner, ips);
+    return this.#forwardable.delete(owner, ips);
   }
 
   /** Makes `ips` exactly what `owner` holds. All or nothing. Returns what changed. */
   setOwner(owner: string, ips: readonly IpArg[]): OwnerChange {
-    return this.forwardable.setOwner(owner, ips);
+    return this.#forwardable.setOwner(owner, ips);
   }
 
   /** Checks IPs as upsert() does (valid unicast, not the node's own), changing nothing. */
   check(ips: readonly IpArg[]): string[] {
-    return this.forwardable.check(ips);
+    return this.#forwardable.check(ips);
   }
 
   /** The owners of one forwardable IP (canonical text); [] when it is not forwardable. */
   owners(ip: string): readonly string[] {
-    return this.forwardable.get(ip)?.owners ?? [];
+    return this.#forwardable.get(ip)?.owners ?? [];
   }
 
   /** Every forwardable IP with its owners. */
   list(): { ip: string; owners: readonly string[] }[] {
-    return this.forwardable.list().map((f) => ({ ip: f.ip, owners: f.owners }));
+    return this.#forwardable.list().map((f) => ({ ip: f.ip, owners: f.owners }));
   }
 
   // ---- readiness, health, status -----------------------------------------------------
 
   /** Initial dumps loaded, first calculation and first reconciliation round (with prune) done. */
   ready(): boolean {
-    return this.reconciler.firstRoundDone;
+    return this.#reconciler.firstRoundDone;
   }
 
   waitReady(signal?: AbortSignal): Promise<void> {
-    return this.reconciler.waitFirstRound(signal);
+    return this.#reconciler.waitFirstRound(signal);
   }
 
   /**
@@ -533,9 +533,9 @@ export class NeighborSubsystem {
    */
   async settled(): Promise<void> {
     for (let i = 0; i < 3; i++) {
-      for (const f of [this.deviceFeed, this.routeFeed, this.neighFeed]) await f?.idle();
-      await this.calculator.waitIdle();
-      await this.reconciler.waitIdle();
+      for (const f of [this.#deviceFeed, this.#routeFeed, this.#neighFeed]) await f?.idle();
+      await this.#calculator.waitIdle();
+      await this.#reconciler.waitIdle();
     }
   }
 
@@ -545,16 +545,16 @@ export class NeighborSubsystem {
   }
 
   health(): NeighborHealth {
-    const reconciler = this.reconciler.health();
+    const reconciler = this.#reconciler.health();
     const feeds: Record<string, string> = {};
     for (const [name, f] of [
-      ['links', this.deviceFeed],
-      ['routes', this.routeFeed],
-      ['neighbors', this.neighFeed],
+      ['links', this.#deviceFeed],
+      ['routes', this.#routeFeed],
+      ['neighbors', this.#neighFeed],
     ] as const) {
       if (f?.lastError !== undefined) feeds[name] = f.lastError;
     }
-    const failingLookups = this.calculator.failingLookups;
+    const failingLookups = this.#calculator.failingLookups;
     const ok = reconciler.level === 'ok' && failingLookups === 0 && Object.keys(feeds).length === 0;
     return { level: ok ? 'ok' : 'degraded', reconciler, failingLookups, feeds };
   }
@@ -566,20 +566,20 @@ export class NeighborSubsystem {
         mode: this.mode,
         protocol: this.protocol,
         ready: this.ready(),
-        forwardable: this.forwardable,
-        devices: this.devices,
-        desired: this.desired,
-        observed: this.observed,
-        calculator: this.calculator,
-        routes: this.routes,
-        reactor: this.reactor,
+        forwardable: this.#forwardable,
+        devices: this.#devices,
+        desired: this.#desired,
+        observed: this.#observed,
+        calculator: this.#calculator,
+        routes: this.#routes,
+        reactor: this.#reactor,
         counters: this.metrics.counters(),
-        census: this.census(),
-        pendingLookups: this.calculator.pending,
-        scheduledRetries: this.reconciler.scheduledRetries,
+        census: this.#census(),
+        pendingLookups: this.#calculator.pending,
+        scheduledRetries: this.#reconciler.scheduledRetries,
         sharedLookups: {
-          ipv4: this.tuning.shareLookups && this.rules.tableOnly(4),
-          ipv6: this.tuning.shareLookups && this.rules.tableOnly(6),
+          ipv4: this.#tuning.shareLookups && this.#rules.tableOnly(4),
+          ipv6: this.#tuning.shareLookups && this.#rules.tableOnly(6),
         },
       },
       q,

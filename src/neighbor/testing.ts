@@ -112,7 +112,7 @@ export class FakeKernel implements NeighborKernel {
     return this.history.splice(0);
   }
 
-  private fail(key: string, what: string): NetlinkError | undefined {
+  #fail(key: string, what: string): NetlinkError | undefined {
     const errno = this.failKeys.get(key);
     if (errno === undefined) return undefined;
     const n = { EINVAL: 22, ENODEV: 19, ENOENT: 2, EBUSY: 16 }[errno] ?? 5;
@@ -123,7 +123,7 @@ export class FakeKernel implements NeighborKernel {
     const failures: NeighBulkResult['failures'] = [];
     entries.forEach((s, index) => {
       const key = neighKey(s.ifindex, s.dst);
-      const err = this.fail(key, 'neighSet');
+      const err = this.#fail(key, 'neighSet');
       this.history.push(`set ${key}${err ? ' fail' : ''}`);
       if (err) {
         failures.push({ index, error: err, entry: s });
@@ -150,7 +150,7 @@ export class FakeKernel implements NeighborKernel {
     entries.forEach((s, index) => {
       const key = neighKey(s.ifindex, s.dst);
       const err =
-        this.fail(key, 'neighDel') ??
+        this.#fail(key, 'neighDel') ??
         (this.entries.delete(key) ? undefined : new NetlinkError(`neighDel ${key}`, 2));
       this.history.push(`del ${key}${err ? ` ${err.errnoName}` : ''}`);
       if (err) failures.push({ index, error: err, entry: s });

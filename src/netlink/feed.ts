@@ -58,14 +58,14 @@ export interface FeedParams<D, R extends string = never> {
 }
 
 export class Feed<D, R extends string = never> {
-  private readonly p: FeedParams<D, R>;
-  private sub: Subscription | undefined = undefined;
-  private held: RtEvent[] | undefined = [];
-  private running: Promise<void> | undefined = undefined;
-  private again: FeedReason<R> | undefined = undefined;
-  private retryTimer: unknown = undefined;
-  private stopped = false;
-  private wakeSleep: (() => void) | undefined = undefined;
+  readonly #p: FeedParams<D, R>;
+  #sub: Subscription | undefined = undefined;
+  #held: RtEvent[] | undefined = [];
+  #running: Promise<void> | undefined = undefined;
+  #again: FeedReason<R> | undefined = undefined;
+  #retryTimer: unknown = undefined;
+  #stopped = false;
+  #wakeSleep: (() => void) | undefined = undefined;
   /** The last dump failure, cleared by a successful dump. */
   lastError: string | undefined = undefined;
   /** Overflows seen (each answered by a fresh subscription and a dump). */
@@ -74,61 +74,61 @@ export class Feed<D, R extends string = never> {
   eventsRead = 0;
 
   constructor(p: FeedParams<D, R>) {
-    this.p = p;
+    this.#p = p;
   }
 
   /** Subscribes; events are held until the first dump is loaded (see initial()). */
   open(): void {
-    this.sub = this.subscribe();
+    this.#sub = this.#subscribe();
   }
 
-  private subscribe(): Subscription {
+  #subscribe(): Subscription {
     let sub: Subscription | undefined = undefined;
     const handlers: SubscriptionHandlers = {
       onEvent: (ev) => {
-        if (sub === this.sub) this.onEvent(ev); // a replaced socket's leftovers are stale
+        if (sub === this.#sub) this.#onEvent(ev); // a replaced socket's leftovers are stale
       },
       onError: (err) =>
-        this.p.log.warn({ feed: this.p.name, err: err.message }, 'subscription error'),
+        this.#p.log.warn({ feed: this.#p.name, err: err.message }, 'subscription error'),
     };
-    const take = this.p.take;
+    const take = this.#p.take;
     if (take !== undefined) {
       handlers.onMessage = (type, buf, off, len) => {
         this.eventsRead++;
-        if (sub !== this.sub || this.stopped) return true; // stale: dropped
-        if (this.held !== undefined) return false;
+        if (sub !== this.#sub || this.#stopped) return true; // stale: dropped
+        if (this.#held !== undefined) return false;
         try {
           return take(type, buf, off, len);
         } catch (err) {
           if (err instanceof ParseError) throw err; // counted by the subscription
-          this.p.log.error({ err, feed: this.p.name }, 'applying an event failed');
+          this.#p.log.error({ err, feed: this.#p.name }, 'applying an event failed');
           return true;
         }
       };
     }
-    sub = this.p.subscribe(handlers);
+    sub = this.#p.subscribe(handlers);
     return sub;
   }
 
-  private onEvent(ev: SubscriptionEvent): void {
-    if (this.stopped) return;
+  #onEvent(ev: SubscriptionEvent): void {
+    if (this.#stopped) return;
     if (ev.kind === 'overflow') {
       this.overflows++;
-      this.p.log.warn(
-        { feed: this.p.name, overflows: this.overflows },
+      this.#p.log.warn(
+        { feed: this.#p.name, overflows: this.overflows },
         'event overflow; resyncing',
       );
       void this.resync('overflow');
       return;
     }
-    if (this.held !== undefined) {
-      this.held.push(ev);
+    if (this.#held !== undefined) {
+      this.#held.push(ev);
       return;
     }
     try {
-      this.p.apply(ev);
+      this.#p.apply(ev);
     } catch (err) {
-      this.p.log.error({ err, feed: this.p.name }, 'applying an event failed');
+      this.#p.log.error({ err, feed: this.#p.name }, 'applying an event failed');
     }
   }
 
@@ -137,20 +137,20 @@ export class Feed<D, R extends string = never> {
    * dump). A resync asked for while one runs is done right after it.
    */
   resync(reason: FeedReason<R>): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    if (this.running !== undefined) {
-      if (this.again !== 'overflow') this.again = reason;
-      return this.running;
+    if (this.#stopped) return Promise.resolve();
+    if (this.#running !== undefined) {
+      if (this.#again !== 'overflow') this.#again = reason;
+      return this.#running;
     }
-    this.running = this.loop(reason, false).finally(() => {
-      this.running = undefined;
+    this.#running = this.#loop(reason, false).finally(() => {
+      this.#running = undefined;
     });
-    return this.running;
+    return this.#running;
   }
 
   /** Resolves once no resync is running or waiting to run (at once when none is). */
   async idle(): Promise<void> {
-    while (this.running !== undefined) await this.running.catch(() => undefined);
+    while (this.#running !== undefined) await this.#running.catch(() => undefined);
   }
 
   /**
@@ -158,77 +158,77 @@ export class Feed<D, R extends string = never> {
    * permission, a broken socket) rejects, so that the agent fails to start with the reason.
    */
   initial(): Promise<void> {
-    this.running = this.loop('startup', true).finally(() => {
-      this.running = undefined;
+    this.#running = this.#loop('startup', true).finally(() => {
+      this.#running = undefined;
     });
-    return this.running;
+    return this.#running;
   }
 
-  private async loop(first: FeedReason<R>, strict: boolean): Promise<void> {
+  async #loop(first: FeedReason<R>, strict: boolean): Promise<void> {
     let reason: FeedReason<R> | undefined = first;
-    while (reason !== undefined && !this.stopped) {
-      this.again = undefined;
-      this.p.resynced(reason);
-      this.held ??= [];
-      if (reason === 'overflow') this.reopen();
-      const err = await this.once();
+    while (reason !== undefined && !this.#stopped) {
+      this.#again = undefined;
+      this.#p.resynced(reason);
+      this.#held ??= [];
+      if (reason === 'overflow') this.#reopen();
+      const err = await this.#once();
       if (err !== undefined) {
         if (strict && !(err instanceof DumpInterruptedError)) throw err;
-        await this.sleep(this.p.retryMs);
-        reason = this.again ?? 'dump-interrupted';
+        await this.#sleep(this.#p.retryMs);
+        reason = this.#again ?? 'dump-interrupted';
         continue;
       }
-      reason = this.again;
+      reason = this.#again;
     }
   }
 
   /** Replaces the overflowed socket with a fresh one (events held from now on). */
-  private reopen(): void {
-    const old = this.sub;
-    this.held = [];
-    this.sub = this.subscribe();
+  #reopen(): void {
+    const old = this.#sub;
+    this.#held = [];
+    this.#sub = this.#subscribe();
     old?.close();
   }
 
   /** One dump and load; the error when the dump failed. */
-  private async once(): Promise<unknown> {
+  async #once(): Promise<unknown> {
     let data: D;
     try {
-      data = await this.p.dump();
+      data = await this.#p.dump();
     } catch (err) {
       this.lastError = describeError(err);
       const interrupted = err instanceof DumpInterruptedError;
-      this.p.log.warn({ feed: this.p.name, err: this.lastError, interrupted }, 'dump failed');
-      this.p.failed?.(err);
+      this.#p.log.warn({ feed: this.#p.name, err: this.lastError, interrupted }, 'dump failed');
+      this.#p.failed?.(err);
       return err ?? new Error('dump failed');
     }
-    if (this.stopped) return undefined;
-    this.p.load(data);
+    if (this.#stopped) return undefined;
+    this.#p.load(data);
     this.lastError = undefined;
-    const held = this.held ?? [];
-    this.held = undefined;
-    this.p.log.debug({ feed: this.p.name, held: held.length }, 'dump loaded');
+    const held = this.#held ?? [];
+    this.#held = undefined;
+    this.#p.log.debug({ feed: this.#p.name, held: held.length }, 'dump loaded');
     for (const ev of held) {
       try {
-        this.p.apply(ev);
+        this.#p.apply(ev);
       } catch (err) {
-        this.p.log.error({ err, feed: this.p.name }, 'applying an event failed');
+        this.#p.log.error({ err, feed: this.#p.name }, 'applying an event failed');
       }
     }
     try {
-      this.p.caughtUp?.();
+      this.#p.caughtUp?.();
     } catch (err) {
-      this.p.log.error({ err, feed: this.p.name }, 'catching up after a dump failed');
+      this.#p.log.error({ err, feed: this.#p.name }, 'catching up after a dump failed');
     }
     return undefined;
   }
 
-  private sleep(ms: number): Promise<void> {
+  #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      this.wakeSleep = resolve;
-      this.retryTimer = this.p.clock.setTimeout(() => {
-        this.retryTimer = undefined;
-        this.wakeSleep = undefined;
+      this.#wakeSleep = resolve;
+      this.#retryTimer = this.#p.clock.setTimeout(() => {
+        this.#retryTimer = undefined;
+        this.#wakeSleep = undefined;
         resolve();
       }, ms);
     });
@@ -239,18 +239,18 @@ export class Feed<D, R extends string = never> {
    * (pace.ts decides, and keeps them within what the socket holds).
    */
   reading(on: boolean): void {
-    this.sub?.reading(on);
+    this.#sub?.reading(on);
   }
 
   /** Closes the subscription; a running resync ends without loading. Idempotent. */
   stop(): void {
-    this.stopped = true;
-    this.held = undefined;
-    if (this.retryTimer !== undefined) this.p.clock.clearTimeout(this.retryTimer);
-    this.retryTimer = undefined;
-    this.wakeSleep?.();
-    this.wakeSleep = undefined;
-    this.sub?.close();
-    this.sub = undefined;
+    this.#stopped = true;
+    this.#held = undefined;
+    if (this.#retryTimer !== undefined) this.#p.clock.clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
+    this.#wakeSleep?.();
+    this.#wakeSleep = undefined;
+    this.#sub?.close();
+    this.#sub = undefined;
   }
 }

@@ -79,14 +79,17 @@ export function compareKernel(a: string, b: string): number {
 
 /** A cache so the agent and the API share one probe run per process. */
 export class ProbeCache<T> {
-  private pending: Promise<T> | undefined;
-  constructor(private readonly run: () => Promise<T>) {}
+  #pending: Promise<T> | undefined;
+  readonly #run: () => Promise<T>;
+  constructor(run: () => Promise<T>) {
+    this.#run = run;
+  }
   get(): Promise<T> {
-    this.pending ??= this.run().catch((err: unknown) => {
-      this.pending = undefined;
+    this.#pending ??= this.#run().catch((err: unknown) => {
+      this.#pending = undefined;
       throw err;
     });
-    return this.pending;
+    return this.#pending;
   }
 }
 

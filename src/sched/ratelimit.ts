@@ -15,9 +15,9 @@ export interface RateLimiterOptions {
 export class RateLimiter {
   readonly rate: number;
   readonly burst: number;
-  private readonly now: () => number;
-  private tokens: number;
-  private last: number;
+  readonly #now: () => number;
+  #tokens: number;
+  #last: number;
 
   constructor(opts: RateLimiterOptions) {
     if (!(Number.isFinite(opts.rate) && opts.rate > 0)) {
@@ -31,38 +31,38 @@ export class RateLimiter {
     }
     this.rate = opts.rate;
     this.burst = opts.burst;
-    this.now = opts.now ?? Date.now;
-    this.tokens = opts.burst;
-    this.last = this.now();
+    this.#now = opts.now ?? Date.now;
+    this.#tokens = opts.burst;
+    this.#last = this.#now();
   }
 
-  private refill(): void {
-    const t = this.now();
-    if (t > this.last) {
-      this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) * this.rate) / 1000);
+  #refill(): void {
+    const t = this.#now();
+    if (t > this.#last) {
+      this.#tokens = Math.min(this.burst, this.#tokens + ((t - this.#last) * this.rate) / 1000);
     }
-    this.last = t;
+    this.#last = t;
   }
 
   /** Tokens available now (fractional). */
   available(): number {
-    this.refill();
-    return this.tokens;
+    this.#refill();
+    return this.#tokens;
   }
 
   /** Takes n tokens if they are all available; otherwise takes none. */
   tryTake(n = 1): boolean {
-    this.refill();
-    if (this.tokens + 1e-9 < n) return false;
-    this.tokens = Math.max(0, this.tokens - n);
+    this.#refill();
+    if (this.#tokens + 1e-9 < n) return false;
+    this.#tokens = Math.max(0, this.#tokens - n);
     return true;
   }
 
   /** Milliseconds until n tokens are available (0 when they are); Infinity if n > burst. */
   delayMs(n = 1): number {
     if (n > this.burst) return Infinity;
-    this.refill();
-    const missing = n - this.tokens;
+    this.#refill();
+    const missing = n - this.#tokens;
     return missing <= 1e-9 ? 0 : Math.ceil((missing * 1000) / this.rate);
   }
 }

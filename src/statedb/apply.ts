@@ -39,48 +39,51 @@ export class Applier<Obj> {
   /** Failed operations since the counter was last reset (per round). */
   roundErrors = 0;
 
-  constructor(private readonly d: ApplierDeps<Obj>) {}
+  readonly #d: ApplierDeps<Obj>;
+  constructor(d: ApplierDeps<Obj>) {
+    this.#d = d;
+  }
 
   async runUpdates(rows: readonly Row<Obj>[]): Promise<void> {
-    const size = this.d.config.batchSize;
-    for (let i = 0; i < rows.length && this.d.running(); i += size) {
+    const size = this.#d.config.batchSize;
+    for (let i = 0; i < rows.length && this.#d.running(); i += size) {
       // Skip versions that a later write has replaced while earlier batches ran.
-      const chunk = rows.slice(i, i + size).filter((r) => this.d.table.isCurrent(r));
+      const chunk = rows.slice(i, i + size).filter((r) => this.#d.table.isCurrent(r));
       if (chunk.length === 0) continue;
-      if (this.d.ops.updateBatch !== undefined) {
-        const results = await this.callBatch('update', chunk, (objs) =>
-          this.d.ops.updateBatch?.(objs),
+      if (this.#d.ops.updateBatch !== undefined) {
+        const results = await this.#callBatch('update', chunk, (objs) =>
+          this.#d.ops.updateBatch?.(objs),
         );
-        const now = this.d.clock.now();
-        for (let j = 0; j < chunk.length; j++) this.updated(chunk[j]!, results[j], now);
+        const now = this.#d.clock.now();
+        for (let j = 0; j < chunk.length; j++) this.#updated(chunk[j]!, results[j], now);
         continue;
       }
       for (const r of chunk) {
-        if (!this.d.running()) break;
-        if (!this.d.table.isCurrent(r)) continue;
-        const [err] = await this.callBatch('update', [r], ([o]) => this.d.ops.update(o as Obj));
-        this.updated(r, err, this.d.clock.now());
+        if (!this.#d.running()) break;
+        if (!this.#d.table.isCurrent(r)) continue;
+        const [err] = await this.#callBatch('update', [r], ([o]) => this.#d.ops.update(o as Obj));
+        this.#updated(r, err, this.#d.clock.now());
       }
     }
   }
 
   async runDeletes(rows: readonly Row<Obj>[]): Promise<void> {
-    const size = this.d.config.batchSize;
-    for (let i = 0; i < rows.length && this.d.running(); i += size) {
-      const chunk = rows.slice(i, i + size).filter((r) => !this.d.table.has(r.key));
+    const size = this.#d.config.batchSize;
+    for (let i = 0; i < rows.length && this.#d.running(); i += size) {
+      const chunk = rows.slice(i, i + size).filter((r) => !this.#d.table.has(r.key));
       if (chunk.length === 0) continue;
-      if (this.d.ops.deleteBatch !== undefined) {
-        const results = await this.callBatch('delete', chunk, (objs) =>
-          this.d.ops.deleteBatch?.(objs),
+      if (this.#d.ops.deleteBatch !== undefined) {
+        const results = await this.#callBatch('delete', chunk, (objs) =>
+          this.#d.ops.deleteBatch?.(objs),
         );
-        chunk.forEach((r, j) => this.deleted(r, results[j]));
+        chunk.forEach((r, j) => this.#deleted(r, results[j]));
         continue;
       }
       for (const r of chunk) {
-        if (!this.d.running()) break;
-        if (this.d.table.has(r.key)) continue;
-        const [err] = await this.callBatch('delete', [r], ([o]) => this.d.ops.delete(o as Obj));
-        this.deleted(r, err);
+        if (!this.#d.running()) break;
+        if (this.#d.table.has(r.key)) continue;
+        const [err] = await this.#callBatch('delete', [r], ([o]) => this.#d.ops.delete(o as Obj));
+        this.#deleted(r, err);
       }
     }
   }
@@ -90,12 +93,12 @@ export class Applier<Obj> {
    * duration, the count and the failures. A single-object op is a batch of one returning
    * void.
    */
-  private async callBatch(
+  async #callBatch(
     op: 'update' | 'delete',
     rows: readonly Row<Obj>[],
     call: (objs: readonly Obj[]) => Promise<BatchResult | void> | undefined,
   ): Promise<readonly unknown[]> {
-    const started = this.d.clock.now();
+    const started = this.#d.clock.now();
     let results: readonly unknown[];
     try {
       const r = await call(rows.map((x) => x.object));
@@ -108,46 +111,51 @@ export class Applier<Obj> {
     } catch (e) {
       results = new Array<unknown>(rows.length).fill(e ?? new FibkeeperError(`${op} failed`));
     }
-    this.d.metrics.reconcileDuration(this.d.name, op, (this.d.clock.now() - started) / 1000);
-    this.d.metrics.reconcileOps(this.d.name, op, rows.length);
+    this.#d.metrics.reconcileDuration(this.#d.name, op, (this.#d.clock.now() - started) / 1000);
+    this.#d.metrics.reconcileOps(this.#d.name, op, rows.length);
     const failed = results.reduce<number>((n, e) => (e === undefined || e === null ? n : n + 1), 0);
-    if (failed > 0) this.d.metrics.reconcileErrors(this.d.name, op, failed);
+    if (failed > 0) this.#d.metrics.reconcileErrors(this.#d.name, op, failed);
     return results;
   }
 
-  private updated(row: Row<Obj>, err: unknown, now: number): void {
+  #updated(row: Row<Obj>, err: unknown, now: number): void {
     if (err === undefined || err === null) {
-      if (!this.d.table.setRowStatus(row, { kind: 'done', updatedAt: now })) return;
+      if (!this.#d.table.setRowStatus(row, { kind: 'done', updatedAt: now })) return;
       if (this.failures.size > 0) this.failures.delete(row.key);
-      if (this.d.config.refreshIntervalMs > 0) {
+      if (this.#d.config.refreshIntervalMs > 0) {
         this.refreshes.push({ key: row.key, revision: row.revision, at: now });
       }
       return;
     }
     const error = describeError(err);
     // A newer version replaced this one meanwhile: its own update decides.
-    if (!this.d.table.setRowStatus(row, { kind: 'error', error, updatedAt: now })) {
+    if (!this.#d.table.setRowStatus(row, { kind: 'error', error, updatedAt: now })) {
       return;
     }
-    this.failed(row, 'update', error, now);
+    this.#failed(row, 'update', error, now);
   }
 
-  private deleted(row: Row<Obj>, err: unknown): void {
+  #deleted(row: Row<Obj>, err: unknown): void {
     if (err === undefined || err === null) {
       this.failures.delete(row.key);
       return;
     }
-    if (this.d.table.has(row.key)) return;
-    this.failed(row, 'delete', describeError(err), this.d.clock.now());
+    if (this.#d.table.has(row.key)) return;
+    this.#failed(row, 'delete', describeError(err), this.#d.clock.now());
   }
 
-  private failed(row: Row<Obj>, op: 'update' | 'delete', error: string, now: number): void {
+  #failed(row: Row<Obj>, op: 'update' | 'delete', error: string, now: number): void {
     this.roundErrors++;
     const prev = this.failures.get(row.key);
     const failures = (prev?.failures ?? 0) + 1;
     if (prev === undefined) this.failures.set(row.key, { op, error, since: now, failures });
     else Object.assign(prev, { op, error, failures });
-    this.retries.schedule({ key: row.key, op, row, due: now + backoffMs(this.d.config, failures) });
-    this.d.log.debug({ key: row.key, op, error, failures }, 'reconcile failed');
+    this.retries.schedule({
+      key: row.key,
+      op,
+      row,
+      due: now + backoffMs(this.#d.config, failures),
+    });
+    this.#d.log.debug({ key: row.key, op, error, failures }, 'reconcile failed');
   }
 }

@@ -53,31 +53,31 @@ function removeValues(
 const NONE: readonly string[] = [];
 
 export class SecondaryIndexes<Obj> {
-  private readonly byName = new Map<string, Index<Obj>>();
-  private readonly all: Index<Obj>[] = [];
+  readonly #byName = new Map<string, Index<Obj>>();
+  readonly #all: Index<Obj>[] = [];
 
   constructor(defs: Readonly<Record<string, IndexFn<Obj>>>) {
     for (const [name, fn] of Object.entries(defs)) {
       const index = { fn, entries: new Map<string, Slot>() };
-      this.byName.set(name, index);
-      this.all.push(index);
+      this.#byName.set(name, index);
+      this.#all.push(index);
     }
   }
 
   has(name: string): boolean {
-    return this.byName.has(name);
+    return this.#byName.has(name);
   }
 
   add(key: string, obj: Obj): void {
-    for (const { fn, entries } of this.all) addValues(entries, fn(obj), key);
+    for (const { fn, entries } of this.#all) addValues(entries, fn(obj), key);
   }
 
   remove(key: string, obj: Obj): void {
-    for (const { fn, entries } of this.all) removeValues(entries, fn(obj), key);
+    for (const { fn, entries } of this.#all) removeValues(entries, fn(obj), key);
   }
 
   replace(key: string, oldObj: Obj, newObj: Obj): void {
-    for (const { fn, entries } of this.all) {
+    for (const { fn, entries } of this.#all) {
       const before = fn(oldObj);
       const after = fn(newObj);
       if (typeof before === 'string' && before === after) continue;
@@ -91,7 +91,7 @@ export class SecondaryIndexes<Obj> {
    * consume it before the next write.
    */
   lookup(name: string, value: string): Iterable<string> {
-    const slot = this.byName.get(name)?.entries.get(value);
+    const slot = this.#byName.get(name)?.entries.get(value);
     if (slot === undefined) return NONE;
     return typeof slot === 'string' ? [slot] : slot;
   }

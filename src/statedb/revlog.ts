@@ -38,36 +38,36 @@ export class Node<Obj> implements Change<Obj> {
 }
 
 export class RevisionLog<Obj> {
-  private head: Node<Obj> | undefined = undefined;
-  private tail: Node<Obj> | undefined = undefined;
-  private tombs: (Node<Obj> | undefined)[] = [];
-  private tombHead = 0;
+  #head: Node<Obj> | undefined = undefined;
+  #tail: Node<Obj> | undefined = undefined;
+  #tombs: (Node<Obj> | undefined)[] = [];
+  #tombHead = 0;
 
   /** Number of deletions retained for watchers that have not read them yet. */
   get tombstones(): number {
-    return this.tombs.length - this.tombHead;
+    return this.#tombs.length - this.#tombHead;
   }
 
   /** Appends a node; its revision must be higher than every node already in the log. */
   append(node: Node<Obj>): void {
-    node.prev = this.tail;
+    node.prev = this.#tail;
     node.next = undefined;
-    if (this.tail === undefined) this.head = node;
-    else this.tail.next = node;
-    this.tail = node;
+    if (this.#tail === undefined) this.#head = node;
+    else this.#tail.next = node;
+    this.#tail = node;
   }
 
   appendTombstone(node: Node<Obj>): void {
     this.append(node);
-    this.tombs.push(node);
+    this.#tombs.push(node);
   }
 
   /** Removes a node; clears its links so a node held elsewhere retains no neighbours. */
   unlink(node: Node<Obj>): void {
     const { prev, next } = node;
-    if (prev === undefined) this.head = next;
+    if (prev === undefined) this.#head = next;
     else prev.next = next;
-    if (next === undefined) this.tail = prev;
+    if (next === undefined) this.#tail = prev;
     else next.prev = prev;
     node.prev = undefined;
     node.next = undefined;
@@ -78,12 +78,12 @@ export class RevisionLog<Obj> {
    * left out (the reader registered after those deletions and never saw the rows).
    */
   readAfter(after: number, floor: number): Node<Obj>[] {
-    let start = this.head;
+    let start = this.#head;
     if (start !== undefined && start.revision <= after) {
       // Walk back from the tail to the first node at or below `after`.
-      let n = this.tail;
+      let n = this.#tail;
       while (n !== undefined && n.revision > after) n = n.prev;
-      start = n === undefined ? this.head : n.next;
+      start = n === undefined ? this.#head : n.next;
     }
     const out: Node<Obj>[] = [];
     for (let n = start; n !== undefined; n = n.next) {
@@ -95,8 +95,8 @@ export class RevisionLog<Obj> {
 
   /** Drops every tombstone with a revision at or below `upTo`. */
   collect(upTo: number): void {
-    const tombs = this.tombs;
-    let i = this.tombHead;
+    const tombs = this.#tombs;
+    let i = this.#tombHead;
     while (i < tombs.length) {
       const t = tombs[i];
       if (t === undefined || t.revision > upTo) break;
@@ -104,15 +104,15 @@ export class RevisionLog<Obj> {
       i++;
     }
     if (i === tombs.length) {
-      this.tombs = [];
-      this.tombHead = 0;
+      this.#tombs = [];
+      this.#tombHead = 0;
     } else if (i > 1024 && i * 2 > tombs.length) {
-      this.tombs = tombs.slice(i);
-      this.tombHead = 0;
+      this.#tombs = tombs.slice(i);
+      this.#tombHead = 0;
     } else {
       // Let the collected nodes go even before the array is compacted.
-      tombs.fill(undefined, this.tombHead, i);
-      this.tombHead = i;
+      tombs.fill(undefined, this.#tombHead, i);
+      this.#tombHead = i;
     }
   }
 }

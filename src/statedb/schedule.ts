@@ -31,35 +31,35 @@ export interface RefreshEntry {
 
 /** FIFO of rows by the time they were done (times only grow, so the head is due first). */
 export class RefreshQueue {
-  private items: (RefreshEntry | undefined)[] = [];
-  private head = 0;
+  #items: (RefreshEntry | undefined)[] = [];
+  #head = 0;
 
   get size(): number {
-    return this.items.length - this.head;
+    return this.#items.length - this.#head;
   }
 
   push(entry: RefreshEntry): void {
-    this.items.push(entry);
+    this.#items.push(entry);
   }
 
   peek(): RefreshEntry | undefined {
-    return this.items[this.head];
+    return this.#items[this.#head];
   }
 
   shift(): RefreshEntry | undefined {
-    const e = this.items[this.head];
+    const e = this.#items[this.#head];
     if (e === undefined) return undefined;
-    this.items[this.head++] = undefined;
-    if (this.head === this.items.length) this.clear();
-    else if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
+    this.#items[this.#head++] = undefined;
+    if (this.#head === this.#items.length) this.clear();
+    else if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
     }
     return e;
   }
 
   clear(): void {
-    this.items = [];
-    this.head = 0;
+    this.#items = [];
+    this.#head = 0;
   }
 }

@@ -88,13 +88,19 @@ class Watcher<Obj> implements ChangeIterator<Obj> {
   position: number;
   closed = false;
 
+  readonly #table: Table<Obj>;
+  readonly #log: RevisionLog<Obj>;
+  readonly #release: (w: Watcher<Obj>) => void;
   constructor(
-    private readonly table: Table<Obj>,
-    private readonly log: RevisionLog<Obj>,
-    private readonly release: (w: Watcher<Obj>) => void,
+    table: Table<Obj>,
+    log: RevisionLog<Obj>,
+    release: (w: Watcher<Obj>) => void,
     /** Deletions at or below this revision happened before the watcher existed. */
     readonly floor: number,
   ) {
+    this.#table = table;
+    this.#log = log;
+    this.#release = release;
     this.position = 0;
   }
 
@@ -104,91 +110,91 @@ class Watcher<Obj> implements ChangeIterator<Obj> {
   }
 
   read(): Change<Obj>[] {
-    if (this.closed) throw new ClosedError(`table ${this.table.name}: changes read after close`);
-    const rev = this.table.revision;
+    if (this.closed) throw new ClosedError(`table ${this.#table.name}: changes read after close`);
+    const rev = this.#table.revision;
     if (rev === this.position) return [];
-    const out = this.log.readAfter(this.position, this.floor);
+    const out = this.#log.readAfter(this.position, this.floor);
     this.position = rev;
-    this.release(this);
+    this.#release(this);
     return out;
   }
 
   wait(signal?: AbortSignal): Promise<void> {
     if (this.closed) {
-      return Promise.reject(new ClosedError(`table ${this.table.name}: wait after close`));
+      return Promise.reject(new ClosedError(`table ${this.#table.name}: wait after close`));
     }
-    return this.table.waitForChange(this.position, signal);
+    return this.#table.waitForChange(this.position, signal);
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.release(this);
+    this.#release(this);
   }
 }
 
 export class Table<Obj> implements TableWriter<Obj>, Initializable {
   readonly name: string;
-  private readonly primaryKey: (obj: Obj) => string;
-  private readonly equals: ((a: Obj, b: Obj) => boolean) | undefined;
-  private readonly now: () => number;
-  private readonly rowsByKey = new Map<string, Node<Obj>>();
-  private readonly log = new RevisionLog<Obj>();
-  private readonly indexes: SecondaryIndexes<Obj> | undefined;
-  private readonly watchers = new Set<Watcher<Obj>>();
-  private readonly counts: [number, number, number] = [0, 0, 0];
-  private rev = 0;
-  private depth = 0;
-  private dirty = false;
-  private writeAt = 0;
+  readonly #primaryKey: (obj: Obj) => string;
+  readonly #equals: ((a: Obj, b: Obj) => boolean) | undefined;
+  readonly #now: () => number;
+  readonly #rowsByKey = new Map<string, Node<Obj>>();
+  readonly #log = new RevisionLog<Obj>();
+  readonly #indexes: SecondaryIndexes<Obj> | undefined;
+  readonly #watchers = new Set<Watcher<Obj>>();
+  readonly #counts: [number, number, number] = [0, 0, 0];
+  #rev = 0;
+  #depth = 0;
+  #dirty = false;
+  #writeAt = 0;
   /** Waiters for the next commit (waitForChange); an aborted one removes itself. */
-  private readonly changeWaiters = new Set<() => void>();
-  private readonly pendingInit = new Set<{ readonly name: string }>();
-  private initLatched = false;
-  private initWaiter: Deferred<void> | undefined = undefined;
-  private statusOwner: string | undefined = undefined;
+  readonly #changeWaiters = new Set<() => void>();
+  readonly #pendingInit = new Set<{ readonly name: string }>();
+  #initLatched = false;
+  #initWaiter: Deferred<void> | undefined = undefined;
+  #statusOwner: string | undefined = undefined;
 
   constructor(opts: TableOptions<Obj>) {
     if (!opts.name) throw new InvalidArgumentError('table: name is required');
     this.name = opts.name;
-    this.primaryKey = opts.primaryKey;
-    this.equals = opts.equals;
-    this.now = opts.now ?? Date.now;
+    this.#primaryKey = opts.primaryKey;
+    this.#equals = opts.equals;
+    this.#now = opts.now ?? Date.now;
     const defs = opts.indexes ?? {};
-    this.indexes = Object.keys(defs).length > 0 ? new SecondaryIndexes(defs) : undefined;
+    this.#indexes = Object.keys(defs).length > 0 ? new SecondaryIndexes(defs) : undefined;
   }
 
   // ---- reads -------------------------------------------------------------------------
 
   /** The revision of the last write (0 for a table never written). */
   get revision(): number {
-    return this.rev;
+    return this.#rev;
   }
 
   get size(): number {
-    return this.rowsByKey.size;
+    return this.#rowsByKey.size;
   }
 
   /** Deletions still kept for watchers that have not read them. */
   get retainedDeletions(): number {
-    return this.log.tombstones;
+    return this.#log.tombstones;
   }
 
   keyOf(obj: Obj): string {
-    return this.primaryKey(obj);
+    return this.#primaryKey(obj);
   }
 
   get(key: string): Obj | undefined {
-    return this.rowsByKey.get(key)?.object;
+    return this.#rowsByKey.get(key)?.object;
   }
 
   has(key: string): boolean {
-    return this.rowsByKey.has(key);
+    return this.#rowsByKey.has(key);
   }
 
   /** The row with its revision, or undefined. */
   row(key: string): Row<Obj> | undefined {
-    return this.rowsByKey.get(key);
+    return this.#rowsByKey.get(key);
   }
 
   /**
@@ -197,30 +203,30 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
    */
   isCurrent(row: Row<Obj>): boolean {
     if (row instanceof Node) return !row.superseded && !row.deleted;
-    return this.rowsByKey.get(row.key) === row;
+    return this.#rowsByKey.get(row.key) === row;
   }
 
   /** A snapshot of every object, in no particular order. */
   list(): Obj[] {
-    const out = new Array<Obj>(this.rowsByKey.size);
+    const out = new Array<Obj>(this.#rowsByKey.size);
     let i = 0;
-    for (const n of this.rowsByKey.values()) out[i++] = n.object;
+    for (const n of this.#rowsByKey.values()) out[i++] = n.object;
     return out;
   }
 
   /** Live iteration over the rows (safe under concurrent writes, like a Map's). */
   rows(): IterableIterator<Row<Obj>> {
-    return this.rowsByKey.values();
+    return this.#rowsByKey.values();
   }
 
   /** Objects whose index `index` has `value`. Throws InvalidArgumentError for an unknown index. */
   getBy(index: string, value: string): Obj[] {
-    if (this.indexes === undefined || !this.indexes.has(index)) {
+    if (this.#indexes === undefined || !this.#indexes.has(index)) {
       throw new InvalidArgumentError(`table ${this.name}: no index named ${index}`);
     }
     const out: Obj[] = [];
-    for (const key of this.indexes.lookup(index, value)) {
-      const n = this.rowsByKey.get(key);
+    for (const key of this.#indexes.lookup(index, value)) {
+      const n = this.#rowsByKey.get(key);
       if (n !== undefined) out.push(n.object);
     }
     return out;
@@ -234,7 +240,7 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
    * committed); there is no rollback. Returns the table revision after the commit.
    */
   write(fn: (w: TableWriter<Obj>) => void): number {
-    this.begin();
+    this.#begin();
     try {
       const r: unknown = fn(this);
       if (r instanceof Promise) {
@@ -242,111 +248,111 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
         throw new InvalidArgumentError(`table ${this.name}: write function must be synchronous`);
       }
     } finally {
-      this.end();
+      this.#end();
     }
-    return this.rev;
+    return this.#rev;
   }
 
   insert(obj: Obj): void {
-    this.begin();
+    this.#begin();
     try {
-      this.put(this.primaryKey(obj), obj, true);
+      this.#put(this.#primaryKey(obj), obj, true);
     } finally {
-      this.end();
+      this.#end();
     }
   }
 
   upsert(obj: Obj): boolean {
-    this.begin();
+    this.#begin();
     try {
-      return this.put(this.primaryKey(obj), obj, false);
+      return this.#put(this.#primaryKey(obj), obj, false);
     } finally {
-      this.end();
+      this.#end();
     }
   }
 
   delete(key: string): Obj | undefined {
-    this.begin();
+    this.#begin();
     try {
-      return this.remove(key);
+      return this.#remove(key);
     } finally {
-      this.end();
+      this.#end();
     }
   }
 
   modify(key: string, fn: (current: Obj | undefined) => Obj | undefined): Obj | undefined {
-    this.begin();
+    this.#begin();
     try {
-      const current = this.rowsByKey.get(key)?.object;
+      const current = this.#rowsByKey.get(key)?.object;
       const next = fn(current);
       if (next === undefined) {
-        this.remove(key);
+        this.#remove(key);
         return undefined;
       }
       if (next === current) return current;
-      const nextKey = this.primaryKey(next);
+      const nextKey = this.#primaryKey(next);
       if (nextKey !== key) {
         throw new InvalidArgumentError(
           `table ${this.name}: modify(${key}) returned an object with key ${nextKey}`,
         );
       }
-      this.put(key, next, false);
+      this.#put(key, next, false);
       return next;
     } finally {
-      this.end();
+      this.#end();
     }
   }
 
-  private begin(): void {
-    if (this.depth++ === 0) this.writeAt = this.now();
+  #begin(): void {
+    if (this.#depth++ === 0) this.#writeAt = this.#now();
   }
 
-  private end(): void {
-    if (--this.depth > 0 || !this.dirty) return;
-    this.dirty = false;
-    if (this.changeWaiters.size === 0) return;
-    const waiters = [...this.changeWaiters];
-    this.changeWaiters.clear();
+  #end(): void {
+    if (--this.#depth > 0 || !this.#dirty) return;
+    this.#dirty = false;
+    if (this.#changeWaiters.size === 0) return;
+    const waiters = [...this.#changeWaiters];
+    this.#changeWaiters.clear();
     for (const w of waiters) w();
   }
 
-  private put(key: string, obj: Obj, mustBeNew: boolean): boolean {
-    const old = this.rowsByKey.get(key);
+  #put(key: string, obj: Obj, mustBeNew: boolean): boolean {
+    const old = this.#rowsByKey.get(key);
     if (old !== undefined) {
       if (mustBeNew) throw new ConflictError(`table ${this.name}: ${key} exists`);
-      if (this.equals !== undefined && this.equals(old.object, obj)) return false;
+      if (this.#equals !== undefined && this.#equals(old.object, obj)) return false;
     }
-    const node = new Node<Obj>(key, obj, ++this.rev, false, this.writeAt);
-    this.rowsByKey.set(key, node);
+    const node = new Node<Obj>(key, obj, ++this.#rev, false, this.#writeAt);
+    this.#rowsByKey.set(key, node);
     if (old === undefined) {
-      this.indexes?.add(key, obj);
+      this.#indexes?.add(key, obj);
     } else {
       old.superseded = true;
-      this.counts[old.statusKind]--;
-      this.log.unlink(old);
-      this.indexes?.replace(key, old.object, obj);
+      this.#counts[old.statusKind]--;
+      this.#log.unlink(old);
+      this.#indexes?.replace(key, old.object, obj);
     }
-    this.counts[STATUS_PENDING]++;
-    this.log.append(node);
-    this.dirty = true;
+    this.#counts[STATUS_PENDING]++;
+    this.#log.append(node);
+    this.#dirty = true;
     return true;
   }
 
-  private remove(key: string): Obj | undefined {
-    const old = this.rowsByKey.get(key);
+  #remove(key: string): Obj | undefined {
+    const old = this.#rowsByKey.get(key);
     if (old === undefined) return undefined;
-    this.rowsByKey.delete(key);
+    this.#rowsByKey.delete(key);
     old.superseded = true;
-    this.counts[old.statusKind]--;
-    this.log.unlink(old);
-    this.indexes?.remove(key, old.object);
-    const rev = ++this.rev;
+    this.#counts[old.statusKind]--;
+    this.#log.unlink(old);
+    this.#indexes?.remove(key, old.object);
+    const rev = ++this.#rev;
     // Without watchers nobody needs the deletion: a watcher registered later starts from
     // the live rows.
-    if (this.watchers.size > 0) {
-      this.log.appendTombstone(new Node<Obj>(key, old.object, rev, true, this.writeAt));
+    if (this.#watchers.size > 0) {
+      this.#log.appendTombstone(new Node<Obj>(key, old.object, rev, true, this.#writeAt));
     }
-    this.dirty = true;
+    this.#dirty = true;
     return old.object;
   }
 
@@ -354,14 +360,14 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
 
   /** Registers a watcher; its first read returns every live row. */
   changes(): ChangeIterator<Obj> {
-    const w = new Watcher<Obj>(this, this.log, (x) => this.releaseWatcher(x), this.rev);
-    this.watchers.add(w);
+    const w = new Watcher<Obj>(this, this.#log, (x) => this.#releaseWatcher(x), this.#rev);
+    this.#watchers.add(w);
     return w;
   }
 
   /** Resolves on the first commit that takes the table revision above `rev`. */
   async waitForChange(rev: number, signal?: AbortSignal): Promise<void> {
-    while (this.rev <= rev) await this.nextCommit(signal);
+    while (this.#rev <= rev) await this.#nextCommit(signal);
   }
 
   /**
@@ -369,7 +375,7 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
    * aborted wait leaves nothing behind (a reconciler waits once per round, and rounds can
    * come a thousand times a second while nothing is committed).
    */
-  private nextCommit(signal: AbortSignal | undefined): Promise<void> {
+  #nextCommit(signal: AbortSignal | undefined): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<void>((resolve, reject) => {
       const done = (): void => {
@@ -377,26 +383,26 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
         resolve();
       };
       const onAbort = (): void => {
-        this.changeWaiters.delete(done);
+        this.#changeWaiters.delete(done);
         reject(signal?.reason);
       };
-      this.changeWaiters.add(done);
+      this.#changeWaiters.add(done);
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 
   /** Pending waitForChange calls (for tests: an aborted one must not stay). */
   get changeWaitersCount(): number {
-    return this.changeWaiters.size;
+    return this.#changeWaiters.size;
   }
 
   /** Called after a watcher read or closed: drop tombstones every watcher has seen. */
-  private releaseWatcher(w: Watcher<Obj>): void {
-    if (w.closed) this.watchers.delete(w);
-    if (this.log.tombstones === 0) return;
-    let min = this.rev;
-    for (const x of this.watchers) min = Math.min(min, x.seen);
-    this.log.collect(min);
+  #releaseWatcher(w: Watcher<Obj>): void {
+    if (w.closed) this.#watchers.delete(w);
+    if (this.#log.tombstones === 0) return;
+    let min = this.#rev;
+    for (const x of this.#watchers) min = Math.min(min, x.seen);
+    this.#log.collect(min);
   }
 
   // ---- initialization ----------------------------------------------------------------
@@ -408,35 +414,35 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
    * the (idempotent) done function.
    */
   registerInitializer(name: string): () => void {
-    if (this.initLatched) {
+    if (this.#initLatched) {
       throw new InvalidArgumentError(
         `table ${this.name}: initializer ${name} registered after the table was initialized`,
       );
     }
     const token = { name };
-    this.pendingInit.add(token);
+    this.#pendingInit.add(token);
     return () => {
-      if (!this.pendingInit.delete(token) || this.pendingInit.size > 0) return;
-      this.initLatched = true;
-      const w = this.initWaiter;
-      this.initWaiter = undefined;
+      if (!this.#pendingInit.delete(token) || this.#pendingInit.size > 0) return;
+      this.#initLatched = true;
+      const w = this.#initWaiter;
+      this.#initWaiter = undefined;
       w?.resolve();
     };
   }
 
   /** True when no registered initializer is pending (a table without any is initialized). */
   get initialized(): boolean {
-    return this.pendingInit.size === 0;
+    return this.#pendingInit.size === 0;
   }
 
   pendingInitializers(): string[] {
-    return [...this.pendingInit].map((t) => t.name);
+    return [...this.#pendingInit].map((t) => t.name);
   }
 
   waitInitialized(signal?: AbortSignal): Promise<void> {
     if (this.initialized) return Promise.resolve();
-    this.initWaiter ??= deferred<void>();
-    return abortable(this.initWaiter.promise, signal);
+    this.#initWaiter ??= deferred<void>();
+    return abortable(this.#initWaiter.promise, signal);
   }
 
   // ---- reconciliation status ---------------------------------------------------------
@@ -446,16 +452,16 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
    * owner throws ConflictError, since two reconcilers would overwrite each other's status.
    */
   claimStatus(owner: string): void {
-    if (this.statusOwner !== undefined && this.statusOwner !== owner) {
+    if (this.#statusOwner !== undefined && this.#statusOwner !== owner) {
       throw new ConflictError(
-        `table ${this.name}: status already written by ${this.statusOwner}, not ${owner}`,
+        `table ${this.name}: status already written by ${this.#statusOwner}, not ${owner}`,
       );
     }
-    this.statusOwner = owner;
+    this.#statusOwner = owner;
   }
 
   status(key: string): RowStatus | undefined {
-    const n = this.rowsByKey.get(key);
+    const n = this.#rowsByKey.get(key);
     if (n === undefined) return undefined;
     const kind = KINDS[n.statusKind] as StatusKind;
     return n.statusError === undefined
@@ -473,9 +479,9 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
     revision: number,
     status: { kind: StatusKind; error?: string; updatedAt?: number },
   ): boolean {
-    const n = this.rowsByKey.get(key);
+    const n = this.#rowsByKey.get(key);
     if (n === undefined || n.revision !== revision) return false;
-    this.applyStatus(n, status);
+    this.#applyStatus(n, status);
     return true;
   }
 
@@ -489,24 +495,24 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
   ): boolean {
     if (!(row instanceof Node)) return this.setStatus(row.key, row.revision, status);
     if (row.superseded || row.deleted) return false;
-    this.applyStatus(row, status);
+    this.#applyStatus(row, status);
     return true;
   }
 
-  private applyStatus(
+  #applyStatus(
     n: Node<Obj>,
     status: { kind: StatusKind; error?: string; updatedAt?: number },
   ): void {
     const code = CODES[status.kind];
-    this.counts[n.statusKind]--;
-    this.counts[code]++;
+    this.#counts[n.statusKind]--;
+    this.#counts[code]++;
     n.statusKind = code;
     n.statusError = code === STATUS_ERROR ? (status.error ?? 'unknown error') : undefined;
-    n.statusAt = status.updatedAt ?? this.now();
+    n.statusAt = status.updatedAt ?? this.#now();
   }
 
   statusCounts(): StatusCounts {
-    const [pending, done, error] = this.counts;
+    const [pending, done, error] = this.#counts;
     return { pending, done, error };
   }
 }

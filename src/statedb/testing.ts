@@ -14,8 +14,8 @@ export class FakeOps<Obj> implements Operations<Obj> {
   readonly failKeys = new Set<string>();
   /** Operations in flight. */
   inFlight = 0;
-  private gate: Promise<void> | undefined = undefined;
-  private callWaiters: (() => void)[] = [];
+  #gate: Promise<void> | undefined = undefined;
+  #callWaiters: (() => void)[] = [];
 
   constructor(readonly keyOf: (obj: Obj) => string) {}
 
@@ -27,24 +27,24 @@ export class FakeOps<Obj> implements Operations<Obj> {
   /** Holds every operation at its start until the returned function is called. */
   hold(): () => void {
     let release!: () => void;
-    this.gate = new Promise<void>((resolve) => (release = resolve));
+    this.#gate = new Promise<void>((resolve) => (release = resolve));
     return () => {
-      this.gate = undefined;
+      this.#gate = undefined;
       release();
     };
   }
 
   /** Resolves when the next operation starts. */
   nextCall(): Promise<void> {
-    return new Promise((resolve) => this.callWaiters.push(resolve));
+    return new Promise((resolve) => this.#callWaiters.push(resolve));
   }
 
   protected async begin(): Promise<void> {
     this.inFlight++;
-    const waiters = this.callWaiters;
-    this.callWaiters = [];
+    const waiters = this.#callWaiters;
+    this.#callWaiters = [];
     for (const w of waiters) w();
-    if (this.gate !== undefined) await this.gate;
+    if (this.#gate !== undefined) await this.#gate;
   }
 
   protected fails(key: string): boolean {

@@ -96,7 +96,7 @@ export class Writer {
     put32(this.buf, start, this.off - start);
   }
 
-  private attrHeader(type: number, valueLen: number): number {
+  #attrHeader(type: number, valueLen: number): number {
     this.ensure(SIZEOF_NLATTR + valueLen + 3);
     const o = this.off;
     put16(this.buf, o, SIZEOF_NLATTR + valueLen);
@@ -104,60 +104,60 @@ export class Writer {
     return o + SIZEOF_NLATTR;
   }
 
-  private pad(valueEnd: number): void {
+  #pad(valueEnd: number): void {
     const end = align4(valueEnd);
     for (let i = valueEnd; i < end; i++) this.buf[i] = 0;
     this.off = end;
   }
 
   u8(type: number, v: number): void {
-    const o = this.attrHeader(type, 1);
+    const o = this.#attrHeader(type, 1);
     this.buf[o] = v;
-    this.pad(o + 1);
+    this.#pad(o + 1);
   }
 
   u16(type: number, v: number): void {
-    const o = this.attrHeader(type, 2);
+    const o = this.#attrHeader(type, 2);
     this.buf.writeUInt16LE(v, o);
-    this.pad(o + 2);
+    this.#pad(o + 2);
   }
 
   u32(type: number, v: number): void {
-    const o = this.attrHeader(type, 4);
+    const o = this.#attrHeader(type, 4);
     this.buf.writeUInt32LE(v >>> 0, o);
     this.off = o + 4;
   }
 
   s32(type: number, v: number): void {
-    const o = this.attrHeader(type, 4);
+    const o = this.#attrHeader(type, 4);
     this.buf.writeInt32LE(v, o);
     this.off = o + 4;
   }
 
   u64(type: number, v: bigint): void {
-    const o = this.attrHeader(type, 8);
+    const o = this.#attrHeader(type, 8);
     this.buf.writeBigUInt64LE(v, o);
     this.off = o + 8;
   }
 
   flag(type: number): void {
-    this.attrHeader(type, 0);
+    this.#attrHeader(type, 0);
     this.off += SIZEOF_NLATTR;
   }
 
   /** A NUL-terminated string attribute. */
   string(type: number, s: string): void {
     const n = Buffer.byteLength(s);
-    const o = this.attrHeader(type, n + 1);
+    const o = this.#attrHeader(type, n + 1);
     this.buf.write(s, o, n, 'utf8');
     this.buf[o + n] = 0;
-    this.pad(o + n + 1);
+    this.#pad(o + n + 1);
   }
 
   bytesAttr(type: number, v: Uint8Array): void {
-    const o = this.attrHeader(type, v.length);
+    const o = this.#attrHeader(type, v.length);
     this.buf.set(v, o);
-    this.pad(o + v.length);
+    this.#pad(o + v.length);
   }
 
   /**
@@ -187,13 +187,13 @@ export class Writer {
     const len = writeLinkAddr(mac, this.buf, o);
     put16(this.buf, this.off, SIZEOF_NLATTR + len);
     put16(this.buf, this.off + 2, type);
-    this.pad(o + len);
+    this.#pad(o + len);
   }
 
   /** Opens a nested attribute (the caller ORs in NLA_F_NESTED if it wants it). */
   nest(type: number): number {
     const start = this.off;
-    this.attrHeader(type, 0);
+    this.#attrHeader(type, 0);
     this.off += SIZEOF_NLATTR;
     return start;
   }
