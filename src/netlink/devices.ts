@@ -213,13 +213,27 @@ export class DeviceFeed {
       // its addresses go with it (the kernel reports their deletion before the link's)
       for (const [k, a] of this.#addrs) if (a.index === l.index) this.#addrs.delete(k);
     } else this.#links.set(l.index, l);
-    this.#emit((x) => x.link?.(kind, l));
+    for (const x of this.#listeners) {
+      try {
+        x.link?.(kind, l);
+      } catch (err) {
+        this.#failed(err);
+      }
+    }
   }
 
   #applyAddress(kind: 'new' | 'del', a: Address): void {
     if (kind === 'del') this.#addrs.delete(addressKey(a));
     else this.#addrs.set(addressKey(a), a);
-    this.#emit((x) => x.address?.(kind, a));
+    // The hot path (one call per address event): no closure, no copy of the listener set
+    // (a listener removed meanwhile is skipped, one added is called: Set iteration).
+    for (const x of this.#listeners) {
+      try {
+        x.address?.(kind, a);
+      } catch (err) {
+        this.#failed(err);
+      }
+    }
   }
 
   #emit(f: (l: DeviceFeedListener) => void): void {
@@ -230,7 +244,11 @@ export class DeviceFeed {
     try {
       f();
     } catch (err) {
-      this.#p.log.error({ err, feed: 'links' }, 'a device feed listener failed');
+      this.#failed(err);
     }
+  }
+
+  #failed(err: unknown): void {
+    this.#p.log.error({ err, feed: 'links' }, 'a device feed listener failed');
   }
 }
