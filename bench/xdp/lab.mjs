@@ -94,6 +94,14 @@ export function topology(native, closers) {
   return { r1: ifindex(NS.router, 'r1'), r2: ifindex(NS.router, 'r2') };
 }
 
+/** Frames that reached the server's s0 (its XDP program drops them): any side's delivery. */
+export function serverRx() {
+  const out = execFileSync('ip', ['-n', NS.server, '-s', '-j', 'link', 'show', 's0'], {
+    encoding: 'utf8',
+  });
+  return JSON.parse(out)[0].stats64.rx.packets;
+}
+
 /** The router's forwarded-datagram counter (IPv4 ForwDatagrams or Ip6OutForwDatagrams). */
 export function snmpForw(v6) {
   const text = execFileSync(

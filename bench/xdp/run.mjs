@@ -15,7 +15,9 @@
 //     client — router — server: frames enter the router's r1 and leave through r2 to the
 //     server, whose s0 drops them in XDP. fk_xdp_fwd (redirect) against the kernel's own
 //     forwarding of the same frames (rs_pass: XDP_PASS into the router's stack), same run,
-//     same wrapper. Delivery is checked (fk's redirect counter, IpForwDatagrams).
+//     same wrapper; the bare reference forwarder runs in the same rounds, for what any XDP
+//     forwarder reaches here. Delivery is checked (fk's redirect counter, IpForwDatagrams, the
+//     server's received frames for the reference).
 //
 // Rounds rotate the order of the sides; figures are medians. Writes
 // bench/results/xdp.json (with the programs' sizes as the kernel holds them: xlated
@@ -35,7 +37,16 @@ import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { flagValue } from '../args.mjs';
-import { deleteNamespaces, MAC, NS, snmpForw, topology, v4frame, v6frame } from './lab.mjs';
+import {
+  deleteNamespaces,
+  MAC,
+  NS,
+  serverRx,
+  snmpForw,
+  topology,
+  v4frame,
+  v6frame,
+} from './lab.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -273,6 +284,8 @@ function programs(dev, refObj) {
     fib.decodeStats(i.maps.stats.lookupPerCpu(u32(1))).actions.redirect.packets;
   const live = { fk: { prog: fk.prog, delivered: redirected(fk) } };
   if (base !== undefined) live.base = { prog: base.prog, delivered: redirected(base) };
+  // the bare forwarder has no counters: its frames are counted where they arrive
+  live.ref = { prog: ref, delivered: serverRx };
   const sizes = { fk: programSize(fk.prog), ref: programSize(ref) };
   if (base !== undefined) sizes.base = programSize(base.prog);
   return { fk: fk.prog, rp: rp.prog, ref, base: base?.prog, live, sizes };
@@ -376,6 +389,26 @@ function figures({ testrun: tr, live }) {
       '>=',
       'ratio',
     ),
+    figure(
+      'live_ipv4_reference',
+      live.v4.refMpps,
+      'Mpps (one core)',
+      live.v4.kernelMpps,
+      'kernel IPv4 forwarding (XDP_PASS); value: ref_xdp_fwd',
+      null,
+      '>=',
+      'ratio',
+    ),
+    figure(
+      'live_ipv6_reference',
+      live.v6.refMpps,
+      'Mpps (one core)',
+      live.v6.kernelMpps,
+      'kernel IPv6 forwarding (XDP_PASS); value: ref_xdp_fwd',
+      null,
+      '>=',
+      'ratio',
+    ),
     ...(tr.v4.base === undefined ? [] : abFigures(tr, live)),
   ];
 }
@@ -409,7 +442,7 @@ function report(m, figs) {
     notes: [
       'test-run figures: median ns per run through rs_restore minus the wrapper alone (rs_restore -> rs_pass)',
       'fk_xdp_fwd with every check on (destination MAC, header checksum, martians, local-source table, multipath policy 0); testrun_ipv4_rp_filter: the same with rp_filter 1 (a reverse bpf_fib_lookup per packet), reported against fk_xdp_fwd without it',
-      'live figures: median Mpps; ratio = fk / kernel; target applies to the ratio',
+      'live figures: median Mpps; ratio = fk / kernel; target applies to the ratio; live_*_reference: the bare reference forwarder in the same rounds (delivery counted at the server), for what any forwarder reaches here',
       'no target is given for NO_NEIGH (the slow path: the stack handles the packet next)',
       'programs: the loaded programs as the kernel holds them after verification (bpftool prog show: xlated instructions, JIT bytes), fk_xdp_fwd with the configuration above',
       ...(opt.baseline === undefined
