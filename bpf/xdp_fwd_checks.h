@@ -6,7 +6,8 @@
  * TTL, martians, local sources) and IPv6 (header, lengths, martians,
  * extension headers, neighbor discovery), and what the multipath hash and
  * FIB rules will see (ports and protocol as the flow dissector reads them).
- * Each prepare function returns a reason to pass the frame, or FK_GO.
+ * Each prepare function returns a reason to pass the frame, or FK_GO; the
+ * forwarding path calls them with the header's bounds already checked.
  */
 #ifndef FIBKEEPER_XDP_FWD_CHECKS_H
 #define FIBKEEPER_XDP_FWD_CHECKS_H
@@ -19,11 +20,12 @@
 static __always_inline void parse_ports(void *l4, void *limit, void *end,
 					int proto, struct bpf_fib_lookup *fib)
 {
-	__be16 *p;
+	__be16 *p = l4;
 
+	/* the common two first: two compares instead of the whole switch */
+	if (likely(proto == IPPROTO_UDP || proto == IPPROTO_TCP))
+		goto read;
 	switch (proto) {
-	case IPPROTO_TCP:
-	case IPPROTO_UDP:
 	case IPPROTO_UDPLITE:
 	case IPPROTO_SCTP:
 	case IPPROTO_DCCP:
@@ -36,23 +38,30 @@ static __always_inline void parse_ports(void *l4, void *limit, void *end,
 	default:
 		return;
 	}
+read:
 	if ((void *)(p + 2) > end || (void *)(p + 2) > limit)
 		return;
 	fib->sport = p[0];
 	fib->dport = p[1];
 }
 
-/* One's complement sum folded to 16 bits: 0xffff when a header is right. */
-static __always_inline __u16 csum_fold_ok(__u64 sum)
+/*
+ * A header's checksum is right: its one's complement sum, folded to 16
+ * bits, is 0xffff. sum is the plain sum of the header's 32-bit words (at
+ * most 15, so below 2^36; a u32 adds its two 16-bit words, as 2^16 = 1
+ * mod 0xffff). Two folds leave s <= 0xffff + 16 with s = sum (mod 0xffff),
+ * and s = 0 only for sum = 0: the folded sum is 0xffff (sum a nonzero
+ * multiple of 0xffff) exactly when s is 0xffff. Two folds where a sum of
+ * any size needs four.
+ */
+static __always_inline int csum_fold_ok(__u64 sum)
 {
-	sum = (sum & 0xffffffff) + (sum >> 32);
-	sum = (sum & 0xffffffff) + (sum >> 32);
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	return sum == 0xffff;
 }
 
-/* The 20 bytes of an IPv4 header without options, as u32 words. */
+/* The plain sum of the 20 bytes of an IPv4 header without options. */
 static __always_inline __u64 csum_hdr20(const struct iphdr *h)
 {
 	const __u32 *w = (const __u32 *)h;
@@ -154,10 +163,11 @@ static __always_inline int ip4_options(struct xdp_md *ctx,
 /*
  * Source or destination class the kernel never forwards (IPv4), from the
  * address's first byte: 0/8, 127/8, multicast, class E, limited broadcast.
+ * top - 1 wraps 0 to 255: one compare for 0 and 224-255.
  */
 static __always_inline int ip4_martian(__u8 top)
 {
-	return top == 0 || top == 127 || top >= 224;
+	return (__u8)(top - 1) >= 223 || top == 127;
 }
 
 /* The source is one of the node's own (fk_state.local4, fk_local4w). */
@@ -191,29 +201,24 @@ static __always_inline int is_encap(int proto)
 }
 
 /*
- * IPv4: every check before the lookup; fills fib. Returns a reason to pass
- * or FK_GO. The order is the kernel's: header, checksum, options, then the
- * routing input checks.
+ * The IPv4 header checks of the kernel's receive path and route input, in
+ * its order: version and header length, total length, options (with
+ * ip4_options) or checksum, TTL, martian source and destination. A reason
+ * to pass, or FK_GO. Out of line: the forwarding path calls it only when
+ * its own test of the same conditions (ip4_prepare) fails, to find which.
  */
-static __always_inline int ip4_prepare(struct xdp_md *ctx, struct cursor *c,
-				       const struct fk_state *ks,
-				       struct bpf_fib_lookup *fib,
-				       struct iphdr **iphp, struct pkt *pk)
+static __noinline int ip4_header(struct xdp_md *ctx, struct iphdr *h,
+				 void *end)
 {
-	struct iphdr *h = c->pos;
+	__u8 vihl = *(__u8 *)h;
 	__u32 hlen, tot;
-	void *l4, *l3_end;
-	int proto, pol, rc;
+	int rc;
 
-	if (!fk_cfg.ipv4)
-		return FK_REASON_IP4_OFF;
-	if ((void *)(h + 1) > c->end)
+	if ((vihl & 0xf0) != 0x40 || (vihl & 0x0f) < 5)
 		return FK_REASON_IP4_BAD;
-	if (h->version != 4 || h->ihl < 5)
-		return FK_REASON_IP4_BAD;
-	hlen = h->ihl * 4;
+	hlen = (vihl & 0x0f) * 4;
 	tot = bpf_ntohs(h->tot_len);
-	if (tot < hlen || (void *)h + tot > c->end)
+	if (tot < hlen || (void *)h + tot > end)
 		return FK_REASON_IP4_BAD;
 	if (hlen > 20) {
 		if (!fk_cfg.ip4_options)
@@ -230,23 +235,52 @@ static __always_inline int ip4_prepare(struct xdp_md *ctx, struct cursor *c,
 		return FK_REASON_MARTIAN_SRC;
 	if (ip4_martian(*(__u8 *)&h->daddr))
 		return FK_REASON_MARTIAN_DST;
-	if (ip4_local(h->saddr, ks))
+	return FK_GO;
+}
+
+/*
+ * IPv4: every check before the lookup; fills fib and pk. Returns a reason
+ * to pass or FK_GO. h is the header (20 bytes checked), end the end of the
+ * frame. The common case (no options, lengths, checksum, TTL and addresses
+ * right) is one chain of compares without a reason to keep; any of them
+ * failing asks ip4_header, which applies the kernel's order. The local
+ * source comes last in that order.
+ */
+static __always_inline int ip4_prepare(struct xdp_md *ctx, struct iphdr *h,
+				       void *end, const struct fk_state *ks,
+				       struct bpf_fib_lookup *fib,
+				       struct pkt *pk)
+{
+	__u32 tot = bpf_ntohs(h->tot_len), hlen = sizeof(*h);
+	void *l4, *l3_end;
+	int proto, pol, rc;
+
+	if (unlikely(*(__u8 *)h != 0x45 || tot < sizeof(*h) ||
+		     (void *)h + tot > end || !csum_fold_ok(csum_hdr20(h)) ||
+		     h->ttl <= 1 || ip4_martian(*(__u8 *)&h->saddr) ||
+		     ip4_martian(*(__u8 *)&h->daddr))) {
+		rc = ip4_header(ctx, h, end);
+		if (rc != FK_GO)
+			return rc;
+		hlen = (*(__u8 *)h & 0x0f) * 4; /* options the kernel allows */
+	}
+	if (unlikely(ip4_local(h->saddr, ks)))
 		return FK_REASON_LOCAL_SRC;
 
 	proto = h->protocol;
 	l4 = (void *)h + hlen;
 	l3_end = (void *)h + tot;
-	if (!(h->frag_off & bpf_htons(IP_MF | IP_OFFSET)))
-		parse_ports(l4, l3_end, c->end, proto, fib);
+	if (likely(!(h->frag_off & bpf_htons(IP_MF | IP_OFFSET))))
+		parse_ports(l4, l3_end, end, proto, fib);
 	pol = ks->mp_policy4;
-	if (!ks->mpath4) {
+	if (likely(!ks->mpath4)) {
 		/* no multipath route: every hash gives the one leg */
 	} else if (pol == 0) {
 		if (proto == IPPROTO_ICMP &&
 		    !(h->frag_off & bpf_htons(IP_OFFSET))) {
 			__u8 *type = l4;
 
-			pk->mp_check = (void *)(type + 1) <= c->end &&
+			pk->mp_check = (void *)(type + 1) <= end &&
 				       icmp4_is_err(*type);
 		}
 	} else if (pol == 2) {
@@ -261,20 +295,22 @@ static __always_inline int ip4_prepare(struct xdp_md *ctx, struct cursor *c,
 	fib->ipv4_src = h->saddr;
 	fib->ipv4_dst = h->daddr;
 	pk->l3_len = tot;
-	*iphp = h;
 	return FK_GO;
 }
+
+/* ip6_walk: a fragment header ended the walk (added to the protocol). */
+#define IP6_WALK_FRAG 0x100
 
 /*
  * IPv6 extension headers after the fixed header, walked as the flow
  * dissector walks them: destination options and routing headers are
  * skipped; a fragment header ends the walk with its next header (and no
- * ports); anything else (AH and ESP included) is the protocol. Returns it,
- * or -1 for hop-by-hop (the kernel's), a header past limit or a chain
- * longer than IP6_EXT_MAX. *walked: at least one header was skipped.
+ * ports); anything else (AH and ESP included) is the protocol. Called with
+ * an extension header first; returns the protocol (| IP6_WALK_FRAG after a
+ * fragment header) with c->pos at its header, or -1 for hop-by-hop (the
+ * kernel's), a header past limit or a chain longer than IP6_EXT_MAX.
  */
-static __noinline int ip6_walk(struct cursor *c, void *limit, int next,
-			       int *walked, int *frag)
+static __noinline int ip6_walk(struct cursor *c, void *limit, int next)
 {
 	struct ipv6_opt_hdr *h;
 	int i;
@@ -295,11 +331,9 @@ static __noinline int ip6_walk(struct cursor *c, void *limit, int next,
 		h = c->pos;
 		if ((void *)h + 8 > c->end || (void *)h + 8 > limit)
 			return -1;
-		*walked = 1;
 		if (next == IPPROTO_FRAGMENT) {
-			*frag = 1;
 			c->pos = (void *)h + 8;
-			return h->nexthdr;
+			return h->nexthdr | IP6_WALK_FRAG;
 		}
 		next = h->nexthdr;
 		c->pos = (void *)h + (h->hdrlen + 1) * 8;
@@ -309,70 +343,103 @@ static __noinline int ip6_walk(struct cursor *c, void *limit, int next,
 	return -1;
 }
 
-/* Source or destination the kernel never forwards (IPv6). */
+/*
+ * Source or destination the kernel never forwards (IPv6): ::/64
+ * (unspecified, loopback, IPv4-mapped), link-local fe80::/10, multicast
+ * ff00::/8. Global and unique-local addresses (below fe80::) take two
+ * compares.
+ */
 static __always_inline int ip6_martian(const struct in6_addr *a)
 {
 	__u32 w0 = bpf_ntohl(a->in6_u.u6_addr32[0]);
 
-	/* ::/64 (unspecified, loopback, IPv4-mapped), multicast, link-local */
-	return (w0 == 0 && a->in6_u.u6_addr32[1] == 0) || (w0 >> 24) == 0xff ||
-	       (w0 & 0xffc00000) == 0xfe800000;
+	if (w0 >= 0xfe800000)
+		return w0 < 0xfec00000 || w0 >= 0xff000000;
+	return w0 == 0 && a->in6_u.u6_addr32[1] == 0;
 }
 
-/* IPv6: every check before the lookup; fills fib. A reason or FK_GO. */
-static __always_inline int ip6_prepare(struct cursor *c,
-				       const struct fk_state *ks,
-				       const struct fk_dev_state *dev,
-				       struct bpf_fib_lookup *fib,
-				       struct ipv6hdr **ip6hp, struct pkt *pk)
+/*
+ * The IPv6 header checks before the extension headers, in the kernel's
+ * order: version, IPv6 off on the device, jumbogram, payload length,
+ * martian source and destination. A reason or FK_GO; out of line, called
+ * when ip6_prepare's own test of the same conditions fails.
+ */
+static __noinline int ip6_header(struct ipv6hdr *h, void *end,
+				 const struct fk_dev_state *dev)
 {
-	struct ipv6hdr *h = c->pos;
-	int proto, pol, walked = 0, frag = 0;
-	void *l3_end;
 	__u32 plen;
 
-	if (!fk_cfg.ipv6)
-		return FK_REASON_IP6_OFF;
-	if ((void *)(h + 1) > c->end || h->version != 6)
+	if (h->version != 6)
 		return FK_REASON_IP6_BAD;
 	if (dev->ip6_off)
 		return FK_REASON_IP6_DISABLED;
 	plen = bpf_ntohs(h->payload_len);
 	if (plen == 0 && h->nexthdr == IPPROTO_HOPOPTS)
 		return FK_REASON_IP6_EXT; /* jumbogram */
-	l3_end = (void *)(h + 1) + plen;
-	if (l3_end > c->end)
+	if ((void *)(h + 1) + plen > end)
 		return FK_REASON_IP6_BAD;
 	if (ip6_martian(&h->saddr))
 		return FK_REASON_MARTIAN_SRC;
 	if (ip6_martian(&h->daddr))
 		return FK_REASON_MARTIAN_DST;
-	c->pos = h + 1;
-	switch (h->nexthdr) {
+	return FK_GO;
+}
+
+/*
+ * IPv6: every check before the lookup; fills fib and pk. A reason or
+ * FK_GO. h is the header (40 bytes checked), end the end of the frame. As
+ * for IPv4, the common case is one chain of compares (ip6_header finds the
+ * reason when it fails); then the extension headers, the hop limit and
+ * neighbor discovery, in the kernel's order.
+ */
+static __always_inline int ip6_prepare(struct ipv6hdr *h, void *end,
+				       const struct fk_state *ks,
+				       const struct fk_dev_state *dev,
+				       struct bpf_fib_lookup *fib,
+				       struct pkt *pk)
+{
+	__u32 plen = bpf_ntohs(h->payload_len);
+	void *l3_end = (void *)(h + 1) + plen, *l4 = h + 1;
+	int proto, pol, rc, walked = 0, frag = 0;
+
+	if (unlikely(h->version != 6 || dev->ip6_off || plen == 0 ||
+		     l3_end > end || ip6_martian(&h->saddr) ||
+		     ip6_martian(&h->daddr))) {
+		rc = ip6_header(h, end, dev);
+		if (rc != FK_GO)
+			return rc;
+	}
+	proto = h->nexthdr;
+	switch (proto) {
 	case IPPROTO_HOPOPTS:
 	case IPPROTO_ROUTING:
 	case IPPROTO_DSTOPTS:
-	case IPPROTO_FRAGMENT:
-		proto = ip6_walk(c, l3_end, h->nexthdr, &walked, &frag);
+	case IPPROTO_FRAGMENT: {
+		struct cursor c = { .pos = l4, .end = end };
+
+		proto = ip6_walk(&c, l3_end, proto);
 		if (proto < 0)
 			return FK_REASON_IP6_EXT;
+		l4 = c.pos;
+		walked = 1;
+		frag = proto & IP6_WALK_FRAG;
+		proto &= 0xff;
 		break;
-	default:
-		proto = h->nexthdr;
+	}
 	}
 	if (h->hop_limit <= 1)
 		return FK_REASON_TTL;
 	if (proto == IPPROTO_ICMPV6 && !frag) {
-		__u8 *type = c->pos;
+		__u8 *type = l4;
 
-		if ((void *)(type + 1) <= c->end && (void *)(type + 1) <= l3_end) {
+		if ((void *)(type + 1) <= end && (void *)(type + 1) <= l3_end) {
 			if (*type >= 133 && *type <= 137)
 				return FK_REASON_NDISC;
 			pk->mp_check = *type < 128;
 		}
 	}
 	if (!frag)
-		parse_ports(c->pos, l3_end, c->end, proto, fib);
+		parse_ports(l4, l3_end, end, proto, fib);
 	pol = ks->mp_policy6;
 	if (pol == 0)
 		pk->mp_check |= walked;
@@ -389,7 +456,6 @@ static __always_inline int ip6_prepare(struct cursor *c,
 	__builtin_memcpy(fib->ipv6_src, &h->saddr, 16);
 	__builtin_memcpy(fib->ipv6_dst, &h->daddr, 16);
 	pk->l3_len = sizeof(*h) + plen;
-	*ip6hp = h;
 	return FK_GO;
 }
 

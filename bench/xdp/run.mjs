@@ -15,19 +15,38 @@
 //     client — router — server: frames enter the router's r1 and leave through r2 to the
 //     server, whose s0 drops them in XDP. fk_xdp_fwd (redirect) against the kernel's own
 //     forwarding of the same frames (rs_pass: XDP_PASS into the router's stack), same run,
-//     same wrapper. Delivery is checked (fk's redirect counter, IpForwDatagrams).
+//     same wrapper; the bare reference forwarder runs in the same rounds, for what any XDP
+//     forwarder reaches here. Delivery is checked (fk's redirect counter, IpForwDatagrams, the
+//     server's received frames for the reference).
 //
-// Rounds alternate the order of the sides; figures are medians. Writes
-// bench/results/xdp.json. Needs root, `make bpf` and `npx tsc -p tsconfig.build.json`.
+// Rounds rotate the order of the sides; figures are medians. Writes
+// bench/results/xdp.json (with the programs' sizes as the kernel holds them: xlated
+// instructions and JIT bytes, from bpftool). Needs root, `make bpf` and
+// `npx tsc -p tsconfig.build.json`.
+//
+// --baseline OBJ adds another build of xdp_fwd.o (same fk_config and fk_state layout, e.g. the
+// object of an earlier commit) as a third side in every measurement, loaded and configured
+// like fk_xdp_fwd with maps of its own: an A/B of a change in one run, reported as the
+// ab_* figures (fk against the baseline). Without it the figures are those of issue 9.
 //
 // Usage: node bench/xdp/run.mjs [--rounds 7] [--repeat 1000000] [--live-repeat 1000000]
-import { execFileSync, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+//                               [--baseline OBJ]
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { flagValue } from '../args.mjs';
+import {
+  deleteNamespaces,
+  MAC,
+  NS,
+  serverRx,
+  snmpForw,
+  topology,
+  v4frame,
+  v6frame,
+} from './lab.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -44,35 +63,27 @@ for (const [what, path, fix] of [
 }
 const fib = await import(join(dist, 'fib', 'index.js'));
 const native = await import(join(dist, 'native', 'index.js'));
-const { BpfObject, BpfProgram, BpfLink, XdpAction, runInNetns } = native;
+const { BpfObject, XdpAction, runInNetns } = native;
 
 // ---- options ----------------------------------------------------------------------------
 function args() {
   const a = process.argv.slice(2);
   const get = (name, def) => Number(flagValue(a, name, def));
+  const baseline = flagValue(a, '--baseline', undefined);
   return {
     rounds: get('--rounds', 7),
     repeat: get('--repeat', 1_000_000),
     liveRepeat: get('--live-repeat', 1_000_000),
+    ...(baseline === undefined ? {} : { baseline: resolve(baseline) }),
   };
 }
 const opt = args();
 if (opt.repeat < 1_000_000) console.warn('note: --repeat below 1,000,000 is noisier');
+if (opt.baseline !== undefined && !existsSync(opt.baseline)) {
+  console.error(`--baseline ${opt.baseline}: no such file`);
+  process.exit(2);
+}
 
-// ---- targets (issue 9, for this kind of machine) -------------------------------------------
-// test-run: at most 1.10 x the bare reference in the same run; live frames: at least 2.5 x
-// (IPv4) and 1.6 x (IPv6) the kernel's own forwarding in the same run
-const TARGET = { v4tr: 1.1, v6tr: 1.1, v4ratio: 2.5, v6ratio: 1.6 };
-
-// ---- namespaces ---------------------------------------------------------------------------
-const tag = randomBytes(3).toString('hex');
-const NS = { client: `fkb-xdp-c-${tag}`, router: `fkb-xdp-r-${tag}`, server: `fkb-xdp-s-${tag}` };
-const MAC = {
-  client: '02:00:00:0b:01:02',
-  r1: '02:00:00:0b:01:01',
-  r2: '02:00:00:0b:02:01',
-  server: '02:00:00:0b:02:02',
-};
 const tmp = mkdtempSync(join(tmpdir(), 'fkb-xdp-'));
 const closers = [];
 
@@ -84,7 +95,7 @@ function cleanup() {
       /* best effort */
     }
   }
-  for (const ns of Object.values(NS)) spawnSync('ip', ['netns', 'del', ns]);
+  deleteNamespaces();
   rmSync(tmp, { recursive: true, force: true });
 }
 for (const sig of ['SIGINT', 'SIGTERM']) {
@@ -94,119 +105,10 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
   });
 }
 
-function ip(ns, ...argv) {
-  const r = spawnSync('ip', ['-n', ns, ...argv], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`ip -n ${ns} ${argv.join(' ')}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
-const sysctl = (ns, kv) => execFileSync('ip', ['netns', 'exec', ns, 'sysctl', '-qw', kv]);
-const ifindex = (ns, dev) => JSON.parse(ip(ns, '-j', 'link', 'show', 'dev', dev))[0].ifindex;
-
-function topology() {
-  for (const ns of Object.values(NS)) {
-    execFileSync('ip', ['netns', 'add', ns]);
-    ip(ns, 'link', 'set', 'lo', 'up');
-    sysctl(ns, 'net.ipv6.conf.all.accept_dad=0');
-    sysctl(ns, 'net.ipv6.conf.default.accept_dad=0');
-  }
-  sysctl(NS.router, 'net.ipv4.ip_forward=1');
-  sysctl(NS.router, 'net.ipv6.conf.all.forwarding=1');
-  const pair = (a, da, ma, b, db, mb) => {
-    ip(
-      a,
-      'link',
-      'add',
-      da,
-      'address',
-      ma,
-      'type',
-      'veth',
-      'peer',
-      'name',
-      db,
-      'address',
-      mb,
-      'netns',
-      b,
-    );
-    ip(a, 'link', 'set', da, 'up');
-    ip(b, 'link', 'set', db, 'up');
-  };
-  pair(NS.client, 'c0', MAC.client, NS.router, 'r1', MAC.r1);
-  pair(NS.server, 's0', MAC.server, NS.router, 'r2', MAC.r2);
-  const addrs = [
-    [NS.client, 'c0', '10.61.1.2/24', 'fd61:1::2/64'],
-    [NS.router, 'r1', '10.61.1.1/24', 'fd61:1::1/64'],
-    [NS.router, 'r2', '10.61.2.1/24', 'fd61:2::1/64'],
-    [NS.server, 's0', '10.61.2.2/24', 'fd61:2::2/64'],
-  ];
-  for (const [ns, dev, v4, v6] of addrs) {
-    ip(ns, 'addr', 'add', v4, 'dev', dev);
-    ip(ns, 'addr', 'add', v6, 'dev', dev, 'nodad');
-  }
-  for (const [dst, mac] of [
-    ['10.61.2.2', MAC.server],
-    ['fd61:2::2', MAC.server],
-  ]) {
-    ip(NS.router, 'neigh', 'replace', dst, 'lladdr', mac, 'dev', 'r2', 'nud', 'permanent');
-  }
-  ip(NS.router, 'route', 'add', '10.9.6.0/24', 'via', '10.61.2.3'); // no neighbor: NO_NEIGH
-  // s0 drops in XDP: the receiving side costs the same for both ways of forwarding, and a
-  // veth only takes redirected frames when its peer runs XDP
-  const drop = BpfProgram.loadXdpAction(XdpAction.DROP, 'fkb_drop');
-  const link = BpfLink.attachXdp(drop, ifindex(NS.server, 's0'), { netns: NS.server });
-  closers.push(
-    () => link.close(),
-    () => drop.close(),
-  );
-  return { r1: ifindex(NS.router, 'r1'), r2: ifindex(NS.router, 'r2') };
-}
-
-// ---- frames -------------------------------------------------------------------------------
-function mac(s) {
-  return Buffer.from(s.split(':').map((x) => parseInt(x, 16)));
-}
-function csum(b) {
-  let s = 0;
-  for (let i = 0; i < b.length; i += 2) s += b.readUInt16BE(i);
-  while (s > 0xffff) s = (s & 0xffff) + (s >>> 16);
-  return ~s & 0xffff;
-}
-function v4frame(dst) {
-  const f = Buffer.alloc(64); // 60 + FCS on the wire: the smallest Ethernet frame
-  mac(MAC.r1).copy(f, 0);
-  mac(MAC.client).copy(f, 6);
-  f.writeUInt16BE(0x0800, 12);
-  const ip4 = f.subarray(14, 34);
-  ip4[0] = 0x45;
-  ip4.writeUInt16BE(64 - 14, 2);
-  ip4.writeUInt16BE(0x4000, 6);
-  ip4[8] = 64;
-  ip4[9] = 17;
-  Buffer.from([10, 61, 1, 2]).copy(ip4, 12);
-  Buffer.from(dst.split('.').map(Number)).copy(ip4, 16);
-  ip4.writeUInt16BE(csum(ip4), 10);
-  f.writeUInt16BE(4000, 34);
-  f.writeUInt16BE(9, 36); // discard
-  f.writeUInt16BE(64 - 34, 38);
-  return f;
-}
-function v6frame() {
-  const f = Buffer.alloc(78);
-  mac(MAC.r1).copy(f, 0);
-  mac(MAC.client).copy(f, 6);
-  f.writeUInt16BE(0x86dd, 12);
-  f.writeUInt32BE(0x60000000, 14);
-  f.writeUInt16BE(78 - 54, 18);
-  f[20] = 17;
-  f[21] = 64;
-  Buffer.from('fd610001000000000000000000000002', 'hex').copy(f, 22);
-  Buffer.from('fd610002000000000000000000000002', 'hex').copy(f, 38);
-  f.writeUInt16BE(4000, 54);
-  f.writeUInt16BE(9, 56);
-  f.writeUInt16BE(78 - 54, 58);
-  return f;
-}
+// ---- targets (issue 9, for this kind of machine) -------------------------------------------
+// test-run: at most 1.10 x the bare reference in the same run; live frames: at least 2.5 x
+// (IPv4) and 1.6 x (IPv6) the kernel's own forwarding in the same run
+const TARGET = { v4tr: 1.1, v6tr: 1.1, v4ratio: 2.5, v6ratio: 1.6 };
 
 // ---- programs -----------------------------------------------------------------------------
 const ARCH = execFileSync('uname', ['-m']).toString().trim();
@@ -267,19 +169,6 @@ const median = (xs) => {
 const r1 = (x) => Math.round(x * 10) / 10;
 const r2 = (x) => Math.round(x * 100) / 100;
 
-function snmpForw(v6) {
-  const text = execFileSync(
-    'ip',
-    ['netns', 'exec', NS.router, 'cat', v6 ? '/proc/net/snmp6' : '/proc/net/snmp'],
-    {
-      encoding: 'utf8',
-    },
-  );
-  if (v6) return Number(/^Ip6OutForwDatagrams\s+(\d+)/m.exec(text)[1]);
-  const [keys, vals] = text.split('\n').filter((l) => l.startsWith('Ip:'));
-  return Number(vals.split(/\s+/)[keys.split(/\s+/).indexOf('ForwDatagrams')]);
-}
-
 // ---- measurements -------------------------------------------------------------------------
 /** ns per packet of each side through the wrapper, minus the wrapper, median of rounds. */
 function perPacket(w, sides, expect) {
@@ -302,36 +191,38 @@ function perPacket(w, sides, expect) {
   return out;
 }
 
-/** Mpps on live frames: fk redirect vs the kernel's forwarding (rs_pass), same wrapper. */
-function liveRate(w, fk, counters, v6) {
-  const fkMpps = [];
-  const kernelMpps = [];
-  let fkDelivered = 0;
-  let kernelDelivered = 0;
+/**
+ * Mpps on live frames: each XDP side (`xdp`: name -> { prog, delivered() }, its redirect
+ * counter) against the kernel's forwarding (rs_pass), same wrapper, rounds in rotating order.
+ */
+function liveRate(w, xdp, v6) {
+  const order = [...Object.keys(xdp), 'kernel'];
+  const mpps = Object.fromEntries(order.map((k) => [k, []]));
+  const delivered = Object.fromEntries(order.map((k) => [k, 0]));
   for (let round = 0; round < opt.rounds; round++) {
-    const sides = round % 2 ? ['kernel', 'fk'] : ['fk', 'kernel'];
-    for (const side of sides) {
-      if (side === 'fk') {
-        const before = counters();
-        const r = w.run(fk, { repeat: opt.liveRepeat, live: true });
-        fkDelivered += counters() - before;
-        fkMpps.push(1e3 / r.durationNs);
-      } else {
-        const before = snmpForw(v6);
-        const r = w.run(w.pass, { repeat: opt.liveRepeat, live: true });
-        kernelDelivered += snmpForw(v6) - before;
-        kernelMpps.push(1e3 / r.durationNs);
-      }
+    const names = order.map((_, i) => order[(i + round) % order.length]);
+    for (const side of names) {
+      const count = side === 'kernel' ? () => snmpForw(v6) : xdp[side].delivered;
+      const before = count();
+      const r = w.run(side === 'kernel' ? w.pass : xdp[side].prog, {
+        repeat: opt.liveRepeat,
+        live: true,
+      });
+      delivered[side] += count() - before;
+      mpps[side].push(1e3 / r.durationNs);
     }
   }
   const total = opt.rounds * opt.liveRepeat;
-  return {
-    fkMpps: r2(median(fkMpps)),
-    kernelMpps: r2(median(kernelMpps)),
-    fkRedirected: r2(fkDelivered / total),
-    kernelForwarded: r2(kernelDelivered / total),
-    rounds: { fk: fkMpps.map(r2), kernel: kernelMpps.map(r2) },
+  const out = {
+    kernelMpps: r2(median(mpps.kernel)),
+    kernelForwarded: r2(delivered.kernel / total),
+    rounds: Object.fromEntries(order.map((k) => [k, mpps[k].map(r2)])),
   };
+  for (const k of Object.keys(xdp)) {
+    out[`${k}Mpps`] = r2(median(mpps[k]));
+    out[`${k}Redirected`] = r2(delivered[k] / total);
+  }
+  return out;
 }
 
 function figure(name, value, unit, reference, referenceName, target, targetKind, targetOf) {
@@ -362,14 +253,17 @@ function programs(dev, refObj) {
   const cfg = { ...fib.defaultConfig(), dmacCheck: true, devMac: MAC.r1 };
   const fk = fib.loadInstance(OBJ, { ...cfg, slot: 1 });
   const rp = fib.loadInstance(OBJ, { ...cfg, slot: 2 }, fk.maps);
+  const base =
+    opt.baseline === undefined ? undefined : fib.loadInstance(opt.baseline, { ...cfg, slot: 1 });
   closers.push(() => {
-    fk.prog.close();
-    fk.cfgMap.close();
-    rp.prog.close();
-    rp.cfgMap.close();
-    for (const m of Object.values(fk.maps)) m.close();
+    for (const i of [fk, rp, base]) {
+      i?.prog.close();
+      i?.cfgMap.close();
+    }
+    for (const m of [...Object.values(fk.maps), ...Object.values(base?.maps ?? {})]) m.close();
   });
   writeKernelState(fk);
+  if (base !== undefined) writeKernelState(base);
   const ro = BpfObject.open(refObj);
   ro.load();
   const ref = ro.program('ref_xdp_fwd');
@@ -382,13 +276,28 @@ function programs(dev, refObj) {
   runInNetns(NS.router, () => {
     for (const i of [dev.r1, dev.r2]) {
       fk.maps.txPorts.update(u32(i), u32(i));
+      base?.maps.txPorts.update(u32(i), u32(i));
       refPorts.update(u32(i), u32(i));
     }
   });
-  const redirected = () =>
-    fib.decodeStats(fk.maps.stats.lookupPerCpu(u32(1))).actions.redirect.packets;
-  return { fk: fk.prog, rp: rp.prog, ref, redirected };
+  const redirected = (i) => () =>
+    fib.decodeStats(i.maps.stats.lookupPerCpu(u32(1))).actions.redirect.packets;
+  const live = { fk: { prog: fk.prog, delivered: redirected(fk) } };
+  if (base !== undefined) live.base = { prog: base.prog, delivered: redirected(base) };
+  // the bare forwarder has no counters: its frames are counted where they arrive
+  live.ref = { prog: ref, delivered: serverRx };
+  const sizes = { fk: programSize(fk.prog), ref: programSize(ref) };
+  if (base !== undefined) sizes.base = programSize(base.prog);
+  return { fk: fk.prog, rp: rp.prog, ref, base: base?.prog, live, sizes };
 }
+
+/** A loaded program's size as the kernel holds it (bpftool prog show). */
+function programSize(prog) {
+  const id = String(prog.info().id);
+  const j = JSON.parse(execFileSync('bpftool', ['prog', 'show', 'id', id, '--json'], ENC));
+  return { xlatedInsns: j.bytes_xlated / 8, jitedBytes: j.bytes_jited };
+}
+const ENC = { encoding: 'utf8' };
 
 function measure(dev, restoreObj, p) {
   const w = {
@@ -398,26 +307,23 @@ function measure(dev, restoreObj, p) {
   };
   const R = XdpAction.REDIRECT;
   const P = XdpAction.PASS;
-  const sides = { fk: p.fk, ref: p.ref };
+  const sides = { fk: p.fk, ref: p.ref, ...(p.base ? { base: p.base } : {}) };
+  const all = (v) => Object.fromEntries(Object.keys(sides).map((k) => [k, v]));
   console.log(`test-run: ${opt.rounds} rounds x ${opt.repeat} repeats per side`);
   const testrun = {
-    v4: perPacket(w.v4, { ...sides, rp: p.rp }, { fk: R, ref: R, rp: R }),
-    v6: perPacket(w.v6, sides, { fk: R, ref: R }),
-    noNeigh: perPacket(w.noNeigh, sides, { fk: P, ref: P }),
+    v4: perPacket(w.v4, { ...sides, rp: p.rp }, { ...all(R), rp: R }),
+    v6: perPacket(w.v6, sides, all(R)),
+    noNeigh: perPacket(w.noNeigh, sides, all(P)),
   };
   console.log(`live frames: ${opt.rounds} rounds x ${opt.liveRepeat} frames per side`);
-  const live = {
-    v4: liveRate(w.v4, p.fk, p.redirected, false),
-    v6: liveRate(w.v6, p.fk, p.redirected, true),
-  };
+  const live = { v4: liveRate(w.v4, p.live, false), v6: liveRate(w.v6, p.live, true) };
   for (const [k, l] of Object.entries(live)) {
-    if (l.fkRedirected < 0.99 || l.kernelForwarded < 0.9) {
-      throw new Error(
-        `${k}: frames not delivered (fk ${l.fkRedirected}, kernel ${l.kernelForwarded})`,
-      );
+    const lost = Object.keys(p.live).filter((s) => l[`${s}Redirected`] < 0.99);
+    if (lost.length > 0 || l.kernelForwarded < 0.9) {
+      throw new Error(`${k}: frames not delivered (${JSON.stringify(l)})`);
     }
   }
-  return { testrun, live };
+  return { testrun, live, programs: p.sizes };
 }
 
 function figures({ testrun: tr, live }) {
@@ -483,6 +389,46 @@ function figures({ testrun: tr, live }) {
       '>=',
       'ratio',
     ),
+    figure(
+      'live_ipv4_reference',
+      live.v4.refMpps,
+      'Mpps (one core)',
+      live.v4.kernelMpps,
+      'kernel IPv4 forwarding (XDP_PASS); value: ref_xdp_fwd',
+      null,
+      '>=',
+      'ratio',
+    ),
+    figure(
+      'live_ipv6_reference',
+      live.v6.refMpps,
+      'Mpps (one core)',
+      live.v6.kernelMpps,
+      'kernel IPv6 forwarding (XDP_PASS); value: ref_xdp_fwd',
+      null,
+      '>=',
+      'ratio',
+    ),
+    ...(tr.v4.base === undefined ? [] : abFigures(tr, live)),
+  ];
+}
+
+/** --baseline: fk against the baseline object, and the baseline's own live ratios. */
+function abFigures(tr, live) {
+  const BASE = `baseline ${opt.baseline}`;
+  const ns = (name, t) => figure(name, t.fk.ns, 'ns/packet', t.base.ns, BASE, null, '<=', 'value');
+  const mpps = (name, l) =>
+    figure(name, l.fkMpps, 'Mpps (one core)', l.baseMpps, BASE, null, '>=', 'ratio');
+  const kernel = (name, l) =>
+    figure(name, l.baseMpps, 'Mpps (one core)', l.kernelMpps, 'kernel', null, '>=', 'ratio');
+  return [
+    ns('ab_testrun_ipv4_success', tr.v4),
+    ns('ab_testrun_ipv6_success', tr.v6),
+    ns('ab_testrun_ipv4_no_neigh', tr.noNeigh),
+    mpps('ab_live_ipv4', live.v4),
+    mpps('ab_live_ipv6', live.v6),
+    kernel('baseline_live_ipv4_forwarding', live.v4),
+    kernel('baseline_live_ipv6_forwarding', live.v6),
   ];
 }
 
@@ -496,19 +442,32 @@ function report(m, figs) {
     notes: [
       'test-run figures: median ns per run through rs_restore minus the wrapper alone (rs_restore -> rs_pass)',
       'fk_xdp_fwd with every check on (destination MAC, header checksum, martians, local-source table, multipath policy 0); testrun_ipv4_rp_filter: the same with rp_filter 1 (a reverse bpf_fib_lookup per packet), reported against fk_xdp_fwd without it',
-      'live figures: median Mpps; ratio = fk / kernel; target applies to the ratio',
+      'live figures: median Mpps; ratio = fk / kernel; target applies to the ratio; live_*_reference: the bare reference forwarder in the same rounds (delivery counted at the server), for what any forwarder reaches here',
       'no target is given for NO_NEIGH (the slow path: the stack handles the packet next)',
+      'programs: the loaded programs as the kernel holds them after verification (bpftool prog show: xlated instructions, JIT bytes), fk_xdp_fwd with the configuration above',
+      ...(opt.baseline === undefined
+        ? []
+        : ['ab_* figures: fk_xdp_fwd against the --baseline object, same run, same rounds']),
     ],
     figures: figs,
+    programs: m.programs,
     testrun: m.testrun,
     live: m.live,
   };
-  mkdirSync(join(root, 'bench', 'results'), { recursive: true });
-  writeFileSync(join(root, 'bench', 'results', 'xdp.json'), `${JSON.stringify(result, null, 2)}\n`);
+  // an A/B run is not the benchmark's result: it goes next to the temp files
+  const out =
+    opt.baseline === undefined
+      ? join(root, 'bench', 'results', 'xdp.json')
+      : join(tmpdir(), 'fkb-xdp-ab.json');
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
   const tr = m.testrun;
   console.log(
     `wrapper alone: ${tr.v4.wrapperNs} ns (IPv4 frame), ${tr.v6.wrapperNs} ns (IPv6 frame)`,
   );
+  for (const [k, v] of Object.entries(m.programs)) {
+    console.log(`program ${k}: ${v.xlatedInsns} xlated instructions, ${v.jitedBytes} JIT bytes`);
+  }
   for (const f of figs) {
     const t = f.target === null ? 'no target' : `target ${f.targetOf} ${f.targetKind} ${f.target}`;
     const verdict = f.pass === null ? '' : f.pass ? 'PASS' : 'FAIL';
@@ -517,11 +476,11 @@ function report(m, figs) {
       `${f.name.padEnd(24)} ${value} vs ${String(f.reference).padStart(7)} ${f.referenceName}: ratio ${f.ratio} (${t}) ${verdict}`,
     );
   }
-  console.log('wrote bench/results/xdp.json');
+  console.log(`wrote ${out}`);
 }
 
 async function main() {
-  const dev = topology();
+  const dev = topology(native, closers);
   const restoreObj = compile('xdp_restore');
   const p = programs(dev, compile('xdp_ref_fwd'));
   const m = measure(dev, restoreObj, p);
