@@ -175,16 +175,7 @@ const link = (index: number, name: string, over: Partial<Link> = {}): Link => ({
 
 function setup(over: Partial<XdpForwarderConfig> = {}) {
   const ops = new FakeDatapath();
-  const cfg: XdpForwarderConfig = {
-    devices: ['eth*'],
-    holderName: 'eth-holder',
-    mode: 'auto',
-    pinDir: '/unused',
-    keepOnStop: true,
-    force: false,
-    ipv6: true,
-    ...over,
-  };
+  const cfg: XdpForwarderConfig = { ...setupCfg(), ...over };
   return { ops, r: new AttachPass(ops, cfg, silentLogger()) };
 }
 
