@@ -1,0 +1,38 @@
+// One private-member style, as the README says: ECMAScript private names (#x) everywhere in
+// src/; TypeScript's `private` only on a constructor that a static factory guards.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROOT, sourceFiles } from '../helpers/imports.js';
+
+/** Lines of `text` that declare a member with TypeScript's `private` (constructors aside). */
+function privateKeywordMembers(text: string): string[] {
+  return text
+    .split('\n')
+    .filter((l) => /(^|[(,]\s*)\s*private\s+(?!constructor\b)/.test(l) && !/^\s*(\/\/|\*)/.test(l));
+}
+
+describe('private members', () => {
+  it('are #names in every file of src/', () => {
+    const found = sourceFiles('src').flatMap((f) =>
+      privateKeywordMembers(readFileSync(join(ROOT, f), 'utf8')).map((l) => `${f}: ${l.trim()}`),
+    );
+    expect(found).toEqual([]);
+  });
+
+  it('the check finds a private field, method and parameter property', () => {
+    const text = [
+      '  private readonly a = 1;',
+      '  private b(): void {}',
+      '  constructor(private readonly c: number) {}',
+      '  private constructor() {}',
+      '  // private d is only a comment',
+      '  readonly #e = 2;',
+    ].join('\n');
+    expect(privateKeywordMembers(text)).toEqual([
+      '  private readonly a = 1;',
+      '  private b(): void {}',
+      '  constructor(private readonly c: number) {}',
+    ]);
+  });
+});
