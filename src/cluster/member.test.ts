@@ -143,6 +143,22 @@ describe('ClusterMember against a fake etcd', () => {
     expect(m.mayHold(ip!)).toBe(false); // ... the synchronous check is not
   });
 
+  it('a hung process woken by the watch before its fence timer drops with reason fence', async () => {
+    const { clock, nodes, admin } = lab(['a']);
+    const [ip] = await addIps(admin, 1);
+    const a = nodes[0]!;
+    await a.member.start();
+    await clock.advanceAsync(300);
+    expect(a.member.holdSet().ips).toEqual([ip]);
+    clock.jump(a.member.holdSet().deadline - clock.now()); // SIGSTOP past the deadline
+    // On SIGCONT, Node runs the poll phase (the watch's data) before the timers.
+    const before = a.sets.length;
+    await admin.add('192.0.2.99');
+    await turns(10);
+    expect(a.sets.length).toBeGreaterThan(before);
+    expect(a.sets[before]).toMatchObject({ ips: [], reason: 'fence' });
+  });
+
   it('claim races: only one of two members that both see themselves as owner gets the IP', async () => {
     const { clock, nodes, admin, records, holders } = lab(['a', 'b']);
     await addIps(admin, 1);

@@ -33,6 +33,9 @@ export interface ClusterMemberParams {
   onPeers?: (ips: readonly string[]) => void;
 }
 
+/** Reasons that stand when the lease can no longer be proven valid (the others become fence). */
+const FINAL_REASONS: ReadonlySet<HoldReason> = new Set(['start', 'stop', 'fence', 'lost']);
+
 export class ClusterMember {
   readonly options: ClusterOptions;
   readonly #store: ClusterStore;
@@ -472,6 +475,10 @@ export class ClusterMember {
   /** Computes the hold set and publishes it when the IPs or the deadline changed. */
   #publish(reason: HoldReason): void {
     const lease = this.#lease.id;
+    // Past holdUntil before the fence timer ran (a hung process woken by the watch's data or
+    // a claim's answer first): the drop is the fence's, whatever woke us.
+    if (lease !== undefined && !this.#lease.mayHold() && !FINAL_REASONS.has(reason))
+      reason = 'fence';
     const ips: string[] = [];
     if (!this.#stopping && lease !== undefined && this.#lease.mayHold() && this.#isReady()) {
       for (const [ip, o] of this.#view.owners) {
