@@ -123,6 +123,23 @@ describe('DeviceFeed', () => {
     expect(feed.addresses()).toHaveLength(2); // another prefix length: another address
     k.send('del', addr(2, '10.0.0.1', 16));
     expect(feed.addresses().map((a) => a.prefixlen)).toEqual([24]);
+    // Three that share link and local address: another peer, another prefix length; a new
+    // event for one of them replaces it, a deletion takes only it.
+    k.send('new', { ...addr(2, '10.0.0.1', 32), address: '10.9.9.9' });
+    k.send('new', addr(2, '10.0.0.1', 16));
+    k.send('new', { ...addr(2, '10.0.0.1', 16), flags: 0x80 });
+    k.send('new', addr(3, '10.0.0.1', 24)); // another link
+    const ids = (ifindex?: number) =>
+      feed
+        .addresses(ifindex)
+        .map((a) => `${a.index} ${a.address}/${a.prefixlen} ${a.flags}`)
+        .sort();
+    expect(ids(2)).toEqual(['2 10.0.0.1/16 128', '2 10.0.0.1/24 0', '2 10.9.9.9/32 0']);
+    k.send('del', addr(2, '10.0.0.1', 24));
+    expect(ids()).toEqual(['2 10.0.0.1/16 128', '2 10.9.9.9/32 0', '3 10.0.0.1/24 0']);
+    k.send('del', addr(2, '10.0.0.1', 16));
+    expect(ids(2)).toEqual(['2 10.9.9.9/32 0']);
+    k.send('del', addr(3, '10.0.0.1', 24));
     k.send('new', { ...link(2, 'eth0'), family: AF_BRIDGE, name: 'port' }); // not a link
     k.send('new', { ...link(2, 'wan0', 3), mtu: 9000 }); // renamed, changed
     expect(feed.linkByName('wan0')?.mtu).toBe(9000);

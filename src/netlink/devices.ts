@@ -51,6 +51,67 @@ export function addressKey(a: Address): string {
   return `${a.index}|${a.family}|${a.local ?? ''}|${a.address ?? ''}|${a.prefixlen}`;
 }
 
+/** Same address of the same link and local address: same peer, prefix length and family. */
+function sameAddress(x: Address, a: Address): boolean {
+  return x.prefixlen === a.prefixlen && x.address === a.address && x.family === a.family;
+}
+
+/**
+ * The addresses by link, then by local address: an event costs two lookups of strings the
+ * decoder made, no key built (the feed's hot path, one call per address event). The few that
+ * share link and local address (another peer or prefix length) share an array.
+ */
+class AddressTable {
+  readonly #byLink = new Map<number, Map<string, Address | Address[]>>();
+
+  set(a: Address): void {
+    let m = this.#byLink.get(a.index);
+    if (m === undefined) this.#byLink.set(a.index, (m = new Map()));
+    const k = a.local ?? a.address ?? '';
+    const v = m.get(k);
+    if (v === undefined) m.set(k, a);
+    else if (!Array.isArray(v)) m.set(k, sameAddress(v, a) ? a : [v, a]);
+    else {
+      const i = v.findIndex((x) => sameAddress(x, a));
+      if (i < 0) v.push(a);
+      else v[i] = a;
+    }
+  }
+
+  delete(a: Address): void {
+    const m = this.#byLink.get(a.index);
+    const k = a.local ?? a.address ?? '';
+    const v = m?.get(k);
+    if (v === undefined) return;
+    if (!Array.isArray(v)) {
+      if (sameAddress(v, a)) m!.delete(k);
+    } else {
+      const rest = v.filter((x) => !sameAddress(x, a));
+      if (rest.length === 0) m!.delete(k);
+      else m!.set(k, rest.length === 1 ? rest[0]! : rest);
+    }
+    if (m!.size === 0) this.#byLink.delete(a.index);
+  }
+
+  deleteLink(index: number): void {
+    this.#byLink.delete(index);
+  }
+
+  clear(): void {
+    this.#byLink.clear();
+  }
+
+  /** Every address (of one link with `ifindex`). */
+  values(ifindex?: number): Address[] {
+    const out: Address[] = [];
+    const links =
+      ifindex === undefined ? this.#byLink.values() : [this.#byLink.get(ifindex) ?? new Map()];
+    for (const m of links)
+      for (const v of m.values()) Array.isArray(v) ? out.push(...v) : out.push(v);
+    return out;
+  }
+}
+
 /** A link's state for comparison: `change` (events only) and `xdp` (dumps only) left out. */
 function linkState(l: Link): string {
   const { change: _c, xdp: _x, ...rest } = l;
@@ -61,7 +122,7 @@ export class DeviceFeed {
   readonly #p: DeviceFeedParams;
   readonly #feed: Feed<Snapshot, 'refresh'>;
   readonly #links = new Map<number, Link>();
-  readonly #addrs = new Map<string, Address>();
+  readonly #addrs = new AddressTable();
   readonly #listeners = new Set<DeviceFeedListener>();
   /** The refresh() calls that wait: rejected when a dump fails. */
   readonly #waiters = new Set<(err: unknown) => void>();
@@ -184,8 +245,7 @@ export class DeviceFeed {
 
   /** The addresses of every link (of one link with `ifindex`). */
   addresses(ifindex?: number): Address[] {
-    const all = [...this.#addrs.values()];
-    return ifindex === undefined ? all : all.filter((a) => a.index === ifindex);
+    return this.#addrs.values(ifindex);
   }
 
   #load([links, addrs]: Snapshot): void {
@@ -193,7 +253,7 @@ export class DeviceFeed {
     this.#links.clear();
     for (const l of links) if (l.family === AF_UNSPEC) this.#links.set(l.index, l);
     this.#addrs.clear();
-    for (const a of addrs) this.#addrs.set(addressKey(a), a);
+    for (const a of addrs) this.#addrs.set(a);
     this.#loaded = true;
     const changed = before !== this.#stateKey();
     const reason = this.#reason;
@@ -202,7 +262,7 @@ export class DeviceFeed {
 
   #stateKey(): string {
     const links = [...this.#links.values()].sort((a, b) => a.index - b.index).map(linkState);
-    const addrs = [...this.#addrs.keys()].sort();
+    const addrs = this.#addrs.values().map(addressKey).sort();
     return JSON.stringify([links, addrs]);
   }
 
@@ -210,8 +270,7 @@ export class DeviceFeed {
     if (l.family !== AF_UNSPEC) return; // bridge port events (AF_BRIDGE) are not links
     if (kind === 'del') {
       this.#links.delete(l.index);
-      // its addresses go with it (the kernel reports their deletion before the link's)
-      for (const [k, a] of this.#addrs) if (a.index === l.index) this.#addrs.delete(k);
+      this.#addrs.deleteLink(l.index); // the kernel reports their deletion before the link's
     } else this.#links.set(l.index, l);
     for (const x of this.#listeners) {
       try {
@@ -223,8 +282,8 @@ export class DeviceFeed {
   }
 
   #applyAddress(kind: 'new' | 'del', a: Address): void {
-    if (kind === 'del') this.#addrs.delete(addressKey(a));
-    else this.#addrs.set(addressKey(a), a);
+    if (kind === 'del') this.#addrs.delete(a);
+    else this.#addrs.set(a);
     // The hot path (one call per address event): no closure, no copy of the listener set
     // (a listener removed meanwhile is skipped, one added is called: Set iteration).
     for (const x of this.#listeners) {
