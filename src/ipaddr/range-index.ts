@@ -48,9 +48,10 @@ function sortStrings(keys: string[]): string[] {
 
 /**
  * A set of IP addresses (both families) that lists the members inside a prefix in
- * O(log n + k), k the number listed. Adds are O(1) until the next query, which sorts them
- * once (bulk loads are cheap); after that, single adds and deletes cost O(√n) element moves
- * at most, amortised. Members are keyed by their bytes (an IPv4 address as a number, an
+ * O(log n + k), k the number listed. Bulk adds are sorted in slices of PENDING_LIMIT as they
+ * come, and the next query merges the slices (a query after a million adds costs one O(n)
+ * merge, not a sort of them all); after that, single adds and deletes cost O(√n) element
+ * moves at most, amortised. Members are keyed by their bytes (an IPv4 address as a number, an
  * IPv6 address as a 16-character string) and listed as canonical text; input may be any
  * valid spelling (IPv4-mapped addresses are IPv6 members).
  */

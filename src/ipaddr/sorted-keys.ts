@@ -1,21 +1,31 @@
 // A set of keys (numbers or strings, compared with <) that answers range queries in
 // O(log n + k). Private to ipaddr; IpRangeIndex builds on it.
 //
-// Layout, in the spirit of a two-level LSM tree:
+// Layout, in the spirit of an LSM tree:
 //  - `base`: a large sorted array. Deleting a key there only marks it (`ghosts`); the mark is
 //    dropped when the key comes back, and the slot when base is rebuilt.
 //  - `delta`: a small sorted array (at most `deltaLimit` keys), kept sorted by splicing.
-//  - `pending`: unsorted keys added since the last query; bulk adds cost O(1) each and are
-//    sorted once, at the next query.
-// A query first flushes `pending` (into delta if it fits, else one rebuild of base), then
-// binary-searches base and delta. The membership map `live` (key → text) is the truth; base,
-// delta and pending only order it.
+//  - `pending`: unsorted keys added since the last query; bulk adds cost O(1) each.
+//  - `runs`: sorted slices of PENDING_LIMIT keys and merges of them, made as pending fills
+//    (run sizes fall from first to last; two runs of about one size are merged, like the
+//    digits of a binary counter). A key deleted from a run is a ghost too.
+// A query first flushes: with no runs, pending is sorted into delta if it fits, else into a
+// rebuild of base; with runs, base, delta, runs and pending are merged into one new base.
+// So a query after a bulk load of a million keys merges sorted arrays (an O(n) copy) where
+// it once sorted a million keys (the first route change after such a load waited half a
+// second for that), and the load pays its sorting in slices of PENDING_LIMIT keys. It then
+// binary-searches base and delta. The membership map `live` (key → text) is the truth;
+// the arrays only order it.
+
+/** The most keys left unsorted: sorting them costs a few ms. */
+export const PENDING_LIMIT = 16_384;
 
 export class SortedKeys<K extends number | string> {
   readonly #live = new Map<K, string>();
   #base: K[] = [];
   #delta: K[] = [];
   #pending: K[] = [];
+  #runs: K[][] = [];
   readonly #ghosts = new Set<K>();
 
   readonly #sortKeys: (keys: K[]) => K[];
@@ -35,7 +45,7 @@ export class SortedKeys<K extends number | string> {
   add(key: K, text: string): boolean {
     if (this.#live.has(key)) return false;
     this.#live.set(key, text);
-    if (!this.#ghosts.delete(key)) this.#pending.push(key);
+    if (!this.#ghosts.delete(key) && this.#pending.push(key) >= PENDING_LIMIT) this.#slice();
     return true;
   }
 
@@ -45,11 +55,10 @@ export class SortedKeys<K extends number | string> {
     const d = lowerBound(this.#delta, key);
     if (d < this.#delta.length && this.#delta[d] === key) {
       this.#delta.splice(d, 1);
-    } else {
-      const b = lowerBound(this.#base, key);
-      if (b < this.#base.length && this.#base[b] === key) this.#ghosts.add(key);
-      // else the key is in `pending`; the next flush drops it because it is not live.
+    } else if (contains(this.#base, key) || this.#runs.some((r) => contains(r, key))) {
+      this.#ghosts.add(key);
     }
+    // else the key is in `pending`, which drops what is not live when it is sorted.
     return true;
   }
 
@@ -58,6 +67,7 @@ export class SortedKeys<K extends number | string> {
     this.#base = [];
     this.#delta = [];
     this.#pending = [];
+    this.#runs = [];
     this.#ghosts.clear();
   }
 
@@ -96,11 +106,32 @@ export class SortedKeys<K extends number | string> {
     return Math.max(512, Math.floor(8 * Math.sqrt(this.#base.length)));
   }
 
+  /** The live keys of pending, sorted and unique; pending is emptied. */
+  #sortPending(): K[] {
+    const fresh = this.#sortKeys(this.#pending.filter((k) => this.#live.has(k)));
+    this.#pending = [];
+    return dedupeSorted(fresh);
+  }
+
+  /** Pending is full: it becomes a run, merged with the runs of about its size. */
+  #slice(): void {
+    const runs = this.#runs;
+    runs.push(this.#sortPending());
+    while (runs.length > 1 && runs.at(-2)!.length <= 2 * runs.at(-1)!.length) {
+      const last = runs.pop()!;
+      runs.push(mergeSorted(runs.pop()!, last));
+    }
+  }
+
   #flush(): void {
-    if (this.#pending.length > 0) {
-      const fresh = this.#sortKeys(this.#pending.filter((k) => this.#live.has(k)));
-      this.#pending = [];
-      const unique = dedupeSorted(fresh);
+    if (this.#runs.length > 0) {
+      // Smallest first: the merges copy the small runs more often than the large ones.
+      let merged = this.#sortPending();
+      for (let r = this.#runs.length - 1; r >= 0; r--) merged = mergeSorted(this.#runs[r]!, merged);
+      this.#runs = [];
+      this.#rebuild(dedupeSorted(merged));
+    } else if (this.#pending.length > 0) {
+      const unique = this.#sortPending();
       if (unique.length + this.#delta.length <= this.#deltaLimit()) {
         if (unique.length <= 8) {
           // A few keys (the steady state: one add between route changes): splice them in.
@@ -115,13 +146,20 @@ export class SortedKeys<K extends number | string> {
     if (this.#ghosts.size > this.#deltaLimit()) this.#rebuild([]);
   }
 
+  /** A new base of base, delta and `extra` (sorted), without ghosts; delta emptied. */
   #rebuild(extra: K[]): void {
     const ghosts = this.#ghosts;
-    const base = ghosts.size === 0 ? this.#base : this.#base.filter((k) => !ghosts.has(k));
-    this.#base = mergeSorted(mergeSorted(base, this.#delta), extra);
+    const keep = (keys: K[]): K[] =>
+      ghosts.size === 0 ? keys : keys.filter((k) => !ghosts.has(k));
+    this.#base = mergeSorted(mergeSorted(keep(this.#base), this.#delta), keep(extra));
     this.#delta = [];
     ghosts.clear();
   }
+}
+
+function contains<K extends number | string>(arr: readonly K[], key: K): boolean {
+  const i = lowerBound(arr, key);
+  return i < arr.length && arr[i] === key;
 }
 
 /** First index whose key is ≥ `key`. */
