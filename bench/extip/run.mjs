@@ -22,7 +22,13 @@
 // is the median of the per-round ratios. Needs root, `make build` (or
 // `npx tsc -p tsconfig.build.json` plus the native addon) and a C compiler.
 //
-// Usage: node bench/extip/run.mjs [--rounds R] [--n N]
+// --baseline ROOT adds another build of the project (ROOT/dist, e.g. a worktree of an earlier
+// commit after `make build`) as a second subsystem in the same process and namespace, on a
+// holder of its own, timed in the same rounds (the order rotates): an A/B of a change,
+// reported as ab-assign-ipv4 (the median of the per-round ratios ours / baseline). The
+// results file is then left as it is.
+//
+// Usage: node bench/extip/run.mjs [--rounds R] [--n N] [--baseline ROOT]
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -41,7 +47,11 @@ const SEND_TARGET_MS_PER_1000 = 10;
 function args() {
   const a = process.argv.slice(2);
   const get = (name, def) => flagValue(a, name, def);
-  return { rounds: Number(get('--rounds', '15')), n: Number(get('--n', '1000')) };
+  return {
+    rounds: Number(get('--rounds', '15')),
+    n: Number(get('--n', '1000')),
+    baseline: get('--baseline', undefined),
+  };
 }
 
 function ip(ns, ...argv) {
@@ -68,10 +78,10 @@ function countAddrs(ns, dev) {
   return (links[0]?.addr_info ?? []).filter((a) => a.family === 'inet').length;
 }
 
-async function load() {
+async function load(from = root) {
   const load1 = (m) =>
-    import(join(root, 'dist', m, 'index.js')).catch((err) => {
-      throw new Error(`cannot load dist/${m} (run make build): ${err.message}`);
+    import(join(from, 'dist', m, 'index.js')).catch((err) => {
+      throw new Error(`cannot load ${from}/dist/${m} (run make build there): ${err.message}`);
     });
   const [extip, native, log] = await Promise.all([load1('extip'), load1('native'), load1('log')]);
   return { extip, native, log };
@@ -134,7 +144,7 @@ function sendC(bin, node, ifindex, file) {
   return Number(out.trim()) / 1e6;
 }
 
-async function measure(mods, node, dir, rounds, n) {
+async function measure(mods, node, dir, rounds, n, baseMods) {
   const { ExternalIpSubsystem, buildGratuitousArp } = mods.extip;
   const base = { holderKind: 'bridge', interface: 'ext0', checkInterval: 0 };
   const extip = new ExternalIpSubsystem({
@@ -160,10 +170,46 @@ async function measure(mods, node, dir, rounds, n) {
   const frames = ips.map((a) => buildGratuitousArp({ ip: a, mac, form: 'request' }));
   const framesFile = join(dir, 'frames.bin');
   writeFileSync(framesFile, Buffer.concat(frames));
-  const r = { ours: [], ip: [], raw: [], c: [], dad: [], dadRef: [], dadWait };
+  const r = {
+    ours: [],
+    ip: [],
+    raw: [],
+    c: [],
+    dad: [],
+    dadRef: [],
+    dadWait,
+    base: [],
+    abOurs: [],
+  };
+  // the baseline build (--baseline), on a holder of its own
+  const other = baseMods
+    ? new baseMods.extip.ExternalIpSubsystem({
+        netns: node,
+        config: { ...base, holderName: 'fko0', dad: false },
+        registry: new Registry(),
+        log: baseMods.log.silentLogger(),
+      })
+    : undefined;
   try {
     await extip.start();
     await extip.setDesired([]);
+    if (other) {
+      await other.start();
+      await other.setDesired([]);
+      for (let k = 0; k < 6; k++) {
+        await roundOurs(extip, node, ips);
+        await roundOurs(other, node, ips, 'fko0');
+      }
+      for (let k = 0; k < rounds; k++) {
+        // A/B in the same rounds, the order alternating
+        const first = k % 2 === 0;
+        const a = first ? await roundOurs(extip, node, ips) : undefined;
+        r.base.push(await roundOurs(other, node, ips, 'fko0'));
+        r.abOurs.push(a ?? (await roundOurs(extip, node, ips)));
+        await sleep(50);
+      }
+      return r;
+    }
     for (let k = 0; k < 6; k++) {
       // warm-up (JIT, first socket use, kernel allocations), not counted
       await roundOurs(extip, node, ips);
@@ -196,14 +242,16 @@ async function measure(mods, node, dir, rounds, n) {
   } finally {
     await withDad.stop();
     await extip.stop();
+    await other?.stop();
   }
   return r;
 }
 
 async function main() {
-  const { rounds, n } = args();
+  const { rounds, n, baseline } = args();
   if (process.getuid?.() !== 0) throw new Error('needs root (network namespaces)');
   const mods = await load();
+  const baseMods = baseline === undefined ? undefined : await load(baseline);
   const tag = randomBytes(4).toString('hex');
   const node = `fkt-bx-${tag}`;
   const peer = `fkt-bxp-${tag}`;
@@ -222,11 +270,21 @@ async function main() {
   let r;
   try {
     setUp(node, peer);
-    r = await measure(mods, node, dir, rounds, n);
+    r = await measure(mods, node, dir, rounds, n, baseMods);
   } finally {
     cleanUp();
   }
-  report(r, rounds, n);
+  if (baseMods) reportAb(r, baseline);
+  else report(r, rounds, n);
+}
+
+function reportAb(r, baseline) {
+  const perRound = r.abOurs.map((x, i) => x / r.base[i]);
+  console.log(
+    `ab-assign-ipv4: ours ${round2(median(r.abOurs))} ms, baseline (${baseline}) ${round2(median(r.base))} ms; ` +
+      `ours / baseline per round: median ${median(perRound).toFixed(3)}, ` +
+      `range ${round2(Math.min(...perRound))}-${round2(Math.max(...perRound))} (${perRound.length} rounds)`,
+  );
 }
 
 function report(r, rounds, n) {
