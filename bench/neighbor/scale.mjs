@@ -7,6 +7,7 @@
 //   2. the agent's RSS with 1,000,000 loaded (steady, after the resolution traffic);
 //   3. latency from a route change to the new gateway's entry, and from `ip neigh del` of an
 //      entry to its re-insertion, with 1,000,000 loaded (reference: the driver's own write);
+//      (and once, right after the load: the first route change, which moves 255 loaded IPs)
 //   4. `fibkeeper status` (the status document the API serves, limit 1000) latency;
 //   5. (--fresh-seconds S) stay fresh: the usable share of the entries with the kernel's
 //      default reachable time, sampled every --sample ms for S seconds.
@@ -23,11 +24,13 @@ import { join } from 'node:path';
 import {
   BASE,
   DEV,
+  GW_BASE,
   PROTO,
   check,
   clear,
   ipOf,
   latencies,
+  latencyProbe,
   pct,
   quiet,
   r2,
@@ -163,6 +166,31 @@ async function main() {
         note: 'ratio = fibkeeper time / raw time: at most twice the raw-netlink writer',
       }),
     );
+    // 2b. The first route change right after the load: 255 of the loaded IPs move to a new
+    // gateway (the range index answers its first query since the million adds).
+    {
+      const probe = latencyProbe(ctx);
+      const gw = ipOf(GW_BASE + 0xfff0);
+      const dst = `${ipOf(BASE).split('.').slice(0, 3).join('.')}.0/24`;
+      const ms = await probe.measure(gw, () => nl.routeReplace({ dst, gateway: gw }));
+      probe.close();
+      await nl.routeDel({ dst });
+      console.log(`first route change after the load: ${r2(ms)} ms`);
+      figures.push(
+        figure({
+          name: `route_change_after_load_${opts.n}`,
+          value: ms,
+          unit: 'ms',
+          reference: null,
+          referenceName: 'the first route change after the load, one sample',
+          ratio: null,
+          target: null,
+          targetKind: '<=',
+          targetOf: 'value',
+          note: `route ${dst} via ${gw} right after the load, until the gateway's entry is written (255 loaded IPs move to it)`,
+        }),
+      );
+    }
     await waitQuiet(nl, ifindex, mod);
     await agent.call('settle');
     // 3. Latencies with the table loaded.
