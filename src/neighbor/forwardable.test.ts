@@ -128,4 +128,29 @@ describe('ForwardableIPs', () => {
     expect(f.index.covered('10.1.0.0/24')).toEqual(['10.1.0.5', '10.1.0.6']);
     expect(f.index.covered('2001:db8::/64')).toEqual(['2001:db8::5']);
   });
+
+  it('indexes a bulk load in slices; a delete meanwhile indexes nothing; a query the rest', () => {
+    const { f } = table();
+    const ips = Array.from({ length: 1000 }, (_, i) => `10.1.${i >> 8}.${i & 255}`);
+    f.setOwner('a', ips);
+    expect(f.unindexed).toBe(1000);
+    f.delete('a', ['10.1.0.5']); // not this.index: the 999 others stay waiting
+    expect(f.unindexed).toBe(1000);
+    expect(f.indexSome(300)).toBe(true);
+    expect(f.unindexed).toBe(700);
+    f.delete('a', ['10.1.0.7', '10.1.3.200']); // one indexed, one waiting
+    f.upsert('a', ['10.1.0.5']); // back, behind the others
+    expect(f.index.covered('10.1.0.0/29')).toEqual([
+      '10.1.0.0',
+      '10.1.0.1',
+      '10.1.0.2',
+      '10.1.0.3',
+      '10.1.0.4',
+      '10.1.0.5',
+      '10.1.0.6',
+    ]);
+    expect(f.unindexed).toBe(0);
+    expect(f.index.covered('10.1.3.192/28')).toHaveLength(15); // .200 gone
+    expect(f.indexSome(100)).toBe(false);
+  });
 });

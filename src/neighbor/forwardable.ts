@@ -70,10 +70,12 @@ export class ForwardableIPs implements Initializable {
   readonly name = 'forwardable-ips';
   readonly #byRange = new IpRangeIndex();
   /**
-   * IPs added but not yet in `byRange`: a bulk load does not build the range index on its
-   * way to the kernel; the first query (a route change) does.
+   * IPs added but not yet in `byRange` (from `#indexedTo` on): a bulk load does not build the
+   * range index on its way to the kernel. The subsystem indexes them in slices once it is
+   * idle (indexSome); a query (a route change) indexes what is left.
    */
   #unindexed: string[] = [];
+  #indexedTo = 0;
   /** Canonical IP → its owners (sorted, never empty). */
   readonly #rows = new Map<string, readonly string[]>();
   readonly #init = new Initializers('forwardable-ips');
@@ -94,13 +96,31 @@ export class ForwardableIPs implements Initializable {
 
   /** The IPs of the table, by address range (brought up to date on access). */
   get index(): IpRangeIndex {
-    if (this.#unindexed.length > 0) {
-      const adds = this.#unindexed;
-      this.#unindexed = [];
-      // An IP removed (and maybe re-added) since is indexed by its current presence.
-      for (const ip of adds) if (this.#rows.has(ip)) this.#byRange.add(ip);
-    }
+    this.indexSome(Infinity);
     return this.#byRange;
+  }
+
+  /** IPs added and not yet in the range index. */
+  get unindexed(): number {
+    return this.#unindexed.length - this.#indexedTo;
+  }
+
+  /** Puts up to `limit` of the IPs added into the range index; true when some are left. */
+  indexSome(limit: number): boolean {
+    const adds = this.#unindexed;
+    const end = Math.min(adds.length, this.#indexedTo + limit);
+    // An IP removed (and maybe re-added) since is indexed by its current presence.
+    for (let i = this.#indexedTo; i < end; i++) {
+      const ip = adds[i]!;
+      if (this.#rows.has(ip)) this.#byRange.add(ip);
+    }
+    if (end < adds.length) {
+      this.#indexedTo = end;
+      return true;
+    }
+    this.#unindexed = [];
+    this.#indexedTo = 0;
+    return false;
   }
 
   // ---- initialization ----------------------------------------------------------------
@@ -308,7 +328,8 @@ export class ForwardableIPs implements Initializable {
     this.#hold(owner, -1);
     if (cur.length === 1) {
       this.#rows.delete(ip);
-      this.index.delete(ip);
+      // not this.index: one delete would index every IP still waiting (a million after a load)
+      this.#byRange.delete(ip);
       removed.push(ip);
       return true;
     }
