@@ -164,8 +164,15 @@ export interface Speaker {
   line: string;
 }
 
-/** Realtime (epoch ms) minus CLOCK_MONOTONIC (ms), measured once: tcpdump prints realtime. */
-const REAL_MINUS_MONO = performance.timeOrigin + performance.now() - monotonicClock.now();
+/**
+ * Realtime (epoch ms) minus CLOCK_MONOTONIC (ms), now: tcpdump prints realtime. Measured as
+ * each frame is read (a few ms after it was captured) rather than once from the process's
+ * start (performance.timeOrigin): realtime is slewed against the monotonic clock (~0.7 ms a
+ * minute here), and a test worker may live through a whole suite.
+ */
+function realMinusMono(): number {
+  return Date.now() - monotonicClock.now();
+}
 
 export class ClusterWorld {
   readonly lab: ClusterLab;
@@ -504,7 +511,15 @@ export class ClusterWorld {
       const ok = intervals.some(
         (i) => i.node === n.name && i.ip === s.ip && s.at >= i.from - 20 && s.at <= i.to + 20,
       );
-      if (!ok) outside.push(`${n.name} @${s.at.toFixed(1)}: ${s.line}`);
+      if (!ok) {
+        // what the node's own history says of that IP, to tell a late frame from a wrong one
+        const own = intervals
+          .filter((i) => i.node === n.name && i.ip === s.ip)
+          .map((i) => `[${i.from.toFixed(1)}, ${i.to.toFixed(1)}]`);
+        outside.push(
+          `${n.name} @${s.at.toFixed(1)}: ${s.line} (its hold intervals of ${s.ip}: ${own.join(' ') || 'none'})`,
+        );
+      }
     }
     expect(outside).toEqual([]);
     return this.speakers.filter((s) => cluster(s) && this.byMac(s.mac)).length;
@@ -512,10 +527,10 @@ export class ClusterWorld {
 }
 
 /** The IP a line of `tcpdump -n -e -tt` speaks for, and who speaks (ARP reply/GARP, NA). */
-export function speakerOf(line: string): Speaker | undefined {
+export function speakerOf(line: string, offset = realMinusMono()): Speaker | undefined {
   const m = /^(\d+\.\d+) ([0-9a-f:]{17}) > /.exec(line);
   if (!m) return undefined;
-  const at = Number(m[1]) * 1000 - REAL_MINUS_MONO;
+  const at = Number(m[1]) * 1000 - offset;
   const mac = m[2] as string;
   const reply = /Reply (\S+) is-at /.exec(line);
   if (reply) return { at, mac, ip: reply[1] as string, line };
