@@ -54,10 +54,10 @@ export class AgentCluster {
       options,
       log: p.log,
       metrics: registerClusterMetrics(p.registry),
-      onHold: (set) => {
-        this.#logHold(set);
-        return p.hold(set.ips);
-      },
+      // every set in the log, as computed: the applying listener skips sets while it waits
+      // for a removal, and the log is the record of what this node held when
+      onSet: (set) => this.#logHold(set),
+      onHold: (set) => p.hold(set.ips),
       onPeers: p.peers,
     });
   }

@@ -143,6 +143,41 @@ describe('ClusterMember against a fake etcd', () => {
     expect(m.mayHold(ip!)).toBe(false); // ... the synchronous check is not
   });
 
+  it('records every set with onSet, also while the applying listener is busy with one', async () => {
+    const clock = new FakeClock();
+    const etcd = new FakeEtcd(clock);
+    const admin = new ClusterAdmin(etcd.client());
+    await addIps(admin, 2);
+    const applied: HoldSet[] = [];
+    const recorded: HoldSet[] = [];
+    const member = new ClusterMember({
+      store: etcd.client(),
+      clock,
+      options: { nodeName: 'a', nodeIPs: ['10.9.0.1'], rebalanceDelay: 0 },
+      // busy for good with the first set that holds something (a removal that hangs)
+      onHold: (set) => {
+        applied.push(set);
+        return set.ips.length > 0 ? new Promise<void>(() => undefined) : undefined;
+      },
+      onSet: (set) => recorded.push(set),
+    });
+    running = { etcd, nodes: [] };
+    try {
+      await member.start();
+      await clock.advanceAsync(3000); // claims, then renewals that move the deadline
+      const renewals = recorded.filter((s) => s.reason === 'renew').length;
+      expect(renewals).toBeGreaterThan(2);
+      expect(applied.filter((s) => s.ips.length > 0)).toHaveLength(1);
+      // the record is the member's own sequence: each deadline is the one it computed
+      expect(recorded.at(-1)!.deadline).toBe(member.holdSet().deadline);
+      expect(recorded.map((s) => s.at)).toEqual(
+        [...recorded.map((s) => s.at)].sort((x, y) => x - y),
+      );
+    } finally {
+      void member.stop();
+    }
+  });
+
   it('a hung process woken by the watch before its fence timer drops with reason fence', async () => {
     const { clock, nodes, admin } = lab(['a']);
     const [ip] = await addIps(admin, 1);

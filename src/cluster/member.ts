@@ -27,8 +27,16 @@ export interface ClusterMemberParams {
   clock?: Clock;
   metrics?: ClusterMetrics;
   log?: Logger;
-  /** Called with every hold set (see HoldSet); also `subscribe()`. */
+  /**
+   * Called with the hold sets (see HoldSet); also `subscribe()`. A listener still busy with
+   * one set (its promise pending) gets only the newest set next.
+   */
   onHold?: HoldListener;
+  /**
+   * Called synchronously with every hold set as it is computed, none skipped: for a record of
+   * what the node held when (the log), not for applying them.
+   */
+  onSet?: (set: HoldSet) => void;
   /** Called with the other members' node IPs whenever they change (owner `cluster`). */
   onPeers?: (ips: readonly string[]) => void;
 }
@@ -37,6 +45,7 @@ export interface ClusterMemberParams {
 const FINAL_REASONS: ReadonlySet<HoldReason> = new Set(['start', 'stop', 'fence', 'lost']);
 
 export class ClusterMember {
+  readonly #onSet: ((set: HoldSet) => void) | undefined;
   readonly options: ClusterOptions;
   readonly #store: ClusterStore;
   readonly #clock: Clock;
@@ -96,6 +105,7 @@ export class ClusterMember {
       this.#log?.error({ err: describeError(err) }, 'cluster hold listener failed'),
     );
     if (params.onHold) this.#hold.subscribe(params.onHold);
+    this.#onSet = params.onSet;
   }
 
   /** Adds a hold-set listener; it is called with the current set at once. */
@@ -498,12 +508,18 @@ export class ClusterMember {
     if (reason !== 'start' && sameIps(prev.ips, ips) && prev.deadline === deadline) return;
     this.#countChanges(prev.ips, ips, reason);
     this.#metrics.setHeld(ips.length);
-    this.#hold.publish({
+    const set: HoldSet = {
       ips,
       deadline,
       reason: sameIps(prev.ips, ips) && reason === 'sync' ? 'renew' : reason,
       at: this.#clock.now(),
-    });
+    };
+    this.#hold.publish(set);
+    try {
+      this.#onSet?.(set);
+    } catch (err) {
+      this.#log?.error({ err: describeError(err) }, 'cluster hold record failed');
+    }
   }
 
   #countChanges(before: readonly string[], after: readonly string[], reason: HoldReason): void {
