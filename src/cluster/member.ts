@@ -45,7 +45,6 @@ export interface ClusterMemberParams {
 const FINAL_REASONS: ReadonlySet<HoldReason> = new Set(['start', 'stop', 'fence', 'lost']);
 
 export class ClusterMember {
-  readonly #onSet: ((set: HoldSet) => void) | undefined;
   readonly options: ClusterOptions;
   readonly #store: ClusterStore;
   readonly #clock: Clock;
@@ -55,6 +54,7 @@ export class ClusterMember {
   readonly #view: ClusterView;
   readonly #lease: LeaseKeeper;
   readonly #hold: HoldPublisher;
+  readonly #onSet: ((set: HoldSet) => void) | undefined;
   readonly #onPeers: ((ips: readonly string[]) => void) | undefined;
   #peers: readonly string[] = [];
   #started = false;
@@ -485,12 +485,12 @@ export class ClusterMember {
   /** Computes the hold set and publishes it when the IPs or the deadline changed. */
   #publish(reason: HoldReason): void {
     const lease = this.#lease.id;
+    const valid = lease !== undefined && this.#lease.mayHold();
     // Past holdUntil before the fence timer ran (a hung process woken by the watch's data or
     // a claim's answer first): the drop is the fence's, whatever woke us.
-    if (lease !== undefined && !this.#lease.mayHold() && !FINAL_REASONS.has(reason))
-      reason = 'fence';
+    if (lease !== undefined && !valid && !FINAL_REASONS.has(reason)) reason = 'fence';
     const ips: string[] = [];
-    if (!this.#stopping && lease !== undefined && this.#lease.mayHold() && this.#isReady()) {
+    if (!this.#stopping && valid && this.#isReady()) {
       for (const [ip, o] of this.#view.owners) {
         if (
           o.node === this.options.nodeName &&

@@ -146,11 +146,7 @@ export class ExternalIpSubsystem {
       },
       loaded: () => this.#onLoaded(),
       link: (kind, msg) => this.#onEvent({ kind, object: 'link', msg }),
-      // the hot path (one call per address event, a thousand per assign of 1,000 IPs)
-      address: (kind, msg) =>
-        this.#queued === undefined && !this.#stopped
-          ? this.#onAddress(kind, msg)
-          : this.#onEvent({ kind, object: 'address', msg }),
+      address: (kind, msg) => this.#onEvent({ kind, object: 'address', msg }),
     });
     await feed.start();
     this.#throwIfStopped();

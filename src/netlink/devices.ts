@@ -59,38 +59,30 @@ function sameAddress(x: Address, a: Address): boolean {
 /**
  * The addresses by link, then by local address: an event costs two lookups of strings the
  * decoder made, no key built (the feed's hot path, one call per address event). The few that
- * share link and local address (another peer or prefix length) share an array.
+ * share link and local address (another peer or prefix length) share its list.
  */
 class AddressTable {
-  readonly #byLink = new Map<number, Map<string, Address | Address[]>>();
+  readonly #byLink = new Map<number, Map<string, Address[]>>();
 
   set(a: Address): void {
     let m = this.#byLink.get(a.index);
     if (m === undefined) this.#byLink.set(a.index, (m = new Map()));
     const k = a.local ?? a.address ?? '';
-    const v = m.get(k);
-    if (v === undefined) m.set(k, a);
-    else if (!Array.isArray(v)) m.set(k, sameAddress(v, a) ? a : [v, a]);
-    else {
-      const i = v.findIndex((x) => sameAddress(x, a));
-      if (i < 0) v.push(a);
-      else v[i] = a;
-    }
+    const list = m.get(k);
+    if (list === undefined) return void m.set(k, [a]);
+    const i = list.findIndex((x) => sameAddress(x, a));
+    if (i < 0) list.push(a);
+    else list[i] = a;
   }
 
   delete(a: Address): void {
     const m = this.#byLink.get(a.index);
     const k = a.local ?? a.address ?? '';
-    const v = m?.get(k);
-    if (v === undefined) return;
-    if (!Array.isArray(v)) {
-      if (sameAddress(v, a)) m!.delete(k);
-    } else {
-      const rest = v.filter((x) => !sameAddress(x, a));
-      if (rest.length === 0) m!.delete(k);
-      else m!.set(k, rest.length === 1 ? rest[0]! : rest);
-    }
-    if (m!.size === 0) this.#byLink.delete(a.index);
+    const list = m?.get(k);
+    if (m === undefined || list === undefined) return;
+    const rest = list.filter((x) => !sameAddress(x, a));
+    if (rest.length > 0) m.set(k, rest);
+    else if (m.delete(k) && m.size === 0) this.#byLink.delete(a.index);
   }
 
   deleteLink(index: number): void {
@@ -103,12 +95,9 @@ class AddressTable {
 
   /** Every address (of one link with `ifindex`). */
   values(ifindex?: number): Address[] {
-    const out: Address[] = [];
     const links =
-      ifindex === undefined ? this.#byLink.values() : [this.#byLink.get(ifindex) ?? new Map()];
-    for (const m of links)
-      for (const v of m.values()) Array.isArray(v) ? out.push(...v) : out.push(v);
-    return out;
+      ifindex === undefined ? [...this.#byLink.values()] : [this.#byLink.get(ifindex) ?? new Map()];
+    return links.flatMap((m) => [...m.values()].flat());
   }
 }
 
