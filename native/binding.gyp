@@ -18,7 +18,8 @@
         "notify.cc",
         "packet_socket.cc",
         "poller.cc",
-        "receiving_socket.cc"
+        "receiving_socket.cc",
+        "send_queue.cc"
       ],
       "dependencies": [
         "<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except"

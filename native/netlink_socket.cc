@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "errors.h"
@@ -11,6 +12,7 @@
 #include "init.h"
 #include "netns.h"
 #include "receiving_socket.h"
+#include "send_queue.h"
 
 namespace fk {
 namespace {
@@ -62,6 +64,8 @@ class NetlinkSocket : public ReceivingSocket<NetlinkSocket> {
                         {
                             InstanceAccessor<&NetlinkSocket::GetPortId>("portId"),
                             InstanceMethod<&NetlinkSocket::Send>("send"),
+                            InstanceMethod<&NetlinkSocket::StartSender>("startSender"),
+                            InstanceMethod<&NetlinkSocket::Submit>("submit"),
                             InstanceMethod<&NetlinkSocket::AddMembership>("addMembership"),
                             InstanceMethod<&NetlinkSocket::DropMembership>("dropMembership"),
                             InstanceMethod<&NetlinkSocket::SetReceiveBuffer>("setReceiveBuffer"),
@@ -145,26 +149,48 @@ class NetlinkSocket : public ReceivingSocket<NetlinkSocket> {
     if (!info[0].IsArray()) ThrowType(env, "send(buffers)");
     Napi::Array list = info[0].As<Napi::Array>();
     std::vector<iovec> iov(list.Length());
+    size_t total = 0;
     for (uint32_t i = 0; i < list.Length(); i++) {
       Napi::Value v = list.Get(i);
       if (!v.IsBuffer()) ThrowType(env, "send: every element must be a Buffer");
       auto buf = v.As<Napi::Buffer<uint8_t>>();
       iov[i].iov_base = buf.Data();
       iov[i].iov_len = buf.Length();
+      total += buf.Length();
     }
-    sockaddr_nl kernel{};
-    kernel.nl_family = AF_NETLINK;
-    msghdr msg{};
-    msg.msg_name = &kernel;
-    msg.msg_namelen = sizeof(kernel);
-    msg.msg_iov = iov.data();
-    msg.msg_iovlen = iov.size();
-    ssize_t n;
-    do {
-      n = sendmsg(fd, &msg, MSG_DONTWAIT);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) ThrowErrno(env, errno, "sendmsg");
-    return Napi::Number::New(env, static_cast<double>(n));
+    int err = SendToKernel(fd, iov.data(), iov.size());
+    if (err != 0) ThrowErrno(env, err, "sendmsg");
+    return Napi::Number::New(env, static_cast<double>(total));
+  }
+
+  // startSender(onError(err, firstSeq, lastSeq)): starts the send thread (SendQueue).
+  Napi::Value StartSender(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    int fd = CheckOpen(env);
+    if (!info[0].IsFunction()) ThrowType(env, "startSender(onError)");
+    if (!sender_) sender_ = std::make_unique<SendQueue>(env, fd, info[0].As<Napi::Function>());
+    return env.Undefined();
+  }
+
+  // submit(buffer, queue): one sendmsg of `buffer`, in order with every earlier submit. With
+  // `queue` false and nothing queued it is sent here and now (a failure throws); otherwise
+  // it is queued for the send thread (a failure goes to onError). Returns whether it was
+  // sent here.
+  Napi::Value Submit(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    int fd = CheckOpen(env);
+    if (!info[0].IsBuffer()) ThrowType(env, "submit(buffer, queue)");
+    if (!sender_) ThrowType(env, "submit: startSender() first");
+    auto buf = info[0].As<Napi::Buffer<uint8_t>>();
+    bool queue = info[1].ToBoolean().Value();
+    if (!queue && sender_->Idle()) {
+      iovec iov{buf.Data(), buf.Length()};
+      int err = SendToKernel(fd, &iov, 1);
+      if (err != 0) ThrowErrno(env, err, "sendmsg");
+      return Napi::Boolean::New(env, true);
+    }
+    sender_->Push(buf.Data(), buf.Length());
+    return Napi::Boolean::New(env, false);
   }
 
   Napi::Value AddMembership(const Napi::CallbackInfo& info) {
@@ -203,7 +229,12 @@ class NetlinkSocket : public ReceivingSocket<NetlinkSocket> {
     return {Napi::Buffer<uint8_t>::Copy(env, data, used)};
   }
 
+  // The send thread stops before the descriptor closes.
+  void BeforeClose() { sender_.reset(); }
+
   uint32_t port_id_ = 0;
+  // Declared last: destroyed (its thread joined) first, before the base closes the fd.
+  std::unique_ptr<SendQueue> sender_;
 };
 
 }  // namespace

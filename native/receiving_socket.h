@@ -78,6 +78,9 @@ class ReceivingSocket : public Napi::ObjectWrap<T> {
     return Wrap::DefineClass(env, T::kNames.cls, props);
   }
 
+  // Called by close() before the descriptor goes; a class with threads that use it stops them.
+  void BeforeClose() {}
+
   // The socket owns `fd` from now on.
   void Adopt(UniqueFd fd) { fd_ = std::move(fd); }
 
@@ -124,7 +127,8 @@ class ReceivingSocket : public Napi::ObjectWrap<T> {
   }
 
   Napi::Value Close(const Napi::CallbackInfo& info) {
-    poller_.Close();  // before the fd goes away
+    static_cast<T&>(*this).BeforeClose();  // a class's own use of the fd ends first
+    poller_.Close();                         // before the fd goes away
     fd_.Reset();
     on_data_.Reset();
     on_error_.Reset();

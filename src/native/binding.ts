@@ -63,6 +63,8 @@ export interface RawNetlinkOptions {
 export interface RawNetlinkSocket extends RawPolledSocket {
   readonly portId: number;
   send(buffers: readonly Buffer[]): number;
+  startSender(onError: (err: SystemError, firstSeq: number, lastSeq: number) => void): void;
+  submit(buffer: Buffer, queue: boolean): boolean;
   addMembership(group: number): void;
   dropMembership(group: number): void;
   setReceiveBuffer(bytes: number): number;

@@ -73,6 +73,30 @@ export class NetlinkSocket extends PolledSocket<RawNetlinkSocket> {
     return handle.send(list);
   }
 
+  /**
+   * Starts the socket's send thread (see submit). `onError` hears of a queued send that
+   * failed: none of its messages, sequence numbers `firstSeq` to `lastSeq`, reached the
+   * kernel. Idempotent (the first handler stays).
+   */
+  startSender(onError: (err: SystemError, firstSeq: number, lastSeq: number) => void): void {
+    if (typeof onError !== 'function')
+      throw new InvalidArgumentError('startSender: onError must be a function');
+    openHandle(this).startSender(onError);
+  }
+
+  /**
+   * One sendmsg of `data`, in order with every earlier submit, on the send thread: the
+   * kernel does a request's work inside sendmsg, and there it does not hold up the JS
+   * thread. With `queue` false and nothing queued, `data` is sent at once on this thread
+   * (a failure throws SystemError) and true is returned; otherwise a copy is queued (a
+   * failure goes to startSender's onError) and false is returned.
+   */
+  submit(data: Buffer, queue: boolean): boolean {
+    const handle = openHandle(this);
+    checkBuffer('submit: data', data);
+    return handle.submit(data, queue === true);
+  }
+
   /** Joins multicast group `group` (an RTNLGRP_* number). */
   addMembership(group: number): void {
     openHandle(this).addMembership(checkUint('group', group, 0xffff_ffff, 1));

@@ -9,6 +9,7 @@ import * as nl from './nlmsg.js';
 const { skip } = privileged();
 const ADDON = fileURLToPath(new URL('../../native/build/Release/fibkeeper.node', import.meta.url));
 const CHILD = fileURLToPath(new URL('./fixtures/throw-in-ondata.mjs', import.meta.url));
+const SENDER_CHILD = fileURLToPath(new URL('./fixtures/exit-while-sending.mjs', import.meta.url));
 
 /** Collects every message and error a socket receives. */
 function collect(sock: NetlinkSocket): { msgs: nl.NlMsg[]; errors: SystemError[]; chunks: number } {
@@ -153,6 +154,53 @@ describe.skipIf(skip)('NetlinkSocket', () => {
     sock.close();
     expect(sock.fd).toBe(-1);
     expect(() => sock.send(req)).toThrow(/closed/);
+  });
+
+  it('submit keeps the order of queued and direct sends; a failed queued send is reported with its sequence numbers', async () => {
+    const ns = makeNetns('nlsq');
+    // The kernel makes the send buffer 8 KiB: a larger datagram fails with EMSGSIZE.
+    const sock = openSocket({ netns: ns, sndbuf: 4096, rcvbuf: 8 << 20 });
+    const state = collect(sock);
+    expect(() => sock.submit(nl.noops(1), true)).toThrow(/startSender/);
+    const failures: { code: string | undefined; first: number; last: number }[] = [];
+    sock.startSender((err, first, last) => failures.push({ code: err.code, first, last }));
+    // 600 sends, two in three queued, the others direct unless sends are queued: the kernel
+    // answers them in exactly the order submitted.
+    let direct = 0;
+    for (let seq = 1; seq <= 600; seq++) if (sock.submit(nl.noops(seq), seq % 3 === 0)) direct++;
+    const acked = () => state.msgs.filter((m) => m.type === nl.NLMSG_ERROR).map((m) => m.seq);
+    await waitFor(() => acked().length >= 600, { what: '600 acks' });
+    expect(acked()).toEqual(Array.from({ length: 600 }, (_, i) => i + 1));
+    expect(direct).toBeLessThan(600);
+    // Queued, a datagram of 2,000 messages (32 KiB) fails on the send thread: reported with
+    // its first and last sequence numbers, and the send queued behind it still goes.
+    sock.submit(nl.noops(1000, 2000), true);
+    sock.submit(nl.noops(5000), true);
+    await waitFor(() => failures.length > 0 && acked().includes(5000), { what: 'failure, ack' });
+    expect(failures).toEqual([{ code: 'EMSGSIZE', first: 1000, last: 2999 }]);
+    expect(acked().filter((s) => s >= 1000 && s < 3000)).toEqual([]);
+    expect(state.errors).toEqual([]);
+    // Sent directly (nothing queued on a fresh socket), the same failure throws at once.
+    const idle = openSocket({ netns: ns, sndbuf: 4096 });
+    idle.startSender(() => undefined);
+    expect(() => idle.submit(nl.noops(1000, 2000), false)).toThrow(/EMSGSIZE/);
+    // Closing with sends queued stops the thread before the descriptor goes.
+    for (let i = 0; i < 200; i++) sock.submit(nl.noops(10_000 + i * 100, 100), true);
+    sock.close();
+    expect(sock.fd).toBe(-1);
+    expect(() => sock.submit(nl.noops(1), true)).toThrow(/closed/);
+  });
+
+  it('a process ends normally with its send thread busy, the socket never closed', () => {
+    const ns = makeNetns('nlsqexit');
+    const r = spawnSync(process.execPath, [SENDER_CHILD, ADDON, ns], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(r.signal).toBeNull(); // not SIGABRT, not SIGSEGV
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('queued\n');
+    expect(r.status).toBe(0);
   });
 
   it('rejects bad options and unknown namespaces', () => {

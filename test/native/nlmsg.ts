@@ -57,6 +57,17 @@ export function newLink(seq: number, name: string, kind: string): Buffer {
   return header(RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, seq, body);
 }
 
+export const NLMSG_NOOP = 1;
+
+/** `count` NLMSG_NOOP messages asking for an ack, sequence numbers from `seq` on. */
+export function noops(seq: number, count = 1): Buffer {
+  return Buffer.concat(
+    Array.from({ length: count }, (_, i) =>
+      header(NLMSG_NOOP, NLM_F_REQUEST | NLM_F_ACK, seq + i, Buffer.alloc(0)),
+    ),
+  );
+}
+
 /** Splits a chunk from NetlinkSocket.onData into messages. */
 export function parseMessages(chunk: Buffer): NlMsg[] {
   const out: NlMsg[] = [];
