@@ -17,7 +17,8 @@ export interface BulkHost {
   inFlight: number;
   allocSeq(n: number): number;
   writer(): Writer;
-  sendRaw(buf: Buffer, messages: number, what: string): void;
+  /** `queue`: on the transport's send thread, where there is one. */
+  sendRaw(buf: Buffer, messages: number, what: string, queue?: boolean): void;
   /** Lets every bulk operation send into the room that answers freed. */
   pumpAll(): void;
   finished(op: BulkOp<unknown>): void;
@@ -57,8 +58,14 @@ interface Batch {
   first: number;
   /** One past the last item index. */
   end: number;
-  /** Index of the last item actually sent, -1 when none was (all failed to encode). */
+  /**
+   * Index of the last item actually sent; -1 once nothing more is awaited (none was sent:
+   * all failed to encode; or the batch was answered, or its send failed, while a batch
+   * before it still waits).
+   */
   lastSent: number;
+  /** Its outcome is known: no item of it can have lost its reply. */
+  answered: boolean;
   /** Messages actually sent (counted in the host's inFlight until the batch retires). */
   sentCount: number;
   sendIndex: number;
@@ -127,6 +134,7 @@ export class BulkOp<T> {
       first: this.#sent,
       end: this.#sent,
       lastSent: -1,
+      answered: false,
       sentCount: 0,
       sendIndex: 0,
     };
@@ -155,7 +163,7 @@ export class BulkOp<T> {
       if (spec.mode === 'ack')
         w.buf.writeUInt16LE(w.buf.readUInt16LE(lastStart + 6) | NLM_F_ACK, lastStart + 6);
       try {
-        this.#host.sendRaw(w.bytes(), n, spec.what);
+        this.#host.sendRaw(w.bytes(), n, spec.what, true);
       } catch (err) {
         // Nothing of this batch reached the kernel; stop here and fail the rest as well.
         const failed = new Set(this.#failures.map((f) => f.index));
@@ -163,7 +171,7 @@ export class BulkOp<T> {
           if (!failed.has(i)) this.#failures.push({ index: i, error: err as Error });
         }
         this.#sent = spec.count;
-        this.#batches.push({ ...batch, end: spec.count, lastSent: -1 });
+        this.#batches.push({ ...batch, end: spec.count, lastSent: -1, answered: true });
         return;
       }
       batch.sentCount = n;
@@ -216,8 +224,51 @@ export class BulkOp<T> {
     if (head && i === head.lastSent) {
       this.#retire();
       this.#host.pumpAll();
+    } else if (head && i > head.lastSent) {
+      this.#answeredAhead(i);
     }
     return this.#over;
+  }
+
+  /**
+   * Item `i` of a batch behind the head was answered while the head waits: the head's send
+   * failed on the send thread, and the news of it (sendFailed) comes later than the kernel's
+   * answers to what was sent after it. The batch is retired behind the head.
+   */
+  #answeredAhead(i: number): void {
+    for (let k = 1; k < this.#batches.length; k++) {
+      const b = this.#batches[k]!;
+      if (b.first > i) return;
+      if (i === b.lastSent) {
+        b.lastSent = -1;
+        b.answered = true;
+        return;
+      }
+    }
+  }
+
+  /**
+   * A queued sendmsg failed: the items with sequence numbers `firstSeq` to `lastSeq` never
+   * reached the kernel. Each of them (without another failure already) fails with `cause`.
+   */
+  sendFailed(firstSeq: number, lastSeq: number, cause: Error & { errno?: number }): void {
+    if (this.#over) return;
+    const from = firstSeq - this.firstSeq;
+    const to = lastSeq - this.firstSeq;
+    for (const b of this.#batches) {
+      if (b.answered || b.end <= from || b.first > to) continue;
+      const failed = new Set(this.#failures.map((f) => f.index));
+      for (let i = Math.max(b.first, from); i < Math.min(b.end, to + 1); i++) {
+        if (failed.has(i)) continue;
+        this.#failures.push({
+          index: i,
+          error: new NetlinkError(`${this.#describe(i)}: sendmsg`, cause.errno ?? 0, {}, { cause }),
+        });
+      }
+      b.lastSent = -1;
+      b.answered = true;
+    }
+    this.#completeBatches();
   }
 
   /**
@@ -231,7 +282,7 @@ export class BulkOp<T> {
     while (this.#batches.length > 0 && this.#batches[0]!.sendIndex < probeSendIndex) {
       const b = this.#batches[0]!;
       const failed = new Set(this.#failures.map((f) => f.index));
-      for (let i = b.first; i < b.end; i++) {
+      for (let i = b.answered ? b.end : b.first; i < b.end; i++) {
         if (failed.has(i) || (this.#spec.mode === 'reply' && this.#results[i] !== undefined))
           continue;
         lost++;

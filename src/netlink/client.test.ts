@@ -109,6 +109,64 @@ class FakeKernel {
   }
 }
 
+/**
+ * A fake kernel behind a send thread (NetlinkSocket.startSender/submit): queued sends reach
+ * the kernel in order, a turn later. `failSend(i, buf)` makes the i-th queued sendmsg fail with
+ * EMSGSIZE; the news of it comes `failureDelayMs` later, after the kernel has answered
+ * what was queued behind it (as a notice from the thread may).
+ */
+class ThreadedFakeKernel extends FakeKernel {
+  onSendError: ((err: SystemError, first: number, last: number) => void) | undefined;
+  readonly queue: Buffer[] = [];
+  queuedSends = 0;
+  syncSends = 0;
+  failSend: (i: number, buf: Buffer) => boolean = () => false;
+  failureDelayMs = 5;
+  #draining = false;
+
+  startSender(onError: (err: SystemError, first: number, last: number) => void): void {
+    this.onSendError ??= onError;
+  }
+
+  submit(data: Buffer, queue: boolean): boolean {
+    if (!queue && this.queue.length === 0) {
+      this.syncSends++;
+      this.send(data);
+      return true;
+    }
+    this.queue.push(Buffer.from(data)); // a copy, as the addon makes
+    if (!this.#draining) {
+      this.#draining = true;
+      setImmediate(() => this.#drain());
+    }
+    return false;
+  }
+
+  #drain(): void {
+    this.#draining = false;
+    for (const buf of this.queue.splice(0)) {
+      const i = this.queuedSends++;
+      if (!this.failSend(i, buf)) {
+        this.send(buf);
+        continue;
+      }
+      const first = readHeader(buf, 0, buf.length).seq;
+      let last = first;
+      for (let off = 0; off < buf.length;) {
+        const h = readHeader(buf, off, buf.length);
+        last = h.seq;
+        off += (h.len + 3) & ~3;
+      }
+      const err = Object.assign(new Error('sendmsg: EMSGSIZE'), {
+        code: 'EMSGSIZE',
+        errno: 90,
+        syscall: 'sendmsg',
+      });
+      setTimeout(() => this.onSendError?.(err, first, last), this.failureDelayMs);
+    }
+  }
+}
+
 function enobufs(): SystemError {
   return Object.assign(new Error('recvmsg: ENOBUFS'), {
     code: 'ENOBUFS',
@@ -386,6 +444,56 @@ describe('bulk', () => {
     expect(res.failures.map((f) => f.index)).toEqual([2, 4]);
     expect(res.failures.every((f) => f.error instanceof InvalidArgumentError)).toBe(true);
     expect(k.requests).toHaveLength(3);
+  });
+
+  it('sends bulk batches on the send thread; a failed queued send fails its items only, even when the batches behind it are answered first', async () => {
+    const k = new ThreadedFakeKernel();
+    k.failSend = (i) => i === 1;
+    // 48-byte messages, 96 bytes a send: two items a batch, 16 batches in flight.
+    const h = open(k, { window: 32, maxSendBytes: 96 });
+    const list = entries(40);
+    const res = await h.neighSetMany(list);
+    expect(k.syncSends).toBe(0);
+    expect(k.queuedSends).toBe(20);
+    // The second batch (items 2 and 3) never reached the kernel; the rest did.
+    const firstSeq = k.requests[0]!.header.seq;
+    const reached = k.requests.map((r) => r.header.seq - firstSeq);
+    expect(reached).toEqual([...Array(40).keys()].filter((i) => i !== 2 && i !== 3));
+    expect(res.failures.map((f) => f.index)).toEqual([2, 3]);
+    for (const f of res.failures) {
+      expect(f.error).toBeInstanceOf(NetlinkError);
+      expect((f.error as NetlinkError).errnoName).toBe('EMSGSIZE');
+      expect(f.error.message).toContain(`neighSet ${f.entry.dst} dev 7: sendmsg`);
+    }
+    expect(res.ok).toBe(38);
+    expect(h.stats.failedSends).toBe(1);
+    // The window was given back: the next bulk call runs to the end.
+    k.failSend = () => false;
+    expect((await h.neighSetMany(entries(10))).ok).toBe(10);
+  });
+
+  it('a request made while sends are queued goes behind them; its failed send rejects it', async () => {
+    const k = new ThreadedFakeKernel();
+    const h = open(k, { window: 32, maxSendBytes: 96 });
+    // The get's own send fails: it was queued behind the bulk call's first 16 batches.
+    k.failSend = (_i, buf) => readHeader(buf, 0, buf.length).type === C.RTM_GETNEIGH;
+    const bulk = h.neighSetMany(entries(40));
+    const got = h.neighGet({ ifindex: 7, dst: '10.9.9.9' });
+    await expect(got).rejects.toThrow(/sendmsg/);
+    await expect(got).rejects.toMatchObject({ errnoName: 'EMSGSIZE' });
+    expect((await bulk).ok).toBe(40);
+    expect(k.syncSends).toBe(0);
+    expect(k.queuedSends).toBe(21);
+    // Idle again: a request is sent at once, on the caller's thread.
+    k.script = (req, w) => {
+      const start = w.off;
+      formatNeigh(w, C.RTM_NEWNEIGH, 0, neigh('10.9.9.8'), req.header.seq);
+      w.buf.writeUInt32LE(PORT, start + 12);
+    };
+    await expect(h.neighGet({ ifindex: 7, dst: '10.9.9.8' })).resolves.toMatchObject({
+      dst: '10.9.9.8',
+    });
+    expect(k.syncSends).toBe(1);
   });
 
   it('routeGetMany returns a route or the error for each query, in order', async () => {

@@ -53,6 +53,8 @@ export class Client implements NetlinkReceiver, BulkHost {
   #closed = false;
   #dumpTail: Promise<unknown> = Promise.resolve();
   #watchdog: NodeJS.Timeout | undefined;
+  /** The transport's send thread runs (started by the first queued send). */
+  #senderStarted = false;
   #probeScheduled = false;
   readonly stats: ClientStats = {
     sendCalls: 0,
@@ -60,6 +62,7 @@ export class Client implements NetlinkReceiver, BulkHost {
     receiveOverflows: 0,
     strayMessages: 0,
     lostAcks: 0,
+    failedSends: 0,
   };
 
   constructor(params: ClientParams) {
@@ -96,16 +99,48 @@ export class Client implements NetlinkReceiver, BulkHost {
     return base;
   }
 
-  /** Sends what `w` holds (throws NetlinkError for a failed sendmsg). */
-  sendRaw(buf: Buffer, messages: number, what: string): void {
+  /**
+   * Sends what `buf` holds. `queue`: hand it to the transport's send thread (bulk batches:
+   * the kernel's work in sendmsg then overlaps ours); a queued send that fails reaches
+   * #sendFailed. Otherwise it is sent at once, in order with what is queued; a failed
+   * sendmsg throws NetlinkError.
+   */
+  sendRaw(buf: Buffer, messages: number, what: string, queue = false): void {
+    const t = this.#t;
     try {
-      this.#t.send(buf);
+      if (queue && t.submit !== undefined && t.startSender !== undefined) {
+        if (!this.#senderStarted) {
+          t.startSender((err, first, last) => this.#sendFailed(err, first, last));
+          this.#senderStarted = true;
+        }
+        t.submit(buf, true);
+      } else if (this.#senderStarted) t.submit!(buf, false);
+      else t.send(buf);
     } catch (err) {
       const e = err as Partial<SystemError>;
       throw new NetlinkError(`${what}: sendmsg`, e.errno ?? 0, {}, { cause: err });
     }
     this.stats.sendCalls++;
     this.stats.messagesSent += messages;
+  }
+
+  /**
+   * A queued sendmsg failed: the messages with sequence numbers `first` to `last` never
+   * reached the kernel, and will never be answered.
+   */
+  #sendFailed(err: SystemError, first: number, last: number): void {
+    if (this.#closed) return;
+    this.stats.failedSends++;
+    for (const op of this.#allOps()) {
+      if (op.lastSeq < first || op.firstSeq > last) continue;
+      if (op instanceof BulkOp) {
+        op.sendFailed(first, last, err);
+        continue;
+      }
+      this.#unregister(op);
+      op.fail(new NetlinkError('netlink request: sendmsg', err.errno, {}, { cause: err }));
+    }
+    this.pumpAll();
   }
 
   /** The client's reusable writer (valid until the next request). */

@@ -1,12 +1,18 @@
 // The client's vocabulary: the socket it needs (Transport), its parameters and
 // statistics, and the pending operations that incoming messages are routed to.
-import type { NetlinkReceiver } from '../native/index.js';
+import type { NetlinkReceiver, SystemError } from '../native/index.js';
 import type { Writer } from './codec/index.js';
 
 /** What the client needs from a socket; the native NetlinkSocket fits, tests pass a fake. */
 export interface Transport {
   readonly portId: number;
   send(data: Buffer | readonly Buffer[]): number;
+  /**
+   * A send thread (NetlinkSocket.startSender/submit): submit(data, true) queues `data` for
+   * it, submit(data, false) sends at once unless sends are queued, keeping the order.
+   */
+  startSender?(onError: (err: SystemError, firstSeq: number, lastSeq: number) => void): void;
+  submit?(data: Buffer, queue: boolean): boolean;
   receive(receiver: NetlinkReceiver): void;
   /** Stops polling (datagrams queue in the kernel) until receive() is called again. */
   pause?(): void;
@@ -52,6 +58,8 @@ export interface ClientStats {
   receiveOverflows: number;
   strayMessages: number;
   lostAcks: number;
+  /** Queued sendmsg calls that failed (their messages reached the kernel not at all). */
+  failedSends: number;
 }
 
 export type SingleHandler = (
