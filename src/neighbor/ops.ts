@@ -136,9 +136,9 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     // Events per new entry: the kernel announces a legacy entry (NTF_USE) once, when it
     // resolves; a managed one (or a two-step legacy one) when it is created too.
     const events = created * (mode === 'legacy' && !this.#p.twoStep ? 1 : 2);
-    this.#pacer.writing(created);
+    if (events > 0) this.#pacer.writing(created, events);
     const out = await this.#p.kernel.neighSetMany(specs);
-    if (events > 0) await this.#pacer.written(events);
+    if (events > 0) await this.#pacer.written();
     for (const f of out.failures) results[todo[f.index]!] = f.error;
     let inserts = 0;
     const by: Record<RequeueCause, number> = { deleted: 0, failed: 0, refresh: 0, mode: 0 };
@@ -206,7 +206,7 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     const out = await this.#p.kernel.neighDelMany(
       del.map((i) => ({ ifindex: objs[i]!.ifindex, dst: objs[i]!.nexthop })),
     );
-    await this.#pacer.written(del.length - out.failures.length);
+    await this.#pacer.written(out.failures.length);
     for (const f of out.failures) {
       if (!isErrno(f.error, 'ENOENT', 'ENODEV')) results[del[f.index]!] = f.error;
     }

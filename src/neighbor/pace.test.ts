@@ -31,7 +31,7 @@ function setup(budget: number, perTurn = 3000) {
   const batch = async (n: number) => {
     pacer.writing(n);
     s.queued += n;
-    await pacer.written(n);
+    await pacer.written();
   };
   const turnOver = () => later.splice(0).forEach((fn) => fn());
   return { pacer, s, log, batch, turnOver };
@@ -60,24 +60,45 @@ describe('write pacing', () => {
     t.pacer.writing(8192); // soon after: the resume scheduled by the first batch is void
     t.turnOver();
     expect(t.log).toEqual(['pause']);
-    await t.pacer.written(8192);
+    await t.pacer.written();
     t.s.clock += PAUSE_MAX_MS; // the writes took long: events nobody counted pile up
     t.pacer.writing(8192); // the resume scheduled by the last batch stands
     t.turnOver();
     expect(t.log).toEqual(['pause', 'resume']);
-    await t.pacer.written(8192);
+    await t.pacer.written();
     await t.batch(8192); // a new burst pauses afresh
     expect(t.log).toEqual(['pause', 'resume', 'pause']);
   });
 
-  it('reads down to half the budget once the events owed exceed it, then pauses again', async () => {
+  it('a burst larger than the budget is read as it is written until it is over', async () => {
     const t = setup(20_000);
+    for (let b = 0; b < 2; b++) await t.batch(8192);
+    expect(t.log).toEqual(['pause']);
+    expect(t.pacer.overBudget).toBe(false);
+    await t.batch(8192); // 24,576 owed: over the budget, reading resumes before the writes
+    expect(t.log).toEqual(['pause', 'resume']);
+    expect(t.pacer.overBudget).toBe(true);
+    expect(t.pacer.owed).toBeLessThanOrEqual(10_000); // and the batch waited down to half
+    expect(t.s.queued).toBe(t.pacer.owed); // what is owed is what waits in the socket
+    // Within the budget again, but the same burst: reading stays on.
     for (let b = 0; b < 3; b++) await t.batch(8192);
     expect(t.log).toEqual(['pause', 'resume']);
-    expect(t.pacer.owed).toBeLessThanOrEqual(10_000);
-    expect(t.s.queued).toBe(t.pacer.owed); // what is owed is what waits in the socket
-    await t.batch(8192); // within the budget again: a burst, reading paused
+    // The burst is over (a turn without a batch); the next one pauses afresh.
+    t.turnOver();
+    expect(t.pacer.overBudget).toBe(false);
+    t.s.read += t.s.queued;
+    t.s.queued = 0;
+    await t.batch(8192);
     expect(t.log).toEqual(['pause', 'resume', 'pause']);
+  });
+
+  it('events read while a batch is written count against it: nothing read is waited for', async () => {
+    const t = setup(6000, 0); // the turns read nothing
+    t.pacer.writing(8192);
+    t.s.read += 8192; // all of its events, read while the send thread wrote it
+    await t.pacer.written();
+    expect(t.s.turns).toBe(0);
+    expect(t.pacer.owed).toBe(0);
   });
 
   it('events read (of a clear, of anyone) settle what is owed: nothing stale is waited for', async () => {
@@ -106,7 +127,8 @@ describe('write pacing', () => {
   it('an overflow of the event socket settles what is owed (a dump replaces the events)', async () => {
     let overflows = 0;
     const pacer = new WritePacer({ budget: 10_000, read: () => 0, overflows: () => overflows });
-    await pacer.written(8000);
+    pacer.writing(8000);
+    await pacer.written();
     expect(pacer.owed).toBe(8000);
     overflows++;
     expect(pacer.owed).toBe(0);
