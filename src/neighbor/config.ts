@@ -69,14 +69,14 @@ export function defaultTuning(): NeighborTuning {
     routeRcvbuf: 8 << 20,
     linkRcvbuf: 4 << 20,
     // IPs per chunk of the calculation (with shared lookups, a chunk costs one lookup per
-    // route prefix in it, and up to one per IP when they cannot be shared): few event loop
-    // turns for a large table (16384 converged 100,000 IPs ~7% faster than 8192 here), yet a
-    // chunk takes only ~20 ms, so events and route changes are not held up long.
-    lookupChunk: 16384,
-    // Entries per neighSetMany call: 8192 keeps rounds few for a large table (faster than
-    // 4096 by a few %) and short enough (~40 ms of kernel work) that stop() and new changes
-    // are not held up long.
-    writeBatch: 8192,
+    // route prefix in it, and up to one per IP when they cannot be shared). A chunk is one
+    // synchronous task of the JS thread (~10 ms at 4096), and while it runs the acks of the
+    // writes wait and the send thread may run dry: at 1,000,000 IPs 4096 (with writeBatch
+    // 4096) converged in 8.9-9.2 s where 16384 (with 8192) took 10.3-11.6 s (docs/neighbor.md).
+    lookupChunk: 4096,
+    // Entries per neighSetMany call; two calls run at once (the reconciler's pipeline), so
+    // ~8,000 entries (~40 ms of kernel work) are on their way while the next batch is made.
+    writeBatch: 4096,
     // A link going down removes its IPv4 routes without notifications: re-dump once the
     // burst of link and address events has passed.
     routeRedumpDelayMs: 50,

@@ -65,6 +65,9 @@ export function makeWriter(p: WriterParams): Reconciler<DesiredNeighbor> {
       retryBackoffMaxMs: c.retryMax,
       pruneIntervalMs: c.resyncInterval,
       batchSize: p.tuning.writeBatch,
+      // The next batch is prepared while the one before is in the kernel (on the netlink
+      // socket's send thread).
+      pipeline: 2,
       // A lost entry is written again at once, but never sooner than this after its last
       // write: the per-entry bound (exponential backoff on repeated losses is the reactor's).
       requeueMinIntervalMs: c.retryMin,

@@ -46,24 +46,34 @@ export class Applier<Obj> {
 
   async runUpdates(rows: readonly Row<Obj>[]): Promise<void> {
     const size = this.#d.config.batchSize;
-    for (let i = 0; i < rows.length && this.#d.running(); i += size) {
-      // Skip versions that a later write has replaced while earlier batches ran.
-      const chunk = rows.slice(i, i + size).filter((r) => this.#d.table.isCurrent(r));
-      if (chunk.length === 0) continue;
-      if (this.#d.ops.updateBatch !== undefined) {
-        const results = await this.#callBatch('update', chunk, (objs) =>
-          this.#d.ops.updateBatch?.(objs),
-        );
-        const now = this.#d.clock.now();
-        for (let j = 0; j < chunk.length; j++) this.#updated(chunk[j]!, results[j], now);
-        continue;
+    // Batch calls under way (config.pipeline at most), oldest first.
+    const inFlight: Promise<void>[] = [];
+    try {
+      for (let i = 0; i < rows.length && this.#d.running(); i += size) {
+        // Skip versions that a later write has replaced while earlier batches ran.
+        const chunk = rows.slice(i, i + size).filter((r) => this.#d.table.isCurrent(r));
+        if (chunk.length === 0) continue;
+        if (this.#d.ops.updateBatch !== undefined) {
+          const done = this.#callBatch('update', chunk, (objs) =>
+            this.#d.ops.updateBatch?.(objs),
+          ).then((results) => {
+            const now = this.#d.clock.now();
+            for (let j = 0; j < chunk.length; j++) this.#updated(chunk[j]!, results[j], now);
+          });
+          inFlight.push(done);
+          if (inFlight.length >= this.#d.config.pipeline) await inFlight.shift();
+          continue;
+        }
+        for (const r of chunk) {
+          if (!this.#d.running()) break;
+          if (!this.#d.table.isCurrent(r)) continue;
+          const [err] = await this.#callBatch('update', [r], ([o]) => this.#d.ops.update(o as Obj));
+          this.#updated(r, err, this.#d.clock.now());
+        }
       }
-      for (const r of chunk) {
-        if (!this.#d.running()) break;
-        if (!this.#d.table.isCurrent(r)) continue;
-        const [err] = await this.#callBatch('update', [r], ([o]) => this.#d.ops.update(o as Obj));
-        this.#updated(r, err, this.#d.clock.now());
-      }
+    } finally {
+      // #callBatch never rejects: every batch under way ends here.
+      await Promise.all(inFlight);
     }
   }
 

@@ -14,6 +14,12 @@ export interface ReconcilerConfig {
   pruneIntervalMs: number;
   /** Objects per updateBatch/deleteBatch call; stop() is honoured between batches. */
   batchSize: number;
+  /**
+   * Batch calls of a round that may run at once (updateBatch): with 2, the next batch is
+   * prepared and handed over while the one before is still in the kernel (its writes go
+   * out on a send thread, NetlinkSocket.submit).
+   */
+  pipeline: number;
   /** Failing objects listed by health() (errorCount has them all). */
   maxHealthErrors: number;
   /** A requeued row that was done less than this long ago waits out the rest, ms. */
@@ -37,6 +43,7 @@ export function defaultOptions(): ReconcilerConfig {
     // Large enough that 100k rows take 100 calls, small enough to bound one netlink burst
     // and how long stop() waits for a round.
     batchSize: 1000,
+    pipeline: 1,
     // Enough to see the pattern in the status view and logs without unbounded output.
     maxHealthErrors: 10,
     // A target that keeps losing an entry (a flapping device) causes at most one re-insert
@@ -60,6 +67,7 @@ const RULES: Readonly<Record<keyof ReconcilerConfig, Rule>> = {
   refreshIntervalMs: nonNegative,
   pruneIntervalMs: nonNegative,
   batchSize: integerAtLeastOne,
+  pipeline: integerAtLeastOne,
   maxHealthErrors: integer,
   requeueMinIntervalMs: nonNegative,
 };

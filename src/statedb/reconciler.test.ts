@@ -497,6 +497,55 @@ describe('Reconciler: batches', () => {
     expect(statuses(table)).toEqual(['10.0.0.4:done', '10.0.0.5:done']);
   });
 
+  it('pipeline 2: the next batch call starts while the one before is under way, never more', async () => {
+    const ops = new FakeBatchOps<Entry>(keyOf);
+    let running = 0;
+    let most = 0;
+    const waiting: (() => void)[] = [];
+    const batch = ops.updateBatch.bind(ops);
+    ops.updateBatch = async (objs) => {
+      running++;
+      most = Math.max(most, running);
+      await new Promise<void>((resolve) => waiting.push(resolve));
+      running--;
+      return batch(objs);
+    };
+    const { table, r } = setup({ batchSize: 2, pipeline: 2 }, {}, ops);
+    insert(table, '10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4', '10.0.0.5');
+    ops.failKeys.add('10.0.0.3');
+    r.start();
+    await vi.waitFor(() => expect(waiting).toHaveLength(2));
+    expect(running).toBe(2); // the second call did not wait for the first
+    waiting.shift()!();
+    await vi.waitFor(() => expect(waiting).toHaveLength(2)); // the third starts in its place
+    while (waiting.length > 0) {
+      waiting.shift()!();
+      await vi.waitFor(() => expect(running).toBe(waiting.length));
+    }
+    await r.waitFirstRound();
+    expect(most).toBe(2);
+    // (The failed one may have been retried meanwhile: the first five outcomes are the round's.)
+    expect(
+      ops
+        .take()
+        .filter((h) => h.startsWith('update('))
+        .slice(0, 5),
+    ).toEqual([
+      'update(10.0.0.1) ok',
+      'update(10.0.0.2) ok',
+      'update(10.0.0.3) fail',
+      'update(10.0.0.4) ok',
+      'update(10.0.0.5) ok',
+    ]);
+    expect(statuses(table)).toEqual([
+      '10.0.0.1:done',
+      '10.0.0.2:done',
+      '10.0.0.3:error',
+      '10.0.0.4:done',
+      '10.0.0.5:done',
+    ]);
+  });
+
   it('fails every object of a batch call that throws or returns the wrong count', async () => {
     const ops = new FakeBatchOps<Entry>(keyOf);
     ops.updateBatch = async () => {
