@@ -1,6 +1,7 @@
 #include "send_queue.h"
 
 #include <linux/netlink.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -131,6 +132,8 @@ void SendQueue::Push(const uint8_t* data, size_t len) {
 }
 
 void SendQueue::Run() {
+  // Named for top -H and /proc/PID/task/*/comm (bench/neighbor/cpu.mjs reads its CPU time).
+  pthread_setname_np(pthread_self(), kSendThreadName);
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });

@@ -23,6 +23,9 @@
 
 namespace fk {
 
+// The send thread's name (at most 15 characters).
+constexpr const char* kSendThreadName = "fk-netlink-send";
+
 class SendQueue {
  public:
   SendQueue(Napi::Env env, int fd, Napi::Function on_error);

@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // Where the convergence time goes: wall time against the CPU time (user and system, from
 // /proc) of the process doing the work, for the raw writer (this driver, agent paused) and
-// for fibkeeper (the agent), at N, per round; plus the agent's resync counters.
+// for fibkeeper (the agent), at N, per round; plus the agent's resync counters. Each side's
+// time is split by thread: the JS thread, the netlink send thread (fk-netlink-send: the
+// kernel's work inside sendmsg) and the rest (V8's GC helpers).
 // Usage: node bench/neighbor/cpu.mjs [--n 100000] [--rounds 3] [--tuning JSON]
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   BASE,
@@ -31,11 +33,40 @@ const rounds = Number(get('--rounds', '3'));
 const tuning = JSON.parse(get('--tuning', '{}'));
 const hz = 100;
 
-/** utime and stime of a process (all threads), ms. */
-function cpu(pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+/** utime and stime of one /proc stat file, ms. */
+function times(path) {
+  const f = readFileSync(path, 'utf8');
   const x = f.slice(f.lastIndexOf(')') + 2).split(' ');
   return { user: (Number(x[11]) * 1000) / hz, sys: (Number(x[12]) * 1000) / hz };
+}
+
+/** utime and stime of a process (all threads), ms, and of its threads by role. */
+function cpu(pid) {
+  const byRole = { js: { user: 0, sys: 0 }, send: { user: 0, sys: 0 }, rest: { user: 0, sys: 0 } };
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let t;
+    let comm;
+    try {
+      t = times(`/proc/${pid}/task/${tid}/stat`);
+      comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    const role = tid === String(pid) ? 'js' : comm === 'fk-netlink-send' ? 'send' : 'rest';
+    byRole[role].user += t.user;
+    byRole[role].sys += t.sys;
+  }
+  return { ...times(`/proc/${pid}/stat`), byRole };
+}
+
+/** "JS thread u/s, send thread u/s, rest u/s" of the CPU between two cpu() readings. */
+function split(c0, c1) {
+  const part = (k) => {
+    const u = c1.byRole[k].user - c0.byRole[k].user;
+    const sy = c1.byRole[k].sys - c0.byRole[k].sys;
+    return `${u}/${sy}`;
+  };
+  return `JS thread ${part('js')}, send thread ${part('send')}, rest ${part('rest')} (user/sys ms)`;
 }
 
 const mod = await import(join(root, 'dist', 'netlink', 'index.js'));
@@ -109,6 +140,8 @@ try {
         `fibkeeper ${r2(res.ms)} ms (user ${a1.user - a0.user}, sys ${a1.sys - a0.sys}); ` +
         `ratio ${r2(res.ms / raw)}x raw, share ${r2(raw / res.ms)}; overflows during load+resolution ${over}`,
     );
+    console.log(`  raw: ${split(c0, c1)}`);
+    console.log(`  fibkeeper: ${split(a0, a1)}`);
   }
 } finally {
   await agent?.stop();

@@ -61,11 +61,9 @@ interface Batch {
   /**
    * Index of the last item actually sent; -1 once nothing more is awaited (none was sent:
    * all failed to encode; or the batch was answered, or its send failed, while a batch
-   * before it still waits).
+   * before it still waits). Then every item's outcome is known: none can lose its reply.
    */
   lastSent: number;
-  /** Its outcome is known: no item of it can have lost its reply. */
-  answered: boolean;
   /** Messages actually sent (counted in the host's inFlight until the batch retires). */
   sentCount: number;
   sendIndex: number;
@@ -134,7 +132,6 @@ export class BulkOp<T> {
       first: this.#sent,
       end: this.#sent,
       lastSent: -1,
-      answered: false,
       sentCount: 0,
       sendIndex: 0,
     };
@@ -171,7 +168,7 @@ export class BulkOp<T> {
           if (!failed.has(i)) this.#failures.push({ index: i, error: err as Error });
         }
         this.#sent = spec.count;
-        this.#batches.push({ ...batch, end: spec.count, lastSent: -1, answered: true });
+        this.#batches.push({ ...batch, end: spec.count, lastSent: -1 });
         return;
       }
       batch.sentCount = n;
@@ -241,7 +238,6 @@ export class BulkOp<T> {
       if (b.first > i) return;
       if (i === b.lastSent) {
         b.lastSent = -1;
-        b.answered = true;
         return;
       }
     }
@@ -256,7 +252,7 @@ export class BulkOp<T> {
     const from = firstSeq - this.firstSeq;
     const to = lastSeq - this.firstSeq;
     for (const b of this.#batches) {
-      if (b.answered || b.end <= from || b.first > to) continue;
+      if (b.lastSent < 0 || b.end <= from || b.first > to) continue;
       const failed = new Set(this.#failures.map((f) => f.index));
       for (let i = Math.max(b.first, from); i < Math.min(b.end, to + 1); i++) {
         if (failed.has(i)) continue;
@@ -266,7 +262,6 @@ export class BulkOp<T> {
         });
       }
       b.lastSent = -1;
-      b.answered = true;
     }
     this.#completeBatches();
   }
@@ -282,7 +277,7 @@ export class BulkOp<T> {
     while (this.#batches.length > 0 && this.#batches[0]!.sendIndex < probeSendIndex) {
       const b = this.#batches[0]!;
       const failed = new Set(this.#failures.map((f) => f.index));
-      for (let i = b.answered ? b.end : b.first; i < b.end; i++) {
+      for (let i = b.lastSent < 0 ? b.end : b.first; i < b.end; i++) {
         if (failed.has(i) || (this.#spec.mode === 'reply' && this.#results[i] !== undefined))
           continue;
         lost++;

@@ -1,5 +1,6 @@
 // Privileged tests of the addon's NetlinkSocket, each in namespaces of its own.
 import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { NetlinkSocket, type SystemError } from '../../src/native/index.js';
@@ -172,6 +173,15 @@ describe.skipIf(skip)('NetlinkSocket', () => {
     await waitFor(() => acked().length >= 600, { what: '600 acks' });
     expect(acked()).toEqual(Array.from({ length: 600 }, (_, i) => i + 1));
     expect(direct).toBeLessThan(600);
+    // The thread is named (top -H; bench/neighbor/cpu.mjs reads its CPU time by that name).
+    const comms = readdirSync('/proc/self/task').map((t) => {
+      try {
+        return readFileSync(`/proc/self/task/${t}/comm`, 'utf8').trim();
+      } catch {
+        return '';
+      }
+    });
+    expect(comms).toContain('fk-netlink-send');
     // Queued, a datagram of 2,000 messages (32 KiB) fails on the send thread: reported with
     // its first and last sequence numbers, and the send queued behind it still goes.
     sock.submit(nl.noops(1000, 2000), true);
