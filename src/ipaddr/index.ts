@@ -41,9 +41,11 @@ export {
   type ParsePrefixOptions,
 } from './prefix.js';
 export { IpRangeIndex } from './range-index.js';
+export { formatV4Number, parseDottedQuad } from './v4.js';
 export {
   formatLinkAddr,
   formatMac,
+  formatMacHalves,
   isMulticastMac,
   isZeroMac,
   linkAddrLength,

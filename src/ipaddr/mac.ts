@@ -88,6 +88,12 @@ export function parseUnicastMac(mac: string | Uint8Array): Buffer {
 /** The kernel's MAX_ADDR_LEN: no link-layer address is longer. */
 export const MAX_ADDR_LEN = 32;
 
+/** A 6-byte MAC given as two 24-bit numbers (bytes 0-2 and 3-5), as formatLinkAddr prints it. */
+export function formatMacHalves(hi: number, lo: number): string {
+  const h = HEX_PAIR;
+  return `${h[(hi >>> 16) & 255]}:${h[(hi >>> 8) & 255]}:${h[hi & 255]}:${h[(lo >>> 16) & 255]}:${h[(lo >>> 8) & 255]}:${h[lo & 255]}`;
+}
+
 /**
  * "aa:bb:cc:dd:ee:ff" for the `length` bytes at `bytes[offset]`: a link-layer address of any
  * length ("" for none), as `ip -j` prints it. On the netlink dump path: no per-byte strings

@@ -1,7 +1,8 @@
 // One entry of the observed neighbor table, packed: state, flags, the low NDA_FLAGS_EXT bits,
 // the protocol and the table's own marks in one small integer, a 6-byte lladdr in two
 // 24-bit halves. Private to observed.ts.
-import type { Neigh } from '../netlink/index.js';
+import { formatMacHalves } from '../ipaddr/index.js';
+import { NeighFields, type Neigh } from '../netlink/index.js';
 import { isForeign, type NeighState } from './ownership.js';
 
 /** The kernel's "no protocol" and the bits an entry keeps of NDA_FLAGS_EXT. */
@@ -56,7 +57,7 @@ export class Entry implements NeighState {
   get lladdr(): string | undefined {
     if (this.macText !== undefined) return this.macText;
     if (this.macHi < 0) return undefined;
-    return `${hex3(this.macHi)}:${hex3(this.macLo)}`;
+    return formatMacHalves(this.macHi, this.macLo);
   }
 
   /**
@@ -74,8 +75,13 @@ export class Entry implements NeighState {
     let hi = -1;
     let lo = -1;
     let text: string | undefined = undefined;
-    const mac = n.lladdr;
-    if (mac !== undefined && mac !== '') {
+    // A message read in place has a 6-byte address as numbers already: no text to parse.
+    const fields = n instanceof NeighFields && n.macHi >= 0;
+    const mac = fields ? undefined : n.lladdr;
+    if (fields) {
+      hi = n.macHi;
+      lo = n.macLo;
+    } else if (mac !== undefined && mac !== '') {
       hi = macHalf(mac, 0);
       lo = hi < 0 ? -1 : macHalf(mac, 9);
       if (lo < 0 || mac.length !== 17 || mac.charCodeAt(8) !== 58) {
@@ -114,12 +120,6 @@ function macHalf(mac: string, from: number): number {
     v = (v << 8) | (a << 4) | b;
   }
   return v;
-}
-
-const HEX2 = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-
-function hex3(v: number): string {
-  return `${HEX2[(v >>> 16) & 0xff]}:${HEX2[(v >>> 8) & 0xff]}:${HEX2[v & 0xff]}`;
 }
 
 export function familyOf(ip: string): 4 | 6 {

@@ -145,8 +145,8 @@ const fields = neighFields();
 
 function neighborEvent(d: FeedsDeps, kind: 'new' | 'del', msg: NeighMessage): void {
   const after = d.observed.apply(kind, msg);
+  if (after === undefined || !d.reactor.cares(after ?? undefined)) return;
+  // Read only now: the text of an address read in place is made on demand.
   const dst = msg.dst;
-  if (after !== undefined && dst !== undefined) {
-    d.reactor.observedEntry(msg.ifindex, dst, after ?? undefined);
-  }
+  if (dst !== undefined) d.reactor.observedEntry(msg.ifindex, dst, after ?? undefined);
 }

@@ -12,7 +12,7 @@ import {
   NUD_STALE,
   nudStateNames,
 } from '../netlink/index.js';
-import { neigh } from './testing.js';
+import { fieldsOf, neigh } from './testing.js';
 import { isForeign, ObservedNeighbors, observedRow, reactionTo } from './observed.js';
 import type { ObservedNeighbor } from './types.js';
 
@@ -149,6 +149,51 @@ describe('observed neighbors', () => {
     expect(o.apply('new', failed())).toMatchObject({ state: NUD_FAILED });
     // A dump reports it again too (a resync after lost events restarts the retries).
     expect(o.load([failed()]).map((c) => o.find(c.ifindex, c.ip)?.state)).toEqual([NUD_FAILED]);
+  });
+});
+
+describe('observed keys', () => {
+  it('an entry is one entry whether its message was read in place or parsed (random events)', () => {
+    // IPv4 addresses on both sides of 2^31 (kept as signed numbers), IPv6 ones, one
+    // IPv4-mapped (text, not a number).
+    const ips = ['10.0.0.2', '127.255.255.255', '128.0.0.1', '200.1.2.3', '255.255.255.254'];
+    ips.push('2001:db8::1', 'fe80::1', '::ffff:10.0.0.2');
+    const step = fc.record({
+      kind: fc.constantFrom('new' as const, 'del' as const),
+      ifindex: fc.constantFrom(2, 3),
+      ip: fc.constantFrom(...ips),
+      state: fc.constantFrom(NUD_INCOMPLETE, NUD_REACHABLE, NUD_STALE, NUD_FAILED),
+      lladdr: fc.constantFrom(undefined, '02:00:00:0a:bc:de', 'ff:ff:ff:ff:ff:ff', '01:02:03:04'),
+      inPlace: fc.boolean(),
+    });
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 60 }), (steps) => {
+        const mixed = new ObservedNeighbors(P);
+        const parsed = new ObservedNeighbors(P);
+        for (const s of steps) {
+          const n = neigh(s.ifindex, s.ip, {
+            state: s.state,
+            flags: NTF_EXT_LEARNED,
+            protocol: P,
+            ...(s.lladdr === undefined ? {} : { lladdr: s.lladdr }),
+          });
+          const a = mixed.apply(s.kind, s.inPlace ? fieldsOf(n) : n);
+          const b = parsed.apply(s.kind, n);
+          expect(a === undefined, 'changed alike').toBe(b === undefined);
+        }
+        const rows = (o: ObservedNeighbors) =>
+          [...o.values()].sort((x, y) =>
+            `${x.ifindex}|${x.ip}`.localeCompare(`${y.ifindex}|${y.ip}`),
+          );
+        expect(rows(mixed)).toEqual(rows(parsed));
+        expect(mixed.size).toBe(parsed.size);
+        for (const r of rows(parsed)) {
+          expect(mixed.find(r.ifindex, r.ip)?.lladdr).toBe(r.lladdr);
+          expect(mixed.get(`${r.ifindex}|${r.ip}`)).toEqual(r);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 

@@ -1,7 +1,8 @@
 // The observed Neighbor table: the kernel's neighbor entries, from a dump plus neighbor
 // events (subscribed before the dump). The policy that says whose an entry is and what an
 // observed change means is in ownership.ts (re-exported here).
-import { AF_INET, AF_INET6, NTF_PROXY, NUD_FAILED } from '../netlink/index.js';
+import { formatV4Number, parseDottedQuad } from '../ipaddr/index.js';
+import { AF_INET, AF_INET6, NeighFields, NTF_PROXY, NUD_FAILED } from '../netlink/index.js';
 import type { Initializable } from '../statedb/index.js';
 import { CHANGED, Entry, familyOf, MARK, type NeighMessage } from './entry.js';
 import { isForeign, type NeighState } from './ownership.js';
@@ -27,13 +28,34 @@ export interface ObservedChange {
   readonly after: NeighState | undefined;
 }
 
-/** The message is about an entry the table keeps (IPv4/IPv6, an address, not a proxy). */
-function kept(n: NeighMessage): n is NeighMessage & { dst: string } {
-  return (
-    (n.family === AF_INET || n.family === AF_INET6) &&
-    n.dst !== undefined &&
-    (n.flags & NTF_PROXY) === 0
-  );
+/**
+ * What a device's map keys an entry with: an IPv4 address as a signed 32-bit number (to V8 a
+ * small integer: hashed and compared without text, stored without a string), an IPv6
+ * address as its canonical text.
+ */
+type IpKey = number | string;
+
+function keyOfIp(ip: string): IpKey {
+  const v = parseDottedQuad(ip);
+  return v >= 0 ? v | 0 : ip;
+}
+
+function ipOfKey(k: IpKey): string {
+  return typeof k === 'number' ? formatV4Number(k) : k;
+}
+
+/**
+ * The key of the entry a message is about; undefined when the table does not keep it (not
+ * IPv4/IPv6, no address, a proxy entry). A message read in place gives an IPv4 address as a
+ * number: its text is never made.
+ */
+function keyOfMessage(n: NeighMessage): IpKey | undefined {
+  if ((n.family !== AF_INET && n.family !== AF_INET6) || (n.flags & NTF_PROXY) !== 0) {
+    return undefined;
+  }
+  if (n instanceof NeighFields) return n.dstBytes === 4 ? n.dst4 : n.dst;
+  const dst = n.dst;
+  return dst === undefined ? undefined : keyOfIp(dst);
 }
 
 /**
@@ -46,17 +68,17 @@ export class ObservedNeighbors implements Initializable {
   readonly name = 'neighbors';
   /** fibkeeper's mark: what foreign is judged against. */
   readonly protocol: number;
-  /** ifindex → ip → entry */
-  readonly #byDevice = new Map<number, Map<string, Entry>>();
+  /** ifindex → ip (keyOfIp) → entry */
+  readonly #byDevice = new Map<number, Map<IpKey, Entry>>();
   #count = 0;
   /** Grows with every change (apply, load): what a cached census is checked against. */
   version = 0;
   readonly #init = deferred();
 
   /**
-   * The string an entry is kept under, when one is already in memory for that address (a
-   * desired next hop's): a message read from a socket brings its own copy of the address,
-   * and 1,000,000 entries would keep 1,000,000 copies.
+   * The string an IPv6 entry is kept under, when one is already in memory for that address
+   * (a desired next hop's): a message read from a socket brings its own copy of the address.
+   * (An IPv4 entry is kept under a number.)
    */
   readonly #intern: ((ifindex: number, ip: string) => string | undefined) | undefined;
 
@@ -103,19 +125,21 @@ export class ObservedNeighbors implements Initializable {
     ifindex: number,
     ip: string,
   ): (NeighState & { readonly lladdr: string | undefined }) | undefined {
-    return this.#byDevice.get(ifindex)?.get(ip);
+    return this.#byDevice.get(ifindex)?.get(keyOfIp(ip));
   }
 
   /** The entry with key "ifindex|ip", as a row of its own. */
   get(key: string): ObservedNeighbor | undefined {
     const { ifindex, ip } = splitNeighKey(key);
-    const e = this.#byDevice.get(ifindex)?.get(ip);
+    const e = this.#byDevice.get(ifindex)?.get(keyOfIp(ip));
     return e === undefined ? undefined : rowOf(ifindex, ip, e);
   }
 
   /** Every entry, as rows of their own. */
   *values(): IterableIterator<ObservedNeighbor> {
-    for (const [ifindex, m] of this.#byDevice) for (const [ip, e] of m) yield rowOf(ifindex, ip, e);
+    for (const [ifindex, m] of this.#byDevice) {
+      for (const [k, e] of m) yield rowOf(ifindex, ipOfKey(k), e);
+    }
   }
 
   /**
@@ -125,22 +149,26 @@ export class ObservedNeighbors implements Initializable {
    * second FAILED is the end of a new resolution attempt (which the legacy path retries).
    */
   apply(kind: 'new' | 'del', n: NeighMessage): NeighState | null | undefined {
-    if (!kept(n)) return undefined;
+    const k = keyOfMessage(n);
+    return k === undefined ? undefined : this.#applyKey(kind, n, k);
+  }
+
+  #applyKey(kind: 'new' | 'del', n: NeighMessage, k: IpKey): Entry | null | undefined {
     let m = this.#byDevice.get(n.ifindex);
-    const cur = m?.get(n.dst);
+    const cur = m?.get(k);
     if (kind === 'del') {
       if (cur === undefined || m === undefined) return undefined;
       this.version++;
-      this.#account(cur, n.ifindex, n.dst, -1);
-      m.delete(n.dst);
+      this.#account(cur, n.ifindex, k, -1);
+      m.delete(k);
       this.#count--;
       if (m.size === 0) this.#byDevice.delete(n.ifindex);
       return null;
     }
     if (cur !== undefined) {
-      this.#account(cur, n.ifindex, n.dst, -1);
+      this.#account(cur, n.ifindex, k, -1);
       const changed = cur.set(n, this.protocol);
-      this.#account(cur, n.ifindex, n.dst, 1);
+      this.#account(cur, n.ifindex, k, 1);
       if (!changed) return (n.state & NUD_FAILED) !== 0 ? cur : undefined;
       this.version++;
       return cur;
@@ -149,11 +177,11 @@ export class ObservedNeighbors implements Initializable {
     const e = new Entry();
     e.set(n, this.protocol);
     e.setMark(this.#mark);
-    const ip = this.#intern?.(n.ifindex, n.dst) ?? n.dst;
+    const key = typeof k === 'string' ? (this.#intern?.(n.ifindex, k) ?? k) : k;
     if (m === undefined) this.#byDevice.set(n.ifindex, (m = new Map()));
-    m.set(ip, e);
+    m.set(key, e);
     this.#count++;
-    this.#account(e, n.ifindex, ip, 1);
+    this.#account(e, n.ifindex, key, 1);
     return e;
   }
 
@@ -200,10 +228,11 @@ export class ObservedNeighbors implements Initializable {
 
   /** One entry of the dump being loaded. */
   loadEntry(n: NeighMessage): void {
-    if (!kept(n)) return;
-    const after = this.apply('new', n);
-    const e = after ?? this.#byDevice.get(n.ifindex)?.get(n.dst);
-    if (!(e instanceof Entry)) return;
+    const k = keyOfMessage(n);
+    if (k === undefined) return;
+    const after = this.#applyKey('new', n, k);
+    const e = after ?? this.#byDevice.get(n.ifindex)?.get(k);
+    if (e === undefined || e === null) return;
     e.setMark(this.#mark);
     if (after) e.bits |= CHANGED;
   }
@@ -212,13 +241,13 @@ export class ObservedNeighbors implements Initializable {
   endLoad(): void {
     this.#loading = false;
     for (const [ifindex, m] of [...this.#byDevice]) {
-      for (const [ip, e] of m) {
+      for (const [k, e] of m) {
         if (e.mark === this.#mark) continue;
-        this.#account(e, ifindex, ip, -1);
-        m.delete(ip);
+        this.#account(e, ifindex, k, -1);
+        m.delete(k);
         this.#count--;
         this.version++;
-        this.#gone.push({ ifindex, ip });
+        this.#gone.push({ ifindex, ip: ipOfKey(k) });
       }
       if (m.size === 0) this.#byDevice.delete(ifindex);
     }
@@ -233,10 +262,10 @@ export class ObservedNeighbors implements Initializable {
     this.#gone = [];
     for (const g of gone) fn(g.ifindex, g.ip);
     for (const [ifindex, m] of this.#byDevice) {
-      for (const [ip, e] of m) {
+      for (const [k, e] of m) {
         if ((e.bits & CHANGED) === 0) continue;
         e.bits &= ~CHANGED;
-        fn(ifindex, ip);
+        fn(ifindex, ipOfKey(k));
       }
     }
   }
@@ -260,10 +289,11 @@ export class ObservedNeighbors implements Initializable {
   readonly #foreignKeys = new Set<string>();
 
   /** Counts the entry in (sign 1) or out of (sign -1) the census. */
-  #account(e: Entry, ifindex: number, ip: string, sign: 1 | -1): void {
+  #account(e: Entry, ifindex: number, k: IpKey, sign: 1 | -1): void {
     if (isForeign(e, this.protocol)) {
-      if (sign > 0) this.#foreignKeys.add(`${ifindex}|${ip}`);
-      else this.#foreignKeys.delete(`${ifindex}|${ip}`);
+      const key = `${ifindex}|${ipOfKey(k)}`;
+      if (sign > 0) this.#foreignKeys.add(key);
+      else this.#foreignKeys.delete(key);
     } else if (e.protocol === this.protocol) {
       this.#owned[stateIndex(e.state)]! += sign;
     }

@@ -8,7 +8,7 @@
 // so "the routes containing x" is the same set for every x whose longest containing prefix
 // is P. Two such IPs therefore get the same answer from the kernel (the same route, or the
 // same error); only an on-link leg names the destination itself as the next hop.
-import { writeIp } from '../ipaddr/index.js';
+import { parseDottedQuad, writeIp } from '../ipaddr/index.js';
 
 /** An IP's group: the longest route prefix containing it (NO_GROUP when there is none). */
 export type GroupKey = number | string;
@@ -65,37 +65,9 @@ function v4Net(v: number, len: number): number {
   return shift === 0 ? v : ((v >>> shift) << shift) >>> 0;
 }
 
-/**
- * Dotted-quad text as a 32-bit number; -1 for anything else (IPv6, or a spelling that is
- * not canonical dotted decimal: the caller then parses it the general way).
- */
-function dottedQuad(s: string): number {
-  let v = 0;
-  let part = 0;
-  let digits = 0;
-  let octet = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c === 46) {
-      if (digits === 0 || part === 3 || octet > 255) return -1;
-      v = v * 256 + octet;
-      part++;
-      octet = 0;
-      digits = 0;
-    } else if (c >= 48 && c <= 57 && digits < 3 && !(digits > 0 && octet === 0)) {
-      octet = octet * 10 + (c - 48);
-      digits++;
-    } else {
-      return -1;
-    }
-  }
-  if (digits === 0 || part !== 3 || octet > 255) return -1;
-  return v * 256 + octet;
-}
-
 /** An IPv4 address as a 32-bit number (any valid spelling), or -1 for IPv6. */
 function v4Number(ip: string): number {
-  const fast = dottedQuad(ip);
+  const fast = parseDottedQuad(ip);
   if (fast >= 0 && fast <= 0xffffffff) return fast;
   if (writeIp(ip, scratch) !== 4) return -1;
   return ((scratch[0]! << 24) | (scratch[1]! << 16) | (scratch[2]! << 8) | scratch[3]!) >>> 0;

@@ -72,6 +72,18 @@ export class Reactor {
     this.#delayedCause.delete(key);
   }
 
+  /**
+   * observedEntry would do something with this change: false for most events (an entry
+   * resolving, going STALE on the legacy path, with no losses to forget), so that the
+   * caller need not make the address's text for them.
+   */
+  cares(after: NeighState | undefined): boolean {
+    const reaction = reactionTo(after, this.#p.mode(), this.#p.protocol);
+    if (reaction === 'none') return false;
+    if (reaction === 'healthy' || reaction === 'stale') return this.#losses.size > 0;
+    return true;
+  }
+
   observed(c: ObservedChange): void {
     this.observedEntry(c.ifindex, c.ip, c.after);
   }

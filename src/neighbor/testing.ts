@@ -20,8 +20,14 @@ import {
   type Link,
   type Neigh,
   type NeighBulkResult,
-  type NeighFields,
   type NeighSpec,
+  formatNeigh,
+  neighFields,
+  NLM_F_REQUEST,
+  readNeighFields,
+  RTM_NEWNEIGH,
+  Writer,
+  type NeighFields,
   type Route,
 } from '../netlink/index.js';
 import type { NeighborKernel } from './ops.js';
@@ -101,6 +107,14 @@ export function neigh(ifindex: number, dst: string, over: Partial<Neigh> = {}): 
   };
 }
 
+/** The message as a socket would bring it, read in place (readNeighFields) into `into`. */
+export function fieldsOf(n: Neigh, into: NeighFields = neighFields()): NeighFields {
+  const w = new Writer();
+  formatNeigh(w, RTM_NEWNEIGH, NLM_F_REQUEST, n);
+  const buf = Buffer.from(w.bytes());
+  return readNeighFields(buf, 0, buf.length, into);
+}
+
 /** A kernel neighbor table: what neighSetMany/neighDelMany did, failures on demand. */
 export class FakeKernel implements NeighborKernel {
   readonly entries = new Map<string, Neigh>();
@@ -166,7 +180,9 @@ export class FakeKernel implements NeighborKernel {
 
   async neighEach(each: (n: NeighFields) => void): Promise<number> {
     const all = [...this.entries.values()];
-    for (const n of all) each({ ...n, dst: n.dst, lladdr: n.lladdr, protocol: n.protocol });
+    // As the kernel hands them over: read in place into one reused object.
+    const into = neighFields();
+    for (const n of all) each(fieldsOf(n, into));
     return all.length;
   }
 }

@@ -283,7 +283,8 @@ describe('round trips (property)', () => {
         const full = parseNeigh(b, 0, b.length);
         const f = readNeighFields(b, 0, b.length, into);
         expect(f).toBe(into);
-        expect({ ...f }).toEqual({
+        const { family, ifindex, state, flags, type, flagsExt, dst, lladdr, protocol } = f;
+        expect({ family, ifindex, state, flags, type, flagsExt, dst, lladdr, protocol }).toEqual({
           family: full.family,
           ifindex: full.ifindex,
           state: full.state,

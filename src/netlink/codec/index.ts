@@ -46,7 +46,7 @@ export {
   neighFields,
   type Neigh,
   type NeighCacheInfo,
-  type NeighFields,
+  NeighFields,
 } from './neigh.js';
 export { parseRule, formatRule, type Rule, type RuleRange } from './rule.js';
 export { parseMessages, parseRtEvent, type RtEvent, type ParsedMessage } from './message.js';

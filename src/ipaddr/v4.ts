@@ -1,0 +1,45 @@
+// IPv4 addresses as 32-bit numbers, for tables that key a million entries by address: a
+// number is hashed and compared without the text, and costs no string.
+
+const DECIMAL: readonly string[] = Array.from({ length: 256 }, (_, i) => String(i));
+
+/**
+ * Canonical dotted-decimal text as a 32-bit number (0 to 2^32-1); -1 for anything else
+ * (IPv6, or a spelling that is not canonical dotted decimal: leading zeros, missing parts).
+ */
+export function parseDottedQuad(s: string): number {
+  let v = 0;
+  let part = 0;
+  let digits = 0;
+  let octet = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 46) {
+      if (digits === 0 || part === 3 || octet > 255) return -1;
+      v = v * 256 + octet;
+      part++;
+      octet = 0;
+      digits = 0;
+    } else if (c >= 48 && c <= 57 && digits < 3 && !(digits > 0 && octet === 0)) {
+      octet = octet * 10 + (c - 48);
+      digits++;
+    } else {
+      return -1;
+    }
+  }
+  if (digits === 0 || part !== 3 || octet > 255) return -1;
+  return v * 256 + octet;
+}
+
+/** Dotted decimal of a 32-bit number (signed or unsigned: its low 32 bits). */
+export function formatV4Number(v: number): string {
+  return (
+    DECIMAL[(v >>> 24) & 255]! +
+    '.' +
+    DECIMAL[(v >>> 16) & 255]! +
+    '.' +
+    DECIMAL[(v >>> 8) & 255]! +
+    '.' +
+    DECIMAL[v & 255]!
+  );
+}
