@@ -98,9 +98,17 @@ describe.skipIf(skip)('neighbor: entries that belong to someone else', () => {
     expect(n.status({ ip: '10.1.0.3' }).desired[0]?.kernel?.owner).toBe('foreign');
     expect(textRow(n, '10.1.0.3')).toMatch(/foreign/);
     expect(await foreignGauge(n)).toBe(1);
-    // The operator deletes it: fibkeeper's own takes its place.
+    // The operator deletes it: fibkeeper's own takes its place. (What is asserted is that it
+    // does, not how fast: the default 5 s ran out once in a full-suite run on Node 22, with
+    // the machine loaded; the latency is measured in bench/neighbor.)
     ip(lab.r, 'neigh', 'del', '10.1.0.3', 'dev', 'ra0');
-    await waitEntry(lab.r, '10.1.0.3', 'ra0', (e) => hasMarks(e) && e.state.includes('REACHABLE'));
+    await waitEntry(
+      lab.r,
+      '10.1.0.3',
+      'ra0',
+      (e) => hasMarks(e) && e.state.includes('REACHABLE'),
+      15_000,
+    );
     // The agent learns it from the kernel's event, which can follow what `ip` shows.
     await waitFor(() => n.status({ ip: '10.1.0.3' }).desired[0]?.kernel?.owner === 'fibkeeper', {
       what: 'status to show fibkeeper as the owner again',
