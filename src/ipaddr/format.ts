@@ -15,6 +15,19 @@ export function formatV4(b: Uint8Array, offset: number): string {
   );
 }
 
+/** Dotted decimal of a 32-bit number (signed or unsigned: its low 32 bits). */
+export function formatV4Number(v: number): string {
+  return (
+    DECIMAL[(v >>> 24) & 255]! +
+    '.' +
+    DECIMAL[(v >>> 16) & 255]! +
+    '.' +
+    DECIMAL[(v >>> 8) & 255]! +
+    '.' +
+    DECIMAL[v & 255]!
+  );
+}
+
 /**
  * RFC 5952 text of the 16 bytes at `offset`: lowercase hex without leading zeros, the longest
  * run of two or more zero groups (the first one on a tie) replaced by "::". Like glibc

@@ -41,7 +41,8 @@ export {
   type ParsePrefixOptions,
 } from './prefix.js';
 export { IpRangeIndex } from './range-index.js';
-export { formatV4Number, parseDottedQuad } from './v4.js';
+export { formatV4Number } from './format.js';
+export { parseDottedQuad } from './v4.js';
 export {
   formatLinkAddr,
   formatMac,

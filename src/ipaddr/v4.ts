@@ -1,7 +1,6 @@
 // IPv4 addresses as 32-bit numbers, for tables that key a million entries by address: a
-// number is hashed and compared without the text, and costs no string.
-
-const DECIMAL: readonly string[] = Array.from({ length: 256 }, (_, i) => String(i));
+// number is hashed and compared without the text, and costs no string (the way back:
+// formatV4Number in format.ts).
 
 /**
  * Canonical dotted-decimal text as a 32-bit number (0 to 2^32-1); -1 for anything else
@@ -29,17 +28,4 @@ export function parseDottedQuad(s: string): number {
   }
   if (digits === 0 || part !== 3 || octet > 255) return -1;
   return v * 256 + octet;
-}
-
-/** Dotted decimal of a 32-bit number (signed or unsigned: its low 32 bits). */
-export function formatV4Number(v: number): string {
-  return (
-    DECIMAL[(v >>> 24) & 255]! +
-    '.' +
-    DECIMAL[(v >>> 16) & 255]! +
-    '.' +
-    DECIMAL[(v >>> 8) & 255]! +
-    '.' +
-    DECIMAL[v & 255]!
-  );
 }
