@@ -19,6 +19,7 @@
 #pragma once
 
 #include <napi.h>
+#include <linux/sock_diag.h>
 #include <sys/socket.h>
 
 #include <memory>
@@ -70,6 +71,7 @@ class ReceivingSocket : public Napi::ObjectWrap<T> {
         Wrap::InstanceAccessor("fd", &ReceivingSocket::GetFd, nullptr),
         Wrap::InstanceMethod("receive", &ReceivingSocket::Receive),
         Wrap::InstanceMethod("pause", &ReceivingSocket::Pause),
+        Wrap::InstanceMethod("queuedBytes", &ReceivingSocket::QueuedBytes),
         Wrap::InstanceMethod("ref", &ReceivingSocket::JsRef),
         Wrap::InstanceMethod("unref", &ReceivingSocket::JsUnref),
         Wrap::InstanceMethod("close", &ReceivingSocket::Close),
@@ -114,6 +116,21 @@ class ReceivingSocket : public Napi::ObjectWrap<T> {
   Napi::Value Pause(const Napi::CallbackInfo& info) {
     poller_.Stop();
     return info.Env().Undefined();
+  }
+
+  // queuedBytes(): the memory of what waits in the receive queue (SO_MEMINFO's rmem_alloc:
+  // skb truesize, the figure the kernel holds against the receive buffer); -1 on a kernel
+  // without SO_MEMINFO (before 4.12).
+  Napi::Value QueuedBytes(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    int fd = CheckOpen(env);
+    uint32_t mem[SK_MEMINFO_VARS] = {};
+    socklen_t len = sizeof(mem);
+    if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mem, &len) != 0) {
+      if (errno == ENOPROTOOPT) return Napi::Number::New(env, -1);
+      ThrowErrno(env, errno, "getsockopt", "SO_MEMINFO");
+    }
+    return Napi::Number::New(env, mem[SK_MEMINFO_RMEM_ALLOC]);
   }
 
   Napi::Value JsRef(const Napi::CallbackInfo& info) {

@@ -29,6 +29,8 @@ export interface RawFdHandle extends RawHandle {
 /** A socket that polls on the libuv loop while receiving (NetlinkSocket, PacketSocket). */
 export interface RawPolledSocket extends RawFdHandle {
   pause(): void;
+  /** SO_MEMINFO's rmem_alloc: bytes held by the receive queue; -1 without SO_MEMINFO. */
+  queuedBytes(): number;
   ref(): void;
   unref(): void;
 }

@@ -77,6 +77,16 @@ export abstract class PolledSocket<H extends RawPolledSocket> extends NativeObje
     if (!this.closed) peekHandle(this).pause();
   }
 
+  /**
+   * Bytes the receive queue holds now, as the kernel counts them against the receive buffer
+   * (each datagram's skb truesize, not its length; SO_MEMINFO); undefined on a kernel
+   * without SO_MEMINFO (before 4.12). Throws SystemError once closed.
+   */
+  queuedBytes(): number | undefined {
+    const bytes = openHandle(this).queuedBytes();
+    return bytes < 0 ? undefined : bytes;
+  }
+
   /** The poll keeps the event loop alive (the default while receiving). */
   ref(): void {
     if (!this.closed) peekHandle(this).ref();

@@ -157,6 +157,41 @@ describe.skipIf(skip)('NetlinkSocket', () => {
     expect(() => sock.send(req)).toThrow(/closed/);
   });
 
+  it('queuedBytes is what the kernel holds against the receive buffer, as /proc/net/netlink shows it', async () => {
+    const ns = makeNetns('nlq');
+    const sock = openSocket({ netns: ns });
+    /** The socket's Rmem column in its namespace's /proc/net/netlink (by port id). */
+    const rmem = (): number => {
+      const r = spawnSync('ip', ['netns', 'exec', ns, 'cat', '/proc/net/netlink'], {
+        encoding: 'utf8',
+      });
+      const row = r.stdout
+        .split('\n')
+        .map((l) => l.trim().split(/\s+/))
+        .find((f) => f[2] === String(sock.portId));
+      if (row === undefined) throw new Error(`port ${sock.portId} not in /proc/net/netlink`);
+      return Number(row[4]);
+    };
+    collect(sock);
+    sock.pause();
+    expect(sock.queuedBytes()).toBe(0);
+    for (let seq = 1; seq <= 3; seq++) sock.send(nl.getLinkDump(seq));
+    await new Promise((r) => setTimeout(r, 50));
+    const queued = sock.queuedBytes() ?? 0;
+    // Three dumps: at least a reply and a DONE each, every skb at least its length.
+    expect(queued).toBeGreaterThan(0);
+    expect(queued).toBe(rmem());
+    sock.send(nl.getLinkDump(4));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(sock.queuedBytes()).toBeGreaterThan(queued);
+    expect(sock.queuedBytes()).toBe(rmem());
+    collect(sock);
+    await waitFor(() => sock.queuedBytes() === 0, { what: 'queue read' });
+    expect(rmem()).toBe(0);
+    sock.close();
+    expect(() => sock.queuedBytes()).toThrow(/closed/);
+  });
+
   it('submit keeps the order of queued and direct sends; a failed queued send is reported with its sequence numbers', async () => {
     const ns = makeNetns('nlsq');
     // The kernel makes the send buffer 8 KiB: a larger datagram fails with EMSGSIZE.
