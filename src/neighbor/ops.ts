@@ -56,6 +56,8 @@ export interface NeighborOpsParams {
   eventsRead?(): number;
   /** Overflows of the neighbor-event socket so far (pace.ts). */
   eventOverflows?(): number;
+  /** Events waiting unread in the neighbor-event socket now, whoever caused them (pace.ts). */
+  eventsQueued?(): number;
   /** Why a row is being written again (set by requeue, consumed here for the metrics). */
   causes: Map<string, RequeueCause>;
   /** Called by prune with desired keys whose entry the kernel does not have. */
@@ -80,6 +82,7 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
       budget: p.backlog,
       read: p.eventsRead ?? (() => 0),
       overflows: p.eventOverflows,
+      queued: p.eventsQueued,
       reading: p.reading,
     });
   }

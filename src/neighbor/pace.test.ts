@@ -12,6 +12,7 @@ function setup(budget: number, perTurn = 3000) {
   const pacer = new WritePacer({
     budget,
     read: () => s.read,
+    queued: () => s.queued,
     reading: (on) => {
       s.on = on;
       log.push(on ? 'resume' : 'pause');
@@ -90,6 +91,25 @@ describe('write pacing', () => {
     t.s.queued = 0;
     await t.batch(8192);
     expect(t.log).toEqual(['pause', 'resume', 'pause']);
+  });
+
+  it('events someone else left queued count too: a burst does not pause over a full socket', async () => {
+    const t = setup(140_000);
+    // A STALE wave (or a backlog left while the agent was stopped): 150,000 events nobody
+    // wrote wait in the socket. Pausing for a burst would pile its events on top of them.
+    t.s.queued = 150_000;
+    await t.batch(8192);
+    expect(t.log).toEqual([]);
+    expect(t.pacer.readingPaused).toBe(false);
+    expect(t.pacer.overBudget).toBe(true);
+    expect(t.s.turns).toBe(0); // the writer does not wait for events it did not cause
+    t.turnOver();
+    // Read down, the next burst pauses again; the queue holding the burst's own events
+    // is not counted twice.
+    t.s.queued = 0;
+    for (let b = 0; b < 13; b++) await t.batch(8192);
+    expect(t.log).toEqual(['pause']);
+    expect(t.pacer.overBudget).toBe(false);
   });
 
   it('events read while a batch is written count against it: nothing read is waited for', async () => {

@@ -16,11 +16,19 @@
 // the writer waiting for its events batch after batch (1,000,000 entries: 12.1-13.1 s read
 // as written, 14.0-21.5 s paused; docs/neighbor.md). Each batch still waits while more
 // than the budget is owed, until half of it is, for at most PACE_MAX_MS.
+//
+// What the socket already holds counts too (`queued`, the kernel's own count): events
+// nobody wrote (a table's entries going STALE in one tick of the kernel's timer wheel:
+// ~250,000 at once, 20 s after 1,000,000 were written; a backlog left while the agent was
+// stopped) fill the socket as the burst's would. A burst that would pause reading over
+// them is read as it is written instead (docs/neighbor.md, "The STALE wave").
 export interface WritePacerParams {
   /** Events caused by the writes that may be unread at most; 0: never wait, never pause. */
   budget: number;
   /** Neighbor events read so far (a count that only grows). */
   read(): number;
+  /** Events waiting in the event socket now, unread, whoever caused them (default 0). */
+  queued?(): number;
   /** Overflows of the event socket so far: each settles everything owed (a dump follows). */
   overflows?(): number;
   /** Stops (false) or resumes (true) reading the event socket. */
@@ -92,9 +100,13 @@ export class WritePacer {
   writing(entries: number, events: number = entries): void {
     const budget = this.#p.budget;
     if (budget <= 0) return;
-    this.#owedEvents = this.owed + events;
+    const before = this.owed;
+    this.#owedEvents = before + events;
     if (entries < PAUSE_FROM || this.#p.reading === undefined) return;
-    if (this.#overBudget || this.#owedEvents > budget) {
+    // What will wait in the socket: what is queued now (the owed events that have arrived
+    // among it) or what is owed, whichever is more, and this batch's events.
+    const ahead = Math.max(before, this.#p.queued?.() ?? 0) + events;
+    if (this.#overBudget || ahead > budget) {
       this.#generation++;
       this.#overBudget = true;
       this.#setReading(true);

@@ -32,6 +32,8 @@ export interface WriterParams {
   eventsRead?(): number;
   /** Overflows of the neighbor-event socket so far (pace.ts). */
   eventOverflows?(): number;
+  /** Events waiting unread in the neighbor-event socket now, whoever caused them (pace.ts). */
+  eventsQueued?(): number;
   /** The rate limiter's burst. */
   burst: number;
   missing(keys: readonly string[]): void;
@@ -51,6 +53,7 @@ export function makeWriter(p: WriterParams): Reconciler<DesiredNeighbor> {
     reading: p.reading,
     eventsRead: p.eventsRead,
     eventOverflows: p.eventOverflows,
+    eventsQueued: p.eventsQueued,
     causes: p.causes,
     wanted: (ifindex, ip) => p.desired.has(neighKey(ifindex, ip)),
     missing: (keys) => p.missing(keys),

@@ -242,6 +242,11 @@ export class Feed<D, R extends string = never> {
     this.#sub?.reading(on);
   }
 
+  /** Bytes of events waiting in the socket, unread (Subscription.queuedBytes). */
+  queuedBytes(): number | undefined {
+    return this.#sub?.queuedBytes();
+  }
+
   /** Closes the subscription; a running resync ends without loading. Idempotent. */
   stop(): void {
     this.#stopped = true;

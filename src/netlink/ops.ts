@@ -16,6 +16,8 @@ export interface Transport {
   receive(receiver: NetlinkReceiver): void;
   /** Stops polling (datagrams queue in the kernel) until receive() is called again. */
   pause?(): void;
+  /** Bytes the kernel holds in the receive queue (NetlinkSocket.queuedBytes). */
+  queuedBytes?(): number | undefined;
   ref(): void;
   unref(): void;
   close(): void;

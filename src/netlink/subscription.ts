@@ -124,6 +124,15 @@ export class Subscription {
     else this.#t.pause();
   }
 
+  /**
+   * Bytes of events waiting in the socket, unread (the kernel's count: each event's skb
+   * truesize); undefined when the transport cannot tell, or once closed.
+   */
+  queuedBytes(): number | undefined {
+    if (this.#closed) return undefined;
+    return this.#t.queuedBytes?.();
+  }
+
   /** Whether reading is paused (reading(false)). */
   get paused(): boolean {
     return this.#paused;
