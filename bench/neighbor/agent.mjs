@@ -66,10 +66,18 @@ const handlers = {
     await n.settled();
     return {};
   },
-  /** Waits until the agent has nothing queued (after a pause, say). */
+  /**
+   * Waits until the agent has nothing queued (after a pause, say): no work, and its event
+   * socket read down (what the references wrote while it was stopped is not its turn's).
+   */
   async settle() {
     await n.settled();
-    return {};
+    const until = Date.now() + 30_000;
+    while (n.eventsQueued() > 1000 && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await n.settled();
+    return { eventsQueued: n.eventsQueued() };
   },
   async upsert({ owner, list }) {
     n.upsert(owner, list);

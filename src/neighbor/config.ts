@@ -60,11 +60,13 @@ export interface NeighborTuning {
 
 export function defaultTuning(): NeighborTuning {
   return {
-    // 64 MiB asked, 128 MiB granted: about 170,000 neighbor events queued (skb truesize is
-    // ~768 B) before an overflow. Writing 1,000,000 entries makes 2,000,000 events; with
-    // half of this the socket overflowed 4 times while they were written (each overflow a
-    // dump of the whole table). Kernel memory, used only while events wait.
-    neighRcvbuf: 64 << 20,
+    // 192 MiB asked, 384 MiB granted: about 520,000 neighbor events queued (skb truesize is
+    // ~768 B) before an overflow. The entries written within the same ~2 s go STALE in one
+    // tick of the kernel's timer wheel: ~250,000 events at once, 20 s after 1,000,000 were
+    // written, arrive faster than any reader; with 64 MiB the socket overflowed 2-4 times in
+    // that wave in 3 of 6 runs (each overflow a dump of the whole table, route changes
+    // delayed by up to a second meanwhile). Kernel memory, used only while events wait.
+    neighRcvbuf: 192 << 20,
     // Route and link events come in small bursts (a routing daemon's update, a link flap).
     routeRcvbuf: 8 << 20,
     linkRcvbuf: 4 << 20,
@@ -84,7 +86,7 @@ export function defaultTuning(): NeighborTuning {
     // Exact (see share.ts), and the calculation then costs one lookup per route prefix
     // instead of one per forwardable IP.
     shareLookups: true,
-    // Derived from neighRcvbuf (writeBacklog()): at 64 MiB about 105,000 events, so a table
+    // Derived from neighRcvbuf (writeBacklog()): at 192 MiB about 105,000 events, so a table
     // of 100,000 legacy entries (one event each) is written without a wait; larger ones
     // then at the pace their events come back.
     writeBacklog: undefined,
@@ -103,13 +105,18 @@ export function defaultTuning(): NeighborTuning {
 const EVENT_TRUESIZE = 768;
 
 /**
- * Events of the entries written that may be unread at most: three fifths of what the
- * neighbor-event socket holds (the kernel doubles the buffer asked for; at 64 MiB about
- * 105,000 events, where 161,000 fit here), the rest for everyone else's events meanwhile.
+ * Events of the entries written that may be unread at most: a fifth of what the
+ * neighbor-event socket holds (the kernel doubles the buffer asked for; at 192 MiB about
+ * 105,000 events), the rest for everyone else's events meanwhile: a STALE wave of 250,000.
  */
 export function writeBacklog(t: NeighborTuning): number {
   if (t.writeBacklog !== undefined) return t.writeBacklog;
-  return Math.floor((0.6 * (2 * t.neighRcvbuf)) / EVENT_TRUESIZE);
+  return Math.floor((0.2 * (2 * t.neighRcvbuf)) / EVENT_TRUESIZE);
+}
+
+/** Neighbor events in `bytes` of a socket's receive queue (0 when it cannot tell). */
+export function queuedEvents(bytes: number | undefined): number {
+  return bytes === undefined ? 0 : Math.floor(bytes / EVENT_TRUESIZE);
 }
 
 /**

@@ -23,7 +23,13 @@ import { Periodic, systemClock, type Clock, type TimerHandle } from '../sched/in
 import { Reconciler, Table, type Health } from '../statedb/index.js';
 import { stripUndefined } from '../util/index.js';
 import { Calculator } from './calculator.js';
-import { defaultTuning, resolveMode, type NeighborConfig, type NeighborTuning } from './config.js';
+import {
+  defaultTuning,
+  queuedEvents,
+  resolveMode,
+  type NeighborConfig,
+  type NeighborTuning,
+} from './config.js';
 import { DeviceTracker } from './devices.js';
 import { makeFeeds, type Feed } from './feeds.js';
 import { ForwardableIPs, type OwnerChange } from './forwardable.js';
@@ -283,6 +289,7 @@ export class NeighborSubsystem {
       reading: (on) => this.#neighFeed?.reading(on),
       eventsRead: () => this.#neighFeed?.eventsRead ?? 0,
       eventOverflows: () => this.#neighFeed?.overflows ?? 0,
+      eventsQueued: () => this.eventsQueued(),
       missing: (keys) => {
         for (const k of keys) this.#requeue(k, 'deleted');
       },
@@ -577,6 +584,11 @@ export class NeighborSubsystem {
       await this.#calculator.waitIdle();
       await this.#reconciler.waitIdle();
     }
+  }
+
+  /** Neighbor events waiting unread in the event socket now (0 when the kernel cannot tell). */
+  eventsQueued(): number {
+    return queuedEvents(this.#neighFeed?.queuedBytes());
   }
 
   /** The counters (inserts, re-inserts, refreshes, deletes, lookups, resyncs...) as numbers. */
