@@ -280,7 +280,7 @@ async function steadyState(ctx, iterations, figures) {
     `agent RSS with 100,000 loaded: ${r2(rss)} MiB, peak ${r2(peak)} MiB (idle ${r2(idleMb)} MiB); load took ${r2(load.ms)} ms`,
   );
   console.log(
-    `timeouts: ${JSON.stringify(lat.timeouts)}; agent: ${JSON.stringify(status.counters)}`,
+    `timeouts (counted as the worst): ${JSON.stringify(lat.timeouts)}; lost to the probe's own overflow (left out): ${JSON.stringify(lat.probeLost)}; agent: ${JSON.stringify(status.counters)}`,
   );
   await clear(nl, ctx.ifindex);
   await nl.routeDel({ dst: '10.200.0.0/24' });
@@ -353,6 +353,7 @@ async function main() {
       figures,
       runs,
       latencyTimeouts: lat?.timeouts,
+      latencyProbeLost: lat?.probeLost,
     };
     const file =
       outFile ?? (skipSteady ? undefined : join(root, 'bench', 'results', 'neighbor.json'));

@@ -32,6 +32,7 @@ import {
   latencies,
   latencyProbe,
   pct,
+  PROBE_TIMEOUT_MS,
   quiet,
   r2,
   root,
@@ -142,6 +143,7 @@ async function main() {
     await agent.call('settle');
     const before = (await agent.call('status')).counters.resyncs;
     const load = await agent.call('load', { owner: 'bench', base: BASE, count: opts.n });
+    const loadedAt = performance.now();
     const during = Object.entries(load.counters.resyncs)
       .filter(([k, v]) => v !== (before[k] ?? 0))
       .map(([k, v]) => `${k} +${v - (before[k] ?? 0)}`);
@@ -199,6 +201,7 @@ async function main() {
       ['route_change_to_entry', lat.route],
       ['neigh_del_to_reinsert', lat.reinsert],
     ]) {
+      const key = name === 'route_change_to_entry' ? 'route' : 'reinsert';
       for (const q of [50, 99]) {
         const v = pct(xs, q);
         const ref = pct(lat.floor, q);
@@ -213,12 +216,43 @@ async function main() {
             target: q === 99 && name === 'route_change_to_entry' ? 5 : null,
             targetKind: '<=',
             targetOf: 'value',
-            note: `p${q} of ${xs.length} samples with ${opts.n} loaded (${lat.timeouts[name === 'route_change_to_entry' ? 'route' : 'reinsert']} timed out)`,
+            note: `p${q} of ${xs.length} samples with ${opts.n} loaded (${lat.timeouts[key]} timed out after ${PROBE_TIMEOUT_MS} ms, counted as the worst; ${lat.probeLost[key]} lost to the probe's own socket overflow, left out)`,
           }),
         );
       }
-      console.log(`${name}: p50 ${r2(pct(xs, 50))} ms, p99 ${r2(pct(xs, 99))} ms (n=${xs.length})`);
+      const worst = [...xs]
+        .sort((x, y) => y - x)
+        .slice(0, 5)
+        .map(r2);
+      console.log(
+        `${name}: p50 ${r2(pct(xs, 50))} ms, p99 ${r2(pct(xs, 99))} ms (n=${xs.length}; worst ${worst.join(', ')} ms)`,
+      );
     }
+    // The entries written within the same ~2 s go STALE in one tick, ~20 s after the load:
+    // an overflow of the agent's event socket then (a dump of the whole table) is what
+    // delayed route changes by up to a second (docs/neighbor.md, "The STALE wave").
+    const overflowsOf = (resyncs) => resyncs['neighbors/overflow'] ?? 0;
+    const latOverflows =
+      overflowsOf((await agent.call('status')).counters.resyncs) -
+      overflowsOf(load.counters.resyncs);
+    const latSeconds = (performance.now() - loadedAt) / 1000;
+    figures.push(
+      figure({
+        name: `event_overflows_after_load_${opts.n}`,
+        value: latOverflows,
+        unit: 'count',
+        reference: null,
+        referenceName: null,
+        ratio: null,
+        target: 0,
+        targetKind: '<=',
+        targetOf: 'value',
+        note: `overflows of the agent's neighbor-event socket from the load's end through the latencies (${r2(latSeconds)} s, the STALE wave included)`,
+      }),
+    );
+    console.log(
+      `neighbor-event overflows in the ${r2(latSeconds)} s after the load: ${latOverflows}`,
+    );
     // 4. Status.
     const times = [];
     for (let k = 0; k < 20; k++) {
