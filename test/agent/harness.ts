@@ -200,10 +200,17 @@ export async function waitReady(w: AgentWorld, a: AgentProc, timeoutMs = 30_000)
           `agent exited (${a.child.exitCode ?? a.child.signalCode}): ${a.log().slice(-1500)}`,
         );
       }
+      // Not ready yet: what the agent answered (or why it did not) and its last log lines
+      // become the timeout's message.
       const r = await call(w.sock, 'GET', '/v1/status', undefined, { timeoutMs: 5000 }).catch(
-        () => undefined,
+        (err: Error) => {
+          throw new Error(`status: ${err.message}; log: ${a.log().slice(-1500)}`);
+        },
       );
-      return r?.status === 200 && r.body.ready === true;
+      if (r.status === 200 && r.body.ready === true) return true;
+      throw new Error(
+        `status ${r.status}: ${JSON.stringify(r.body).slice(0, 800)}; log: ${a.log().slice(-1500)}`,
+      );
     },
     { timeoutMs, intervalMs: 50, what: 'agent ready' },
   );
