@@ -48,7 +48,8 @@ const handlers = {
     });
     await n.start();
     await n.waitReady();
-    return { mode: n.mode, rss: process.memoryUsage().rss };
+    // timeOrigin: --trace-gc's times are milliseconds since it (slow samples, scale.mjs).
+    return { mode: n.mode, rss: process.memoryUsage().rss, timeOrigin: performance.timeOrigin };
   },
   /** Makes `owner` hold `count` IPs from `base`; the time until the kernel has them all. */
   async load({ owner, base, count }) {

@@ -196,6 +196,14 @@ export async function latencies(ctx, agent, iterations, loaded = 100_000) {
   const floor = [];
   const route = [];
   const reinsert = [];
+  // Samples over 20 ms, with when they started (Date.now()): what was going on then.
+  const slow = [];
+  const timed = async (kind, xs, dst, act) => {
+    const at = Date.now();
+    const ms = await probe.measure(dst, act);
+    xs.push(ms);
+    if (!(ms <= 20)) slow.push({ kind, ms, at });
+  };
   try {
     for (let k = 0; k < iterations; k++) {
       const dst = ipOf(FLOOR_BASE + k);
@@ -213,11 +221,9 @@ export async function latencies(ctx, agent, iterations, loaded = 100_000) {
       );
       await nl.neighDel({ ifindex, dst });
       const gw = ipOf(GW_BASE + 1 + k);
-      route.push(
-        await probe.measure(gw, () => nl.routeReplace({ dst: '10.200.0.0/24', gateway: gw })),
-      );
+      await timed('route', route, gw, () => nl.routeReplace({ dst: '10.200.0.0/24', gateway: gw }));
       const victim = ipOf(BASE + ((k * 7919) % loaded));
-      reinsert.push(await probe.measure(victim, () => nl.neighDel({ ifindex, dst: victim })));
+      await timed('reinsert', reinsert, victim, () => nl.neighDel({ ifindex, dst: victim }));
       await sleep(5);
     }
   } finally {
@@ -233,5 +239,6 @@ export async function latencies(ctx, agent, iterations, loaded = 100_000) {
     reinsert: ok(reinsert),
     timeouts: { floor: late(floor), route: late(route), reinsert: late(reinsert) },
     probeLost: { floor: lost(floor), route: lost(route), reinsert: lost(reinsert) },
+    slow,
   };
 }

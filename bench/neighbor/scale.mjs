@@ -197,6 +197,11 @@ async function main() {
     await agent.call('settle');
     // 3. Latencies with the table loaded.
     const lat = await latencies(ctx, agent, opts.iterations, opts.n);
+    for (const x of lat.slow) {
+      console.log(
+        `slow ${x.kind} sample: ${r2(x.ms)} ms, ${r2((x.at - performance.timeOrigin - loadedAt) / 1000)} s after the load (agent's ${Math.round(x.at - started.timeOrigin)} ms)`,
+      );
+    }
     for (const [name, xs] of [
       ['route_change_to_entry', lat.route],
       ['neigh_del_to_reinsert', lat.reinsert],
