@@ -233,9 +233,14 @@ describe.skipIf(skip)('subscriptions', () => {
     );
     await new Promise((r) => setTimeout(r, 100));
     expect(events).toEqual([]);
+    // What waits is what the pacer counts (pace.ts): at least an skb of ~768 B per event.
+    expect(sub.queuedBytes()).toBeGreaterThanOrEqual(200 * 512);
     sub.reading(true);
     expect(sub.paused).toBe(false);
     await waitFor(() => events.length >= 200 || undefined, { what: 'the queued events' });
+    expect(sub.queuedBytes()).toBe(0);
+    sub.close();
+    expect(sub.queuedBytes()).toBeUndefined();
     const dsts = events.map((e) =>
       e.kind !== 'overflow' && e.object === 'neigh' ? e.msg.dst : e.kind,
     );
