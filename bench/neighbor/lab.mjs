@@ -141,8 +141,9 @@ export const PROBE_TIMEOUT_MS = 2000;
  * worst); NaN when the probe's own event socket overflowed meanwhile (its event may have
  * been lost by the probe, not late: the sample says nothing about the agent).
  */
-export function latencyProbe(ctx) {
+export async function latencyProbe(ctx) {
   const { mod } = ctx;
+  const { defaultTuning } = await import(join(root, 'dist', 'neighbor', 'config.js'));
   const waiters = new Map();
   // Every neighbor event of the namespace comes here too (a million entries going STALE at
   // once, ~250,000 in one tick of the kernel's timer wheel): each is read in place (no
@@ -168,7 +169,7 @@ export function latencyProbe(ctx) {
         if (ev.kind === 'overflow') overflows++;
       },
     },
-    { rcvbuf: 192 << 20 },
+    { rcvbuf: defaultTuning().neighRcvbuf },
   );
   const measure = async (dst, act) => {
     const seen = new Promise((resolve) => waiters.set(dst, resolve));
@@ -180,7 +181,7 @@ export function latencyProbe(ctx) {
     if (t1 === Infinity && overflows !== lostBefore) return NaN;
     return t1 - t0;
   };
-  return { measure, close: () => sub.close(), overflows: () => overflows };
+  return { measure, close: () => sub.close() };
 }
 
 /**
@@ -192,7 +193,7 @@ export async function latencies(ctx, agent, iterations, loaded = 100_000) {
   await nl.routeReplace({ dst: '10.200.0.0/24', gateway: ipOf(GW_BASE) });
   await agent.call('upsert', { owner: 'bench-route', list: ['10.200.0.5'] });
   await quiet(nl, ifindex, mod.NUD_INCOMPLETE);
-  const probe = latencyProbe(ctx);
+  const probe = await latencyProbe(ctx);
   const floor = [];
   const route = [];
   const reinsert = [];

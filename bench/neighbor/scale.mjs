@@ -171,7 +171,7 @@ async function main() {
     // 2b. The first route change right after the load: 255 of the loaded IPs move to a new
     // gateway (the range index answers its first query since the million adds).
     {
-      const probe = latencyProbe(ctx);
+      const probe = await latencyProbe(ctx);
       const gw = ipOf(GW_BASE + 0xfff0);
       const dst = `${ipOf(BASE).split('.').slice(0, 3).join('.')}.0/24`;
       const ms = await probe.measure(gw, () => nl.routeReplace({ dst, gateway: gw }));
@@ -218,7 +218,7 @@ async function main() {
             reference: ref,
             referenceName: `the driver's own neighSet to its event (p${q}), same run`,
             ratio: v / ref,
-            target: q === 99 && name === 'route_change_to_entry' ? 5 : null,
+            target: q === 99 && key === 'route' ? 5 : null,
             targetKind: '<=',
             targetOf: 'value',
             note: `p${q} of ${xs.length} samples with ${opts.n} loaded (${lat.timeouts[key]} timed out after ${PROBE_TIMEOUT_MS} ms, counted as the worst; ${lat.probeLost[key]} lost to the probe's own socket overflow, left out)`,
