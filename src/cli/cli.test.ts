@@ -110,7 +110,7 @@ describe('cli', () => {
       socketMode: 0o600,
       handlers: {
         forwardableList: async () => entries,
-        status: async () => ({ ready: true, neighbor: { forwardable: entries } }),
+        status: async () => ({ ready: true, healthy: true, neighbor: { forwardable: entries } }),
       } as unknown as ControlHandlers,
       log: silentLogger(),
     });
@@ -239,7 +239,51 @@ describe('cli', () => {
 
   it('tells the user when no agent answers', async () => {
     const r = await run('status', '--socket', '/nonexistent/fibkeeper.sock');
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expect(r.err).toMatch(/cannot reach the agent at \/nonexistent\/fibkeeper\.sock/);
+    const q = await run('status', '-q', '--socket', '/nonexistent/fibkeeper.sock');
+    expect(q).toEqual({ code: 2, out: '', err: '' });
+  });
+
+  it('status exits 0 ready and healthy, 1 degraded, 2 not ready or unanswered', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fk-cli-'));
+    let doc: Record<string, unknown> | Error = {};
+    const server = new ApiServer({
+      socketPath: join(dir, 'api.sock'),
+      socketMode: 0o600,
+      handlers: {
+        status: async () => {
+          if (doc instanceof Error) throw doc;
+          return doc;
+        },
+      } as unknown as ControlHandlers,
+      log: silentLogger(),
+    });
+    await server.start();
+    try {
+      const sock = ['--socket', join(dir, 'api.sock')];
+      const cases: [Record<string, unknown> | Error, number][] = [
+        [{ ready: true, notReady: [], healthy: true, unhealthy: [] }, 0],
+        [{ ready: true, notReady: [], healthy: false, unhealthy: ['neighbor: 2 unusable'] }, 1],
+        [{ ready: false, notReady: ['initial dumps'], healthy: true, unhealthy: [] }, 2],
+        [{ ready: false, notReady: ['initial dumps'], healthy: false, unhealthy: ['x'] }, 2],
+        [Object.assign(new Error('agent is stopping'), { code: 'FIBKEEPER_ERR_CLOSED' }), 2],
+      ];
+      for (const [d, code] of cases) {
+        doc = d;
+        const r = await run('status', ...sock);
+        expect(r.code, JSON.stringify(d)).toBe(code);
+        const q = await run('status', '--quiet', ...sock);
+        expect(q, JSON.stringify(d)).toEqual({ code, out: '', err: '' });
+        const j = await run('status', '--json', ...sock);
+        expect(j.code).toBe(code);
+        if (!(d instanceof Error)) expect(JSON.parse(j.out)).toEqual(d);
+      }
+      doc = { ready: true, notReady: [], healthy: false, unhealthy: ['neighbor: 2 unusable'] };
+      expect((await run('status', ...sock)).out).toMatch(/neighbor: 2 unusable/);
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

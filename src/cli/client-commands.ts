@@ -1,4 +1,5 @@
 // Commands that talk to a running agent over the control API.
+import type { StatusDocument } from '../agent/index.js';
 import { ApiClient, type ExternalIpEntry, type ForwardableEntry } from '../api/index.js';
 import { defaultConfig, loadConfig } from '../config/index.js';
 import {
@@ -10,6 +11,7 @@ import {
   type OptionsSpec,
   type ParsedArgs,
 } from './command.js';
+import { describeError } from '../errors/index.js';
 import { formatStatus } from './status-format.js';
 
 const COMMON: OptionsSpec = {
@@ -191,9 +193,42 @@ export function documentCommand<T extends object>(
   };
 }
 
-export const statusCommand = documentCommand(
-  'status',
-  'Show what the agent does: XDP, neighbor entries, external IPs, health, counters',
-  '/v1/status',
-  formatStatus,
-);
+/** `status` exit codes, as `systemctl is-active` and monitoring plugins use them. */
+export const STATUS_EXIT = {
+  /** Ready and healthy. */
+  ok: 0,
+  /** Ready, but something needs an operator (`unhealthy` names it). */
+  degraded: 1,
+  /** Not ready (starting, initial dumps, first reconciliation), or no answer at all. */
+  notReady: 2,
+} as const;
+
+export const statusCommand: Command = {
+  name: 'status',
+  summary: 'Show what the agent does: XDP, neighbor entries, external IPs, health, counters',
+  usage: '[--json] [--quiet]',
+  help: [
+    'Options:',
+    '  --json          the full document',
+    '  --quiet, -q     print nothing: only the exit status tells',
+    ...COMMON_HELP,
+    '',
+    'Exit status: 0 ready and healthy; 1 ready but degraded (the unhealthy reasons are',
+    'printed); 2 not ready, or the agent did not answer (not running, starting, stuck).',
+  ].join('\n'),
+  options: { ...COMMON, json: { type: 'boolean' }, quiet: { type: 'boolean', short: 'q' } },
+  async run(args, io) {
+    const quiet = flag(args, 'quiet');
+    const client = clientFor(args);
+    let s: Partial<StatusDocument>;
+    try {
+      s = await client.call<Partial<StatusDocument>>('GET', '/v1/status');
+    } catch (err) {
+      if (!quiet) io.err(`fibkeeper status: ${describeError(err)}\n`);
+      return STATUS_EXIT.notReady;
+    }
+    if (!quiet) io.out(flag(args, 'json') ? JSON.stringify(s, null, 2) + '\n' : formatStatus(s));
+    if (s.ready !== true) return STATUS_EXIT.notReady;
+    return s.healthy === true ? STATUS_EXIT.ok : STATUS_EXIT.degraded;
+  },
+};
