@@ -87,6 +87,9 @@ export class ExternalIpSubsystem {
   #checkTimer: TimerHandle | undefined;
   #checking: Promise<void> | undefined;
   #recreating: Promise<void> | undefined;
+  /** A set-up of the holder under way (#setHolderUp), and whether to look again after it. */
+  #settingUp: Promise<void> | undefined;
+  #setUpAgain = false;
   #holderError: string | undefined;
   readonly #sleepers = new Set<() => void>();
   /** Notifications were lost before the first dump was applied: check once started. */
@@ -262,7 +265,7 @@ export class ExternalIpSubsystem {
     this.#unlisten?.();
     if (this.#p.devices === undefined) this.#feed?.stop();
     if (this.#p.netlink === undefined) this.#nl?.close();
-    await Promise.allSettled([this.#checking, this.#recreating]);
+    await Promise.allSettled([this.#checking, this.#recreating, this.#settingUp]);
     if (first) this.#log.info('extip: stopped');
   }
 
@@ -408,15 +411,7 @@ export class ExternalIpSubsystem {
     if (l.index === holder.ifindex) {
       if (kind === 'del') this.#holderDeleted();
       else if ((l.flags & IFF_UP) === 0) {
-        this.#log.warn(
-          { holder: holder.name },
-          'extip: the holder device was set down; setting up',
-        );
-        this.#nl!.linkSetUp(l.index).then(
-          () => this.#metrics.repaired('holder-up'),
-          // ENODEV: it is being deleted; the link event that follows recreates it
-          (err: unknown) => errnoCode(err) !== 'ENODEV' && this.#repairFailed(err),
-        );
+        void this.#setHolderUp(l.index);
       }
     } else if (kind === 'new' && l.name === holder.name && holder.ifindex === 0) {
       void this.#recreateHolder(); // someone else created it meanwhile: adopt it
@@ -434,6 +429,41 @@ export class ExternalIpSubsystem {
   }
 
   // --- repair -----------------------------------------------------------------------------
+
+  /**
+   * Sets the holder up again, one repair at a time: several events can say it is down (a
+   * batch of changes, a feed's replay of an older event after a dump), so the kernel is asked
+   * first, and a repair is made and counted only while the holder really is down. An event
+   * that comes while one runs makes it look once more when it ends.
+   */
+  #setHolderUp(index: number): Promise<void> {
+    if (this.#settingUp !== undefined) {
+      this.#setUpAgain = true;
+      return this.#settingUp;
+    }
+    this.#settingUp = (async () => {
+      do {
+        this.#setUpAgain = false;
+        try {
+          const now = await this.#nl!.linkGet(index);
+          if ((now.flags & IFF_UP) !== 0) continue;
+          this.#log.warn(
+            { holder: this.#holder!.name },
+            'extip: the holder device was set down; setting up',
+          );
+          await this.#nl!.linkSetUp(index);
+          this.#metrics.repaired('holder-up');
+        } catch (err) {
+          // ENODEV: it is being deleted; the link event that follows recreates it
+          if (errnoCode(err) !== 'ENODEV') this.#repairFailed(err);
+          return;
+        }
+      } while (this.#setUpAgain && !this.#stopped);
+    })().finally(() => {
+      this.#settingUp = undefined;
+    });
+    return this.#settingUp;
+  }
 
   #holderDeleted(): void {
     this.#log.warn(

@@ -1,6 +1,7 @@
 // Assign/unassign idempotence, repair after others change the holder, restart with
 // adoption, IPv6 DAD on the holder, bad input, and the holder kinds, against the real
 // kernel as `ip -j` shows it.
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ExternalIpSubsystem, decodeFrame } from '../../src/extip/index.js';
 import { silentLogger } from '../../src/log/index.js';
@@ -133,6 +134,32 @@ describe.skipIf(skip)('repair', () => {
         (await metric(registry, 'fibkeeper_extip_resyncs_total', { reason: 'periodic' })) >= 1,
     );
     expect(holderAddrs(lab.node)).toEqual(['10.20.0.123/32']);
+  });
+
+  it('one holder set down is one repair, however many link events say it is down', async () => {
+    const lab = await makeLab('xrm');
+    const { extip, registry } = await startExtip(lab.node, testConfig({ checkInterval: 300 }));
+    await extip.assign(['10.20.0.124']);
+    // Two events with the holder down, read in one batch (as a feed's replay after a dump
+    // can also bring an older one): one set-up is needed, and one is counted.
+    spawnSync('ip', ['-n', lab.node, '-batch', '-'], {
+      input: 'link set fkx0 down\nlink set fkx0 mtu 1400\nlink set fkx0 mtu 1300\n',
+    });
+    await waitFor(
+      async () =>
+        (await metric(registry, 'fibkeeper_extip_repairs_total', { kind: 'holder-up' })) >= 1,
+    );
+    // Two periodic checks later (each compares against a fresh dump), still one.
+    const checks = await metric(registry, 'fibkeeper_extip_resyncs_total', { reason: 'periodic' });
+    await waitFor(
+      async () =>
+        (await metric(registry, 'fibkeeper_extip_resyncs_total', { reason: 'periodic' })) >=
+        checks + 2,
+    );
+    expect(
+      ipJson<{ flags: string[] }[]>(lab.node, 'link', 'show', 'dev', 'fkx0')[0]!.flags,
+    ).toContain('UP');
+    expect(await metric(registry, 'fibkeeper_extip_repairs_total', { kind: 'holder-up' })).toBe(1);
   });
 });
 
