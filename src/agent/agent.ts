@@ -18,7 +18,7 @@ import { XdpForwarder, type XdpForwarderConfig } from '../fib/index.js';
 import type { Logger } from '../log/index.js';
 import { MetricsServer, createRegistry, type HealthReport } from '../metrics/index.js';
 import { isVerifierError } from '../native/index.js';
-import { NeighborSubsystem } from '../neighbor/index.js';
+import { NeighborSubsystem, type NeighborHealth } from '../neighbor/index.js';
 import { DeviceFeed, NetlinkHandle } from '../netlink/index.js';
 import {
   buildReport,
@@ -431,15 +431,7 @@ export class Agent implements AgentView {
   health(): HealthReport {
     const reasons: string[] = [];
     const n = this.neighbor?.health();
-    if (n && n.level !== 'ok') {
-      reasons.push(
-        `neighbor: ${n.reconciler.errorCount} entries failing` +
-          (n.failingLookups ? `, ${n.failingLookups} next-hop lookups failing` : '') +
-          Object.entries(n.feeds)
-            .map(([feed, why]) => `, ${feed}: ${why}`)
-            .join(''),
-      );
-    }
+    if (n && n.level !== 'ok') reasons.push(`neighbor: ${neighborProblems(n)}`);
     const e = this.extip?.health();
     if (e && !e.ok) reasons.push(...e.reasons.map((r) => `extip: ${r}`));
     const x = this.xdp?.health();
@@ -480,6 +472,29 @@ export class Agent implements AgentView {
 }
 
 export { MISS_OWNER };
+
+/** What a degraded neighbor subsystem's health says, as one line. */
+function neighborProblems(n: NeighborHealth): string {
+  const parts: string[] = [];
+  if (n.reconciler.errorCount > 0 || n.reconciler.level !== 'ok')
+    parts.push(`${n.reconciler.errorCount} entries failing`);
+  if (n.failingLookups) parts.push(`${n.failingLookups} next-hop lookups failing`);
+  for (const [feed, why] of Object.entries(n.feeds)) parts.push(`${feed}: ${why}`);
+  if (n.unusableCount > 0) {
+    const named = n.unusable
+      .map(
+        (u) =>
+          `${u.nexthop} on ${u.device} (${u.state} for ${u.forSeconds} s` +
+          (u.forwardable.length > 0 ? `; forwardable ${u.forwardable.join(' ')}` : '') +
+          ')',
+      )
+      .join(', ');
+    const more =
+      n.unusableCount > n.unusable.length ? ` and ${n.unusableCount - n.unusable.length} more` : '';
+    parts.push(`${n.unusableCount} next hops unusable (no ARP/NDP answer): ${named}${more}`);
+  }
+  return parts.join(', ');
+}
 
 /** The verifier's last line when `err` (or a cause of it) is a verifier refusal. */
 function verifierRefusal(err: unknown): string | undefined {

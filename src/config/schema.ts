@@ -136,6 +136,14 @@ const TABLE = [
     doc: 'Longest retry delay after repeated failures.',
   },
   {
+    path: 'neighbor.unusableAfter',
+    type: 'duration',
+    default: 30 * SECOND,
+    min: SECOND,
+    max: DAY,
+    doc: "How long a desired next hop's kernel entry may stay unresolved (FAILED, or INCOMPLETE again after a FAILED: the next hop does not answer ARP/NDP) before the agent reports it unusable: degraded health (/healthz 503, fibkeeper status exit 1) naming it, and fibkeeper_neighbor_unusable_entries. XDP sends such a next hop's traffic to the kernel (NO_NEIGH).",
+  },
+  {
     path: 'neighbor.rateLimit',
     type: 'int',
     default: 1000,

@@ -27,6 +27,7 @@ export type {
   ObservedNeighbor,
   RefreshMode,
   RouteRow,
+  UnusableEntry,
 } from './types.js';
 export type {
   DesiredStatus,

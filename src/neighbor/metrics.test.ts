@@ -19,6 +19,11 @@ describe('neighbor metrics', () => {
         ]),
       foreignEntries: () => 2,
       refreshMode: () => 'legacy',
+      unusableByDevice: () =>
+        new Map([
+          ['eth0', 0],
+          ['eth1', 2],
+        ]),
     });
     m.inserted(4);
     m.reinserted('deleted', 2);
@@ -36,6 +41,8 @@ describe('neighbor metrics', () => {
       'fibkeeper_neighbor_desired_entries{status="done"} 4',
       'fibkeeper_neighbor_kernel_entries{state="reachable"} 4',
       'fibkeeper_neighbor_foreign_entries 2',
+      'fibkeeper_neighbor_unusable_entries{device="eth0"} 0',
+      'fibkeeper_neighbor_unusable_entries{device="eth1"} 2',
       'fibkeeper_neighbor_refresh_mode{mode="legacy"} 1',
       'fibkeeper_neighbor_refresh_mode{mode="managed"} 0',
       'fibkeeper_neighbor_mode_switches_total{to="managed"} 0',

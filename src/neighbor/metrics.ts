@@ -1,7 +1,8 @@
 // Metric group of the neighbor subsystem (fibkeeper_neighbor_*). Counters are incremented
 // as things happen and also kept as plain numbers for `fibkeeper status`; the gauges (table
 // sizes, kernel entries by state) are read lazily in collect() from a source the subsystem
-// sets. Label values are bounded: states, reasons and operations, never IPs or devices.
+// sets. Label values are bounded: states, reasons, operations and the selected devices'
+// names, never IPs.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ReconcileOp, ReconcilerMetrics } from '../statedb/index.js';
 
@@ -16,6 +17,8 @@ export interface NeighborGaugeSource {
   foreignEntries(): number;
   /** The refresh path in use. */
   refreshMode(): RefreshModeName;
+  /** Unusable desired entries (unresolved past neighbor.unusableAfter) per selected device. */
+  unusableByDevice(): ReadonlyMap<string, number>;
 }
 
 export type RefreshModeName = 'managed' | 'legacy';
@@ -226,6 +229,16 @@ export class NeighborMetrics implements ReconcilerMetrics {
       collect() {
         const now = self()?.refreshMode();
         for (const mode of REFRESH_MODES) this.set({ mode }, mode === now ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'fibkeeper_neighbor_unusable_entries',
+      help: 'Desired next hops whose kernel entry has been unresolved (FAILED, then INCOMPLETE while the kernel retries: the next hop does not answer ARP/NDP) for longer than neighbor.unusableAfter, by device; XDP passes their traffic to the kernel (NO_NEIGH). Any makes the agent degraded.',
+      labelNames: ['device'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [device, n] of self()?.unusableByDevice() ?? []) this.set({ device }, n);
       },
     });
     new Gauge({

@@ -106,6 +106,44 @@ describe('observed neighbors', () => {
     expect(o.size).toBe(0);
   });
 
+  it("tells how long each of fibkeeper's entries has been unresolved since its first FAILED", () => {
+    let t = 1000;
+    const o = new ObservedNeighbors(P, undefined, () => t);
+    const mine = (ip: string, state: number, ifindex = 2) =>
+      neigh(ifindex, ip, { state, protocol: P, flags: NTF_EXT_LEARNED, flagsExt: NTF_EXT_MANAGED });
+    const all = () => true;
+    const list = (since = t) =>
+      o.unresolvedSince(since, all).map((u) => `${u.ifindex}|${u.ip} ${u.since}`);
+    // Resolving (NONE, INCOMPLETE) is no failure: a million new entries start that way.
+    for (let i = 0; i < 1000; i++)
+      o.apply('new', mine(`10.1.${i >> 8}.${i & 255}`, NUD_INCOMPLETE));
+    o.apply('new', mine('10.0.0.9', 0));
+    expect(list()).toEqual([]);
+    // FAILED starts an episode; INCOMPLETE while the kernel retries (managed) goes on with it.
+    o.apply('new', mine('10.0.0.1', NUD_FAILED));
+    o.apply('new', mine('fd00::1', NUD_FAILED, 3));
+    t = 2000;
+    o.apply('new', mine('10.0.0.1', NUD_INCOMPLETE));
+    o.apply('new', mine('10.0.0.2', NUD_FAILED));
+    t = 3000;
+    o.apply('new', mine('10.0.0.1', NUD_FAILED));
+    expect(list()).toEqual(['2|10.0.0.1 1000', '3|fd00::1 1000', '2|10.0.0.2 2000']);
+    expect(list(1500)).toEqual(['2|10.0.0.1 1000', '3|fd00::1 1000']);
+    expect(o.unresolvedSince(t, (ifindex) => ifindex === 3).map((u) => u.ip)).toEqual(['fd00::1']);
+    expect(o.unresolvedSince(t, all)[0]).toMatchObject({ state: NUD_FAILED });
+    // Resolved, deleted, or no longer fibkeeper's (an operator's PERMANENT): over.
+    o.apply('new', mine('10.0.0.1', NUD_REACHABLE));
+    o.apply('del', neigh(3, 'fd00::1'));
+    o.apply('new', neigh(2, '10.0.0.2', { state: NUD_PERMANENT }));
+    expect(list()).toEqual([]);
+    // A new episode starts at its own first FAILED; a dump that no longer has it ends it.
+    t = 5000;
+    o.apply('new', mine('10.0.0.1', NUD_FAILED));
+    expect(list()).toEqual(['2|10.0.0.1 5000']);
+    o.load([mine('10.0.0.5', NUD_REACHABLE)]);
+    expect(list()).toEqual([]);
+  });
+
   it('keeps every field of an entry, packed: state, flags, managed, protocol, lladdr', () => {
     const o = new ObservedNeighbors();
     const full = neigh(4, '2001:db8::7', {

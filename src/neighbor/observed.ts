@@ -6,6 +6,7 @@ import { AF_INET, AF_INET6, NeighFields, NTF_PROXY, NUD_FAILED } from '../netlin
 import type { Initializable } from '../statedb/index.js';
 import { CHANGED, Entry, familyOf, MARK, type NeighMessage } from './entry.js';
 import { isForeign, type NeighState } from './ownership.js';
+import { UnresolvedEntries } from './unresolved.js';
 import { FIBKEEPER_NEIGH_PROTOCOL, splitNeighKey, type ObservedNeighbor } from './types.js';
 
 export {
@@ -82,12 +83,17 @@ export class ObservedNeighbors implements Initializable {
    */
   readonly #intern: ((ifindex: number, ip: string) => string | undefined) | undefined;
 
+  /** The clock of the unresolved entries' times (ms). */
+  readonly #now: () => number;
+
   constructor(
     protocol = FIBKEEPER_NEIGH_PROTOCOL,
     intern?: (ifindex: number, ip: string) => string | undefined,
+    now: () => number = Date.now,
   ) {
     this.protocol = protocol;
     this.#intern = intern;
+    this.#now = now;
   }
 
   get initialized(): boolean {
@@ -160,6 +166,7 @@ export class ObservedNeighbors implements Initializable {
       if (cur === undefined || m === undefined) return undefined;
       this.version++;
       this.#account(cur, n.ifindex, k, -1);
+      this.#forget(n.ifindex, k);
       m.delete(k);
       this.#count--;
       if (m.size === 0) this.#byDevice.delete(n.ifindex);
@@ -244,6 +251,7 @@ export class ObservedNeighbors implements Initializable {
       for (const [k, e] of m) {
         if (e.mark === this.#mark) continue;
         this.#account(e, ifindex, k, -1);
+        this.#forget(ifindex, k);
         m.delete(k);
         this.#count--;
         this.version++;
@@ -288,15 +296,49 @@ export class ObservedNeighbors implements Initializable {
   /** Foreign entries as "ifindex|ip" (there are few). */
   readonly #foreignKeys = new Set<string>();
 
-  /** Counts the entry in (sign 1) or out of (sign -1) the census. */
+  /** fibkeeper's own entries whose next hop did not answer, since when (unresolved.ts). */
+  readonly #unresolved = new UnresolvedEntries<IpKey>();
+
+  /**
+   * Counts the entry in (sign 1) or out of (sign -1) the census. A change accounts the entry
+   * out, then in again (which also tells the unresolved set its new state); a deletion only
+   * out, and the caller forgets it there (#forget).
+   */
   #account(e: Entry, ifindex: number, k: IpKey, sign: 1 | -1): void {
+    let owned = false;
     if (isForeign(e, this.protocol)) {
       const key = `${ifindex}|${ipOfKey(k)}`;
       if (sign > 0) this.#foreignKeys.add(key);
       else this.#foreignKeys.delete(key);
     } else if (e.protocol === this.protocol) {
+      owned = true;
       this.#owned[stateIndex(e.state)]! += sign;
     }
+    if (sign > 0) this.#unresolved.note(ifindex, k, owned ? e.state : undefined, this.#now);
+  }
+
+  /** The entry (ifindex, k) is gone from the table. */
+  #forget(ifindex: number, k: IpKey): void {
+    this.#unresolved.note(ifindex, k, undefined, this.#now);
+  }
+
+  /**
+   * fibkeeper's entries that went FAILED at `since` (ms, this table's clock) or earlier and
+   * have not resolved since, for the next hops `wanted` says fibkeeper wants; oldest first.
+   */
+  unresolvedSince(
+    since: number,
+    wanted: (ifindex: number, ip: string) => boolean,
+  ): { ifindex: number; ip: string; state: number; since: number }[] {
+    const out: { ifindex: number; ip: string; state: number; since: number }[] = [];
+    for (const [ifindex, k, t] of this.#unresolved.entries()) {
+      if (t > since) continue;
+      const ip = ipOfKey(k);
+      if (!wanted(ifindex, ip)) continue;
+      const e = this.#byDevice.get(ifindex)?.get(k);
+      out.push({ ifindex, ip, state: e?.state ?? 0, since: t });
+    }
+    return out.sort((a, b) => a.since - b.since);
   }
 
   /**

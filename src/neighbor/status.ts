@@ -11,7 +11,13 @@ import type { ForwardableIPs } from './forwardable.js';
 import { isForeign, type ObservedNeighbors } from './observed.js';
 import type { Reactor } from './reactor.js';
 import type { RouteTracker } from './routes.js';
-import { neighKey, type DesiredNeighbor, type ForwardableIP, type RefreshMode } from './types.js';
+import {
+  neighKey,
+  type DesiredNeighbor,
+  type ForwardableIP,
+  type RefreshMode,
+  type UnusableEntry,
+} from './types.js';
 
 export interface StatusQuery {
   /** Only this forwardable IP (any spelling). */
@@ -118,6 +124,11 @@ export interface NeighborStatus {
   devices: DeviceStatus[];
   forwardable: ForwardableStatus[];
   desired: DesiredStatus[];
+  /**
+   * Desired next hops unresolved past neighbor.unusableAfter (they do not answer ARP/NDP),
+   * oldest first, up to the limit.
+   */
+  unusable: UnusableEntry[];
   /** A list was cut at the limit. */
   truncated: boolean;
 }
@@ -138,6 +149,7 @@ export interface StatusSources {
   pendingLookups: number;
   scheduledRetries: number;
   sharedLookups: { ipv4: boolean; ipv6: boolean };
+  unusable: UnusableEntry[];
 }
 
 function kernelEntry(s: StatusSources, ifindex: number, ip: string): KernelEntryStatus | null {
@@ -288,7 +300,8 @@ export function buildStatus(s: StatusSources, q: StatusQuery): NeighborStatus {
     }),
     forwardable,
     desired,
-    truncated,
+    unusable: s.unusable.slice(0, limit),
+    truncated: truncated || s.unusable.length > limit,
   };
 }
 

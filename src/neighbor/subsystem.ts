@@ -14,6 +14,7 @@ import { NeighborMetrics, type NeighborCounters, type ResyncReason } from './met
 import {
   NetlinkHandle,
   NTF_EXT_MANAGED,
+  nudStateNames,
   DeviceFeed,
   type Route,
   type RouteQuery,
@@ -47,6 +48,7 @@ import {
   neighKey,
   type DesiredNeighbor,
   type RefreshMode,
+  type UnusableEntry,
 } from './types.js';
 
 export interface NeighborSubsystemParams {
@@ -77,6 +79,12 @@ export interface NeighborHealth {
   failingLookups: number;
   /** Feeds whose last dump failed, with the reason. */
   feeds: Record<string, string>;
+  /**
+   * Desired next hops unresolved past neighbor.unusableAfter (the next hop does not answer
+   * ARP/NDP), oldest first, at most 10 of them; `unusableCount` says how many in all.
+   */
+  unusable: UnusableEntry[];
+  unusableCount: number;
 }
 
 type State = 'new' | 'starting' | 'running' | 'stopped';
@@ -143,6 +151,7 @@ export class NeighborSubsystem {
       this.#tuning.internAddresses
         ? (ifindex, ip) => this.#calculator.onLinkString(ifindex, ip)
         : undefined,
+      now,
     );
     this.#desired = new Table<DesiredNeighbor>({
       name: 'desired-neighbors',
@@ -262,6 +271,11 @@ export class NeighborSubsystem {
       kernelEntriesByState: () => this.#census().byState,
       foreignEntries: () => this.#census().foreignWanted,
       refreshMode: () => this.#path.mode,
+      unusableByDevice: () => {
+        const by = new Map(this.#devices.selected().map((d) => [d.name, 0]));
+        for (const u of this.unusable()) by.set(u.device, (by.get(u.device) ?? 0) + 1);
+        return by;
+      },
     });
   }
 
@@ -607,8 +621,40 @@ export class NeighborSubsystem {
       if (f?.lastError !== undefined) feeds[name] = f.lastError;
     }
     const failingLookups = this.#calculator.failingLookups;
-    const ok = reconciler.level === 'ok' && failingLookups === 0 && Object.keys(feeds).length === 0;
-    return { level: ok ? 'ok' : 'degraded', reconciler, failingLookups, feeds };
+    const unusable = this.unusable();
+    const ok =
+      reconciler.level === 'ok' &&
+      failingLookups === 0 &&
+      Object.keys(feeds).length === 0 &&
+      unusable.length === 0;
+    return {
+      level: ok ? 'ok' : 'degraded',
+      reconciler,
+      failingLookups,
+      feeds,
+      unusable: unusable.slice(0, 10),
+      unusableCount: unusable.length,
+    };
+  }
+
+  /**
+   * Desired next hops whose kernel entry went FAILED at least neighbor.unusableAfter ago and
+   * has not resolved since, oldest first.
+   */
+  unusable(): UnusableEntry[] {
+    const now = this.#clock.now();
+    const rows = this.#observed.unresolvedSince(
+      now - this.#p.config.unusableAfter,
+      (ifindex, ip) =>
+        this.#devices.isSelected(ifindex) && this.#desired.has(neighKey(ifindex, ip)),
+    );
+    return rows.map((r) => ({
+      nexthop: r.ip,
+      device: this.#devices.nameOf(r.ifindex) ?? String(r.ifindex),
+      state: nudStateNames(r.state).join(',').toLowerCase(),
+      forSeconds: Math.round((now - r.since) / 1000),
+      forwardable: [...(this.#desired.get(neighKey(r.ifindex, r.ip))?.refs ?? [])].slice(0, 5),
+    }));
   }
 
   /** Rows for `fibkeeper status` (filtered and capped by `q`). */
@@ -633,6 +679,7 @@ export class NeighborSubsystem {
           ipv4: this.#tuning.shareLookups && this.#rules.tableOnly(4),
           ipv6: this.#tuning.shareLookups && this.#rules.tableOnly(6),
         },
+        unusable: this.unusable(),
       },
       q,
     );

@@ -104,3 +104,15 @@ export function splitNeighKey(key: string): { ifindex: number; ip: string } {
 
 /** How entries stay fresh: the kernel re-resolves them (managed) or fibkeeper does (legacy). */
 export type RefreshMode = 'managed' | 'legacy';
+
+/** A desired next hop that does not answer (NeighborHealth.unusable). */
+export interface UnusableEntry {
+  nexthop: string;
+  device: string;
+  /** The kernel entry's NUD state now: failed, or incomplete while the kernel retries. */
+  state: string;
+  /** Seconds since it first went FAILED without resolving. */
+  forSeconds: number;
+  /** Some forwardable IPs routed through it (at most 5). */
+  forwardable: string[];
+}

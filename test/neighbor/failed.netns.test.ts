@@ -21,7 +21,7 @@ describe.skipIf(skip)('neighbor: a gateway that is down, then back', () => {
       quickGiveUp(lab);
       ip(lab.a, 'addr', 'del', '10.1.0.2/24', 'dev', 'pa0'); // the gateway is down
       const n = await startAgent(lab.r, {
-        config: { refresh: mode, retryMin: 100, retryMax: 1000 },
+        config: { refresh: mode, retryMin: 100, retryMax: 1000, unusableAfter: 2000 },
       });
       expect(n.mode).toBe(mode);
       n.upsert('test', ['10.9.0.5']); // via 10.1.0.2
@@ -31,6 +31,22 @@ describe.skipIf(skip)('neighbor: a gateway that is down, then back', () => {
       await sleep(4000);
       // Between attempts FAILED, during one INCOMPLETE: never resolved.
       expect(['FAILED', 'INCOMPLETE']).toContain(entry(lab.r, '10.1.0.2', 'ra0')?.state[0]);
+      // Unresolved for longer than neighbor.unusableAfter: the agent is degraded and names
+      // the next hop, its device and the forwardable IP behind it; the gauge counts it.
+      const h = n.health();
+      expect(h.level).toBe('degraded');
+      expect(h.unusableCount).toBe(1);
+      expect(h.unusable[0]).toMatchObject({
+        nexthop: '10.1.0.2',
+        device: 'ra0',
+        forwardable: ['10.9.0.5'],
+      });
+      expect(h.unusable[0]!.forSeconds).toBeGreaterThanOrEqual(2);
+      expect(['failed', 'incomplete']).toContain(h.unusable[0]!.state);
+      expect(n.status().unusable.map((u) => u.nexthop)).toEqual(['10.1.0.2']);
+      expect(await n.metrics.registry.metrics()).toMatch(
+        /^fibkeeper_neighbor_unusable_entries\{device="ra0"\} 1$/m,
+      );
       const whileDown = n.status().counters.reinserts.failed;
       if (mode === 'legacy') {
         // Retried, with backoff: an attempt takes 0.5 s, then waits 0.1, 0.2, 0.4, 0.8, 1 s...
@@ -52,6 +68,12 @@ describe.skipIf(skip)('neighbor: a gateway that is down, then back', () => {
       await waitFor(() => n.status({ ip: '10.9.0.5' }).desired[0]?.losses === 0, {
         what: 'losses reset',
       });
+      // The agent reads the event that `ip` already shows: healthy again once it has.
+      await waitFor(() => n.health().level === 'ok', { what: 'healthy again' });
+      expect(n.health()).toMatchObject({ unusableCount: 0, unusable: [] });
+      expect(await n.metrics.registry.metrics()).toMatch(
+        /^fibkeeper_neighbor_unusable_entries\{device="ra0"\} 0$/m,
+      );
       const after = n.status().counters.reinserts.failed;
       await sleep(1500);
       expect(n.status().counters.reinserts.failed).toBe(after);

@@ -57,6 +57,7 @@ export function config(over: Partial<NeighborConfig> = {}): NeighborConfig {
     resyncInterval: 300_000,
     retryMin: 50,
     retryMax: 2000,
+    unusableAfter: 30_000,
     rateLimit: 1000,
     ...over,
   };
