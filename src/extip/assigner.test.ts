@@ -86,11 +86,20 @@ describe('Assigner', () => {
     expect(failed?.lastError).toMatch(/EACCES/);
     expect(counts.get('error assign')).toBe(1);
     expect(counts.get('assigned ipv4')).toBe(2);
+    expect(counts.get('failed ipv4')).toBe(1);
     // the periodic check retries it
     a.reconcile(holder.list(), a.epoch());
     await turns(5);
     expect(onHolder(holder)).toEqual(['192.0.2.1', '192.0.2.2', '192.0.2.3']);
     expect(a.list().every((s) => s.state === 'assigned')).toBe(true);
+    expect(counts.get('failed ipv4')).toBe(0);
+    // failed again, then given up by its requester: no longer counted
+    holder.faults.set('192.0.2.9', 'EACCES');
+    await a.request(ips('192.0.2.9'), true).catch(() => undefined);
+    expect(counts.get('failed ipv4')).toBe(1);
+    await a.request(ips('192.0.2.9'), false);
+    expect(a.list().map((s) => s.ip)).not.toContain('192.0.2.9');
+    expect(counts.get('failed ipv4')).toBe(0);
   });
 
   it('re-adds an address someone deleted, counts the repair, and announces it again', async () => {
@@ -208,6 +217,8 @@ describe('Assigner', () => {
       },
     ]);
     expect(counts.get('assigned ipv6') ?? 0).toBe(0);
+    expect(counts.get('failed ipv6')).toBe(1);
+    expect(counts.get('failed ipv4')).toBe(0);
     // the periodic check probes the failed one again; free now: assigned
     a.reconcile(holder.list(), a.epoch());
     await turns(3);
@@ -220,6 +231,7 @@ describe('Assigner', () => {
       lastError: undefined,
     });
     expect(onHolder(holder)).toEqual(['192.0.2.1', '2001:db8::1']);
+    expect(counts.get('failed ipv6')).toBe(0);
   });
 
   it('no second detection for an address that comes back (repair), nor for one adopted', async () => {

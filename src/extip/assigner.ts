@@ -56,6 +56,7 @@ export class Assigner {
   readonly #p: AssignerParams;
   readonly #entries = new Map<string, Entry>();
   readonly #assignedCount = { ipv4: 0, ipv6: 0 };
+  readonly #failedCount = { ipv4: 0, ipv6: 0 };
   #loaded = false;
   #stopped = false;
   /** Counts our kernel calls, to tell which dump results are older than them. */
@@ -162,6 +163,7 @@ export class Assigner {
 
   #forgetIfIdle(e: Entry): void {
     if (!e.desired && !e.present && !e.running && e.waiters.length === 0) {
+      this.#setState(e, 'pending'); // out of the assigned and failed counts
       this.#entries.delete(e.ip.address);
     }
   }
@@ -284,8 +286,11 @@ export class Assigner {
     const fam = familyLabel(e.ip);
     if (e.state === 'assigned') this.#assignedCount[fam]--;
     if (s === 'assigned') this.#assignedCount[fam]++;
+    if (e.state === 'failed') this.#failedCount[fam]--;
+    if (s === 'failed') this.#failedCount[fam]++;
     e.state = s;
     this.#p.metrics.setAssigned(fam, this.#assignedCount[fam]);
+    this.#p.metrics.setFailed(fam, this.#failedCount[fam]);
   }
 
   // --- what the kernel says ---------------------------------------------------------------

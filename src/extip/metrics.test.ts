@@ -9,6 +9,7 @@ describe('extip metrics', () => {
     const m = registerExtipMetrics(registry);
     m.setAssigned('ipv4', 3);
     m.setAssigned('ipv4', 2);
+    m.setFailed('ipv6', 1);
     m.announced('ipv4', 'assign', 1000);
     m.announced('ipv4', 'assign');
     m.announced('ipv6', 'defend');
@@ -22,6 +23,8 @@ describe('extip metrics', () => {
     for (const line of [
       'fibkeeper_extip_assigned{family="ipv4"} 2',
       'fibkeeper_extip_assigned{family="ipv6"} 0',
+      'fibkeeper_extip_failed{family="ipv4"} 0',
+      'fibkeeper_extip_failed{family="ipv6"} 1',
       'fibkeeper_extip_announcements_sent_total{family="ipv4",reason="assign"} 1001',
       'fibkeeper_extip_announcements_sent_total{family="ipv6",reason="defend"} 1',
       'fibkeeper_extip_frames_sent_total{family="ipv4"} 2002',

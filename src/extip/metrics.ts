@@ -55,6 +55,8 @@ const RESYNC_REASONS = ['overflow', 'periodic'] as const;
 export interface ExtipMetrics {
   /** Sets the number of IPs of a family that are on the holder and usable. */
   setAssigned(family: ExtipFamilyLabel, n: number): void;
+  /** Sets the number of IPs of a family that could not be assigned (state failed). */
+  setFailed(family: ExtipFamilyLabel, n: number): void;
   /** One announcement: IPv4 = the gratuitous ARP request and reply; IPv6 = one unsolicited NA. */
   announced(family: ExtipFamilyLabel, reason: ExtipAnnounceReason, n?: number): void;
   /** Frames put on the wire (2 per IPv4 announcement, 1 per IPv6 one, 1 per response or probe). */
@@ -112,6 +114,16 @@ export function registerExtipMetrics(registry: Registry): ExtipMetrics {
     registers,
     collect() {
       for (const family of ['ipv4', 'ipv6'] as const) this.set({ family }, assignedNow[family]);
+    },
+  });
+  const failedNow = { ipv4: 0, ipv6: 0 };
+  new Gauge({
+    name: 'fibkeeper_extip_failed',
+    help: 'External IPs wanted but not assigned, by family: duplicate address detection found another host using the IP (the API answered 409 with its MAC), or the holder refused it; fibkeeper status gives the reason.',
+    labelNames: ['family'],
+    registers,
+    collect() {
+      for (const family of ['ipv4', 'ipv6'] as const) this.set({ family }, failedNow[family]);
     },
   });
   const announcements = new LazyCounter(
@@ -175,6 +187,7 @@ export function registerExtipMetrics(registry: Registry): ExtipMetrics {
   for (const reason of RESYNC_REASONS) resyncs.inc({ reason }, 0);
   return {
     setAssigned: (family, n) => void (assignedNow[family] = n),
+    setFailed: (family, n) => void (failedNow[family] = n),
     announced: (family, reason, n = 1) =>
       announcements.add(`${family} ${reason}`, { family, reason }, n),
     framesSent: (family, n = 1) => frames.add(family, { family }, n),
@@ -192,6 +205,7 @@ export function noopExtipMetrics(): ExtipMetrics {
   const nop = (): void => undefined;
   return {
     setAssigned: nop,
+    setFailed: nop,
     announced: nop,
     framesSent: nop,
     responded: nop,

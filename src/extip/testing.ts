@@ -144,6 +144,7 @@ export function recordingMetrics(): { metrics: ExtipMetrics; counts: Map<string,
     counts,
     metrics: {
       setAssigned: (f, n) => void counts.set(`assigned ${f}`, n),
+      setFailed: (f, n) => void counts.set(`failed ${f}`, n),
       announced: (f, r, n) => add(`announced ${f} ${r}`, n),
       framesSent: (f, n) => add(`frames ${f}`, n),
       responded: (f) => add(`responded ${f}`),
