@@ -57,13 +57,29 @@ describe('alert rules', () => {
     );
   });
 
-  it('query only metrics fibkeeper exports', async () => {
-    const known = new Set((await metricCatalog()).map((m) => m.name));
+  it('query only metrics fibkeeper exports, with the labels they have', async () => {
+    const catalog = new Map((await metricCatalog()).map((m) => [m.name, new Set(m.labels)]));
+    // What Prometheus adds to every series it scrapes.
+    const target = ['instance', 'job'];
     for (const a of alerts) {
-      for (const m of a.expr.match(/fibkeeper_[a-z0-9_]+/g) ?? []) {
-        expect(known.has(m.replace(/_(bucket|sum|count)$/, '')), `${a.alert}: ${m}`).toBe(true);
+      for (const sel of a.expr.matchAll(/(fibkeeper_[a-z0-9_]+)(?:\{([^}]*)\})?/g)) {
+        const name = sel[1]!.replace(/_(bucket|sum|count)$/, '');
+        const labels = catalog.get(name);
+        expect(labels, `${a.alert}: ${name}`).toBeDefined();
+        for (const m of (sel[2] ?? '').matchAll(/([a-z_]+)\s*[=!~]/g))
+          expect(labels!.has(m[1]!), `${a.alert}: ${name} has no label ${m[1]}`).toBe(true);
+      }
+      // Every label an aggregation keeps is one of the metric's or the target's.
+      const metrics = [...a.expr.matchAll(/fibkeeper_[a-z0-9_]+/g)].map((m) => m[0]);
+      for (const by of a.expr.matchAll(/by \(([^)]*)\)/g)) {
+        for (const l of by[1]!.split(',').map((x) => x.trim())) {
+          const has = metrics.some((m) => catalog.get(m)?.has(l));
+          expect(has || target.includes(l), `${a.alert}: by ${l}`).toBe(true);
+        }
       }
     }
+    // The label values the rules match on are checked against a live agent's exposition in
+    // test/deploy/alerts.netns.test.ts.
   });
 
   it('are in the PrometheusRule of deploy/kubernetes/monitoring.yaml, beside a PodMonitor', () => {

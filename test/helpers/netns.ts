@@ -107,7 +107,7 @@ export function ifindexOf(ns: string, dev: string): number {
 /** Polls `fn` until it returns a truthy value or the timeout passes. */
 export async function waitFor<T>(
   fn: () => T | Promise<T>,
-  opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+  opts: { timeoutMs?: number; intervalMs?: number; what?: string | (() => string) } = {},
 ): Promise<NonNullable<T>> {
   const deadline = Date.now() + (opts.timeoutMs ?? 5000);
   let last: unknown;
@@ -120,7 +120,7 @@ export async function waitFor<T>(
     }
     if (Date.now() > deadline) {
       throw new Error(
-        `timed out waiting for ${opts.what ?? 'condition'}${last ? `: ${String(last)}` : ''}`,
+        `timed out waiting for ${(typeof opts.what === 'function' ? opts.what() : opts.what) ?? 'condition'}${last ? `: ${String(last)}` : ''}`,
       );
     }
     await new Promise((r) => setTimeout(r, opts.intervalMs ?? 20));
