@@ -242,12 +242,16 @@ ts(
   'ops',
 );
 ts(
-  'Refresh path (1 = in use), switches, entries held by someone else',
+  'Refresh path (1 = in use), switches, entries held by someone else, next hops not answering',
   12,
   [
     [`max by (mode) (fibkeeper_neighbor_refresh_mode${sel})`, 'path {{mode}}'],
     [by('fibkeeper_neighbor_mode_switches_total', 'to'), 'switches/s to {{to}}'],
     [`sum(fibkeeper_neighbor_foreign_entries${sel})`, 'foreign entries (left alone)'],
+    [
+      `sum by (device) (fibkeeper_neighbor_unusable_entries${sel})`,
+      'next hops not answering on {{device}}',
+    ],
   ],
   'short',
 );
@@ -269,9 +273,12 @@ ts(
 
 row('External IPs');
 ts(
-  'Assigned external IPs',
+  'External IPs assigned, and not assigned (failed)',
   8,
-  [[`sum by (family) (fibkeeper_extip_assigned${sel})`, '{{family}}']],
+  [
+    [`sum by (family) (fibkeeper_extip_assigned${sel})`, '{{family}}'],
+    [`sum by (family) (fibkeeper_extip_failed${sel})`, 'failed {{family}}'],
+  ],
   'short',
 );
 ts(
