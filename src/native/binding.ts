@@ -244,6 +244,9 @@ export interface Binding {
   isBpffs(path: string): boolean;
   sdNotify(socket: string, message: string): number;
   flockFd(fd: number, exclusive: boolean, wait: boolean): boolean;
+  openTun(name: string, netns?: string): { fd: number; name: string };
+  udpSocket(family: 4 | 6, address: string, port: number, netns?: string): number;
+  attachTcx(progFd: number, ifindex: number, direction: string, netns?: string): number;
 }
 
 const ADDON_PATH = '../../native/build/Release/fibkeeper.node';

@@ -65,3 +65,4 @@ export {
   type LibbpfLogger,
   type LibbpfLogLevel,
 } from './bpf-system.js';
+export { openTun, udpSocketIn, attachTcx, closeFd } from './cluster-io.js';
