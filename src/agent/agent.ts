@@ -284,7 +284,12 @@ export class Agent implements AgentView {
       registry: this.registry,
       log: this.log.child({ component: 'extip' }),
       ...(this.cfg.cluster.enabled
-        ? { cluster: { mayHold: (ip: string) => this.cluster?.member.mayHold(ip) === true } }
+        ? {
+            cluster: {
+              mayHold: (ip: string) => this.cluster?.member.mayHold(ip) === true,
+              holderName: this.cfg.cluster.holderName,
+            },
+          }
         : {}),
     });
     this.extip = x;
@@ -305,6 +310,7 @@ export class Agent implements AgentView {
       registry: this.registry,
       log: this.log.child({ component: 'cluster' }),
       hold: (ips) => x.setClusterIps(ips),
+      deadline: (until) => x.setClusterDeadline(until),
       peers: (ips) =>
         void this.control.exclusive('cluster peers', () =>
           setPeers(this.neighbor, ips, this.log.child({ component: 'cluster' })),

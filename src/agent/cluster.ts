@@ -28,6 +28,8 @@ export interface AgentClusterParams {
   log: Logger;
   /** Applies a hold set (the external-IP subsystem's setClusterIps). */
   hold: (ips: readonly string[]) => Promise<void>;
+  /** Every hold set's deadline, synchronously (the kernel fence: setClusterDeadline). */
+  deadline: (untilMs: number) => void;
   /** The other members' node IPs changed. */
   peers: (ips: readonly string[]) => void;
 }
@@ -56,7 +58,10 @@ export class AgentCluster {
       metrics: registerClusterMetrics(p.registry),
       // every set in the log, as computed: the applying listener skips sets while it waits
       // for a removal, and the log is the record of what this node held when
-      onSet: (set) => this.#logHold(set),
+      onSet: (set) => {
+        p.deadline(set.deadline);
+        this.#logHold(set);
+      },
       onHold: (set) => p.hold(set.ips),
       onPeers: p.peers,
     });

@@ -321,6 +321,14 @@ const TABLE = [
     doc: 'etcd key prefix of the cluster (members/, ips/, owners/ under it).',
   },
   {
+    path: 'cluster.holderName',
+    type: 'string',
+    // A TUN device this agent creates and holds open: the kernel deletes it, with every
+    // cluster IP on it, when the agent's process ends (docs/cluster.md, fencing).
+    default: 'fkcluster0',
+    doc: "The device that carries this node's cluster IPs: a TUN device the agent creates and the kernel deletes with the agent's process (so a dead agent's node answers for none of them). Must differ from extip.holderName.",
+  },
+  {
     path: 'cluster.static',
     type: 'list',
     default: [],
