@@ -289,6 +289,7 @@ export class Agent implements AgentView {
               mayHold: (ip: string) => this.cluster?.member.mayHold(ip) === true,
               holderName: this.cfg.cluster.holderName,
             },
+            onExternalUp: (up: boolean) => this.cluster?.member.setAble(up),
           }
         : {}),
     });
@@ -311,6 +312,7 @@ export class Agent implements AgentView {
       log: this.log.child({ component: 'cluster' }),
       hold: (ips) => x.setClusterIps(ips),
       deadline: (until) => x.setClusterDeadline(until),
+      probe: (ip) => x.probe(ip),
       peers: (ips) =>
         void this.control.exclusive('cluster peers', () =>
           setPeers(this.neighbor, ips, this.log.child({ component: 'cluster' })),
@@ -318,6 +320,7 @@ export class Agent implements AgentView {
     });
     this.cluster = c;
     this.#stoppers.push(() => c.stop());
+    if (x.externalInterface?.up === false) c.member.setAble(false);
     await c.start(this.cfg.cluster.static, this.#peersLoaded);
   }
 

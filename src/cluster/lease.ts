@@ -42,6 +42,7 @@ export class LeaseKeeper {
   #retry = 0;
   #granting = false;
   #fenced = true;
+  #lastAnswerAt = -Infinity;
 
   constructor(params: LeaseKeeperParams) {
     this.#p = params;
@@ -64,6 +65,11 @@ export class LeaseKeeper {
 
   get grantedAt(): number {
     return this.#grantedAt;
+  }
+
+  /** Clock ms of the last answer etcd gave to a grant or keep-alive (−∞: none yet). */
+  get lastAnswerAt(): number {
+    return this.#lastAnswerAt;
   }
 
   /** The TTL etcd granted, ms. */
@@ -115,6 +121,7 @@ export class LeaseKeeper {
     store.grantLease(this.#p.ttlSeconds).then(
       ({ id, ttlSeconds }) => {
         this.#granting = false;
+        this.#lastAnswerAt = clock.now();
         metrics.request('grant', clock.now() - sent, true);
         if (this.#stopped) {
           store.revokeLease(id).catch(() => undefined);
@@ -149,6 +156,7 @@ export class LeaseKeeper {
     store.keepAlive(id).then(
       (ttl) => {
         this.#inFlight--;
+        this.#lastAnswerAt = clock.now();
         metrics.request('keepalive', clock.now() - sent, true);
         if (this.#id !== id || this.#stopped) return;
         if (ttl <= 0) {

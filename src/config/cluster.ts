@@ -48,6 +48,12 @@ export function checkClusterOptions(cfg: FibkeeperConfig, host: () => string = h
       `${c.renewInterval} ms: at least two keep-alives must fit in the hold window (lease TTL − fence margin = ${hold} ms)`,
     );
   }
+  if (c.peerTimeout < 5 * c.heartbeatInterval) {
+    throw new ConfigError(
+      'cluster.peerTimeout',
+      `${c.peerTimeout} ms: give at least 5 heartbeat intervals (cluster.heartbeatInterval ${c.heartbeatInterval} ms), or a few late heartbeats make a live peer silent`,
+    );
+  }
   if ((c.etcd.certFile === '') !== (c.etcd.keyFile === '')) {
     throw new ConfigError(
       'cluster.etcd.certFile',

@@ -410,6 +410,35 @@ const TABLE = [
     doc: 'How long a new member must have been seen before IPs are handed over to it.',
   },
   {
+    path: 'cluster.heartbeatPort',
+    type: 'int',
+    // Each node listens on its first node IP (cluster.nodeIPs) for the others' heartbeats.
+    default: 7947,
+    min: 1,
+    max: 65535,
+    doc: "UDP port of the peer heartbeat on this node's first node IP (cluster.nodeIPs): how the members on a segment see a peer's process die at once, a peer go silent, and an etcd outage that every member shares.",
+  },
+  {
+    path: 'cluster.heartbeatInterval',
+    type: 'duration',
+    // 20 ms: a killed agent is seen dead within ~1.5 intervals (its kernel refuses the next
+    // heartbeat); 3 nodes send 300 small datagrams a second in all.
+    default: 20,
+    min: 5,
+    max: SECOND,
+    doc: 'Gap between two heartbeats to each peer.',
+  },
+  {
+    path: 'cluster.peerTimeout',
+    type: 'duration',
+    // 400 ms: above the worst event-loop stall measured on a loaded 2-core machine (163 ms)
+    // with room; a hung holder's IPs move after it plus the cool-down (TTL - fence margin).
+    default: 400,
+    min: 50,
+    max: MINUTE,
+    doc: 'How long a peer may stay unheard before it counts as silent (hung, cut off): its lease is revoked and its IPs taken over after a cool-down. Also how long a promise not to claim lasts (etcd outages).',
+  },
+  {
     path: 'cluster.handoverOnStop',
     type: 'bool',
     default: true,

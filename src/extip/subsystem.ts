@@ -52,6 +52,8 @@ export interface ExternalIpParams {
    * gate allows; the external interface's arp_ignore/arp_announce are set and kept.
    */
   cluster?: ClusterGate;
+  /** The external interface gained or lost its link (up with a carrier), or was deleted. */
+  onExternalUp?: (up: boolean) => void;
 }
 
 /** Same shape as the metrics server's HealthReport. */
@@ -123,10 +125,10 @@ export class ExternalIpSubsystem {
     return { name: this.#cfg.holderName, ifindex: this.#holder?.ifindex ?? 0 };
   }
 
-  /** The external interface, once started. */
-  get externalInterface(): { name: string; ifindex: number; mac: string } | undefined {
+  /** The external interface, once started; `up`: up with a carrier, frames can leave. */
+  get externalInterface(): { name: string; ifindex: number; mac: string; up: boolean } | undefined {
     const e = this.#ext?.link;
-    return e && { name: e.name, ifindex: e.ifindex, mac: e.mac };
+    return e && { name: e.name, ifindex: e.ifindex, mac: e.mac, up: this.#ext!.present && e.up };
   }
 
   // --- lifecycle --------------------------------------------------------------------------
@@ -236,6 +238,7 @@ export class ExternalIpSubsystem {
         this.#announcer?.burstAll('link');
         this.#assigner?.retryFailed(); // probes can go out again
       },
+      ...(this.#p.onExternalUp ? { onUpChange: this.#p.onExternalUp } : {}),
       openSocket: this.#p.openSocket,
       clusterMode: this.#cluster !== undefined,
     });
