@@ -40,7 +40,7 @@ export class UdpPeerTransport implements PeerTransport {
     const s = createSocket({ type: this.#family === 4 ? 'udp4' : 'udp6' });
     s.on('message', (msg) => handlers.onMessage(msg));
     s.on('error', (err) => this.#log?.('cluster heartbeat socket', err));
-    await new Promise<void>((resolve) => s.bind({ fd }, resolve));
+    bindFd(s, fd);
     this.#listener = s;
   }
 
@@ -65,14 +65,14 @@ export class UdpPeerTransport implements PeerTransport {
     });
     // Datagrams from the peer to this socket are not heartbeats (those go to the listener).
     s.on('message', () => undefined);
-    s.bind({ fd }, () => {
-      if (this.#peers.get(node) !== s) return;
-      try {
-        s.connect(addr.port, addr.ip);
-      } catch (err) {
-        this.#log?.(`cluster heartbeat: connect to ${node}: ${describeError(err)}`);
-      }
-    });
+    try {
+      bindFd(s, fd);
+      s.connect(addr.port, addr.ip);
+    } catch (err) {
+      this.#log?.(`cluster heartbeat: socket for ${node}: ${describeError(err)}`);
+      close(s);
+      return;
+    }
     this.#peers.set(node, s);
   }
 
@@ -103,6 +103,14 @@ export class UdpPeerTransport implements PeerTransport {
     if (this.#listener) close(this.#listener);
     this.#listener = undefined;
   }
+}
+
+/**
+ * Takes over a bound descriptor. dgram binds an `fd` synchronously and emits 'listening'
+ * before a callback given to bind() could be attached, so none is.
+ */
+function bindFd(s: Socket, fd: number): void {
+  s.bind({ fd });
 }
 
 function close(s: Socket): void {

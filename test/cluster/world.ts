@@ -298,12 +298,23 @@ export class ClusterWorld {
     );
   }
 
+  /**
+   * Processes that ended without a last hold set of their own (SIGKILL): when each was
+   * killed. Its cluster holder (a TUN device) went with it, so it held nothing from then on.
+   */
+  readonly deaths: { node: string; at: number }[] = [];
+
   /** Sends a signal to the node's agent; SIGKILL and SIGTERM wait for its exit. */
   async signal(n: AgentNode, sig: NodeJS.Signals): Promise<void> {
     const p = n.proc;
     if (!p || p.exitCode !== null || p.signalCode !== null) return;
     const exited = new Promise((r) => p.once('exit', r));
+    // The kernel ends a SIGKILLed process (and deletes its holder) before its sockets can
+    // tell its peers anything: the signal's moment is when it stopped holding, for the
+    // history. The wire (expectNeverTwoHolders's capture) checks that independently.
+    const sentAt = now();
     p.kill(sig);
+    if (sig === 'SIGKILL') this.deaths.push({ node: n.name, at: sentAt });
     if (sig === 'SIGKILL' || sig === 'SIGTERM') await exited;
   }
 
@@ -344,7 +355,7 @@ export class ClusterWorld {
 
   // --- what the kernel shows ---------------------------------------------------------------
 
-  /** The global addresses on a node's holder device (ip -j addr show dev fibkeeper0). */
+  /** The global addresses on a node's cluster holder (ip -j addr show dev fkcluster0). */
   held(n: AgentNode): string[] {
     try {
       const links = ipJson<{ addr_info: { local: string; scope: string }[] }[]>(
@@ -352,7 +363,7 @@ export class ClusterWorld {
         'addr',
         'show',
         'dev',
-        'fibkeeper0',
+        'fkcluster0',
       );
       return (links[0]?.addr_info ?? [])
         .filter((a) => a.scope === 'global')
@@ -386,6 +397,66 @@ export class ClusterWorld {
       );
       c.on('exit', (code) => done(code === 0));
     });
+  }
+
+  /**
+   * The client pings each of `ips` every `everyMs` (`ping -O -D` per IP, 1 s to answer);
+   * stop() returns the pings that got no answer at all (the last second's excluded: still
+   * in flight), as `IP seq N at T`.
+   */
+  keepPinging(ips: readonly string[], everyMs: number): { stop(): string[] } {
+    const runs = ips.map((ip) => {
+      const child = spawn(
+        'ip',
+        [
+          'netns',
+          'exec',
+          this.lab.client.netns,
+          'ping',
+          '-n',
+          '-O',
+          '-D',
+          '-W',
+          '1',
+          '-i',
+          String(everyMs / 1000),
+          ip,
+        ],
+        { stdio: ['ignore', 'pipe', 'ignore'] },
+      );
+      reaper.child(child);
+      const answered = new Set<number>();
+      const missed = new Map<number, string>();
+      let buf = '';
+      child.stdout!.setEncoding('utf8');
+      child.stdout!.on('data', (d: string) => {
+        buf += d;
+        const lines = buf.split('\n');
+        buf = lines.pop() ?? '';
+        for (const l of lines) {
+          const seq = /icmp_seq=(\d+)/.exec(l);
+          if (!seq) continue;
+          if (l.includes('no answer yet')) missed.set(Number(seq[1]), l.slice(1, 18));
+          else answered.add(Number(seq[1]));
+        }
+      });
+      return { ip, child, answered, missed };
+    });
+    return {
+      stop: () => {
+        const lost: string[] = [];
+        for (const r of runs) {
+          if (r.child.exitCode === null) r.child.kill('SIGINT');
+          const last = Math.max(0, ...r.answered, ...r.missed.keys());
+          const inFlight = Math.ceil(1000 / everyMs) + 1;
+          for (const [seq, at] of r.missed) {
+            if (!r.answered.has(seq) && seq <= last - inFlight)
+              lost.push(`${r.ip} seq ${seq} at ${at}`);
+          }
+        }
+        return lost;
+      },
+    };
   }
 
   // --- the segment -------------------------------------------------------------------------
@@ -475,19 +546,27 @@ export class ClusterWorld {
 
   // --- the checks ----------------------------------------------------------------------------
 
-  /** Every hold set every agent published (debug log lines), as history.ts takes them. */
+  /**
+   * Every hold set every agent published (debug log lines), as history.ts takes them, and for
+   * each SIGKILL an empty set when the process was seen gone (its holder went with it).
+   */
   holdRecords(): HoldRecord[] {
     const out: HoldRecord[] = [];
     for (const n of this.nodes) {
+      const mine: HoldRecord[] = [];
       for (const l of this.logLines(n)) {
         if (l.msg !== 'cluster hold set') continue;
-        out.push({
+        mine.push({
           node: n.name,
           at: l.at as number,
           ips: l.ips as string[],
           deadline: (l.deadline as number | null) ?? -Infinity,
         });
       }
+      for (const d of this.deaths.filter((x) => x.node === n.name)) {
+        mine.push({ node: n.name, at: d.at, ips: [], deadline: -Infinity });
+      }
+      out.push(...mine.sort((a, b) => a.at - b.at));
     }
     return out;
   }
