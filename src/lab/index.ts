@@ -139,3 +139,4 @@ export function labDown(prefix: string): string[] {
   }
   return removed;
 }
+export { AnswerProbe, type Answer, type AnswerProbeOptions, type DualInterval } from './answers.js';

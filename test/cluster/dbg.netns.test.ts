@@ -1,22 +1,21 @@
 import { it } from 'vitest';
-import { ClusterWorld } from './world.js';
+import { ClusterWorld, now } from './world.js';
 it('dbg', async () => {
   const w = await ClusterWorld.create('d');
   await Promise.all(w.nodes.map((n) => w.start(n)));
   await w.api(w.node('n1'), 'POST', '/v1/cluster/extip', { ips: ['10.78.0.240'] });
-  await new Promise((r) => setTimeout(r, 5000));
-  for (const n of w.nodes)
-    console.log(
-      n.name,
-      w.held(n),
-      JSON.stringify(await w.api(n, 'GET', '/v1/cluster/status')).slice(0, 3000),
-    );
+  await new Promise((r) => setTimeout(r, 3000));
+  const n1 = w.node('n1');
+  await w.signal(n1, 'SIGKILL');
+  const t0 = now();
+  await w.start(n1);
+  console.log('restart ready after', now() - t0);
   console.log(
     w
-      .log(w.node('n1'))
+      .log(n1)
       .split('\n')
-      .filter((l) => !l.includes('hold set'))
-      .slice(-60)
+      .filter((l) => !l.includes('hold set') && !l.includes('libbpf'))
+      .slice(-30)
       .join('\n'),
   );
 }, 120_000);

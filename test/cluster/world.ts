@@ -28,6 +28,7 @@ import {
 import { monotonicClock } from '../../src/sched/index.js';
 import { buildArp } from '../../src/extip/index.js';
 import {
+  AnswerProbe,
   clusterAgentConfig,
   Reaper,
   clusterLabDown,
@@ -183,6 +184,8 @@ export class ClusterWorld {
   /** Every agent process started (all runs of every node), ended by PID at teardown. */
   readonly agents: ChildProcess[] = [];
   readonly #wire: ChildProcess;
+  /** The IP-level answers (echo replies, RSTs) to probes through every node's MAC. */
+  probe: AnswerProbe | undefined;
   #asker: { timer: ReturnType<typeof setInterval>; sock: PacketSocket } | undefined;
 
   private constructor(lab: ClusterLab, etcd: LocalEtcd, nodes: AgentNode[], dir: string) {
@@ -211,6 +214,7 @@ export class ClusterWorld {
     reaper.dir(dir);
     teardowns.push(async () => {
       world?.stopAsking();
+      world?.probe?.close();
       for (const p of world?.agents ?? []) {
         if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
       }
@@ -539,6 +543,28 @@ export class ClusterWorld {
     this.#asker = undefined;
   }
 
+  /**
+   * Starts probing `ips` at the IP level through every node's MAC every `everyMs` (an ICMP
+   * echo and a TCP SYN each, src/lab/answers.ts); replaces an earlier probe.
+   */
+  probeAnswers(ips: readonly string[], everyMs = 10): AnswerProbe {
+    this.probe?.close();
+    const c = this.lab.client;
+    const p = new AnswerProbe({
+      netns: c.netns,
+      ifindex: ifindexOf(c.netns, c.dev),
+      mac: c.mac,
+      v4: c.v4,
+      v6: c.v6,
+      targets: this.nodes.map((n) => n.mac),
+      ips,
+      everyMs,
+    });
+    p.start();
+    this.probe = p;
+    return p;
+  }
+
   /** Frames on the segment from `mac` speaking for `ip` at or after `since` (monotonic ms). */
   spoke(mac: string, ip: string, since = -Infinity): Speaker[] {
     return this.speakers.filter((s) => s.mac === mac && s.ip === ip && s.at >= since);
@@ -601,6 +627,8 @@ export class ClusterWorld {
       }
     }
     expect(outside).toEqual([]);
+    // At the IP level: no probe round answered by two nodes for one IP.
+    expect(this.probe?.dualIntervals() ?? []).toEqual([]);
     return this.speakers.filter((s) => cluster(s) && this.byMac(s.mac)).length;
   }
 }
