@@ -206,14 +206,20 @@ export class EtcdStore implements ClusterStore {
     return { revision: Number(res.header.revision), kvs: res.kvs.map(kvOf) };
   }
 
-  async #txnOnLease(key: string, lease: string, op: 'put' | 'delete', value = ''): Promise<number> {
+  async #txnOnLease(
+    key: string,
+    lease: string,
+    op: 'put' | 'delete',
+    value = '',
+    toLease = lease,
+  ): Promise<number> {
     const k = Buffer.from(key);
     const res = await this.#client.kv.txn(
       {
         compare: [{ key: k, target: 'Lease', result: 'Equal', lease }],
         success: [
           op === 'put'
-            ? { request_put: { key: k, value: Buffer.from(value), lease } }
+            ? { request_put: { key: k, value: Buffer.from(value), lease: toLease } }
             : { request_delete_range: { key: k } },
         ],
         failure: [],
@@ -238,6 +244,10 @@ export class EtcdStore implements ClusterStore {
 
   replaceIfLease(key: string, value: string, lease: string): Promise<number> {
     return this.#txnOnLease(key, lease, 'put', value);
+  }
+
+  moveIfLease(key: string, value: string, fromLease: string, toLease: string): Promise<number> {
+    return this.#txnOnLease(key, fromLease, 'put', value, toLease);
   }
 
   deleteIfLease(key: string, lease: string): Promise<number> {

@@ -24,7 +24,7 @@ import { PeerMonitor, type PeerTransport } from './peers.js';
 import { isEligible, place } from './placement.js';
 import type { ClusterStore } from './store.js';
 import { ViewSync } from './sync.js';
-import { Takeover } from './takeover.js';
+import { moveAll, Takeover, type Move } from './takeover.js';
 import { ClusterView } from './view.js';
 import { describeStatus, type ClusterStatus } from './status.js';
 
@@ -251,10 +251,18 @@ export class ClusterMember {
     for (const t of this.#timers) this.#clock.clearTimeout(t);
     this.#timers.clear();
     if (this.#graceTimer !== undefined) this.#clock.clearTimeout(this.#graceTimer);
+    const lease = this.#lease.id;
+    const mine = lease === undefined ? [] : this.#ownedAll(lease);
     this.#publish('stop');
     await this.#hold.applied();
     try {
+      // Each IP straight to its next owner (one write, no claim of theirs), then the lease.
+      if (this.options.handoverOnStop && lease !== undefined && this.#lease.mayHold()) {
+        const moved = await moveAll(this.#store, lease, this.#moves(mine, this.options.nodeName));
+        this.#log?.debug({ moved, of: mine.length }, 'cluster: stopping: IPs handed over');
+      }
       await this.#lease.stop(this.options.handoverOnStop);
+      this.#log?.debug('cluster: stopping: lease revoked');
     } catch (err) {
       this.#log?.warn(
         { err: describeError(err) },
@@ -556,15 +564,32 @@ export class ClusterMember {
     );
   }
 
-  /** Stops holding `ip`, waits until the listeners dropped it, then deletes the owner key. */
+  /**
+   * Stops holding `ip`, waits until the listeners dropped it, then hands its owner key to the
+   * member placement names (one write: that member holds without a claim of its own), or
+   * deletes it when there is none.
+   */
   #release(ip: string, lease: string): void {
     if (this.#releasing.has(ip)) return;
     this.#releasing.add(ip);
     this.#publish('release');
     const key = this.#layout.owner(ip);
+    const hand = async (): Promise<number> => {
+      const [move] = this.#view.desired.has(ip) ? this.#moves([ip], this.options.nodeName) : [];
+      if (move !== undefined) {
+        const rev = await this.#timed('txn', () =>
+          this.#store.moveIfLease(key, move.value, lease, move.toLease),
+        ).catch(() => 0);
+        if (rev > 0) {
+          this.#view.local(key, move.value, move.toLease, rev, this.#clock.now());
+          return -rev; // already applied to the view
+        }
+      }
+      return this.#timed('txn', () => this.#store.deleteIfLease(key, lease));
+    };
     this.#hold
       .applied()
-      .then(() => this.#timed('txn', () => this.#store.deleteIfLease(key, lease)))
+      .then(hand)
       .then(
         (rev) => {
           if (rev > 0) this.#view.local(key, undefined, '0', rev, this.#clock.now());
@@ -582,11 +607,36 @@ export class ClusterMember {
       );
   }
 
-  /** A peer's process is gone: its lease goes at once (nothing of it answers any more). */
+  /**
+   * The owner-key moves that hand `ips` to the members placement names without `without`
+   * (a member leaving, or dead): one per IP that has such a member with a lease.
+   */
+  #moves(ips: readonly string[], without: string): Move[] {
+    const view = this.#view;
+    const members = holdable(view).filter((m) => m.name !== without);
+    const desired = ips.flatMap((ip) => {
+      const d = view.desired.get(ip);
+      return d ? [{ ip: d.ip, eligible: d.eligible }] : [];
+    });
+    const all = [...view.desired.values()].map((d) => ({ ip: d.ip, eligible: d.eligible }));
+    // The whole set is placed (bounded loads depend on it); the moves are for `ips` only.
+    const placement = place(all, members);
+    const out: Move[] = [];
+    for (const { ip } of desired) {
+      const target = placement.get(ip);
+      const m = target === undefined ? undefined : view.members.get(target);
+      if (m === undefined) continue;
+      out.push({ key: this.#layout.owner(ip), value: encodeOwner(m.name), toLease: m.lease });
+    }
+    return out;
+  }
+
+  /** A peer's process is gone: its IPs go to their next owners, its lease at once. */
   #onPeerDead(node: string, lease: string): void {
     this.#metrics.peer('dead');
     if (this.#stopping) return;
-    void this.#takeover.dead(node, lease).then((done) => {
+    const ips = [...this.#view.owners].filter(([, o]) => o.lease === lease).map(([ip]) => ip);
+    void this.#takeover.dead(node, lease, this.#moves(ips, node)).then((done) => {
       if (done) this.#metrics.takeover('dead');
     });
   }
@@ -642,6 +692,13 @@ export class ClusterMember {
     } catch (err) {
       this.#log?.error({ err: describeError(err) }, 'cluster hold record failed');
     }
+  }
+
+  /** Every IP this node owns under `lease`. */
+  #ownedAll(lease: string): string[] {
+    return [...this.#view.owners]
+      .filter(([, o]) => o.node === this.options.nodeName && o.lease === lease)
+      .map(([ip]) => ip);
   }
 
   /** The IPs this node owns under `lease`, desired and not being released. */

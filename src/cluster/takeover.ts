@@ -1,8 +1,11 @@
 // What a member does in etcd when the heartbeat says a peer is gone (peers.ts):
 //
-//  - dead (its process is gone, and its cluster holder with it): revoke its lease. Its
-//    member key and every owner key go in one revision, and the next owners claim at once.
-//    Nothing of the dead node answers for its IPs any more, so nothing waits.
+//  - dead (its process is gone, and its cluster holder with it): each of its owner keys is
+//    moved to the member placement now names (one transaction per IP, conditional on the
+//    dead lease: of several members that saw the death, one wins), so the next owners hold
+//    without a claim of their own; then its lease is revoked (its member key, and any owner
+//    key not moved, go with it). Nothing of the dead node answers for its IPs any more, so
+//    nothing waits.
 //  - silent (hung, cut off, its link lost): its kernel may still answer for its IPs until
 //    its fence deadline, which a keep-alive it sent before the revoke may have moved as far
 //    as revoke + (TTL − fence margin). So first `fenced/<node>` is written (create-if-absent,
@@ -16,6 +19,13 @@
 import type { Clock } from '../sched/index.js';
 import { encodeFenced, type KeyLayout } from './keys.js';
 import type { ClusterStore } from './store.js';
+
+/** An owner key to hand to another member: its key, new value and that member's lease. */
+export interface Move {
+  key: string;
+  value: string;
+  toLease: string;
+}
 
 export interface TakeoverParams {
   store: ClusterStore;
@@ -38,11 +48,12 @@ export class Takeover {
     this.#p = p;
   }
 
-  /** The process behind `lease` is dead: revoke it. */
-  async dead(node: string, lease: string): Promise<boolean> {
+  /** The process behind `lease` is dead: hand its owner keys over (`moves`), revoke it. */
+  async dead(node: string, lease: string, moves: readonly Move[] = []): Promise<boolean> {
     if (this.#busy.has(lease)) return false;
     this.#busy.add(lease);
     try {
+      await moveAll(this.#p.store, lease, moves);
       await this.#p.store.revokeLease(lease);
       this.#p.log('cluster: revoked the lease of a dead peer', { node, lease });
       return true;
@@ -96,4 +107,25 @@ export class Takeover {
       this.#busy.delete(lease);
     }
   }
+}
+
+/**
+ * Moves every key of `moves` from `fromLease` to its new owner's lease, in parallel; a key
+ * that is not bound to `fromLease` any more, or whose new owner's lease is gone, is left as it
+ * is (a later revoke or release deletes it, and placement claims it).
+ */
+export async function moveAll(
+  store: ClusterStore,
+  fromLease: string,
+  moves: readonly Move[],
+): Promise<number> {
+  const done = await Promise.all(
+    moves.map((m) =>
+      store.moveIfLease(m.key, m.value, fromLease, m.toLease).then(
+        (rev) => (rev > 0 ? 1 : 0),
+        () => 0,
+      ),
+    ),
+  );
+  return done.reduce((a: number, b) => a + b, 0);
 }

@@ -282,6 +282,14 @@ export class FakeStoreClient implements ClusterStore {
     });
   }
 
+  moveIfLease(key: string, value: string, fromLease: string, toLease: string): Promise<number> {
+    return this.#call(`move ${key}`, () => {
+      if (this.etcd.data.get(key)?.lease !== fromLease) return 0;
+      if (!this.etcd.leases.has(toLease)) throw new Error('etcdserver: requested lease not found');
+      return this.etcd.write([{ key, value, lease: toLease }]);
+    });
+  }
+
   deleteIfLease(key: string, lease: string): Promise<number> {
     return this.#call(`release ${key}`, () => {
       if (this.etcd.data.get(key)?.lease !== lease) return 0;
