@@ -20,7 +20,13 @@ it('dbg', async () => {
     for (const l of w.logLines(n)) {
       if ((l.time as number) < wall0 - 50) continue;
       if (String(l.msg).includes('libbpf')) continue;
-      console.log(n.name, (l.time as number) - wall0, l.msg, l.at ? (l.at as number) - t0 : '', JSON.stringify(l.ips ?? l.reason ?? ''));
+      console.log(
+        n.name,
+        (l.time as number) - wall0,
+        l.msg,
+        l.at ? (l.at as number) - t0 : '',
+        JSON.stringify(l.ips ?? l.reason ?? ''),
+      );
     }
   }
 }, 120_000);
