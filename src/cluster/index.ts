@@ -55,7 +55,13 @@ export {
   type WatchHandle,
   type WatchHandlers,
 } from './store.js';
-export { LocalEtcd, findEtcd, freePort, type LocalEtcdOptions } from './local-etcd.js';
+export {
+  LocalEtcd,
+  LocalEtcdCluster,
+  findEtcd,
+  freePort,
+  type LocalEtcdOptions,
+} from './local-etcd.js';
 export {
   findOverlaps,
   holdIntervals,

@@ -43,6 +43,8 @@ export class LeaseKeeper {
   #granting = false;
   #fenced = true;
   #lastAnswerAt = -Infinity;
+  /** Immediate retries since the last answered keep-alive. */
+  #retryNow = 0;
 
   constructor(params: LeaseKeeperParams) {
     this.#p = params;
@@ -164,6 +166,7 @@ export class LeaseKeeper {
           this.#lose();
           return;
         }
+        this.#retryNow = 0;
         const until = sent + ttl * 1000;
         if (until <= this.#validUntil) return;
         const wasFenced = this.#fenced;
@@ -177,6 +180,8 @@ export class LeaseKeeper {
         if (this.#id !== id || this.#stopped) return;
         metrics.renewFailure(/timeout|deadline/i.test(String(err)) ? 'timeout' : 'error');
         this.#p.log?.('lease keep-alive failed', err);
+        // The store reconnected (to the next endpoint): try there now, not at the next tick.
+        if (this.#inFlight === 0 && this.#retryNow++ < 2) this.#renew();
       },
     );
   }

@@ -142,8 +142,8 @@ export class ClusterMember {
       store: this.#store,
       layout: this.#layout,
       clock: this.#clock,
-      // the silent node's fence (TTL − margin) or its grace (a promise lasts peerTimeout)
-      coolMs: Math.max(o.leaseTTL - o.fenceMargin, o.peerTimeout) + 50,
+      // the silent node's fence (TTL − margin) or its grace (a promise lasts as long)
+      coolMs: o.leaseTTL - o.fenceMargin + 50,
       log: (msg, fields) => this.#log?.info(fields, msg),
     });
     this.#heard = params.peers && this.#peerMonitor(params.peers);
@@ -157,7 +157,7 @@ export class ClusterMember {
       clock: this.#clock,
       intervalMs: o.heartbeatInterval,
       timeoutMs: o.peerTimeout,
-      graceMs: o.peerTimeout,
+      graceMs: this.#graceMs(),
       local: () => ({
         lease: this.#lease.id,
         promising: this.#promising(),
@@ -325,6 +325,11 @@ export class ClusterMember {
   /** The delay after `attempt` + 1 consecutive failures (attempt 0: retryMinMs). */
   #backoff(attempt: number): number {
     return backoff(this.options.retryMinMs, this.options.retryMaxMs, attempt + 1);
+  }
+
+  /** How long a promise not to claim lasts: as long as a lease's proof (TTL − margin). */
+  #graceMs(): number {
+    return this.options.leaseTTL - this.options.fenceMargin;
   }
 
   /** etcd has not answered this node for three keep-alive intervals: it promises its peers. */
@@ -672,8 +677,22 @@ export class ClusterMember {
       ips.push(...this.#owned(lease));
     }
     ips.sort();
-    const deadline =
+    let deadline =
       ips.length > 0 ? Math.max(this.#lease.holdUntil, byGrace ? grace : -Infinity) : -Infinity;
+    const prevSet = this.#hold.current;
+    // On grace the deadline moves with every heartbeat: publish it (and move the kernel
+    // fence) in steps of a quarter of a promise, not 100 times a second. A deadline once
+    // proven stays proven (a promise is not taken back).
+    if (
+      !byLease &&
+      byGrace &&
+      sameIps(prevSet.ips, ips) &&
+      prevSet.deadline > now &&
+      deadline >= prevSet.deadline &&
+      deadline - prevSet.deadline < this.#graceMs() / 4
+    ) {
+      deadline = prevSet.deadline;
+    }
     this.#metrics.setGrace(ips.length > 0 && !byLease);
     this.#armGrace(!byLease && ips.length > 0 ? deadline : undefined);
     const prev = this.#hold.current;

@@ -173,6 +173,9 @@ export class PeerMonitor {
     });
     this.#stopped = false;
     this.#startedAt = this.#p.clock.now();
+    // An earlier process of this node may have promised (it cannot tell us): claim nothing
+    // for a promise's length.
+    this.#noClaimUntil = this.#startedAt + this.#p.graceMs;
     this.#tick();
   }
 

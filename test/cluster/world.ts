@@ -20,6 +20,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, expect } from 'vitest';
 import {
   LocalEtcd,
+  LocalEtcdCluster,
   findOverlaps,
   freePort,
   holdIntervals,
@@ -151,6 +152,8 @@ export interface AgentNode extends ClusterLabNode {
   configFile: string;
   logFile: string;
   proxy: ProxyProc;
+  /** More `fibkeeper run` flags (the TLS files of etcd). */
+  flags: string[];
   /** The agent's Prometheus endpoint (http://127.0.0.1:PORT/metrics). */
   metricsUrl: string;
   proc: ChildProcess | undefined;
@@ -178,6 +181,8 @@ function realMinusMono(): number {
 export class ClusterWorld {
   readonly lab: ClusterLab;
   readonly etcd: LocalEtcd;
+  /** The etcd members, when the world has a cluster of them (create's `members`). */
+  etcdCluster: LocalEtcdCluster | undefined;
   readonly nodes: AgentNode[];
   readonly dir: string;
   readonly speakers: Speaker[] = [];
@@ -202,10 +207,20 @@ export class ClusterWorld {
    * never run), and should that never happen — the worker died, the run was killed — the
    * reaper ends the processes by PID and deletes the namespaces.
    */
-  static async create(tag: string, cluster: string[] = []): Promise<ClusterWorld> {
+  static async create(
+    tag: string,
+    cluster: string[] = [],
+    opts: {
+      /** etcd's clients over TLS: these files (agents get them as flags). */
+      tls?: { ca: string; cert: string; key: string };
+      /** A cluster of this many etcd members, which the agents reach directly (no proxy). */
+      members?: number;
+    } = {},
+  ): Promise<ClusterWorld> {
     const prefix = `fk${tag}${randomBytes(2).toString('hex')}`.slice(0, 8);
     reaper.netns(...clusterLabNamespaces(describeClusterLab(prefix)));
     let etcd: LocalEtcd | undefined;
+    let members: LocalEtcdCluster | undefined;
     let lab: ClusterLab | undefined;
     const nodes: AgentNode[] = [];
     const proxies: ProxyProc[] = [];
@@ -222,17 +237,26 @@ export class ClusterWorld {
       for (const p of proxies) p.close();
       clusterLabDown(prefix);
       await etcd?.destroy();
+      await members?.destroy();
       rmSync(dir, { recursive: true, force: true });
     });
-    etcd = await LocalEtcd.start({
-      onSpawn: (pid, dataDir) => (reaper.process(pid), reaper.dir(dataDir)),
-    });
+    const onSpawn = (pid: number, dataDir: string) => (reaper.process(pid), reaper.dir(dataDir));
+    if (opts.members !== undefined) {
+      members = await LocalEtcdCluster.start(opts.members, { onSpawn });
+      etcd = members.members[0]!;
+    } else {
+      etcd = await LocalEtcd.start({ onSpawn, ...(opts.tls ? { tls: opts.tls } : {}) });
+    }
     lab = clusterLabUp(prefix);
     for (const n of lab.nodes) {
       const d = join(dir, n.name);
       mkdirSync(d, { mode: 0o750 });
       const proxy = await ProxyProc.start(etcd.clientPort);
       proxies.push(proxy);
+      const endpoints = members
+        ? members.endpoints
+        : [`${opts.tls ? 'https://' : ''}${proxy.endpoint}`];
+      const t = opts.tls;
       const metrics = `127.0.0.1:${await freePort()}`;
       const node: AgentNode = {
         ...n,
@@ -241,13 +265,20 @@ export class ClusterWorld {
         configFile: join(d, 'config.yaml'),
         logFile: join(d, 'agent.log'),
         proxy,
+        flags: t
+          ? [
+              `--cluster-etcd-ca-file=${t.ca}`,
+              `--cluster-etcd-cert-file=${t.cert}`,
+              `--cluster-etcd-key-file=${t.key}`,
+            ]
+          : [],
         metricsUrl: `http://${metrics}/metrics`,
         proc: undefined,
       };
       writeFileSync(
         node.configFile,
         clusterAgentConfig(n, {
-          etcd: proxy.endpoint,
+          etcd: endpoints,
           dir: d,
           logLevel: 'debug',
           cluster,
@@ -257,6 +288,7 @@ export class ClusterWorld {
       nodes.push(node);
     }
     world = new ClusterWorld(lab, etcd, nodes, dir);
+    world.etcdCluster = members;
     await waitFor(() => world.#listening, { what: 'tcpdump to listen', timeoutMs: 10_000 });
     return world;
   }
@@ -277,7 +309,7 @@ export class ClusterWorld {
   async start(n: AgentNode): Promise<void> {
     const fd = openSync(n.logFile, 'a');
     n.proc = reaper.agent(
-      spawn(process.execPath, [BIN, 'run', '--config', n.configFile], {
+      spawn(process.execPath, [BIN, 'run', '--config', n.configFile, ...n.flags], {
         stdio: ['ignore', fd, fd],
       }),
     );
