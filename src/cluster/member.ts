@@ -167,7 +167,8 @@ export class ClusterMember {
         onDead: (node, lease) => this.#onPeerDead(node, lease),
         onSilent: (node, lease) => this.#onPeerSilent(node, lease),
         onChange: () => {
-          if (this.#lease.id !== undefined && !this.#lease.mayHold()) this.#publish('grace');
+          // Promises (or their end) matter only while this node promises too: etcd is away.
+          if (this.#lease.id !== undefined && this.#promising()) this.#publish('grace');
         },
         onIsolated: () => this.#refreshAble(),
       },
@@ -664,8 +665,11 @@ export class ClusterMember {
     const byLease = lease !== undefined && this.#lease.mayHold();
     // Past its lease's proof, a member holds on only while every peer has promised not to
     // claim (an etcd outage that all of them share), and never once etcd said it is gone.
-    const grace = lease !== undefined && !byLease ? this.#heard?.graceUntil() : undefined;
+    // The promises count as soon as they come (not only once the lease's proof ran out), so
+    // that the kernel fence's deadline moves past the lease's before it is reached.
+    const grace = lease !== undefined ? this.#heard?.graceUntil() : undefined;
     const byGrace = grace !== undefined && now < grace;
+    const graceAhead = byGrace && grace > this.#lease.holdUntil;
     const valid = byLease || byGrace;
     // Past holdUntil before the fence timer ran (a hung process woken by the watch's data or
     // a claim's answer first): the drop is the fence's, whatever woke us.
@@ -678,14 +682,13 @@ export class ClusterMember {
     }
     ips.sort();
     let deadline =
-      ips.length > 0 ? Math.max(this.#lease.holdUntil, byGrace ? grace : -Infinity) : -Infinity;
+      ips.length > 0 ? Math.max(this.#lease.holdUntil, graceAhead ? grace : -Infinity) : -Infinity;
     const prevSet = this.#hold.current;
     // On grace the deadline moves with every heartbeat: publish it (and move the kernel
     // fence) in steps of a quarter of a promise, not 100 times a second. A deadline once
     // proven stays proven (a promise is not taken back).
     if (
-      !byLease &&
-      byGrace &&
+      graceAhead &&
       sameIps(prevSet.ips, ips) &&
       prevSet.deadline > now &&
       deadline >= prevSet.deadline &&
