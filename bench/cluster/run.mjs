@@ -99,7 +99,8 @@ try {
   if (SYSTEMS.some((s) => s.startsWith('keepalived'))) ensureKeepalived();
   const c = lab.client;
   const ifindex = JSON.parse(
-    spawnSync('ip', ['-n', c.netns, '-j', 'link', 'show', 'dev', c.dev], { encoding: 'utf8' }).stdout,
+    spawnSync('ip', ['-n', c.netns, '-j', 'link', 'show', 'dev', c.dev], { encoding: 'utf8' })
+      .stdout,
   )[0].ifindex;
   for (const name of SYSTEMS) {
     if (name === 'fibkeeper') {
@@ -108,13 +109,27 @@ try {
       });
       system = new Fibkeeper({ lab, etcd, dir, keys: '/fk-bench/', reaper, until });
     } else {
-      system = new Keepalived({ lab, dir, reaper, advertInt: name === 'keepalived-fast' ? 0.01 : 1 });
+      system = new Keepalived({
+        lab,
+        dir,
+        reaper,
+        advertInt: name === 'keepalived-fast' ? 0.01 : 1,
+      });
     }
-    console.log(`\n== ${system.name}; load ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+    console.log(
+      `\n== ${system.name}; load ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}`,
+    );
     wire = new ClientWire({ lab, ip: IP, ifindex, reaper });
     probe = new AnswerProbe({
-      netns: c.netns, ifindex, mac: c.mac, v4: c.v4,
-      targets: lab.nodes.map((n) => n.mac), ips: [IP], everyMs: 10,
+      netns: c.netns,
+      ifindex,
+      mac: c.mac,
+      v4: c.v4,
+      targets: lab.nodes.map((n) => n.mac),
+      ips: [IP],
+      everyMs: 10,
     });
     probe.start();
     await system.up(IP);
@@ -122,27 +137,49 @@ try {
     for (const fault of FAULTS) {
       const f = (r.faults[fault] = { reply: [], windows: [] });
       for (let round = 0; round < ROUNDS; round++) {
-        const mac = await until(() => wire.answering(300), 30_000, `${system.name}: a settled holder`).catch((err) => {
+        const mac = await until(
+          () => wire.answering(300),
+          30_000,
+          `${system.name}: a settled holder`,
+        ).catch((err) => {
           const t = now();
           const recent = wire.replies.filter((x) => x.at > t - 1000).map((x) => x.mac.slice(-2));
-          const held = lab.nodes.map((n) => `${n.name}:${spawnSync('ip', ['-n', n.netns, '-br', 'addr', 'show', 'dev', 'ext0'], { encoding: 'utf8' }).stdout.includes(IP)}`);
+          const held = lab.nodes.map(
+            (n) =>
+              `${n.name}:${spawnSync('ip', ['-n', n.netns, '-br', 'addr', 'show', 'dev', 'ext0'], { encoding: 'utf8' }).stdout.includes(IP)}`,
+          );
           if (process.env.FK_BENCH_DEBUG) {
             for (const n of system.nodes) {
               try {
-                console.log(n.name, readFileSync(join(n.dir, 'keepalived.log'), 'utf8').split('\n').filter((l) => !l.includes('gratuitous')).slice(-25).join('\n'));
+                console.log(
+                  n.name,
+                  readFileSync(join(n.dir, 'keepalived.log'), 'utf8')
+                    .split('\n')
+                    .filter((l) => !l.includes('gratuitous'))
+                    .slice(-25)
+                    .join('\n'),
+                );
               } catch {}
             }
           }
-          throw new Error(`${err.message}; replies in the last second by MAC: ${recent.slice(-30).join(' ')}; VIP on ${held.join(' ')}`);
+          throw new Error(
+            `${err.message}; replies in the last second by MAC: ${recent.slice(-30).join(' ')}; VIP on ${held.join(' ')}`,
+          );
         });
         const holder = system.nodes.find((n) => n.mac === mac);
         await sleep(300 + Math.random() * 200); // a random phase of every timer
         const from = now();
         const t0 = await system.fault(fault, holder, now);
-        const next = await until(() => wire.firstReplyFromOther(t0, mac), 15_000, `${system.name} ${fault}: a reply from another node`);
+        const next = await until(
+          () => wire.firstReplyFromOther(t0, mac),
+          15_000,
+          `${system.name} ${fault}: a reply from another node`,
+        );
         f.reply.push(next.at - t0);
         const other = system.nodes.find((n) => n.mac === next.mac);
-        process.stdout.write(`${name} ${fault} ${round + 1}/${ROUNDS}: ${holder.name} -> ${other?.name}: first reply ${(next.at - t0).toFixed(0)} ms\n`);
+        process.stdout.write(
+          `${name} ${fault} ${round + 1}/${ROUNDS}: ${holder.name} -> ${other?.name}: first reply ${(next.at - t0).toFixed(0)} ms\n`,
+        );
         await sleep(fault === 'sigkill' || fault === 'sigterm' ? 200 : 1000); // old holder still down, stopped or cut
         await system.recover(fault, holder);
         f.windows.push([from, now()]);
@@ -195,7 +232,9 @@ function report() {
     for (const [key, r] of Object.entries(results)) {
       const f = r.faults[fault];
       if (!f) continue;
-      rows.push(`| ${fault} | ${r.system} | ${f.stats.n} | ${f.stats.p50} | ${f.stats.p99} | ${f.arpDuals} | ${f.ipDuals} |`);
+      rows.push(
+        `| ${fault} | ${r.system} | ${f.stats.n} | ${f.stats.p50} | ${f.stats.p99} | ${f.arpDuals} | ${f.ipDuals} |`,
+      );
       void key;
     }
     const s = fk?.faults[fault]?.stats;
@@ -241,7 +280,9 @@ function report() {
   ].join('\n');
   console.log(`\n${table}\n`);
   for (const f of figures) {
-    console.log(`${f.name}: ${f.value}${f.unit ? ` ${f.unit}` : ''}${f.reference !== undefined ? `; keepalived 0.01: ${f.reference}, ratio ${f.ratio}` : ''}${f.ratioToDefault ? `; ratio to advert_int 1: ${f.ratioToDefault}` : ''}${f.target !== undefined ? `; target ≤ ${f.target}: ${f.pass ? 'met' : 'NOT met'}` : ''}`);
+    console.log(
+      `${f.name}: ${f.value}${f.unit ? ` ${f.unit}` : ''}${f.reference !== undefined ? `; keepalived 0.01: ${f.reference}, ratio ${f.ratio}` : ''}${f.ratioToDefault ? `; ratio to advert_int 1: ${f.ratioToDefault}` : ''}${f.target !== undefined ? `; target ≤ ${f.target}: ${f.pass ? 'met' : 'NOT met'}` : ''}`,
+    );
   }
   console.log(`load average before ${load.before.join(' ')}, after ${load.after.join(' ')}`);
   writeFileSync(

@@ -16,10 +16,14 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export function ensureKeepalived() {
   if (spawnSync('keepalived', ['--version']).status === 0) return;
   console.log('installing keepalived (Debian package) for the reference');
-  const r = spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'keepalived'], {
-    stdio: 'inherit',
-    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-  });
+  const r = spawnSync(
+    'apt-get',
+    ['install', '-y', '-qq', '--no-install-recommends', 'keepalived'],
+    {
+      stdio: 'inherit',
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    },
+  );
   if (r.status !== 0) throw new Error('cannot install keepalived (apt-get install keepalived)');
 }
 
@@ -56,7 +60,13 @@ export class Fibkeeper {
       mkdirSync(d, { recursive: true, mode: 0o750 });
       writeFileSync(
         join(d, 'config.yaml'),
-        clusterAgentConfig(n, { etcd: etcd.endpoint, dir: d, keyPrefix: keys, logLevel: 'debug', neighbor: false }) + '\n',
+        clusterAgentConfig(n, {
+          etcd: etcd.endpoint,
+          dir: d,
+          keyPrefix: keys,
+          logLevel: 'debug',
+          neighbor: false,
+        }) + '\n',
       );
       return { ...n, dir: d, log: join(d, 'agent.log'), api: new ApiClient(join(d, 'api.sock')) };
     });
@@ -169,8 +179,21 @@ export class Keepalived {
     const fd = openSync(join(n.dir, 'keepalived.log'), 'a');
     const child = spawn(
       'ip',
-      ['netns', 'exec', n.netns, 'keepalived', '-n', '--vrrp', '-l', '-f', join(n.dir, 'k.conf'),
-        '-p', join(n.dir, 'k.pid'), '-r', join(n.dir, 'v.pid')],
+      [
+        'netns',
+        'exec',
+        n.netns,
+        'keepalived',
+        '-n',
+        '--vrrp',
+        '-l',
+        '-f',
+        join(n.dir, 'k.conf'),
+        '-p',
+        join(n.dir, 'k.pid'),
+        '-r',
+        join(n.dir, 'v.pid'),
+      ],
       { stdio: ['ignore', fd, fd], detached: true },
     );
     closeSync(fd);
@@ -244,6 +267,7 @@ export class Keepalived {
     for (const n of this.nodes) this.#signalAll(n, 'SIGKILL');
     for (const n of this.nodes) if (n.group?.alive) n.group.signal('SIGKILL');
     await Promise.all(this.nodes.map((n) => n.group?.exited));
-    for (const n of this.nodes) spawnSync('ip', ['-n', n.netns, 'addr', 'del', `${ip}/24`, 'dev', 'ext0']);
+    for (const n of this.nodes)
+      spawnSync('ip', ['-n', n.netns, 'addr', 'del', `${ip}/24`, 'dev', 'ext0']);
   }
 }

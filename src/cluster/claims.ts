@@ -12,6 +12,8 @@
 //    announced, tried again after `conflictRetryMs`.
 //  - Promises: while this node's own promises to its peers run (peers.ts), it claims nothing.
 // Pure: the member feeds it the view and asks.
+import type { Logger } from 'pino';
+import { describeError } from '../errors/index.js';
 import type { ClusterView, ViewOwner } from './view.js';
 
 export interface Conflict {
@@ -110,5 +112,62 @@ export class ClaimGate {
   /** IPs cooling down, with the clock ms they may be claimed from. */
   cooling(): ReadonlyMap<string, number> {
     return this.#coolUntil;
+  }
+}
+
+export interface ProberParams {
+  gate: ClaimGate;
+  /** Duplicate address detection; rejects with `mac` and `what` when another host uses it. */
+  probe: ((ip: string) => Promise<void>) | undefined;
+  now: () => number;
+  /** Another host was found on an IP (counted). */
+  onConflict: () => void;
+  /** Reconcile again (now, or after `ms`). */
+  kick: (ms?: number) => void;
+  retryMs: number;
+  log: Logger | undefined;
+}
+
+/** Runs duplicate address detection for an IP before its claim, one at a time per IP. */
+export class ClaimProber {
+  readonly #p: ProberParams;
+  readonly #running = new Set<string>();
+
+  constructor(p: ProberParams) {
+    this.#p = p;
+  }
+
+  /** Probes `ip`; found free, the gate lets it be claimed (and the member reconciles). */
+  run(ip: string): void {
+    const p = this.#p;
+    if (p.probe === undefined) {
+      p.gate.probed(ip, p.now());
+      return p.kick();
+    }
+    if (this.#running.has(ip)) return;
+    this.#running.add(ip);
+    p.probe(ip).then(
+      () => {
+        this.#running.delete(ip);
+        p.gate.probed(ip, p.now());
+        p.kick();
+      },
+      (err: { mac?: unknown; what?: unknown }) => {
+        this.#running.delete(ip);
+        if (typeof err?.mac === 'string') {
+          const what = typeof err.what === 'string' ? err.what : 'an answer';
+          p.gate.conflict(ip, { mac: err.mac, what, at: p.now() });
+          p.onConflict();
+          p.log?.warn(
+            { ip, mac: err.mac, what },
+            'cluster: another host on the segment uses this cluster IP; not taken, not announced (tried again later)',
+          );
+          p.kick();
+        } else {
+          p.log?.debug({ ip, err: describeError(err) }, 'cluster: detection failed');
+          p.kick(p.retryMs);
+        }
+      },
+    );
   }
 }

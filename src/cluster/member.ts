@@ -8,7 +8,8 @@ import type { Logger } from 'pino';
 import { describeError } from '../errors/index.js';
 import { noopClusterMetrics, type ClusterMetrics } from './metrics.js';
 import { backoff, monotonicClock, type Clock, type TimerHandle } from '../sched/index.js';
-import { ClaimGate } from './claims.js';
+import { ClaimGate, ClaimProber } from './claims.js';
+import { computeHold, handoverMoves } from './holding.js';
 import {
   HoldPublisher,
   sameIps,
@@ -23,6 +24,7 @@ import { resolveOptions, type ClusterOptions } from './options.js';
 import { PeerMonitor, type PeerTransport } from './peers.js';
 import { isEligible, place } from './placement.js';
 import type { ClusterStore } from './store.js';
+import { Registration } from './registration.js';
 import { ViewSync } from './sync.js';
 import { moveAll, Takeover, type Move } from './takeover.js';
 import { ClusterView } from './view.js';
@@ -58,8 +60,6 @@ export interface ClusterMemberParams {
   defer?: (fn: () => void) => void;
 }
 
-/** Reasons that stand when the IPs can no longer be held (the others become fence). */
-const FINAL_REASONS: ReadonlySet<HoldReason> = new Set(['start', 'stop', 'fence', 'lost']);
 /** A claim refused by duplicate address detection is tried again after this, ms. */
 const CONFLICT_RETRY_MS = 10_000;
 
@@ -78,12 +78,11 @@ export class ClusterMember {
   readonly #heard: PeerMonitor | undefined;
   readonly #takeover: Takeover;
   readonly #claims = new ClaimGate({ conflictRetryMs: CONFLICT_RETRY_MS });
+  readonly #prober: ClaimProber;
   #peerIps: readonly string[] = [];
   #started = false;
   #stopping = false;
-  #registeredLease: string | undefined;
-  #registering = false;
-  #registerSince = 0;
+  readonly #reg: Registration;
   /** Clock time before which this node claims nothing (it registered a moment ago). */
   #claimFrom = 0;
   /** It can hold IPs: its external interface has a link, and it hears its peers. */
@@ -93,7 +92,6 @@ export class ClusterMember {
   #kicked = false;
   #timers = new Set<TimerHandle>();
   readonly #claiming = new Set<string>();
-  readonly #probing = new Set<string>();
   readonly #releasing = new Set<string>();
   readonly #unownedSince = new Map<string, number>();
   readonly #lastMove = new Map<string, { node: string | undefined; at: number }>();
@@ -145,8 +143,44 @@ export class ClusterMember {
       // the silent node's fence (TTL − margin) or its grace (a promise lasts as long)
       coolMs: o.leaseTTL - o.fenceMargin + 50,
       log: (msg, fields) => this.#log?.info(fields, msg),
+      view: this.#view,
+      metrics: this.#metrics,
+      mayAct: () => !this.#stopping && this.#lease.mayHold(),
+      hearsMostBesides: (node) => this.#heard?.hearsMostBesides(node) ?? false,
+      moves: (ips, without) => this.#moves(ips, without),
     });
     this.#heard = params.peers && this.#peerMonitor(params.peers);
+    this.#prober = new ClaimProber({
+      gate: this.#claims,
+      probe: params.probe,
+      now: () => this.#clock.now(),
+      onConflict: () => this.#metrics.conflict(),
+      kick: (ms) => (ms === undefined ? this.#kick() : this.#later(ms, () => this.#kick())),
+      retryMs: o.retryMaxMs,
+      log: this.#log,
+    });
+    this.#reg = new Registration({
+      node: o.nodeName,
+      store: this.#store,
+      layout: this.#layout,
+      view: this.#view,
+      lease: this.#lease,
+      clock: this.#clock,
+      log: this.#log,
+      value: () => this.#memberValue(),
+      stopping: () => this.#stopping,
+      later: (ms, fn) => this.#later(ms, fn),
+      backoff: (a) => this.#backoff(a),
+      timed: (fn) => this.#timed('txn', fn),
+      onChange: (registered) => {
+        // Nodes that lost their leases together (etcd stalled, or was down past every TTL)
+        // register again one after the other: the first must not take every IP only to
+        // hand most of them over a moment later.
+        if (registered) this.#claimFrom = this.#clock.now() + this.options.rebalanceDelay;
+        this.#checkReady();
+        this.#kick();
+      },
+    });
   }
 
   #peerMonitor(transport: PeerTransport): PeerMonitor {
@@ -164,8 +198,8 @@ export class ClusterMember {
         grace: this.#hold.current.reason === 'grace',
       }),
       events: {
-        onDead: (node, lease) => this.#onPeerDead(node, lease),
-        onSilent: (node, lease) => this.#onPeerSilent(node, lease),
+        onDead: (node, lease) => this.#takeover.onDead(node, lease),
+        onSilent: (node, lease) => this.#takeover.onSilent(node, lease),
         onChange: () => {
           // Promises (or their end) matter only while this node promises too: etcd is away.
           if (this.#lease.id !== undefined && this.#promising()) this.#publish('grace');
@@ -217,11 +251,7 @@ export class ClusterMember {
   }
 
   #isReady(): boolean {
-    return (
-      this.#sync.ready &&
-      this.#registeredLease !== undefined &&
-      this.#registeredLease === this.#lease.id
-    );
+    return this.#sync.ready && this.#reg.lease !== undefined && this.#reg.lease === this.#lease.id;
   }
 
   /**
@@ -294,7 +324,7 @@ export class ClusterMember {
         : 'cluster: this node cannot hold IPs (no link, or no peer heard): it hands its IPs over',
     );
     this.#publish('sync');
-    this.#updateMember(0);
+    this.#reg.update();
     this.#kick();
   }
 
@@ -341,8 +371,8 @@ export class ClusterMember {
   #onLease(change: LeaseChange): void {
     this.#metrics.setLeaseValid(this.#lease.mayHold());
     if (change === 'granted' || change === 'lost') {
-      this.#registeredLease = undefined;
-      if (change === 'granted') this.#register(0);
+      this.#reg.forget();
+      if (change === 'granted') this.#reg.register();
     }
     const reason: Record<LeaseChange, HoldReason> = {
       granted: 'sync',
@@ -364,70 +394,6 @@ export class ClusterMember {
       ...(this.#able ? {} : { able: false }),
       ...(this.#heard ? { hb: this.#heard.local } : {}),
     });
-  }
-
-  /** Creates this node's member key bound to the current lease. */
-  #register(attempt: number): void {
-    const id = this.#lease.id;
-    if (this.#registering || this.#stopping || id === undefined || this.#registeredLease === id)
-      return;
-    this.#registering = true;
-    if (attempt === 0) this.#registerSince = this.#clock.now();
-    const key = this.#layout.member(this.options.nodeName);
-    const value = this.#memberValue();
-    this.#timed('txn', () => this.#store.createIfAbsent(key, value, id)).then(
-      (rev) => {
-        this.#registering = false;
-        if (this.#lease.id !== id) return this.#register(0);
-        if (rev > 0) {
-          this.#registeredLease = id;
-          // Nodes that lost their leases together (etcd stalled, or was down past every
-          // TTL) register again one after the other: the first must not take every IP
-          // only to hand most of them over a moment later.
-          this.#claimFrom = this.#clock.now() + this.options.rebalanceDelay;
-          this.#view.local(key, value, id, rev, this.#clock.now());
-          this.#log?.info({ node: this.options.nodeName, lease: id }, 'cluster member registered');
-          if (value !== this.#memberValue()) this.#updateMember(0);
-          this.#checkReady();
-          this.#kick();
-          return;
-        }
-        // The key exists with another lease: an earlier run of this node whose lease has
-        // not expired yet, or another agent using the same name.
-        const waited = this.#clock.now() - this.#registerSince;
-        if (waited > 3 * this.#lease.ttlMs) {
-          this.#log?.error(
-            { node: this.options.nodeName, waitedMs: Math.round(waited) },
-            'cluster member key is held by another lease and stays: is another agent running with the same cluster.nodeName?',
-          );
-        }
-        this.#later(this.#backoff(Math.min(attempt, 4)), () => this.#register(attempt + 1));
-      },
-      (err: unknown) => {
-        this.#registering = false;
-        this.#log?.debug({ err: describeError(err) }, 'cluster member registration failed');
-        this.#later(this.#backoff(attempt), () => this.#register(attempt + 1));
-      },
-    );
-  }
-
-  /** Writes the member key's value again (able changed), bound to the registered lease. */
-  #updateMember(attempt: number): void {
-    const id = this.#registeredLease;
-    if (id === undefined || this.#stopping) return; // registering writes the current value
-    const key = this.#layout.member(this.options.nodeName);
-    const value = this.#memberValue();
-    this.#timed('txn', () => this.#store.replaceIfLease(key, value, id)).then(
-      (rev) => {
-        if (rev > 0) this.#view.local(key, value, id, rev, this.#clock.now());
-        if (value !== this.#memberValue()) this.#updateMember(0);
-        this.#kick();
-      },
-      (err: unknown) => {
-        this.#log?.debug({ err: describeError(err) }, 'cluster member update failed');
-        this.#later(this.#backoff(attempt), () => this.#updateMember(attempt + 1));
-      },
-    );
   }
 
   #checkReady(): void {
@@ -481,7 +447,7 @@ export class ClusterMember {
         }
         const v = this.#claims.check(ip, now, this.#heard?.noClaimUntil ?? -Infinity);
         if (v.kind === 'now') this.#claim(ip, lease);
-        else if (v.kind === 'probe') this.#probe(ip);
+        else if (v.kind === 'probe') this.#prober.run(ip);
         else wake = Math.min(wake, v.until);
         continue;
       }
@@ -508,41 +474,6 @@ export class ClusterMember {
       if (!view.desired.has(ip)) this.#unownedSince.delete(ip);
     if (wake < Infinity) this.#later(wake - now, () => this.#kick());
     this.#publish('sync');
-  }
-
-  /** Duplicate address detection for `ip`, then (found free) a claim. */
-  #probe(ip: string): void {
-    const probe = this.#p.probe;
-    if (probe === undefined) {
-      this.#claims.probed(ip, this.#clock.now());
-      this.#kick();
-      return;
-    }
-    if (this.#probing.has(ip)) return;
-    this.#probing.add(ip);
-    probe(ip).then(
-      () => {
-        this.#probing.delete(ip);
-        this.#claims.probed(ip, this.#clock.now());
-        this.#kick();
-      },
-      (err: { mac?: unknown; what?: unknown }) => {
-        this.#probing.delete(ip);
-        if (typeof err?.mac === 'string') {
-          const what = typeof err.what === 'string' ? err.what : 'an answer';
-          this.#claims.conflict(ip, { mac: err.mac, what, at: this.#clock.now() });
-          this.#metrics.conflict();
-          this.#log?.warn(
-            { ip, mac: err.mac, what },
-            'cluster: another host on the segment uses this cluster IP; not taken, not announced (tried again later)',
-          );
-          this.#kick();
-        } else {
-          this.#log?.debug({ ip, err: describeError(err) }, 'cluster: detection failed');
-          this.#later(this.options.retryMaxMs, () => this.#kick());
-        }
-      },
-    );
   }
 
   #claim(ip: string, lease: string): void {
@@ -613,101 +544,31 @@ export class ClusterMember {
       );
   }
 
-  /**
-   * The owner-key moves that hand `ips` to the members placement names without `without`
-   * (a member leaving, or dead): one per IP that has such a member with a lease.
-   */
   #moves(ips: readonly string[], without: string): Move[] {
-    const view = this.#view;
-    const members = holdable(view).filter((m) => m.name !== without);
-    const desired = ips.flatMap((ip) => {
-      const d = view.desired.get(ip);
-      return d ? [{ ip: d.ip, eligible: d.eligible }] : [];
-    });
-    const all = [...view.desired.values()].map((d) => ({ ip: d.ip, eligible: d.eligible }));
-    // The whole set is placed (bounded loads depend on it); the moves are for `ips` only.
-    const placement = place(all, members);
-    const out: Move[] = [];
-    for (const { ip } of desired) {
-      const target = placement.get(ip);
-      const m = target === undefined ? undefined : view.members.get(target);
-      if (m === undefined) continue;
-      out.push({ key: this.#layout.owner(ip), value: encodeOwner(m.name), toLease: m.lease });
-    }
-    return out;
-  }
-
-  /** A peer's process is gone: its IPs go to their next owners, its lease at once. */
-  #onPeerDead(node: string, lease: string): void {
-    this.#metrics.peer('dead');
-    if (this.#stopping) return;
-    const ips = [...this.#view.owners].filter(([, o]) => o.lease === lease).map(([ip]) => ip);
-    void this.#takeover.dead(node, lease, this.#moves(ips, node)).then((done) => {
-      if (done) this.#metrics.takeover('dead');
-    });
-  }
-
-  /** A peer went silent: fence it in etcd (revoke with a cool-down for its IPs). */
-  #onPeerSilent(node: string, lease: string): void {
-    this.#metrics.peer('silent');
-    // Cut off ourselves (from etcd, or from most of the segment): not our call.
-    if (this.#stopping || !this.#lease.mayHold() || !this.#heard?.hearsMostBesides(node)) return;
-    const ips = [...this.#view.owners].filter(([, o]) => o.lease === lease).map(([ip]) => ip);
-    void this.#takeover.silent(node, lease, ips).then((done) => {
-      if (done) this.#metrics.takeover('silent');
-    });
+    return handoverMoves(this.#view, this.#layout, ips, without);
   }
 
   /** Computes the hold set and publishes it when the IPs or the deadline changed. */
   #publish(reason: HoldReason): void {
-    const now = this.#clock.now();
     const lease = this.#lease.id;
-    const byLease = lease !== undefined && this.#lease.mayHold();
-    // Past its lease's proof, a member holds on only while every peer has promised not to
-    // claim (an etcd outage that all of them share), and never once etcd said it is gone.
-    // The promises count as soon as they come (not only once the lease's proof ran out), so
-    // that the kernel fence's deadline moves past the lease's before it is reached.
-    const grace = lease !== undefined ? this.#heard?.graceUntil() : undefined;
-    const byGrace = grace !== undefined && now < grace;
-    const graceAhead = byGrace && grace > this.#lease.holdUntil;
-    const valid = byLease || byGrace;
-    // Past holdUntil before the fence timer ran (a hung process woken by the watch's data or
-    // a claim's answer first): the drop is the fence's, whatever woke us.
-    if (lease !== undefined && !valid && !FINAL_REASONS.has(reason)) reason = 'fence';
-    else if (valid && reason === 'fence') reason = byLease ? 'renew' : 'grace';
-    else if (!byLease && byGrace && !FINAL_REASONS.has(reason)) reason = 'grace';
-    const ips: string[] = [];
-    if (!this.#stopping && valid && this.#isReady() && this.#able && lease !== undefined) {
-      ips.push(...this.#owned(lease));
-    }
-    ips.sort();
-    let deadline =
-      ips.length > 0 ? Math.max(this.#lease.holdUntil, graceAhead ? grace : -Infinity) : -Infinity;
-    const prevSet = this.#hold.current;
-    // On grace the deadline moves with every heartbeat: publish it (and move the kernel
-    // fence) in steps of a quarter of a promise, not 100 times a second. A deadline once
-    // proven stays proven (a promise is not taken back).
-    if (
-      graceAhead &&
-      sameIps(prevSet.ips, ips) &&
-      prevSet.deadline > now &&
-      deadline >= prevSet.deadline &&
-      deadline - prevSet.deadline < this.#graceMs() / 4
-    ) {
-      deadline = prevSet.deadline;
-    }
-    this.#metrics.setGrace(ips.length > 0 && !byLease);
-    this.#armGrace(!byLease && ips.length > 0 ? deadline : undefined);
     const prev = this.#hold.current;
-    if (reason !== 'start' && sameIps(prev.ips, ips) && prev.deadline === deadline) return;
-    countChanges(this.#metrics, prev.ips, ips, reason);
-    this.#metrics.setHeld(ips.length);
-    const set: HoldSet = {
-      ips,
-      deadline,
-      reason: sameIps(prev.ips, ips) && reason === 'sync' ? 'renew' : reason,
-      at: now,
-    };
+    const { set, onGrace, changed } = computeHold({
+      now: this.#clock.now(),
+      reason,
+      lease,
+      byLease: lease !== undefined && this.#lease.mayHold(),
+      holdUntil: this.#lease.holdUntil,
+      grace: lease !== undefined ? this.#heard?.graceUntil() : undefined,
+      graceMs: this.#graceMs(),
+      mayHoldAny: !this.#stopping && this.#isReady() && this.#able,
+      owned: (l) => this.#owned(l),
+      prev,
+    });
+    this.#metrics.setGrace(onGrace);
+    this.#armGrace(onGrace ? set.deadline : undefined);
+    if (!changed) return;
+    countChanges(this.#metrics, prev.ips, set.ips, set.reason);
+    this.#metrics.setHeld(set.ips.length);
     this.#hold.publish(set);
     try {
       this.#p.onSet?.(set);

@@ -18,7 +18,9 @@
 // best-effort: when etcd does not answer, the lease expires by itself.
 import type { Clock } from '../sched/index.js';
 import { encodeFenced, type KeyLayout } from './keys.js';
+import type { ClusterMetrics } from './metrics.js';
 import type { ClusterStore } from './store.js';
+import type { ClusterView } from './view.js';
 
 /** An owner key to hand to another member: its key, new value and that member's lease. */
 export interface Move {
@@ -34,6 +36,14 @@ export interface TakeoverParams {
   /** How long a silent node's kernel may answer after its lease is revoked, ms. */
   coolMs: number;
   log: (msg: string, fields: Record<string, unknown>) => void;
+  view: ClusterView;
+  metrics: ClusterMetrics;
+  /** This node may act in etcd for the others now: not stopping, its own lease valid. */
+  mayAct(): boolean;
+  /** This node hears most other members besides `node` (the side of a split that acts). */
+  hearsMostBesides(node: string): boolean;
+  /** The moves that hand `ips` to their next owners without `without`. */
+  moves(ips: readonly string[], without: string): Move[];
 }
 
 /** The revoke must follow the fenced key's write within this, or it is not sent. */
@@ -46,6 +56,29 @@ export class Takeover {
 
   constructor(p: TakeoverParams) {
     this.#p = p;
+  }
+
+  #ipsOf(lease: string): string[] {
+    return [...this.#p.view.owners].filter(([, o]) => o.lease === lease).map(([ip]) => ip);
+  }
+
+  /** The heartbeat says `node`'s process (lease `lease`) is dead. */
+  onDead(node: string, lease: string): void {
+    this.#p.metrics.peer('dead');
+    if (!this.#p.mayAct()) return;
+    const moves = this.#p.moves(this.#ipsOf(lease), node);
+    void this.dead(node, lease, moves).then((done) => {
+      if (done) this.#p.metrics.takeover('dead');
+    });
+  }
+
+  /** The heartbeat says `node` went silent. Cut off ourselves (etcd, the segment): not ours. */
+  onSilent(node: string, lease: string): void {
+    this.#p.metrics.peer('silent');
+    if (!this.#p.mayAct() || !this.#p.hearsMostBesides(node)) return;
+    void this.silent(node, lease, this.#ipsOf(lease)).then((done) => {
+      if (done) this.#p.metrics.takeover('silent');
+    });
   }
 
   /** The process behind `lease` is dead: hand its owner keys over (`moves`), revoke it. */
