@@ -111,6 +111,15 @@ const NOTES = {
     '0.88–1.06 of its cost, all within this noise; many short alternating rounds put live IPv4 0–2% ' +
     'ahead. testrun_ipv4_rp_filter is the rp_filter emulation (a reverse ' +
     'bpf_fib_lookup per packet) against the same program without it.',
+  cluster:
+    'Command: `flock /work/wt/bench.lock node bench/cluster/run.mjs --rounds 20`. Three nodes ' +
+    'and a client on one bridge; fibkeeper (three agents, default cluster settings, a local ' +
+    'etcd) and Debian keepalived 2.2.7 (VRRPv3, priorities 100/90/80, advert_int 0.01 and 1) ' +
+    'one after the other in the same run, with the same client (ping every 10 ms) and the ' +
+    'same faults on the node answering for the IP. A figure is the time from the fault to ' +
+    'the first echo reply from another node; dual answers are rounds (10 ms) in which two ' +
+    'nodes answered one ARP request, or one IP-level probe (ICMP echo and TCP SYN through ' +
+    'every node MAC). The table below lists every system and fault of the run.',
   'netlink-neigh':
     'A raw C writer of the same entries (not committed) reached about 5× `ip -batch` here, ' +
     'not the 8× the target assumed; the client runs at about 90% of it.',
@@ -152,6 +161,8 @@ for (const f of files) {
   }
   lines.push('');
   if (NOTES[json.benchmark]) lines.push(NOTES[json.benchmark], '');
+  // A result may carry its own table (bench/cluster: every system and fault of the run).
+  if (typeof json.table === 'string') lines.push(json.table, '');
 }
 
 // Neighbor convergence time against N: fibkeeper and ip -batch.

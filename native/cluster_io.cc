@@ -78,6 +78,9 @@ Napi::Value OpenTun(const Napi::CallbackInfo& info) {
     ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
     strncpy(ifr.ifr_name, name.c_str(), IFNAMSIZ - 1);
     if (ioctl(fd.Get(), TUNSETIFF, &ifr) != 0) ThrowErrno(env, errno, "ioctl TUNSETIFF", name);
+    // A persistent device of that name (`ip tuntap add`) would be attached to, and outlive
+    // us: make it end with our descriptor, as a new one does.
+    if (ioctl(fd.Get(), TUNSETPERSIST, 0) != 0) ThrowErrno(env, errno, "ioctl TUNSETPERSIST", name);
     name = ifr.ifr_name;
   }
   fd = MoveHigh(env, std::move(fd));

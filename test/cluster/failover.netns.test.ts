@@ -206,19 +206,25 @@ describe.skipIf(skip)('cluster mode: three agents and a client on one segment', 
     expect(w.expectNeverTwoHolders()).toBeGreaterThan(0);
   }
 
-  it('SIGKILL of a holder: the IP moves and the dead agent leaves nothing answering', async () => {
-    await failover(
-      X,
-      (old) => w.signal(old, 'SIGKILL'),
-      async (old) => {
-        // Its cluster holder went with its process, and every address on it: nothing of the
-        // dead agent's node answers for the IP, ARP or IP (the client keeps asking).
-        expect(w.held(old)).toEqual([]);
-        await sleep(500);
-        await w.start(old);
-      },
-    );
-  });
+  it.each([
+    ['IPv4', X],
+    ['IPv6', X6],
+  ])(
+    'SIGKILL of a holder (%s): the IP moves, the dead agent leaves nothing answering',
+    async (_family, ip) => {
+      await failover(
+        ip,
+        (old) => w.signal(old, 'SIGKILL'),
+        async (old) => {
+          // Its cluster holder went with its process, and every address on it: nothing of the
+          // dead agent's node answers for the IP, ARP or IP (the client keeps asking).
+          expect(w.held(old)).toEqual([]);
+          await sleep(500);
+          await w.start(old);
+        },
+      );
+    },
+  );
 
   it('SIGSTOP of a holder (a hung agent): the IP moves; resumed, it stays silent', async () => {
     await failover(

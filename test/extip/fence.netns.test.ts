@@ -64,6 +64,20 @@ describe.skipIf(skip)('cluster fencing in the kernel', () => {
       ipJson<{ ifname: string }[]>(lab.node, 'link', 'show').map((l) => l.ifname),
     ).not.toContain('fkc1');
     expect(await pings(lab, C4)).toBe(false);
+    // A persistent device of that name (`ip tuntap add`, someone else's leftover) is taken
+    // over and made to end with the process too.
+    ip(lab.node, 'tuntap', 'add', 'fkc1', 'mode', 'tun');
+    const again = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    onTestFinished(() => void (again.exitCode === null && again.kill('SIGKILL')));
+    await new Promise<void>((done) => again.stdout!.once('data', () => done()));
+    const gone = new Promise((done) => again.once('exit', done));
+    again.kill('SIGKILL');
+    await gone;
+    expect(
+      ipJson<{ ifname: string }[]>(lab.node, 'link', 'show').map((l) => l.ifname),
+    ).not.toContain('fkc1');
   });
 
   it('drops every packet to and from a cluster IP once the deadline passes, by the kernel clock', async () => {
