@@ -5,7 +5,7 @@
 // that peer's socket (ECONNREFUSED).
 import { createSocket, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
-import { describeError } from '../errors/index.js';
+import { describeError, FibkeeperError } from '../errors/index.js';
 import { udpSocketIn } from '../native/index.js';
 import type { PeerAddress, PeerTransport, PeerTransportHandlers } from './peers.js';
 
@@ -36,7 +36,15 @@ export class UdpPeerTransport implements PeerTransport {
 
   async open(handlers: PeerTransportHandlers): Promise<void> {
     this.#handlers = handlers;
-    const fd = udpSocketIn(this.#family, this.local.ip, this.local.port, this.#netns);
+    let fd: number;
+    try {
+      fd = udpSocketIn(this.#family, this.local.ip, this.local.port, this.#netns);
+    } catch (err) {
+      throw new FibkeeperError(
+        `cluster heartbeat: cannot listen on ${this.local.ip} port ${this.local.port} (the first of cluster.nodeIPs, cluster.heartbeatPort): ${describeError(err)}; give a node IP of this node, or a free port`,
+        { cause: err },
+      );
+    }
     const s = createSocket({ type: this.#family === 4 ? 'udp4' : 'udp6' });
     s.on('message', (msg) => handlers.onMessage(msg));
     s.on('error', (err) => this.#log?.('cluster heartbeat socket', err));
