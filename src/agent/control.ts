@@ -11,9 +11,9 @@
 // queue does not.
 import { CONFIG_OWNER, RESERVED_OWNERS, conflictError } from '../config/index.js';
 import { ConflictError, NotSupportedError, TimeoutError, describeError } from '../errors/index.js';
-import type { IpArg, ParsedIp } from '../ipaddr/index.js';
+import { ipArgText, type IpArg, type ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
-import type { ControlState, StateStore } from './state.js';
+import type { MutableState, StateStore } from './state.js';
 
 /**
  * A change the control API asks for. IPs are checked (static rules), parsed once and without
@@ -23,11 +23,12 @@ export type Change =
   | {
       op: 'forwardable.add' | 'forwardable.del' | 'forwardable.set';
       owner: string;
-      ips: readonly ParsedIp[];
+      /** Parsed (a JSON request) or canonical text (a bulk request: parseIpLines). */
+      ips: readonly IpArg[];
     }
   | { op: 'extip.add' | 'extip.del'; ips: readonly ParsedIp[] };
 
-const texts = (ips: readonly ParsedIp[]): string[] => ips.map((ip) => ip.address);
+const texts = (ips: readonly IpArg[]): string[] => ips.map(ipArgText);
 
 /** What the control plane needs of the neighbor subsystem (IPs as text or parsed). */
 export interface ForwardableTarget {
@@ -89,15 +90,36 @@ interface Exclusive {
 
 type Item = Request | Exclusive;
 
-function cloneState(s: ControlState): {
-  forwardable: Map<string, Set<string>>;
-  extip: Set<string>;
-} {
-  const forwardable = new Map<string, Set<string>>();
-  for (const [o, ips] of s.forwardable) forwardable.set(o, new Set(ips));
-  return { forwardable, extip: new Set(s.extip) };
+type Draft = MutableState;
+
+/**
+ * What a batch did to the draft, to take it back (a failed save, a change that failed to
+ * apply): per change, the IPs it added and removed, and a set it replaced. O(change), never
+ * a copy of the state.
+ */
+type UndoStep =
+  | { kind: 'fw'; owner: string; added: string[]; removed: string[] }
+  | { kind: 'fwSet'; owner: string; prev: Set<string> | undefined }
+  | { kind: 'ext'; added: string[]; removed: string[] };
+
+function undoAll(steps: readonly UndoStep[], s: Draft): void {
+  for (let i = steps.length - 1; i >= 0; i--) {
+    const u = steps[i]!;
+    if (u.kind === 'fwSet') {
+      if (u.prev === undefined) s.forwardable.delete(u.owner);
+      else s.forwardable.set(u.owner, u.prev);
+      continue;
+    }
+    const set =
+      u.kind === 'ext'
+        ? s.extip
+        : (s.forwardable.get(u.owner) ??
+          s.forwardable.set(u.owner, new Set<string>()).get(u.owner)!);
+    for (const ip of u.added) set.delete(ip);
+    for (const ip of u.removed) set.add(ip);
+    if (u.kind === 'fw' && set.size === 0) s.forwardable.delete(u.owner);
+  }
 }
-type Draft = ReturnType<typeof cloneState>;
 
 export class ControlPlane {
   readonly #p: ControlPlaneParams;
@@ -224,12 +246,11 @@ export class ControlPlane {
 
   async #commit(batch: Request[]): Promise<void> {
     const store = this.#p.store;
-    const base = store.state;
-    const draft = cloneState(base);
-    const accepted: { req: Request; ips: string[] }[] = [];
+    const draft = store.draft;
+    const accepted: { req: Request; ips: string[]; undo: UndoStep }[] = [];
     for (const req of batch) {
       try {
-        accepted.push({ req, ips: this.#plan(req, draft) });
+        accepted.push({ req, ...this.#plan(req, draft) });
       } catch (err) {
         req.phase = 'done';
         req.reject(err as Error);
@@ -238,10 +259,14 @@ export class ControlPlane {
     if (accepted.length === 0) return;
     for (const a of accepted) a.req.phase = 'saving';
     try {
-      await store.save(draft);
+      await store.persist();
       this.#p.onSave?.(true);
     } catch (err) {
       this.#p.onSave?.(false);
+      undoAll(
+        accepted.map((a) => a.undo),
+        draft,
+      );
       for (const a of accepted) ((a.req.phase = 'done'), a.req.reject(err as Error));
       return;
     }
@@ -257,7 +282,7 @@ export class ControlPlane {
         failed.push({ req: a.req, err: err as Error });
       }
     }
-    if (failed.length > 0) await this.#undo(base, accepted, failed);
+    if (failed.length > 0) await this.#undo(accepted, failed);
     for (const w of waits) {
       w.req.phase = 'applying';
       w.done.then(
@@ -273,15 +298,18 @@ export class ControlPlane {
    * later change has been planned on top of it.
    */
   async #undo(
-    base: ControlState,
-    accepted: { req: Request; ips: string[] }[],
+    accepted: { req: Request; ips: string[]; undo: UndoStep }[],
     failed: { req: Request; err: Error }[],
   ): Promise<void> {
     const bad = new Set(failed.map((f) => f.req));
-    const fixed = cloneState(base);
-    for (const a of accepted) if (!bad.has(a.req)) this.#effect(a.req.change, a.ips, fixed);
+    const draft = this.#p.store.draft;
+    undoAll(
+      accepted.map((a) => a.undo),
+      draft,
+    );
+    for (const a of accepted) if (!bad.has(a.req)) this.#effect(a.req.change, a.ips, draft);
     try {
-      await this.#p.store.save(fixed);
+      await this.#p.store.persist();
     } catch (err) {
       this.#p.log.error(
         { err: describeError(err) },
@@ -293,25 +321,29 @@ export class ControlPlane {
 
   /**
    * Checks a change against the node and the draft; applies it to the draft; returns its IPs
-   * (and, for a forwardable change, notes on the request what it did to the owner's set).
+   * and how to take it back (and, for a forwardable change, notes on the request what it did
+   * to the owner's set).
    */
-  #plan(req: Request, draft: Draft): string[] {
+  #plan(req: Request, draft: Draft): { ips: string[]; undo: UndoStep } {
     const c = req.change;
-    if (c.op === 'forwardable.add' || c.op === 'forwardable.del' || c.op === 'forwardable.set') {
-      const before = new Set(draft.forwardable.get(c.owner) ?? []);
-      const ips = this.#planForwardable(c, draft);
-      const after = draft.forwardable.get(c.owner) ?? new Set<string>();
+    const ips = this.#check(c, draft);
+    const undo = this.#effect(c, ips, draft);
+    if (undo.kind === 'fw')
+      req.changed = { added: undo.added.length, removed: undo.removed.length };
+    else if (undo.kind === 'fwSet') {
+      const now = draft.forwardable.get(undo.owner) ?? new Set<string>();
+      const prev = undo.prev ?? new Set<string>();
       let added = 0;
       let removed = 0;
-      for (const ip of after) if (!before.has(ip)) added++;
-      for (const ip of before) if (!after.has(ip)) removed++;
+      for (const ip of now) if (!prev.has(ip)) added++;
+      for (const ip of prev) if (!now.has(ip)) removed++;
       req.changed = { added, removed };
-      return ips;
     }
-    return this.#planForwardable(c, draft);
+    return { ips, undo };
   }
 
-  #planForwardable(c: Change, draft: Draft): string[] {
+  /** Checks a change against the node and the draft; returns its IPs (canonical). */
+  #check(c: Change, draft: Draft): string[] {
     if (c.op.startsWith('forwardable.')) {
       const n = this.#p.forwardable();
       if (!n)
@@ -319,11 +351,7 @@ export class ControlPlane {
           'neighbor',
           'the neighbor subsystem is off (neighbor.enabled: false)',
         );
-      if (c.op === 'forwardable.del') {
-        const ips = texts(c.ips);
-        this.#effect(c, ips, draft);
-        return ips;
-      }
+      if (c.op === 'forwardable.del') return texts(c.ips);
       const ips = n.check(c.ips);
       const statics = this.#p.statics();
       for (const ip of ips) {
@@ -338,16 +366,11 @@ export class ControlPlane {
           );
         }
       }
-      this.#effect(c, ips, draft);
       return ips;
     }
     const x = this.#p.extip();
     if (!x) throw new NotSupportedError('extip', 'external IPs are off (extip.enabled: false)');
-    if (c.op === 'extip.del') {
-      const ips = texts(c.ips);
-      this.#effect(c, ips, draft);
-      return ips;
-    }
+    if (c.op === 'extip.del') return texts(c.ips);
     const ips = x.check(c.ips);
     const cluster = this.#p.clusterIps?.();
     for (const ip of ips) {
@@ -368,7 +391,6 @@ export class ControlPlane {
         );
       }
     }
-    this.#effect(c, ips, draft);
     return ips;
   }
 
@@ -386,32 +408,40 @@ export class ControlPlane {
     return out.sort();
   }
 
-  /** What a change does to a state. */
-  #effect(c: Change, ips: readonly string[], s: Draft): void {
+  /** What a change does to a state; returns how to take it back. */
+  #effect(c: Change, ips: readonly string[], s: Draft): UndoStep {
     switch (c.op) {
       case 'forwardable.add': {
         const set = s.forwardable.get(c.owner) ?? new Set<string>();
-        for (const ip of ips) set.add(ip);
+        const added: string[] = [];
+        for (const ip of ips) if (!set.has(ip)) (set.add(ip), added.push(ip));
         if (set.size > 0) s.forwardable.set(c.owner, set);
-        return;
+        return { kind: 'fw', owner: c.owner, added, removed: [] };
       }
       case 'forwardable.del': {
         const set = s.forwardable.get(c.owner);
-        if (!set) return;
-        for (const ip of ips) set.delete(ip);
+        const removed: string[] = [];
+        if (!set) return { kind: 'fw', owner: c.owner, added: [], removed };
+        for (const ip of ips) if (set.delete(ip)) removed.push(ip);
         if (set.size === 0) s.forwardable.delete(c.owner);
-        return;
+        return { kind: 'fw', owner: c.owner, added: [], removed };
       }
-      case 'forwardable.set':
+      case 'forwardable.set': {
+        const prev = s.forwardable.get(c.owner);
         if (ips.length === 0) s.forwardable.delete(c.owner);
         else s.forwardable.set(c.owner, new Set(ips));
-        return;
-      case 'extip.add':
-        for (const ip of ips) s.extip.add(ip);
-        return;
-      case 'extip.del':
-        for (const ip of ips) s.extip.delete(ip);
-        return;
+        return { kind: 'fwSet', owner: c.owner, prev };
+      }
+      case 'extip.add': {
+        const added: string[] = [];
+        for (const ip of ips) if (!s.extip.has(ip)) (s.extip.add(ip), added.push(ip));
+        return { kind: 'ext', added, removed: [] };
+      }
+      case 'extip.del': {
+        const removed: string[] = [];
+        for (const ip of ips) if (s.extip.delete(ip)) removed.push(ip);
+        return { kind: 'ext', added: [], removed };
+      }
     }
   }
 

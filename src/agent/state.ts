@@ -27,16 +27,66 @@ export interface SkippedEntry {
   reason: string;
 }
 
-export function emptyState(): ControlState {
+/** A state the control plane changes in place (StateStore.draft). */
+export interface MutableState {
+  readonly forwardable: Map<string, Set<string>>;
+  readonly extip: Set<string>;
+}
+
+export function emptyState(): MutableState {
   return { forwardable: new Map(), extip: new Set() };
 }
 
-/** The file's text: owners and IPs sorted, one IP per line (diffs stay readable). */
-export function formatState(s: ControlState): string {
+/**
+ * Sets up to this size are written sorted (the file's diffs stay readable); larger ones in
+ * the order their IPs were added, since sorting a million strings would hold the event loop
+ * for a second on every save.
+ */
+export const SORTED_UP_TO = 10_000;
+/** IPs formatted per piece of a streamed save (a piece takes about a millisecond). */
+const PIECE = 8192;
+
+const ordered = (set: ReadonlySet<string>): Iterable<string> =>
+  set.size <= SORTED_UP_TO ? [...set].sort() : set;
+
+/**
+ * The file's text in pieces of at most PIECE IPs: owners sorted, one IP per line. Joined,
+ * the pieces are formatState's text; a save writes each piece as it is made, so that a save
+ * of a million IPs never holds the event loop for more than a piece.
+ */
+export function* formatStatePieces(s: ControlState): Generator<string> {
+  const list = (set: ReadonlySet<string>, indent: string): Generator<string> =>
+    (function* () {
+      if (set.size === 0) return yield '[]';
+      let piece = '[';
+      let n = 0;
+      let first = true;
+      for (const ip of ordered(set)) {
+        piece += `${first ? '' : ','}\n${indent} ${JSON.stringify(ip)}`;
+        first = false;
+        if (++n === PIECE) {
+          yield piece;
+          piece = '';
+          n = 0;
+        }
+      }
+      yield `${piece}\n${indent}]`;
+    })();
   const owners = [...s.forwardable.keys()].sort();
-  const forwardable: Record<string, string[]> = {};
-  for (const o of owners) forwardable[o] = [...(s.forwardable.get(o) ?? [])].sort();
-  return JSON.stringify({ version: 1, forwardable, extip: [...s.extip].sort() }, null, 1) + '\n';
+  yield '{\n "version": 1,\n "forwardable": {';
+  for (let i = 0; i < owners.length; i++) {
+    const o = owners[i]!;
+    yield `${i > 0 ? ',' : ''}\n  ${JSON.stringify(o)}: `;
+    yield* list(s.forwardable.get(o) ?? new Set(), '  ');
+  }
+  yield `${owners.length > 0 ? '\n ' : ''}},\n "extip": `;
+  yield* list(s.extip, ' ');
+  yield '\n}\n';
+}
+
+/** The file's text: owners sorted, IPs sorted up to SORTED_UP_TO, one IP per line. */
+export function formatState(s: ControlState): string {
+  return [...formatStatePieces(s)].join('');
 }
 
 export class StateFileError extends FibkeeperError {
@@ -65,7 +115,7 @@ export function parseState(
   text: string,
   path: string,
   statics: StaticSets = { forwardable: new Set(), extip: new Set() },
-): { state: ControlState; usable: ControlState; skipped: SkippedEntry[] } {
+): { state: MutableState; usable: ControlState; skipped: SkippedEntry[] } {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
@@ -106,7 +156,7 @@ export function parseState(
     const ips = strings(list, `forwardable ${owner}`);
     if (ips.size > 0) forwardable.set(owner, ips);
   }
-  const state: ControlState = { forwardable, extip: strings(d.extip, 'extip') };
+  const state: MutableState = { forwardable, extip: strings(d.extip, 'extip') };
   const { usable, skipped } = usableOf(state, statics);
   return { state, usable, skipped: [...dropped, ...skipped] };
 }
@@ -174,13 +224,13 @@ export function usableOf(
 const DIR_FSYNC_UNSUPPORTED = new Set(['EINVAL', 'ENOTSUP', 'EOPNOTSUPP']);
 
 /**
- * Writes `text` to `path` durably: `path.tmp` written in full, fsynced, renamed over `path`,
- * the directory fsynced. On any failure the temp file is removed, `path` keeps its previous
- * content, and StorageError names the step and the errno.
+ * Writes `text` (or the pieces of an iterable, each written as it is made: the event loop
+ * runs between them) to `path` durably: `path.tmp` written in full, fsynced, renamed over
+ * `path`, the directory fsynced. On any failure the temp file is removed, `path` keeps its
+ * previous content, and StorageError names the step and the errno.
  */
-export async function writeDurably(path: string, text: string): Promise<void> {
+export async function writeDurably(path: string, text: string | Iterable<string>): Promise<void> {
   const tmp = `${path}.tmp`;
-  const data = Buffer.from(text, 'utf8');
   let step = `create ${tmp}`;
   let renamed = false;
   try {
@@ -188,15 +238,20 @@ export async function writeDurably(path: string, text: string): Promise<void> {
     const fh = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, 0o600);
     try {
       step = `write ${tmp}`;
-      for (let off = 0; off < data.length;) {
-        const { bytesWritten } = await fh.write(data, off, data.length - off, off);
-        if (bytesWritten <= 0) throw new Error(`wrote nothing at byte ${off} of ${data.length}`);
-        off += bytesWritten;
+      let at = 0;
+      for (const piece of typeof text === 'string' ? [text] : text) {
+        const data = Buffer.from(piece, 'utf8');
+        for (let off = 0; off < data.length;) {
+          const { bytesWritten } = await fh.write(data, off, data.length - off, at + off);
+          if (bytesWritten <= 0) throw new Error(`wrote nothing at byte ${at + off}`);
+          off += bytesWritten;
+        }
+        at += data.length;
       }
       step = `fsync ${tmp}`;
       await fh.sync();
       const { size } = await fh.stat();
-      if (size !== data.length) throw new Error(`holds ${size} bytes, not ${data.length}`);
+      if (size !== at) throw new Error(`holds ${size} bytes, not ${at}`);
     } finally {
       await fh.close();
     }
@@ -230,7 +285,7 @@ export async function writeDurably(path: string, text: string): Promise<void> {
 
 /** The state file of one agent: what is durable, and how to make a new state durable. */
 export class StateStore {
-  #state: ControlState = emptyState();
+  #state: MutableState = emptyState();
   #skipped: SkippedEntry[] = [];
   constructor(readonly path: string) {}
 
@@ -273,9 +328,24 @@ export class StateStore {
     return this.#skipped;
   }
 
+  /**
+   * The state as saved, to be changed in place by the one writer (the control plane's queue),
+   * which then calls persist() — or undoes its changes when persist throws.
+   */
+  get draft(): MutableState {
+    return this.#state;
+  }
+
+  /** Makes the draft durable (streamed: see writeDurably). Throws StorageError on failure. */
+  async persist(): Promise<void> {
+    if (this.path !== '') await writeDurably(this.path, formatStatePieces(this.#state));
+  }
+
   /** Makes `next` durable, then current. Throws StorageError and keeps the old one on failure. */
   async save(next: ControlState): Promise<void> {
-    if (this.path !== '') await writeDurably(this.path, formatState(next));
-    this.#state = next;
+    const copy: MutableState = { forwardable: new Map(), extip: new Set(next.extip) };
+    for (const [o, ips] of next.forwardable) copy.forwardable.set(o, new Set(ips));
+    if (this.path !== '') await writeDurably(this.path, formatStatePieces(copy));
+    this.#state = copy;
   }
 }

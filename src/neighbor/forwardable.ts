@@ -162,7 +162,9 @@ export class ForwardableIPs implements Initializable {
         // validateUnicastIp for its explained error.
         const ip = classifyIp(text) === 'unicast' ? canonicalIp(text) : undefined;
         if (ip !== undefined && !nodeAddresses.has(ip)) {
-          out.push(ip);
+          // The caller's string when it is canonical: one string per IP, shared by the
+          // tables (and the state file's set), not a copy each.
+          out.push(ip === text ? text : ip);
           continue;
         }
         out.push(validateUnicastIp(text, { nodeAddresses }).address);
