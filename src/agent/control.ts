@@ -13,6 +13,7 @@ import { CONFIG_OWNER, RESERVED_OWNERS, conflictError } from '../config/index.js
 import { ConflictError, NotSupportedError, TimeoutError, describeError } from '../errors/index.js';
 import { ipArgText, type IpArg, type ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
+import { undoChanges, type JournalOp, type UndoStep } from './journal.js';
 import type { MutableState, StateStore } from './state.js';
 
 /**
@@ -92,33 +93,11 @@ type Item = Request | Exclusive;
 
 type Draft = MutableState;
 
-/**
- * What a batch did to the draft, to take it back (a failed save, a change that failed to
- * apply): per change, the IPs it added and removed, and a set it replaced. O(change), never
- * a copy of the state.
- */
-type UndoStep =
-  | { kind: 'fw'; owner: string; added: string[]; removed: string[] }
-  | { kind: 'fwSet'; owner: string; prev: Set<string> | undefined }
-  | { kind: 'ext'; added: string[]; removed: string[] };
-
-function undoAll(steps: readonly UndoStep[], s: Draft): void {
-  for (let i = steps.length - 1; i >= 0; i--) {
-    const u = steps[i]!;
-    if (u.kind === 'fwSet') {
-      if (u.prev === undefined) s.forwardable.delete(u.owner);
-      else s.forwardable.set(u.owner, u.prev);
-      continue;
-    }
-    const set =
-      u.kind === 'ext'
-        ? s.extip
-        : (s.forwardable.get(u.owner) ??
-          s.forwardable.set(u.owner, new Set<string>()).get(u.owner)!);
-    for (const ip of u.added) set.delete(ip);
-    for (const ip of u.removed) set.add(ip);
-    if (u.kind === 'fw' && set.size === 0) s.forwardable.delete(u.owner);
-  }
+/** A change as the state file's journal takes it: its canonical IPs. */
+function journalOp(c: Change, ips: readonly string[]): JournalOp {
+  return c.op.startsWith('forwardable.')
+    ? { op: c.op, owner: (c as { owner: string }).owner, ips }
+    : { op: c.op, ips };
 }
 
 export class ControlPlane {
@@ -263,7 +242,7 @@ export class ControlPlane {
       this.#p.onSave?.(true);
     } catch (err) {
       this.#p.onSave?.(false);
-      undoAll(
+      undoChanges(
         accepted.map((a) => a.undo),
         draft,
       );
@@ -283,6 +262,7 @@ export class ControlPlane {
       }
     }
     if (failed.length > 0) await this.#undo(accepted, failed);
+    else if (store.compactionDue) await this.#compact();
     for (const w of waits) {
       w.req.phase = 'applying';
       w.done.then(
@@ -302,14 +282,16 @@ export class ControlPlane {
     failed: { req: Request; err: Error }[],
   ): Promise<void> {
     const bad = new Set(failed.map((f) => f.req));
-    const draft = this.#p.store.draft;
-    undoAll(
+    const store = this.#p.store;
+    undoChanges(
       accepted.map((a) => a.undo),
-      draft,
+      store.draft,
     );
-    for (const a of accepted) if (!bad.has(a.req)) this.#effect(a.req.change, a.ips, draft);
+    // The whole state: the journal holds the refused change already.
+    for (const a of accepted) if (!bad.has(a.req)) store.record(journalOp(a.req.change, a.ips));
+    store.discard();
     try {
-      await this.#p.store.persist();
+      await store.compact();
     } catch (err) {
       this.#p.log.error(
         { err: describeError(err) },
@@ -317,6 +299,17 @@ export class ControlPlane {
       );
     }
     for (const f of failed) ((f.req.phase = 'done'), f.req.reject(f.err));
+  }
+
+  /** Writes the whole state and drops the journal (in the queue: nothing changes meanwhile). */
+  async #compact(): Promise<void> {
+    this.#activity = 'the state file being written in full';
+    try {
+      await this.#p.store.compact();
+    } catch (err) {
+      // The journal still holds every change: nothing is lost; the next batch tries again.
+      this.#p.log.warn({ err: describeError(err) }, 'control plane: state file compaction failed');
+    }
   }
 
   /**
@@ -327,7 +320,7 @@ export class ControlPlane {
   #plan(req: Request, draft: Draft): { ips: string[]; undo: UndoStep } {
     const c = req.change;
     const ips = this.#check(c, draft);
-    const undo = this.#effect(c, ips, draft);
+    const undo = this.#p.store.record(journalOp(c, ips));
     if (undo.kind === 'fw')
       req.changed = { added: undo.added.length, removed: undo.removed.length };
     else if (undo.kind === 'fwSet') {
@@ -406,43 +399,6 @@ export class ControlPlane {
       if (RESERVED_OWNERS.has(o) && !out.includes(o)) out.push(o);
     }
     return out.sort();
-  }
-
-  /** What a change does to a state; returns how to take it back. */
-  #effect(c: Change, ips: readonly string[], s: Draft): UndoStep {
-    switch (c.op) {
-      case 'forwardable.add': {
-        const set = s.forwardable.get(c.owner) ?? new Set<string>();
-        const added: string[] = [];
-        for (const ip of ips) if (!set.has(ip)) (set.add(ip), added.push(ip));
-        if (set.size > 0) s.forwardable.set(c.owner, set);
-        return { kind: 'fw', owner: c.owner, added, removed: [] };
-      }
-      case 'forwardable.del': {
-        const set = s.forwardable.get(c.owner);
-        const removed: string[] = [];
-        if (!set) return { kind: 'fw', owner: c.owner, added: [], removed };
-        for (const ip of ips) if (set.delete(ip)) removed.push(ip);
-        if (set.size === 0) s.forwardable.delete(c.owner);
-        return { kind: 'fw', owner: c.owner, added: [], removed };
-      }
-      case 'forwardable.set': {
-        const prev = s.forwardable.get(c.owner);
-        if (ips.length === 0) s.forwardable.delete(c.owner);
-        else s.forwardable.set(c.owner, new Set(ips));
-        return { kind: 'fwSet', owner: c.owner, prev };
-      }
-      case 'extip.add': {
-        const added: string[] = [];
-        for (const ip of ips) if (!s.extip.has(ip)) (s.extip.add(ip), added.push(ip));
-        return { kind: 'ext', added, removed: [] };
-      }
-      case 'extip.del': {
-        const removed: string[] = [];
-        for (const ip of ips) if (s.extip.delete(ip)) removed.push(ip);
-        return { kind: 'ext', added: [], removed };
-      }
-    }
   }
 
   /**

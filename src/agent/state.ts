@@ -8,11 +8,21 @@
 // a bad entry is reported and skipped, and never takes the valid ones with it. Skipped
 // entries stay in the file (they were the user's, and may become valid again); only entries
 // that cannot be IP strings at all are dropped.
-import { constants, mkdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { constants, existsSync, mkdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { open, rename, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { checkIp, OWNER_RE, RESERVED_OWNERS } from '../config/index.js';
 import { FibkeeperError, StorageError } from '../errors/index.js';
+import {
+  appendDurably,
+  applyChange,
+  cutJournal,
+  formatJournalPieces,
+  removeJournal,
+  replayJournal,
+  type JournalOp,
+  type UndoStep,
+} from './journal.js';
 
 /** The state as the agent holds it: owner → IPs, and the external IPs (canonical where valid). */
 export interface ControlState {
@@ -54,7 +64,7 @@ const ordered = (set: ReadonlySet<string>): Iterable<string> =>
  * the pieces are formatState's text; a save writes each piece as it is made, so that a save
  * of a million IPs never holds the event loop for more than a piece.
  */
-export function* formatStatePieces(s: ControlState): Generator<string> {
+export function* formatStatePieces(s: ControlState, seq?: number): Generator<string> {
   const list = (set: ReadonlySet<string>, indent: string): Generator<string> =>
     (function* () {
       if (set.size === 0) return yield '[]';
@@ -73,7 +83,8 @@ export function* formatStatePieces(s: ControlState): Generator<string> {
       yield `${piece}\n${indent}]`;
     })();
   const owners = [...s.forwardable.keys()].sort();
-  yield '{\n "version": 1,\n "forwardable": {';
+  const seqLine = seq === undefined ? '' : `\n "seq": ${seq},`;
+  yield `{\n "version": 1,${seqLine}\n "forwardable": {`;
   for (let i = 0; i < owners.length; i++) {
     const o = owners[i]!;
     yield `${i > 0 ? ',' : ''}\n  ${JSON.stringify(o)}: `;
@@ -116,17 +127,31 @@ export function parseState(
   path: string,
   statics: StaticSets = { forwardable: new Set(), extip: new Set() },
 ): { state: MutableState; usable: ControlState; skipped: SkippedEntry[] } {
+  const { state, dropped } = readStateDoc(text, path);
+  const { usable, skipped } = usableOf(state, statics);
+  return { state, usable, skipped: [...dropped, ...skipped] };
+}
+
+/**
+ * A state file's content as it is (entries that are strings, valid or not), the `seq` of the
+ * last journal change it holds (0: none), and the entries dropped for not being strings.
+ */
+export function readStateDoc(
+  text: string,
+  path: string,
+): { state: MutableState; seq: number; dropped: SkippedEntry[] } {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch (err) {
     throw new StateFileError(path, `is not valid JSON (${(err as Error).message})`, { cause: err });
   }
-  const d = doc as { version?: unknown; forwardable?: unknown; extip?: unknown };
+  const d = doc as { version?: unknown; seq?: unknown; forwardable?: unknown; extip?: unknown };
   if (
     typeof doc !== 'object' ||
     doc === null ||
     d.version !== 1 ||
+    (d.seq !== undefined && typeof d.seq !== 'number') ||
     typeof d.forwardable !== 'object' ||
     d.forwardable === null ||
     Array.isArray(d.forwardable) ||
@@ -157,8 +182,7 @@ export function parseState(
     if (ips.size > 0) forwardable.set(owner, ips);
   }
   const state: MutableState = { forwardable, extip: strings(d.extip, 'extip') };
-  const { usable, skipped } = usableOf(state, statics);
-  return { state, usable, skipped: [...dropped, ...skipped] };
+  return { state, seq: (d.seq as number | undefined) ?? 0, dropped };
 }
 
 /**
@@ -229,10 +253,11 @@ const DIR_FSYNC_UNSUPPORTED = new Set(['EINVAL', 'ENOTSUP', 'EOPNOTSUPP']);
  * `path`, the directory fsynced. On any failure the temp file is removed, `path` keeps its
  * previous content, and StorageError names the step and the errno.
  */
-export async function writeDurably(path: string, text: string | Iterable<string>): Promise<void> {
+export async function writeDurably(path: string, text: string | Iterable<string>): Promise<number> {
   const tmp = `${path}.tmp`;
   let step = `create ${tmp}`;
   let renamed = false;
+  let bytes = 0;
   try {
     mkdirSync(dirname(path), { recursive: true, mode: 0o750 });
     const fh = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, 0o600);
@@ -252,6 +277,7 @@ export async function writeDurably(path: string, text: string | Iterable<string>
       await fh.sync();
       const { size } = await fh.stat();
       if (size !== at) throw new Error(`holds ${size} bytes, not ${at}`);
+      bytes = at;
     } finally {
       await fh.close();
     }
@@ -267,6 +293,7 @@ export async function writeDurably(path: string, text: string | Iterable<string>
     } finally {
       await dir.close();
     }
+    return bytes;
   } catch (err) {
     if (!renamed) await unlink(tmp).catch(() => undefined);
     const code = (err as NodeJS.ErrnoException).code;
@@ -283,16 +310,44 @@ export async function writeDurably(path: string, text: string | Iterable<string>
   }
 }
 
-/** The state file of one agent: what is durable, and how to make a new state durable. */
+/** Default of StateStore's `journalFrom`: a state file this large saves through the journal. */
+export const JOURNAL_FROM_BYTES = 1 << 20;
+
+/**
+ * The state file of one agent: what is durable, and how to make a new state durable. A
+ * small state (under `journalFrom` bytes of file) is written in full at every save; a larger
+ * one appends each save's changes to `<path>.journal` and is written in full only when the
+ * journal has grown to a quarter of it (journal.ts).
+ */
 export class StateStore {
   #state: MutableState = emptyState();
   #skipped: SkippedEntry[] = [];
-  constructor(readonly path: string) {}
+  /** The changes made to the draft since the last persist (record()). */
+  #ops: JournalOp[] = [];
+  /** The last change's number: in the snapshot or the journal (or lost with a failed save). */
+  #seq = 0;
+  #snapshotBytes = 0;
+  #journalBytes = 0;
+  /** A journal write failed and may have left a line: the next save writes a snapshot. */
+  #snapshotNext = false;
+  readonly #journalFrom: number;
+
+  constructor(
+    readonly path: string,
+    opts: { journalFrom?: number } = {},
+  ) {
+    this.#journalFrom = opts.journalFrom ?? JOURNAL_FROM_BYTES;
+  }
+
+  get journalPath(): string {
+    return `${this.path}.journal`;
+  }
 
   /**
-   * Reads the file (a missing one is an empty state) and removes a temp file left by a write
-   * that was killed. Throws StateFileError for an unreadable or corrupt file; returns the
-   * applicable entries and the skipped ones. The caller holds the state-file lock.
+   * Reads the file and its journal (a missing one is an empty state), removes a temp file
+   * left by a write that was killed and a journal line cut short by a crash. Throws
+   * StateFileError for an unreadable or corrupt file; returns the applicable entries and the
+   * skipped ones. The caller holds the state-file lock.
    */
   load(statics?: StaticSets): { usable: ControlState; skipped: SkippedEntry[] } {
     if (this.path === '') return { usable: emptyState(), skipped: [] };
@@ -302,20 +357,41 @@ export class StateStore {
     } catch {
       /* none (or not removable: the next save says why) */
     }
-    let text: string;
+    const text = this.#read(this.path);
+    const doc =
+      text === undefined
+        ? { state: emptyState(), seq: 0, dropped: [] }
+        : readStateDoc(text, this.path);
+    this.#snapshotBytes = text === undefined ? 0 : Buffer.byteLength(text);
+    this.#seq = doc.seq;
+    const journal = this.#read(this.journalPath);
+    if (journal !== undefined) {
+      try {
+        const r = replayJournal(journal, doc.seq, doc.state);
+        this.#seq = r.seq;
+        this.#journalBytes = r.wholeBytes;
+        if (r.wholeBytes !== Buffer.byteLength(journal)) cutJournal(this.journalPath, r.wholeBytes);
+      } catch (err) {
+        throw new StateFileError(this.journalPath, `is corrupt (${(err as Error).message})`, {
+          cause: err,
+        });
+      }
+    }
+    const { usable, skipped } = usableOf(doc.state, statics ?? noStatics());
+    this.#state = doc.state;
+    this.#skipped = [...doc.dropped, ...skipped];
+    return { usable, skipped: this.#skipped };
+  }
+
+  #read(path: string): string | undefined {
     try {
-      text = readFileSync(this.path, 'utf8');
+      return readFileSync(path, 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT')
-        return { usable: emptyState(), skipped: [] };
-      throw new StateFileError(this.path, `cannot be read (${(err as Error).message})`, {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw new StateFileError(path, `cannot be read (${(err as Error).message})`, {
         cause: err,
       });
     }
-    const { state, usable, skipped } = parseState(text, this.path, statics);
-    this.#state = state;
-    this.#skipped = skipped;
-    return { usable, skipped };
   }
 
   /** The state as saved (skipped entries included). */
@@ -329,23 +405,95 @@ export class StateStore {
   }
 
   /**
-   * The state as saved, to be changed in place by the one writer (the control plane's queue),
-   * which then calls persist() — or undoes its changes when persist throws.
+   * The state as saved, to be changed in place by the one writer (the control plane's queue)
+   * through record(), which then calls persist() — or undoes its changes when persist throws.
    */
   get draft(): MutableState {
     return this.#state;
   }
 
-  /** Makes the draft durable (streamed: see writeDurably). Throws StorageError on failure. */
+  /** Applies a change to the draft and notes it for the next persist(); how to undo it. */
+  record(op: JournalOp): UndoStep {
+    this.#ops.push(op);
+    return applyChange(op, this.#state);
+  }
+
+  /** Forgets the recorded changes (the caller has undone them). */
+  discard(): void {
+    this.#ops = [];
+  }
+
+  /**
+   * Makes the draft durable: the recorded changes appended to the journal, or the whole
+   * state written (streamed: see writeDurably). Throws StorageError on failure (the caller
+   * undoes its changes).
+   */
   async persist(): Promise<void> {
-    if (this.path !== '') await writeDurably(this.path, formatStatePieces(this.#state));
+    const ops = this.#ops;
+    this.#ops = [];
+    if (this.path === '') return;
+    if (
+      this.#snapshotNext ||
+      this.#snapshotBytes === 0 ||
+      this.#snapshotBytes < this.#journalFrom
+    ) {
+      return this.#snapshot(this.#seq + ops.length);
+    }
+    const seq = this.#seq;
+    // The numbers are used up even if the write fails: a line it may have left behind is
+    // never taken for a later change (and the snapshot written next supersedes it).
+    this.#seq += ops.length;
+    try {
+      this.#journalBytes = await appendDurably(
+        this.journalPath,
+        formatJournalPieces(seq, ops),
+        this.#journalBytes,
+      );
+    } catch (err) {
+      this.#snapshotNext = true;
+      throw err;
+    }
+  }
+
+  /** The journal is a quarter of the snapshot (or more): time for compact(). */
+  get compactionDue(): boolean {
+    return this.#journalBytes > Math.max(this.#journalFrom, this.#snapshotBytes / 4);
+  }
+
+  /** Writes the whole state (streamed) and removes the journal. Throws StorageError. */
+  async compact(): Promise<void> {
+    if (this.path !== '') await this.#snapshot(this.#seq);
+  }
+
+  /** Sizes for status and metrics: the state file and its journal, in bytes. */
+  get sizes(): { stateFile: number; journal: number } {
+    return { stateFile: this.#snapshotBytes, journal: this.#journalBytes };
+  }
+
+  async #snapshot(seq: number): Promise<void> {
+    this.#snapshotBytes = await writeDurably(this.path, formatStatePieces(this.#state, seq));
+    this.#seq = seq;
+    this.#snapshotNext = false;
+    if (this.#journalBytes > 0 || existsSync(this.journalPath)) {
+      await removeJournal(this.journalPath);
+      this.#journalBytes = 0;
+    }
   }
 
   /** Makes `next` durable, then current. Throws StorageError and keeps the old one on failure. */
   async save(next: ControlState): Promise<void> {
     const copy: MutableState = { forwardable: new Map(), extip: new Set(next.extip) };
     for (const [o, ips] of next.forwardable) copy.forwardable.set(o, new Set(ips));
-    if (this.path !== '') await writeDurably(this.path, formatStatePieces(copy));
+    const prev = this.#state;
     this.#state = copy;
+    this.#ops = [];
+    try {
+      if (this.path !== '') await this.#snapshot(this.#seq + 1);
+    } catch (err) {
+      this.#state = prev;
+      throw err;
+    }
   }
 }
+
+const noStatics = (): StaticSets => ({ forwardable: new Set(), extip: new Set() });

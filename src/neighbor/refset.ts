@@ -6,36 +6,39 @@
 import type { DesiredNeighbor } from './types.js';
 
 export class RefSet implements ReadonlySet<string> {
-  #one: string | undefined = undefined;
-  #many: Set<string> | undefined = undefined;
+  /** None (undefined), one (the string) or several (a Set): one field, not two. */
+  #refs: string | Set<string> | undefined = undefined;
 
   get size(): number {
-    return this.#many !== undefined ? this.#many.size : this.#one === undefined ? 0 : 1;
+    const r = this.#refs;
+    return r === undefined ? 0 : typeof r === 'string' ? 1 : r.size;
   }
 
   has(ip: string): boolean {
-    return this.#many !== undefined ? this.#many.has(ip) : this.#one === ip;
+    const r = this.#refs;
+    return typeof r === 'string' ? r === ip : r !== undefined && r.has(ip);
   }
 
   add(ip: string): void {
-    if (this.#many !== undefined) this.#many.add(ip);
-    else if (this.#one === undefined) this.#one = ip;
-    else if (this.#one !== ip) {
-      this.#many = new Set([this.#one, ip]);
-      this.#one = undefined;
-    }
+    const r = this.#refs;
+    if (r === undefined) this.#refs = ip;
+    else if (typeof r !== 'string') r.add(ip);
+    else if (r !== ip) this.#refs = new Set([r, ip]);
   }
 
   delete(ip: string): boolean {
-    if (this.#many !== undefined) return this.#many.delete(ip);
-    if (this.#one !== ip) return false;
-    this.#one = undefined;
+    const r = this.#refs;
+    if (r === undefined) return false;
+    if (typeof r !== 'string') return r.delete(ip);
+    if (r !== ip) return false;
+    this.#refs = undefined;
     return true;
   }
 
   *values(): SetIterator<string> {
-    if (this.#many !== undefined) yield* this.#many;
-    else if (this.#one !== undefined) yield this.#one;
+    const r = this.#refs;
+    if (typeof r === 'string') yield r;
+    else if (r !== undefined) yield* r;
   }
 
   keys(): SetIterator<string> {
@@ -63,14 +66,18 @@ export class DesiredRow extends RefSet implements DesiredNeighbor {
   readonly key: string;
   readonly ifindex: number;
   readonly nexthop: string;
-  readonly family: 4 | 6;
 
   constructor(key: string, ifindex: number, nexthop: string, family: 4 | 6) {
     super();
     this.key = key;
     this.ifindex = ifindex;
     this.nexthop = nexthop;
-    this.family = family;
+    void family; // the nexthop says it (the family getter)
+  }
+
+  /** From the next hop (a field fewer per row). */
+  get family(): 4 | 6 {
+    return this.nexthop.includes(':') ? 6 : 4;
   }
 
   get refs(): ReadonlySet<string> {

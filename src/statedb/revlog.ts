@@ -15,25 +15,46 @@ export type StatusCode = typeof STATUS_PENDING | typeof STATUS_DONE | typeof STA
  * construction; consumers see a node only through the read-only `Change` interface. The
  * status fields belong to the reconciler and are changed in place (see Table.setStatus).
  */
+/** Node.#bits: the status code in the low two bits, then the two flags. */
+const SUPERSEDED = 4;
+const DELETED = 8;
+
 export class Node<Obj> implements Change<Obj> {
   prev: Node<Obj> | undefined = undefined;
   next: Node<Obj> | undefined = undefined;
-  statusKind: StatusCode = STATUS_PENDING;
   statusError: string | undefined = undefined;
   statusAt: number;
-  /** Replaced by a newer version or deleted: no longer the table's row for its key. */
-  superseded = false;
+  /** statusKind | SUPERSEDED | DELETED: one small integer where three fields were (100,000s of nodes). */
+  #bits: number;
   readonly key: string;
   readonly object: Obj;
   readonly revision: number;
-  readonly deleted: boolean;
 
   constructor(key: string, object: Obj, revision: number, deleted: boolean, at: number) {
     this.key = key;
     this.object = object;
     this.revision = revision;
-    this.deleted = deleted;
+    this.#bits = deleted ? DELETED : STATUS_PENDING;
     this.statusAt = at;
+  }
+
+  get deleted(): boolean {
+    return (this.#bits & DELETED) !== 0;
+  }
+
+  /** Replaced by a newer version or deleted: no longer the table's row for its key. */
+  get superseded(): boolean {
+    return (this.#bits & SUPERSEDED) !== 0;
+  }
+  set superseded(v: boolean) {
+    this.#bits = v ? this.#bits | SUPERSEDED : this.#bits & ~SUPERSEDED;
+  }
+
+  get statusKind(): StatusCode {
+    return (this.#bits & 3) as StatusCode;
+  }
+  set statusKind(code: StatusCode) {
+    this.#bits = (this.#bits & ~3) | code;
   }
 }
 
