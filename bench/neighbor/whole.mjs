@@ -414,6 +414,8 @@ async function one(opts, n, mode, mod) {
       rssIdleMiB: mib(idle),
       rssMiB: mib(kib(end, 'VmRSS')),
       rssPeakMiB: mib(kib(end, 'VmHWM')),
+      rssAnonMiB: mib(kib(end, 'RssAnon')),
+      rssFileMiB: mib(kib(end, 'RssFile')),
       routeP50Ms: r2(pct(lat.route, 50)),
       routeP99Ms: r2(pct(lat.route, 99)),
       floorP99Ms: r2(pct(lat.floor, 99)),

@@ -12,8 +12,16 @@ describe('the agent’s V8 flags', () => {
       '--config',
       'c.yaml',
     ]);
-    expect(reexecArgs(['--max-semi-space-size=4'], argv, {})).toBeUndefined();
-    expect(reexecArgs(['--max_semi_space_size=4'], argv, {})).toBeUndefined();
+    const all = ['--max-semi-space-size=4', '--optimize_for_size'];
+    expect(reexecArgs(all, argv, {})).toBeUndefined();
+    expect(
+      reexecArgs(['--max_semi_space_size=4', '--optimize-for-size'], argv, {}),
+    ).toBeUndefined();
+    expect(reexecArgs(['--max-semi-space-size=4'], argv, {})).toEqual([
+      '--optimize-for-size',
+      '--max-semi-space-size=4',
+      ...argv.slice(1),
+    ]);
     expect(reexecArgs(['--inspect'], argv, {})).toEqual([
       ...AGENT_NODE_FLAGS,
       '--inspect',

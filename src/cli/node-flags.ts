@@ -1,11 +1,18 @@
 // V8 options the agent runs with. `fibkeeper run` holds large tables (100,000 to 1,000,000
 // forwardable IPs) that change all the time; with V8's default young generation on a large
 // machine (semi-spaces of 32-64 MiB) the short-lived objects of that churn cost the agent
-// ~170 MiB more RSS at 100,000 IPs than with 16 MiB semi-spaces, for no measurable speed
-// (docs/neighbor.md, "Memory"). A flag of the heap can only be set when the process starts,
-// so `run` replaces itself (same PID, process.execve) with the flags added, once.
+// ~170 MiB more RSS at 100,000 IPs than with 16 MiB semi-spaces, for no measurable speed;
+// and V8's heap growth for speed (an old generation let grow well past what is live before
+// it is collected) cost it another ~200 MiB at 1,000,000 (peak 757 → 557 MiB with
+// --optimize-for-size, which collects sooner and keeps the idle agent ~20 MiB smaller; the
+// convergence stayed within the target) (docs/neighbor.md, "Memory"). A flag of the heap can
+// only be set when the process starts, so `run` replaces itself (same PID, process.execve)
+// with the flags added, once.
 /** Added to `node` for `fibkeeper run` unless the command line sets them already. */
-export const AGENT_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=16'];
+export const AGENT_NODE_FLAGS: readonly string[] = [
+  '--max-semi-space-size=16',
+  '--optimize-for-size',
+];
 
 /**
  * The arguments to re-execute this process with, or undefined when there is nothing to do:

@@ -64,15 +64,27 @@ export class RefSet implements ReadonlySet<string> {
  */
 export class DesiredRow extends RefSet implements DesiredNeighbor {
   readonly key: string;
-  readonly ifindex: number;
   readonly nexthop: string;
 
+  /** `key` is neighKey(ifindex, nexthop): the row keeps no field for what the key says. */
   constructor(key: string, ifindex: number, nexthop: string, family: 4 | 6) {
     super();
     this.key = key;
-    this.ifindex = ifindex;
     this.nexthop = nexthop;
+    void ifindex; // the key says it (the ifindex getter)
     void family; // the nexthop says it (the family getter)
+  }
+
+  /** The digits of the key before its "|" (a field fewer per row). */
+  get ifindex(): number {
+    const k = this.key;
+    let v = 0;
+    for (let i = 0; i < k.length; i++) {
+      const c = k.charCodeAt(i);
+      if (c === 124 /* | */) break;
+      v = v * 10 + (c - 48);
+    }
+    return v;
   }
 
   /** From the next hop (a field fewer per row). */
