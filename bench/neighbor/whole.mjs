@@ -25,7 +25,15 @@
 // `make build`.
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,6 +66,7 @@ function args() {
     iterations: Number(get('--iterations', '300')),
     freshSeconds: get('--fresh-seconds', undefined),
     api: get('--api', 'stream'),
+    saver: get('--saver', 'on') !== 'off',
     out: get('--out', join(root, 'bench', 'results', 'neighbor-whole.json')),
   };
 }
@@ -141,7 +150,12 @@ export async function startAgent(dir, r, mode, { nodeOptions = '' } = {}) {
   const flags = process.env.FKB_AGENT_FLAGS?.split(' ').filter(Boolean) ?? [];
   const bin = join(root, 'bin', 'fibkeeper.js');
   const child = spawn(process.execPath, [...flags, bin, 'run', '--config', cfg], {
-    stdio: ['ignore', 'ignore', 'pipe'],
+    // FKB_AGENT_OUT=FILE keeps the agent's stdout (e.g. --trace-gc in FKB_AGENT_FLAGS).
+    stdio: [
+      'ignore',
+      process.env.FKB_AGENT_OUT ? openSync(process.env.FKB_AGENT_OUT, 'a') : 'ignore',
+      'pipe',
+    ],
     env: nodeOptions ? { ...process.env, NODE_OPTIONS: nodeOptions } : process.env,
   });
   let errText = '';
@@ -275,13 +289,13 @@ async function waitQuiet(ctx) {
 }
 
 /** Route change → entry, `iterations` times, while another owner's IP comes and goes. */
-async function routeLatency(ctx, agent, iterations) {
+async function routeLatency(ctx, agent, iterations, withSaver = true) {
   const { nl } = ctx;
   await nl.routeReplace({ dst: '10.200.0.0/24', gateway: ipOf(GW_BASE) });
   await call(agent.sock, 'POST', '/v1/forwardable', { owner: 'bench-route', ips: ['10.200.0.5'] });
   await waitQuiet(ctx);
   const probe = await latencyProbe(ctx);
-  let saving = true;
+  let saving = withSaver;
   let saves = 0;
   const saver = (async () => {
     for (let k = 0; saving; k++) {
@@ -293,6 +307,8 @@ async function routeLatency(ctx, agent, iterations) {
   })();
   const route = [];
   const floor = [];
+  // Samples over 5 ms, with when they started (Date.now(): the agent's --trace-gc lines).
+  const slow = [];
   try {
     for (let k = 0; k < iterations; k++) {
       const fdst = ipOf(GW_BASE + 0x4000 + k);
@@ -310,9 +326,12 @@ async function routeLatency(ctx, agent, iterations) {
       );
       await nl.neighDel({ ifindex: ctx.ifindex, dst: fdst });
       const gw = ipOf(GW_BASE + 1 + k);
-      route.push(
-        await probe.measure(gw, () => nl.routeReplace({ dst: '10.200.0.0/24', gateway: gw })),
+      const at = performance.timeOrigin + performance.now();
+      const ms = await probe.measure(gw, () =>
+        nl.routeReplace({ dst: '10.200.0.0/24', gateway: gw }),
       );
+      route.push(ms);
+      if (!(ms <= 5)) slow.push({ ms: r2(ms), at: Math.round(at) });
       await sleep(5);
     }
   } finally {
@@ -321,7 +340,7 @@ async function routeLatency(ctx, agent, iterations) {
     probe.close();
   }
   const ok = (xs) => xs.filter((x) => !Number.isNaN(x));
-  return { route: ok(route), floor: ok(floor), saves };
+  return { route: ok(route), floor: ok(floor), saves, slow };
 }
 
 async function fresh(ctx, n, seconds) {
@@ -383,7 +402,7 @@ async function one(opts, n, mode, mod) {
       `[${n} ${mode}] converge ${r2(convergeMs)} ms (API answered at ${r2(ackMs)} ms), ip -batch ${r2(batchMs)} ms: ${r2(convergeMs / batchMs)}x; RSS ${mib(kib(afterLoad, 'VmRSS'))} MiB, peak ${mib(kib(afterLoad, 'VmHWM'))} MiB${answer.perRequestMs ? `; per request ${answer.perRequestMs.join(', ')} ms` : ''}`,
     );
     await waitQuiet(ctx);
-    const lat = await routeLatency(ctx, agent, opts.iterations);
+    const lat = await routeLatency(ctx, agent, opts.iterations, opts.saver);
     console.log(
       `[${n} ${mode}] route change → entry p50 ${r2(pct(lat.route, 50))} ms, p99 ${r2(pct(lat.route, 99))} ms (floor p99 ${r2(pct(lat.floor, 99))} ms) with ${lat.saves} saves meanwhile`,
     );
@@ -420,6 +439,7 @@ async function one(opts, n, mode, mod) {
       routeP99Ms: r2(pct(lat.route, 99)),
       floorP99Ms: r2(pct(lat.floor, 99)),
       savesDuringLatency: lat.saves,
+      slowRouteSamples: lat.slow,
       usableMinPct: usable.length ? r2(Math.min(...usable) * 100) : null,
       stateFileBytes: stateBytes,
       lastSaveSeconds: saveSeconds ?? null,

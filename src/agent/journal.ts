@@ -14,7 +14,12 @@
 import { constants, truncateSync } from 'node:fs';
 import { open, unlink } from 'node:fs/promises';
 import { StorageError } from '../errors/index.js';
-import type { MutableState } from './state.js';
+
+/** A state the control plane changes in place (StateStore.draft). */
+export interface MutableState {
+  readonly forwardable: Map<string, Set<string>>;
+  readonly extip: Set<string>;
+}
 
 /** One change as the journal (and the control plane's draft) takes it: canonical IPs. */
 export interface JournalOp {

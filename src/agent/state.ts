@@ -21,8 +21,11 @@ import {
   removeJournal,
   replayJournal,
   type JournalOp,
+  type MutableState,
   type UndoStep,
 } from './journal.js';
+
+export type { MutableState } from './journal.js';
 
 /** The state as the agent holds it: owner → IPs, and the external IPs (canonical where valid). */
 export interface ControlState {
@@ -35,12 +38,6 @@ export interface SkippedEntry {
   /** "forwardable OWNER IP", "forwardable OWNER", or "extip IP". */
   entry: string;
   reason: string;
-}
-
-/** A state the control plane changes in place (StateStore.draft). */
-export interface MutableState {
-  readonly forwardable: Map<string, Set<string>>;
-  readonly extip: Set<string>;
 }
 
 export function emptyState(): MutableState {

@@ -7,6 +7,7 @@ import { ConflictError, InvalidArgumentError } from '../errors/index.js';
 import {
   canonicalIp,
   classifyIp,
+  markCanonicalUnicast,
   parseIp,
   validateUnicastIp,
   type ParsedIp,
@@ -145,7 +146,7 @@ export function parseIpLines(
       `${what}: ${out.length} IPs; the limit is ${MAX_IPS_PER_BULK} per request; nothing was changed`,
     );
   }
-  return out;
+  return mode === 'add' ? markCanonicalUnicast(out) : out;
 }
 
 /** parseIpList(list, what, 'add') as canonical text. */

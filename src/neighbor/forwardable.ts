@@ -13,6 +13,8 @@ import {
   classifyIp,
   IpRangeIndex,
   ipArgText,
+  isCanonicalUnicast,
+  markCanonicalUnicast,
   validateUnicastIp,
   type IpArg,
 } from '../ipaddr/index.js';
@@ -149,6 +151,7 @@ export class ForwardableIPs implements Initializable {
   #validateForAdd(ips: readonly IpArg[]): string[] {
     if (!Array.isArray(ips)) throw new InvalidArgumentError('forwardable IPs: expected a list');
     const nodeAddresses = this.#nodeAddresses();
+    if (isCanonicalUnicast(ips)) return this.#notNodeAddresses(ips as string[], nodeAddresses);
     const out: string[] = [];
     const problems: string[] = [];
     for (const text of ips) {
@@ -176,6 +179,22 @@ export class ForwardableIPs implements Initializable {
     return out;
   }
 
+  /** Checked canonical IPs (a bulk request's): only the node's own addresses are refused. */
+  #notNodeAddresses(ips: readonly string[], nodeAddresses: ReadonlyMap<string, string>): string[] {
+    const problems: string[] = [];
+    for (const ip of ips) {
+      if (nodeAddresses.has(ip)) {
+        try {
+          validateUnicastIp(ip, { nodeAddresses });
+        } catch (err) {
+          problems.push(`${JSON.stringify(ip)}: ${(err as Error).message}`);
+        }
+      }
+    }
+    if (problems.length > 0) throw rejected(problems);
+    return ips as string[];
+  }
+
   /** Parses IPs to be released: only the text has to be an address (a parsed one is one). */
   #validateForDelete(ips: readonly IpArg[]): Set<string> {
     if (!Array.isArray(ips)) throw new InvalidArgumentError('forwardable IPs: expected a list');
@@ -196,7 +215,8 @@ export class ForwardableIPs implements Initializable {
 
   /** Checks IPs as upsert() does, changing nothing; returns them canonical, without duplicates. */
   check(ips: readonly IpArg[]): string[] {
-    return [...new Set(this.#validateForAdd(ips))];
+    const out = [...new Set(this.#validateForAdd(ips))];
+    return isCanonicalUnicast(ips) ? markCanonicalUnicast(out) : out;
   }
 
   /**
