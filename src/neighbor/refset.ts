@@ -1,11 +1,13 @@
-// The references of a desired neighbor back to the forwardable IPs that need it. Most next
-// hops are needed by one IP (on-link forwardable IPs are their own next hop), so a set of
-// one is kept as the string alone and becomes a Set only when a second reference comes:
-// with 100,000 entries that saves a hash table per entry. The calculator's rows
-// (DesiredRow) are such a set themselves: one object per entry, not two.
+// The rows of the DesiredNeighbor table as the calculator writes them, with the references
+// of a desired neighbor back to the forwardable IPs that need it. Most next hops are needed
+// by one IP (on-link forwardable IPs are their own next hop), so a set of one is kept as the
+// string alone and becomes a Set only when a second reference comes: with 100,000 entries
+// that saves a hash table per entry. A row is such a set itself, and its own statedb node
+// (RowNode): one object per entry, not three.
+import { RowNode } from '../statedb/index.js';
 import type { DesiredNeighbor } from './types.js';
 
-export class RefSet implements ReadonlySet<string> {
+export class RefSet extends RowNode<DesiredNeighbor> implements ReadonlySet<string> {
   /** None (undefined), one (the string) or several (a Set): one field, not two. */
   #refs: string | Set<string> | undefined = undefined;
 
@@ -63,13 +65,11 @@ export class RefSet implements ReadonlySet<string> {
  * RefSet, its live references (`refs` is the row itself).
  */
 export class DesiredRow extends RefSet implements DesiredNeighbor {
-  readonly key: string;
   readonly nexthop: string;
 
   /** `key` is neighKey(ifindex, nexthop): the row keeps no field for what the key says. */
   constructor(key: string, ifindex: number, nexthop: string, family: 4 | 6) {
-    super();
-    this.key = key;
+    super(key);
     this.nexthop = nexthop;
     void ifindex; // the key says it (the ifindex getter)
     void family; // the nexthop says it (the family getter)

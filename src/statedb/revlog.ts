@@ -26,9 +26,11 @@ export class Node<Obj> implements Change<Obj> {
   statusAt: number;
   /** statusKind | SUPERSEDED | DELETED: one small integer where three fields were (100,000s of nodes). */
   #bits: number;
-  readonly key: string;
-  readonly object: Obj;
-  readonly revision: number;
+  // Set once (a row that is its own node: when the table takes it, see RowNode); never
+  // changed after that.
+  key: string;
+  object: Obj;
+  revision: number;
 
   constructor(key: string, object: Obj, revision: number, deleted: boolean, at: number) {
     this.key = key;
@@ -56,6 +58,36 @@ export class Node<Obj> implements Change<Obj> {
   set statusKind(code: StatusCode) {
     this.#bits = (this.#bits & ~3) | code;
   }
+}
+
+/**
+ * A base for row objects that are their own revision node: a row that extends RowNode (with
+ * `object` the row itself and revision 0) is kept by the table as its node when it is
+ * inserted — one object per row where a row and its node were two (a million desired
+ * neighbors: 88 bytes each). Such a row is written once: a write of a new version of its key
+ * (or of the same object again) gets a node of its own as any other row. Its node fields
+ * belong to the table.
+ */
+export abstract class RowNode<Obj> extends Node<Obj> {
+  constructor(key: string) {
+    super(key, undefined as unknown as Obj, 0, false, 0);
+    this.object = this as unknown as Obj;
+  }
+}
+
+/** `obj` as its own node for `key` at `revision`, when it is an unused RowNode; else undefined. */
+export function ownNode<Obj>(
+  key: string,
+  obj: Obj,
+  revision: number,
+  at: number,
+): Node<Obj> | undefined {
+  if (!(obj instanceof RowNode)) return undefined;
+  const n = obj as unknown as Node<Obj>;
+  if (n.revision !== 0 || n.object !== obj || n.key !== key || n.superseded) return undefined;
+  n.revision = revision;
+  n.statusAt = at;
+  return n;
 }
 
 export class RevisionLog<Obj> {
