@@ -26,6 +26,7 @@
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
+  existsSync,
   mkdirSync,
   mkdtempSync,
   openSync,
@@ -213,17 +214,18 @@ export async function sendIps(agent, owner, n, api) {
 
 /**
  * Counts the distinct new marked extern_learn entries for BASE..BASE+n from neighbor events;
- * `done` resolves with the time the last one was seen (or at a dump's count after an
- * overflow of this socket).
+ * wait() resolves with the time the last one was seen. Events can be lost without a trace
+ * (a managed entry brings three or more, and the probe socket does not report every
+ * overflow), so once no new entry has been seen for 500 ms the kernel is dumped and its
+ * count decides (the time is then the dump's: later than the truth, never earlier).
  */
 async function entryCounter(ctx, n) {
   const { nl, mod } = ctx;
   const { defaultTuning } = await import(join(root, 'dist', 'neighbor', 'config.js'));
   const seen = new Uint8Array(n);
   let count = 0;
-  let overflowed = false;
-  let finish;
-  const done = new Promise((res) => (finish = res));
+  let lastNew = performance.now();
+  let doneAt;
   const fields = mod.neighFields();
   const toNum = (s) => s.split('.').reduce((v, x) => v * 256 + Number(x), 0);
   const sub = nl.subscribe(
@@ -236,28 +238,28 @@ async function entryCounter(ctx, n) {
         const i = toNum(m.dst) - BASE;
         if (i >= 0 && i < n && seen[i] === 0) {
           seen[i] = 1;
-          if (++count === n) finish(performance.now());
+          lastNew = performance.now();
+          if (++count === n) doneAt = lastNew;
         }
         return true;
       },
-      onEvent: (ev) => {
-        if (ev.kind === 'overflow') overflowed = true;
-      },
+      onEvent: () => true,
     },
     { rcvbuf: defaultTuning().neighRcvbuf },
   );
-  /** Waits for all n; after an overflow of this socket, dumps until the kernel has them. */
   const wait = async (timeoutMs) => {
     const end = performance.now() + timeoutMs;
+    let dumped = false;
     while (performance.now() < end) {
-      const t = await Promise.race([done, sleep(1000).then(() => undefined)]);
-      if (t !== undefined) return { ms: t, overflowed };
-      if (overflowed) {
-        const have = (await nl.neighList({ ifindex: ctx.ifindex })).filter(
-          (x) => x.protocol === PROTO,
-        ).length;
-        if (have >= n) return { ms: performance.now(), overflowed };
-      }
+      if (doneAt !== undefined) return { ms: doneAt, dumped };
+      await sleep(100);
+      if (performance.now() - lastNew < 500) continue;
+      const have = (await nl.neighList({ ifindex: ctx.ifindex })).filter(
+        (x) => x.protocol === PROTO,
+      ).length;
+      dumped = true;
+      if (have >= n) return { ms: performance.now(), dumped };
+      lastNew = performance.now();
     }
     throw new Error(`only ${count} of ${n} entries seen in ${timeoutMs} ms`);
   };
@@ -351,22 +353,14 @@ async function fresh(ctx, n, seconds) {
     let usable = 0;
     for (const e of await ctx.nl.neighList({ ifindex: ctx.ifindex })) {
       if (e.protocol !== PROTO) continue;
+      const v = e.dst.split('.').reduce((x, o) => x * 256 + Number(o), 0);
+      if (!(v >= BASE && v < BASE + n)) continue; // the bench's own IPs only
       const s = ctx.mod.nudStateNames(e.state)[0] ?? 'NONE';
       if (['REACHABLE', 'STALE', 'DELAY', 'PROBE'].includes(s) && e.lladdr) usable++;
     }
     samples.push(usable / n);
   }
   return samples;
-}
-
-/** A metric's value from the agent's Prometheus text. */
-async function metric(agent, name) {
-  const st = await agent.status();
-  const addr = st.metrics?.address ?? st.metricsAddress;
-  if (!addr) return undefined;
-  const text = await fetch(`http://${addr}/metrics`).then((r) => r.text());
-  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
-  return m ? Number(m[1]) : undefined;
 }
 
 async function one(opts, n, mode, mod) {
@@ -415,11 +409,21 @@ async function one(opts, n, mode, mod) {
       );
     }
     const end = statusOf(agent.pid);
+    const journal = join(dir, 'state', 'state.json.journal');
+    const journalBytes = existsSync(journal) ? statSync(journal).size : 0;
     const stateBytes = statSync(join(dir, 'state', 'state.json')).size;
-    const saveSeconds = await metric(agent, 'fibkeeper_state_save_duration_seconds').catch(
-      () => undefined,
-    );
     const st = await agent.status();
+    // The reference again, after the agent (stopped: it leaves its entries, which go first),
+    // so that a change of the machine's load during the run shows: the ratio is against the
+    // mean of the two.
+    await agent.stop();
+    await waitQuiet(ctx);
+    await clear(nl, ifindex);
+    const batchAfterMs = await ipBatch(ctx, dir, n, path);
+    const refMs = (batchMs + batchAfterMs) / 2;
+    console.log(
+      `[${n} ${mode}] ip -batch again after the agent: ${r2(batchAfterMs)} ms; converge ${r2(convergeMs / refMs)}x their mean`,
+    );
     return {
       n,
       mode,
@@ -427,9 +431,10 @@ async function one(opts, n, mode, mod) {
       convergeMs: r2(convergeMs),
       ackMs: r2(ackMs),
       ipBatchMs: r2(batchMs),
-      ratio: r2(convergeMs / batchMs),
+      ipBatchAfterMs: r2(batchAfterMs),
+      ratio: r2(convergeMs / refMs),
       perRequestMs: answer.perRequestMs,
-      eventsOverflowed: seen.overflowed,
+      completedByDump: seen.dumped,
       rssIdleMiB: mib(idle),
       rssMiB: mib(kib(end, 'VmRSS')),
       rssPeakMiB: mib(kib(end, 'VmHWM')),
@@ -442,7 +447,7 @@ async function one(opts, n, mode, mod) {
       slowRouteSamples: lat.slow,
       usableMinPct: usable.length ? r2(Math.min(...usable) * 100) : null,
       stateFileBytes: stateBytes,
-      lastSaveSeconds: saveSeconds ?? null,
+      journalBytes,
     };
   } finally {
     await agent?.stop().catch(() => undefined);
@@ -454,8 +459,96 @@ async function one(opts, n, mode, mod) {
   }
 }
 
+/** A figure in the shape bench/run.mjs reports. */
+function figure(f) {
+  const judged = f.targetOf === 'ratio' ? f.ratio : f.value;
+  const pass =
+    f.target === null ? null : f.targetKind === '>=' ? judged >= f.target : judged <= f.target;
+  return { ...f, targetMeaning: f.target === null ? null : `${f.targetOf} ${f.targetKind}`, pass };
+}
+
+/** The figures of one run (`tag` tells runs of the same size and mode apart). */
+function figuresOf(r, tag) {
+  const k = `${r.n}_${r.mode}${tag}`;
+  const out = [
+    figure({
+      name: `converge_${k}`,
+      value: r.convergeMs,
+      unit: 'ms',
+      reference: r2((r.ipBatchMs + r.ipBatchAfterMs) / 2),
+      referenceName: `ip -batch writing the same ${r.n} entries (${r.path} flags), mean of before (${r.ipBatchMs}) and after (${r.ipBatchAfterMs}) the agent, same run`,
+      ratio: r.ratio,
+      target: 1.5,
+      targetKind: '<=',
+      targetOf: 'ratio',
+    }),
+    figure({
+      name: `rss_peak_${k}`,
+      value: r.rssPeakMiB,
+      unit: 'MiB',
+      reference: r.rssIdleMiB,
+      referenceName: 'the idle agent (started, nothing loaded)',
+      ratio: r2(r.rssPeakMiB / r.rssIdleMiB),
+      target: r.n >= 1_000_000 ? 512 : r.n >= 100_000 ? 128 : null,
+      targetKind: '<=',
+      targetOf: 'value',
+    }),
+    figure({
+      name: `route_change_p99_${k}`,
+      value: r.routeP99Ms,
+      unit: 'ms',
+      reference: r.floorP99Ms,
+      referenceName: "the driver's own neighSet to its event (p99), same run",
+      ratio: r2(r.routeP99Ms / r.floorP99Ms),
+      target: r.n >= 1_000_000 ? 5 : null,
+      targetKind: '<=',
+      targetOf: 'value',
+    }),
+  ];
+  if (r.usableMinPct !== null) {
+    out.push(
+      figure({
+        name: `usable_min_pct_${k}`,
+        value: r.usableMinPct,
+        unit: '%',
+        reference: null,
+        referenceName:
+          'lowest usable share (REACHABLE/STALE/DELAY/PROBE with an address), reachable time 30 s',
+        ratio: null,
+        target: 100,
+        targetKind: '>=',
+        targetOf: 'value',
+      }),
+    );
+  }
+  return out;
+}
+
+/** The results file of `runs` (each with its round: `r.round`). */
+function report(runs, command) {
+  const figures = runs.flatMap((r) => figuresOf(r, r.round ? `_r${r.round}` : ''));
+  return {
+    benchmark: 'neighbor-whole',
+    kernel: execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim(),
+    date: new Date().toISOString(),
+    command,
+    figures,
+    runs,
+  };
+}
+
 async function main() {
   const opts = args();
+  const argv = process.argv.slice(2);
+  // --merge A.json,B.json: one results file of several runs of this script (rounds).
+  const merge = flagValue(argv, '--merge', undefined);
+  if (merge !== undefined) {
+    const rounds = merge.split(',').map((f) => JSON.parse(readFileSync(f, 'utf8')));
+    const runs = rounds.flatMap((x, i) => x.runs.map((r) => ({ ...r, round: i + 1 })));
+    const cmds = [...new Set(rounds.map((x) => x.command))].join('; ');
+    writeFileSync(opts.out, JSON.stringify(report(runs, cmds), null, 1) + '\n');
+    return;
+  }
   if (process.getuid?.() !== 0) throw new Error('needs root (network namespaces)');
   const mod = await import(join(root, 'dist', 'netlink', 'index.js'));
   const runs = [];
@@ -468,20 +561,8 @@ async function main() {
   }
   if (opts.out) {
     mkdirSync(join(opts.out, '..'), { recursive: true });
-    writeFileSync(
-      opts.out,
-      JSON.stringify(
-        {
-          benchmark: 'neighbor-whole',
-          kernel: execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim(),
-          date: new Date().toISOString(),
-          command: `node bench/neighbor/whole.mjs ${process.argv.slice(2).join(' ')}`.trim(),
-          runs,
-        },
-        null,
-        1,
-      ) + '\n',
-    );
+    const command = `node bench/neighbor/whole.mjs ${argv.join(' ')}`.trim();
+    writeFileSync(opts.out, JSON.stringify(report(runs, command), null, 1) + '\n');
   }
 }
 

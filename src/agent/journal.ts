@@ -104,7 +104,7 @@ export function undoChanges(steps: readonly UndoStep[], s: MutableState): void {
 }
 
 /** IPs per piece of a line (a piece takes about a millisecond to make). */
-const PIECE = 8192;
+const PIECE = 2048;
 
 /** The journal lines of `ops`, numbered from `seq + 1`, in pieces of at most PIECE IPs. */
 export function* formatJournalPieces(seq: number, ops: readonly JournalOp[]): Generator<string> {

@@ -145,7 +145,7 @@ describe('state store', () => {
       [0, 0, 0],
       [1, 1, 0],
       [3, 20, 2],
-      [2, 9000, 1],
+      [2, 4000, 1],
     ] as const) {
       const s = state(
         Object.fromEntries(

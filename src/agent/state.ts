@@ -49,9 +49,9 @@ export function emptyState(): MutableState {
  * the order their IPs were added, since sorting a million strings would hold the event loop
  * for a second on every save.
  */
-export const SORTED_UP_TO = 10_000;
+export const SORTED_UP_TO = 4096;
 /** IPs formatted per piece of a streamed save (a piece takes about a millisecond). */
-const PIECE = 8192;
+const PIECE = 2048;
 
 const ordered = (set: ReadonlySet<string>): Iterable<string> =>
   set.size <= SORTED_UP_TO ? [...set].sort() : set;
