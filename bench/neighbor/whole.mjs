@@ -68,6 +68,8 @@ function args() {
     freshSeconds: get('--fresh-seconds', undefined),
     api: get('--api', 'stream'),
     saver: get('--saver', 'on') !== 'off',
+    // --xdp off: the agent without XDP (experiments: what the forwarder costs the rest).
+    xdp: get('--xdp', 'on') !== 'off',
     out: get('--out', join(root, 'bench', 'results', 'neighbor-whole.json')),
   };
 }
@@ -117,16 +119,16 @@ export function call(sock, method, path, body, type = 'application/json') {
 }
 
 /** The config of the agent under test: every node subsystem on. */
-function configOf(dir, r, mode) {
+function configOf(dir, r, mode, xdp = true) {
   return [
     `netns: ${r}`,
     `devices: ["${DEV}"]`,
     `stateFile: ${join(dir, 'state', 'state.json')}`,
     'xdp:',
-    '  enabled: true',
+    `  enabled: ${xdp}`,
     `  pinDir: ${join(dir, 'bpf')}`,
     '  missTracker:',
-    '    enabled: true',
+    `    enabled: ${xdp}`,
     'neighbor:',
     `  refresh: ${mode}`,
     'extip:',
@@ -144,9 +146,9 @@ function configOf(dir, r, mode) {
   ].join('\n');
 }
 
-export async function startAgent(dir, r, mode, { nodeOptions = '' } = {}) {
+export async function startAgent(dir, r, mode, { nodeOptions = '', xdp = true } = {}) {
   const cfg = join(dir, 'config.yaml');
-  writeFileSync(cfg, configOf(dir, r, mode) + '\n');
+  writeFileSync(cfg, configOf(dir, r, mode, xdp) + '\n');
   const log = join(dir, 'agent.log');
   const flags = process.env.FKB_AGENT_FLAGS?.split(' ').filter(Boolean) ?? [];
   const bin = join(root, 'bin', 'fibkeeper.js');
@@ -382,7 +384,10 @@ async function one(opts, n, mode, mod) {
     const batchMs = await ipBatch(ctx, dir, n, path);
     await waitQuiet(ctx);
     await clear(nl, ifindex);
-    agent = await startAgent(dir, r, mode, { nodeOptions: process.env.FKB_NODE_OPTIONS ?? '' });
+    agent = await startAgent(dir, r, mode, {
+      nodeOptions: process.env.FKB_NODE_OPTIONS ?? '',
+      xdp: opts.xdp,
+    });
     const idle = kib(statusOf(agent.pid), 'VmRSS');
     const counter = await entryCounter(ctx, n);
     const t0 = performance.now();

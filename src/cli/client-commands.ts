@@ -103,7 +103,9 @@ function forwardable(verb: 'add' | 'del' | 'set', summary: string, method: strin
     name: `forwardable ${verb}`,
     summary,
     usage:
-      verb === 'set' ? '--owner NAME [IP... | --file PATH]' : '(IP... | --file PATH) --owner NAME',
+      verb === 'set'
+        ? '--owner NAME [IP... | --file PATH]'
+        : 'IP... --owner NAME | --file PATH --owner NAME',
     help: [
       'Options:',
       '  --owner NAME    who wants these IPs forwardable (an IP stays while it has an owner)',
