@@ -158,6 +158,10 @@ describe.skipIf(typeof cgroup === 'string')('the agent within the shipped memory
     const put = await call(w.sock, 'PUT', '/v1/owners/mem/forwardable', undefined, {
       timeoutMs: 300_000,
       text: lines,
+    }).catch((err: Error) => {
+      throw new Error(
+        `${err.message}; agent ${alive() ? 'alive' : `exited (${child.exitCode ?? child.signalCode})`}, cgroup oom kills ${cg.oomKills()}, peak ${cg.peak()}; log: ${log}`,
+      );
     });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
     const entries = () =>
@@ -173,7 +177,11 @@ describe.skipIf(typeof cgroup === 'string')('the agent within the shipped memory
       },
       { timeoutMs: 400_000, intervalMs: 3000, what: `${n} entries in the kernel` },
     );
-    const status = await call(w.sock, 'GET', '/v1/status?limit=1');
+    const status = await call(w.sock, 'GET', '/v1/status?limit=1').catch((err: Error) => {
+      throw new Error(
+        `${err.message}; agent ${alive() ? 'alive' : `exited (${child.exitCode ?? child.signalCode})`}, cgroup oom kills ${cg.oomKills()}, peak ${cg.peak()}; log: ${log}`,
+      );
+    });
     expect(status.status).toBe(200);
     expect(alive()).toBe(true);
     expect(cg.oomKills()).toBe(0);
