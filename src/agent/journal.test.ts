@@ -83,6 +83,10 @@ describe('state file journal', () => {
       const whole = lineEnds.filter((e) => e <= cut).length;
       const want = emptyState();
       for (const op of OPS.slice(0, 1 + whole)) applyChange(op, want);
+      // Read only (config check beside a running agent): the same state, the file untouched.
+      const ro = new StateStore(path, { journalFrom: 0 });
+      expect(plain(ro.load(undefined, { repair: false }).usable)).toEqual(plain(want));
+      expect(statSync(s.journalPath).size).toBe(cut);
       const r = new StateStore(path, { journalFrom: 0 });
       expect(plain(r.load().usable), `cut at ${cut}`).toEqual(plain(want));
       expect(statSync(s.journalPath).size).toBe(lineEnds.filter((e) => e <= cut).at(-1) ?? 0);

@@ -344,13 +344,19 @@ export class StateStore {
    * Reads the file and its journal (a missing one is an empty state), removes a temp file
    * left by a write that was killed and a journal line cut short by a crash. Throws
    * StateFileError for an unreadable or corrupt file; returns the applicable entries and the
-   * skipped ones. The caller holds the state-file lock.
+   * skipped ones. The caller holds the state-file lock — or passes `repair: false` (`fibkeeper
+   * config check`, maybe beside a running agent), and nothing on disk is changed.
    */
-  load(statics?: StaticSets): { usable: ControlState; skipped: SkippedEntry[] } {
+  load(
+    statics?: StaticSets,
+    opts: { repair?: boolean } = {},
+  ): { usable: ControlState; skipped: SkippedEntry[] } {
     if (this.path === '') return { usable: emptyState(), skipped: [] };
+    // `repair: false` (config check, beside a running agent): read only, change no file.
+    const repair = opts.repair ?? true;
     // A temp file is what a write killed before its rename left: never the state.
     try {
-      unlinkSync(`${this.path}.tmp`);
+      if (repair) unlinkSync(`${this.path}.tmp`);
     } catch {
       /* none (or not removable: the next save says why) */
     }
@@ -367,7 +373,8 @@ export class StateStore {
         const r = replayJournal(journal, doc.seq, doc.state);
         this.#seq = r.seq;
         this.#journalBytes = r.wholeBytes;
-        if (r.wholeBytes !== Buffer.byteLength(journal)) cutJournal(this.journalPath, r.wholeBytes);
+        const cut = r.wholeBytes !== Buffer.byteLength(journal);
+        if (cut && repair) cutJournal(this.journalPath, r.wholeBytes);
       } catch (err) {
         throw new StateFileError(this.journalPath, `is corrupt (${(err as Error).message})`, {
           cause: err,
