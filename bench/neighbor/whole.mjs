@@ -518,7 +518,8 @@ function figuresOf(r, tag) {
       reference: r2((r.ipBatchMs + r.ipBatchAfterMs) / 2),
       referenceName: `ip -batch writing the same ${r.n} entries (${r.path} flags), mean of before (${r.ipBatchMs}) and after (${r.ipBatchAfterMs}) the agent, same run`,
       ratio: r.ratio,
-      target: 1.5,
+      // The issue's targets are at 100,000 and 1,000,000.
+      target: r.n >= 100_000 ? 1.5 : null,
       targetKind: '<=',
       targetOf: 'ratio',
     }),
