@@ -8,11 +8,10 @@
 // a bad entry is reported and skipped, and never takes the valid ones with it. Skipped
 // entries stay in the file (they were the user's, and may become valid again); only entries
 // that cannot be IP strings at all are dropped.
-import { constants, existsSync, mkdirSync, readFileSync, unlinkSync } from 'node:fs';
-import { open, rename, unlink } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { existsSync, readFileSync, unlinkSync } from 'node:fs';
 import { checkIp, OWNER_RE, RESERVED_OWNERS } from '../config/index.js';
-import { FibkeeperError, StorageError } from '../errors/index.js';
+import { FibkeeperError } from '../errors/index.js';
+import { writeDurably } from './durable.js';
 import {
   appendDurably,
   applyChange,
@@ -26,6 +25,7 @@ import {
 } from './journal.js';
 
 export type { MutableState } from './journal.js';
+export { writeDurably } from './durable.js';
 
 /** The state as the agent holds it: owner → IPs, and the external IPs (canonical where valid). */
 export interface ControlState {
@@ -240,71 +240,6 @@ export function usableOf(
     if (usable.size > 0) forwardable.set(owner, usable);
   }
   return { usable: { forwardable, extip }, skipped };
-}
-
-const DIR_FSYNC_UNSUPPORTED = new Set(['EINVAL', 'ENOTSUP', 'EOPNOTSUPP']);
-
-/**
- * Writes `text` (or the pieces of an iterable, each written as it is made: the event loop
- * runs between them) to `path` durably: `path.tmp` written in full, fsynced, renamed over
- * `path`, the directory fsynced. On any failure the temp file is removed, `path` keeps its
- * previous content, and StorageError names the step and the errno.
- */
-export async function writeDurably(path: string, text: string | Iterable<string>): Promise<number> {
-  const tmp = `${path}.tmp`;
-  let step = `create ${tmp}`;
-  let renamed = false;
-  let bytes = 0;
-  try {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o750 });
-    const fh = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, 0o600);
-    try {
-      step = `write ${tmp}`;
-      let at = 0;
-      for (const piece of typeof text === 'string' ? [text] : text) {
-        const data = Buffer.from(piece, 'utf8');
-        for (let off = 0; off < data.length;) {
-          const { bytesWritten } = await fh.write(data, off, data.length - off, at + off);
-          if (bytesWritten <= 0) throw new Error(`wrote nothing at byte ${at + off}`);
-          off += bytesWritten;
-        }
-        at += data.length;
-      }
-      step = `fsync ${tmp}`;
-      await fh.sync();
-      const { size } = await fh.stat();
-      if (size !== at) throw new Error(`holds ${size} bytes, not ${at}`);
-      bytes = at;
-    } finally {
-      await fh.close();
-    }
-    step = `rename ${tmp} to ${path}`;
-    await rename(tmp, path);
-    renamed = true;
-    step = `fsync the directory ${dirname(path)}`;
-    const dir = await open(dirname(path), constants.O_RDONLY);
-    try {
-      await dir.sync().catch((err: NodeJS.ErrnoException) => {
-        if (!DIR_FSYNC_UNSUPPORTED.has(err.code ?? '')) throw err;
-      });
-    } finally {
-      await dir.close();
-    }
-    return bytes;
-  } catch (err) {
-    if (!renamed) await unlink(tmp).catch(() => undefined);
-    const code = (err as NodeJS.ErrnoException).code;
-    const why =
-      code === 'ENOSPC' || code === 'EDQUOT'
-        ? `${code}: no space left on the device that holds it`
-        : code === 'EROFS'
-          ? 'EROFS: the file system is read-only'
-          : (err as Error).message;
-    throw new StorageError(
-      `the state file ${path} could not be saved (${step}: ${why})${renamed ? '; the new content may or may not survive a crash' : '; nothing was changed'}`,
-      { cause: err },
-    );
-  }
 }
 
 /** Default of StateStore's `journalFrom`: a state file this large saves through the journal. */
