@@ -91,6 +91,20 @@ const NOTES = {
     "next hops (extern_learn: no gc_thresh3), the kernel's reachable time, so entries go " +
     'STALE and are refreshed during the latency and status measurements. The raw-netlink ' +
     'reference writes exactly the entries fibkeeper writes (legacy flags: `auto` at this size).',
+  'neighbor-whole':
+    'Command: `node bench/neighbor/whole.mjs` (several rounds, merged with `--merge`: every run ' +
+    'is listed, `_rN` its round). The whole agent as a user runs it — `fibkeeper run` with the ' +
+    'control API, the state file, XDP, external IPs, metrics and the miss tracker on — managing ' +
+    'the bench namespace; N on-link forwardable IPs sent in one bulk request (text/plain). ' +
+    'Convergence runs from the API call to the last entry in the kernel, against `ip -batch` ' +
+    'writing the same entries with the same flags (mean of a run before and after the agent). ' +
+    'RSS peak is VmHWM over the whole run. Route changes are measured while another owner adds ' +
+    'and removes an IP every 200 ms (each a state-file save). Every entry is extern_learn.',
+  'neighbor-statefile':
+    'Command: `node bench/neighbor/statefile.mjs`. The state file of 1,000,000 forwardable IPs ' +
+    "through the agent's own StateStore: its size, the first save (the whole file, streamed), " +
+    'a save of one change (a journal line), the whole file written again (compaction) and a ' +
+    'restart reading it back; "held" is the longest the event loop waited during the save.',
   xdp:
     'Command: `node bench/xdp/run.mjs`. fk_xdp_fwd runs with every check of issue 9 on (destination ' +
     'MAC, header checksum, martians, the local-source table, multipath policy 0, trim, route MTU). ' +

@@ -143,6 +143,86 @@ describe('cli', () => {
     }
   });
 
+  it('forwardable add/del/set --file send the file as one bulk request', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fk-cli-'));
+    const sock = join(dir, 'run', 'api.sock');
+    const seen: string[] = [];
+    const text = (ips: unknown[]) => ips.map((ip) => (typeof ip === 'string' ? ip : '?'));
+    const server = new ApiServer({
+      socketPath: sock,
+      socketMode: 0o600,
+      handlers: {
+        forwardableAdd: async (o: string, ips: unknown[]) => {
+          seen.push(`add ${o} ${text(ips).join(',')}`);
+          return { added: ips.length - 1, removed: 0 };
+        },
+        forwardableDelete: async (o: string, ips: unknown[]) =>
+          void seen.push(`del ${o} ${text(ips).join(',')}`),
+        forwardableSetOwner: async (o: string, ips: unknown[]) => {
+          seen.push(`set ${o} ${text(ips).join(',')}`);
+          return { added: ips.length, removed: 0 };
+        },
+      } as unknown as ControlHandlers,
+      log: silentLogger(),
+    });
+    await server.start();
+    try {
+      const file = join(dir, 'ips.txt');
+      writeFileSync(file, '# lb backends\n10.0.0.1\n\n10.0.0.2\r\n 10.0.0.3 \n');
+      const add = await run(
+        'forwardable',
+        'add',
+        '--file',
+        file,
+        '--owner',
+        'lb',
+        '--socket',
+        sock,
+      );
+      expect(add.code, add.err).toBe(0);
+      expect(add.out).toBe('added: 2 of 3 IP(s) for owner lb (1 already held)\n');
+      const set = await run(
+        'forwardable',
+        'set',
+        '--owner',
+        'o/1',
+        '--file',
+        file,
+        '--socket',
+        sock,
+      );
+      expect(set.out).toBe('replaced: owner o/1 now holds 3 IP(s) (+3, -0)\n');
+      await run('forwardable', 'del', '--file', file, '--owner', 'lb', '--socket', sock);
+      expect(seen).toEqual([
+        'add lb 10.0.0.1,10.0.0.2,10.0.0.3',
+        'set o/1 10.0.0.1,10.0.0.2,10.0.0.3',
+        'del lb 10.0.0.1,10.0.0.2,10.0.0.3',
+      ]);
+      writeFileSync(file, '10.0.0.1\n10.0.0.999\n');
+      const bad = await run(
+        'forwardable',
+        'add',
+        '--file',
+        file,
+        '--owner',
+        'lb',
+        '--socket',
+        sock,
+      );
+      expect(bad.code).toBe(1);
+      expect(bad.err).toMatch(/line 2 "10\.0\.0\.999".*nothing was changed/);
+      const both = await run('forwardable', 'add', '10.0.0.4', '--file', file, '--owner', 'lb');
+      expect(both.code).toBe(2);
+      const missing = await run('forwardable', 'add', '--file', join(dir, 'none'), '--owner', 'x');
+      expect(missing.code).toBe(2);
+      expect(missing.err).toMatch(/--file .*none.*ENOENT/);
+      expect(seen).toHaveLength(3);
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('cluster extip add/del/list and cluster status talk to the agent and print the answer', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'fk-cli-'));
     const sock = join(dir, 'run', 'api.sock');

@@ -32,7 +32,8 @@ export const configCheckCommand: Command = {
     if (!file || rest.length > 0) throw new UsageError('give exactly one config file');
     const cfg = loadConfig(file);
     checkRunnable(cfg);
-    const { skipped } = new StateStore(cfg.stateFile).load(staticSets(cfg));
+    // Read only: an agent may be running and writing the file and its journal.
+    const { skipped } = new StateStore(cfg.stateFile).load(staticSets(cfg), { repair: false });
     for (const e of skipped) {
       io.err(`warning: state file ${cfg.stateFile}: ${e.entry} would be skipped: ${e.reason}\n`);
     }

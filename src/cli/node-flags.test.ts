@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { AGENT_NODE_FLAGS, reexecArgs } from './node-flags.js';
+import { AGENT_NODE_FLAGS, NON_HEAP_MIB, heapLimitMiB, reexecArgs } from './node-flags.js';
 
 describe('the agent’s V8 flags', () => {
   it('adds what is missing, keeps what the operator gave, and can be turned off', () => {
@@ -12,14 +12,42 @@ describe('the agent’s V8 flags', () => {
       '--config',
       'c.yaml',
     ]);
-    expect(reexecArgs(['--max-semi-space-size=4'], argv, {})).toBeUndefined();
-    expect(reexecArgs(['--max_semi_space_size=4'], argv, {})).toBeUndefined();
+    const all = ['--max-semi-space-size=4', '--optimize_for_size'];
+    expect(reexecArgs(all, argv, {})).toBeUndefined();
+    expect(
+      reexecArgs(['--max_semi_space_size=4', '--optimize-for-size'], argv, {}),
+    ).toBeUndefined();
+    expect(reexecArgs(['--max-semi-space-size=4'], argv, {})).toEqual([
+      '--optimize-for-size',
+      '--max-semi-space-size=4',
+      ...argv.slice(1),
+    ]);
     expect(reexecArgs(['--inspect'], argv, {})).toEqual([
       ...AGENT_NODE_FLAGS,
       '--inspect',
       ...argv.slice(1),
     ]);
     expect(reexecArgs([], argv, { FIBKEEPER_NODE_FLAGS: '0' })).toBeUndefined();
+  });
+
+  it('in a memory cgroup, lets the old generation use the limit but what the rest needs', () => {
+    const argv = ['/usr/bin/node', '/opt/fibkeeper/bin/fibkeeper.js', 'run'];
+    const GiB = 2 ** 30;
+    const memory = { limitBytes: 640 * 2 ** 20, machineBytes: 24 * GiB };
+    expect(reexecArgs([], argv, {}, memory)).toEqual([
+      ...AGENT_NODE_FLAGS,
+      `--max-old-space-size=${640 - NON_HEAP_MIB}`,
+      ...argv.slice(1),
+    ]);
+    // The operator's own limit wins; no cgroup limit (or one above the machine) sets none.
+    const own = reexecArgs(['--max-old-space-size=300'], argv, {}, memory);
+    expect(own?.filter((a) => a.startsWith('--max-old-space-size'))).toEqual([
+      '--max-old-space-size=300',
+    ]);
+    expect(heapLimitMiB(undefined, 24 * GiB)).toBeUndefined();
+    expect(heapLimitMiB(2 ** 64, 24 * GiB)).toBeUndefined();
+    expect(heapLimitMiB(0, 24 * GiB)).toBeUndefined();
+    expect(heapLimitMiB(100 * 2 ** 20, 24 * GiB)).toBe(128);
   });
 
   it('fibkeeper run gets them, in the same process (same PID)', () => {

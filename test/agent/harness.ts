@@ -99,9 +99,10 @@ export function call(
   method: string,
   path: string,
   body?: unknown,
-  opts: { timeoutMs?: number; headers?: Record<string, string> } = {},
+  opts: { timeoutMs?: number; headers?: Record<string, string>; text?: string } = {},
 ): Promise<Reply> {
-  const payload = body === undefined ? undefined : JSON.stringify(body);
+  const payload = opts.text ?? (body === undefined ? undefined : JSON.stringify(body));
+  const type = opts.text !== undefined ? 'text/plain' : 'application/json';
   return new Promise((resolve, reject) => {
     const req = request(
       {
@@ -112,10 +113,7 @@ export function call(
         timeout: opts.timeoutMs ?? 60_000,
         headers: {
           ...(payload
-            ? {
-                'content-type': 'application/json',
-                'content-length': String(Buffer.byteLength(payload)),
-              }
+            ? { 'content-type': type, 'content-length': String(Buffer.byteLength(payload)) }
             : {}),
           ...opts.headers,
         },
