@@ -8,16 +8,20 @@
 // cockatiel's no-op policy; each unary call carries a gRPC deadline; a keep-alive that
 // times out resets the connection (a black-holed TCP connection is never noticed by
 // gRPC on its own within a lease TTL; etcd refuses client pings more often than 5 s).
+//
+// `etcd3` and its gRPC stack (~35 MiB of RSS once loaded) are required when the first store
+// is built, so an agent without cluster mode never loads them.
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { noop } from 'cockatiel';
-import {
+import type {
   Etcd3,
-  type IDuplexStream,
-  type ILeaseKeepAliveRequest,
-  type ILeaseKeepAliveResponse,
-  type IOptions,
-  type IWatchRequest,
-  type IWatchResponse,
+  IDuplexStream,
+  ILeaseKeepAliveRequest,
+  ILeaseKeepAliveResponse,
+  IOptions,
+  IWatchRequest,
+  IWatchResponse,
 } from 'etcd3';
 import { ClosedError, TimeoutError } from '../errors/index.js';
 import {
@@ -65,7 +69,8 @@ function buildClient(o: EtcdStoreOptions): Etcd3 {
       ...(o.tls.key ? { privateKey: readFileSync(o.tls.key) } : {}),
     };
   }
-  return new Etcd3(options);
+  const { Etcd3: Client } = createRequire(import.meta.url)('etcd3') as typeof import('etcd3');
+  return new Client(options);
 }
 
 function kvOf(kv: {
