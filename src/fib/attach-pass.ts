@@ -35,10 +35,12 @@ export class AttachPass {
    * One pass over the links; returns the status of every device it knows. `xdpFeatures`
    * (ifindex -> the kernel's xdp_features), when known, keeps devices that cannot take
    * redirected frames out of the devmap: the kernel forwards what is routed through them.
+   * So does `egressPolicy` (the devices whose egress has a policy of the node's own).
    */
   run(
     links: readonly Link[],
     xdpFeatures?: ReadonlyMap<number, bigint>,
+    egressPolicy: ReadonlySet<number> = new Set(),
   ): Map<string, XdpDeviceStatus> {
     const sel = { devices: this.#cfg.devices, holderName: this.#cfg.holderName };
     const verdicts = links.map((l) => selectDevice(l, sel));
@@ -70,10 +72,10 @@ export class AttachPass {
       const f = xdpFeatures?.get(ifindex);
       return xdpFeatures === undefined || (f !== undefined && (f & NETDEV_XDP_ACT_NDO_XMIT) !== 0n);
     };
-    const ports = selected.filter((v) => target(v.ifindex));
+    const ports = selected.filter((v) => target(v.ifindex) && !egressPolicy.has(v.ifindex));
     for (const v of selected) {
       const st = next.get(v.name);
-      if (st !== undefined) st.redirectTarget = target(v.ifindex);
+      if (st !== undefined) st.redirectTarget = target(v.ifindex) && !egressPolicy.has(v.ifindex);
       if (!target(v.ifindex) && this.#logOnce(`${v.name}:target`, 'no ndo_xdp_xmit')) {
         this.#log.warn(
           { device: v.name },

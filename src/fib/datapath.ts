@@ -477,6 +477,13 @@ export class Datapath implements DatapathOps {
     syncKeys(maps.local4w, m.local4w);
     syncKeys(maps.mpath4, m.mpath4);
     syncKeys(maps.mpath6, m.mpath6);
+    const egress = maps.egress;
+    for (const k of egress.keys()) if (!m.egress.has(k.readUInt32LE(0))) egress.delete(k);
+    for (const [ifindex, reason] of m.egress) {
+      const cur = egress.lookup(u32(ifindex));
+      if (cur === undefined || cur[0] !== reason)
+        egress.update(u32(ifindex), Buffer.from([reason]));
+    }
     const state = encodeState(m.state);
     const cur = maps.state.lookup(zero);
     if (cur === undefined || !cur.equals(state)) maps.state.update(zero, state);

@@ -6,7 +6,7 @@ import type { Registry } from 'prom-client';
 import { InvalidArgumentError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { registerXdpMetrics } from './metrics.js';
-import type { NetlinkHandle, Subscription } from '../netlink/index.js';
+import type { Link, NetlinkHandle, Subscription } from '../netlink/index.js';
 import { DeviceFeed, NetlinkHandle as Handle } from '../netlink/index.js';
 import { Datapath } from './datapath.js';
 import { detachPinned } from './detach.js';
@@ -19,7 +19,10 @@ import {
   RTNLGRP_IPV4_NETCONF,
   RTNLGRP_IPV6_NETCONF,
 } from './kwatch.js';
-import { FK_SLOT_OTHER, type MissEntry, type MissKey } from './layout.js';
+import { FK_SLOT_OTHER, REASON_NAMES, type MissEntry, type MissKey } from './layout.js';
+import { devicePolicy, nodePolicy, type NodePolicy, type PolicyHit } from './policy.js';
+import { PolicyWatcher } from './policy-watch.js';
+import { selectDevice } from './select.js';
 import { zeroRedirectErrors } from './layout-state.js';
 import { XdpFeatures } from './xdp-features.js';
 import type { DatapathOps } from './ops.js';
@@ -30,7 +33,13 @@ import {
   type XdpDeviceStatus,
   type XdpForwarderConfig,
   type XdpHealth,
+  type XdpNodePolicyMode,
 } from './types.js';
+
+/** The fk_stats reason index of a hit (0: none). */
+function reasonIndex(h: PolicyHit | undefined): number {
+  return h === undefined ? 0 : Math.max(0, REASON_NAMES.indexOf(h.reason));
+}
 
 export interface XdpForwarderParams {
   /** Network namespace (name under /run/netns or a path); default the agent's own. */
@@ -72,6 +81,10 @@ export class XdpForwarder {
   #timer: NodeJS.Timeout | undefined;
   #poll: NodeJS.Timeout | undefined;
   readonly #mirror: MirrorWriter;
+  #policy: PolicyWatcher | undefined;
+  #nodePolicy: NodePolicy | undefined;
+  /** Passes completed (tests and status: a change was applied once this moved). */
+  #passes = 0;
   #features: XdpFeatures | undefined;
   /** The xdp_features the last sync used, to see whether a poll found a change. */
   #lastFeatures = '';
@@ -158,7 +171,15 @@ export class XdpForwarder {
         link: () => this.#schedule(),
         address: () => this.#schedule(),
       });
-      const groups = ['route', RTNLGRP_IPV4_NETCONF, RTNLGRP_IPV6_NETCONF] as const;
+      // the node's policy: nftables, tc and xfrm events, before their first read
+      this.#policy = new PolicyWatcher({
+        netns: this.#p.netns,
+        nl: this.#nl,
+        log: this.#p.log,
+        onChange: () => this.#schedule(),
+      });
+      this.#policy.start();
+      const groups = ['route', 'rule', RTNLGRP_IPV4_NETCONF, RTNLGRP_IPV6_NETCONF] as const;
       this.#sub = this.#nl.subscribe(groups, {
         onMessage: (type) => {
           if (type !== RTM_NEWNETCONF && type !== RTM_DELNETCONF) return false;
@@ -235,6 +256,8 @@ export class XdpForwarder {
     this.#poll = undefined;
     this.#sub?.close();
     this.#sub = undefined;
+    this.#policy?.stop();
+    this.#policy = undefined;
     this.#unlisten?.();
     if (this.#p.devices === undefined) this.#feed?.stop();
     await this.#queue.catch(() => undefined);
@@ -286,10 +309,57 @@ export class XdpForwarder {
     const out: SlotDevice[] = [];
     for (const d of this.#devices.values()) {
       if (d.attached === 'ours' && d.ifindex > 0 && d.slot !== undefined) {
-        out.push({ name: d.name, ifindex: d.ifindex, slot: d.slot });
+        const p = d.policy?.applied ? d.policy : undefined;
+        out.push({
+          name: d.name,
+          ifindex: d.ifindex,
+          slot: d.slot,
+          policy4: reasonIndex(p?.ipv4[0]),
+          policy6: reasonIndex(p?.ipv6[0]),
+        });
       }
     }
     return out;
+  }
+
+  get #mode(): XdpNodePolicyMode {
+    return this.#cfg.nodePolicy ?? 'respect';
+  }
+
+  /** The ifindexes of the devices the selection picks now (their tcx hooks are read). */
+  #selectedIfindexes(): number[] {
+    return [...this.#devices.values()].filter((d) => d.ifindex > 0).map((d) => d.ifindex);
+  }
+
+  /**
+   * Reads the node's policy for the selected devices of `links`; returns the devices whose
+   * egress has a policy of its own (ifindex -> FK_REASON_* index), empty under bypass.
+   */
+  async #readPolicy(links: readonly Link[]): Promise<Map<number, number>> {
+    const sel = { devices: this.#cfg.devices, holderName: this.#cfg.holderName };
+    const names = new Map<number, string>();
+    for (const l of links) {
+      const v = selectDevice(l, sel);
+      if (v.selected) names.set(v.ifindex, v.name);
+    }
+    const watcher = this.#policy;
+    if (watcher === undefined) return new Map();
+    this.#nodePolicy = nodePolicy(await watcher.read([...names.keys()]), names);
+    const egress = new Map<number, number>();
+    if (this.#mode !== 'respect') return egress;
+    for (const [ifindex, name] of names) {
+      const first = this.#nodePolicy.egress.get(name)?.[0];
+      if (first !== undefined) egress.set(ifindex, reasonIndex(first));
+    }
+    return egress;
+  }
+
+  #applyPolicyStatus(): void {
+    const np = this.#nodePolicy;
+    if (np === undefined) return;
+    for (const d of this.#devices.values()) {
+      d.policy = { ...devicePolicy(np, d.name), applied: this.#mode === 'respect' };
+    }
   }
 
   async #readFeatures(): Promise<Map<number, bigint> | undefined> {
@@ -308,6 +378,15 @@ export class XdpForwarder {
       }
     } catch (err) {
       this.#p.log.warn({ err: describeError(err) }, 'xdp: reading sysctls');
+    }
+    // the parts of the node's policy that raise no event: legacy iptables, tcx programs
+    try {
+      if (this.#policy?.poll(this.#selectedIfindexes())) {
+        this.#schedule();
+        return;
+      }
+    } catch (err) {
+      this.#p.log.warn({ err: describeError(err) }, 'xdp: reading iptables and tcx');
     }
     // after whatever sync runs now: one genetlink request at a time
     this.#queue = this.#queue.then(async () => {
@@ -337,8 +416,12 @@ export class XdpForwarder {
         const links = feed.links();
         const features = await this.#readFeatures();
         if (this.#state !== 'running') return;
-        this.#devices = this.#attach.run(links, features);
-        await this.#mirror.refresh(this.#nl, feed.addresses(), this.#slotDevices());
+        const egress = await this.#readPolicy(links);
+        if (this.#state !== 'running') return;
+        this.#devices = this.#attach.run(links, features, new Set(egress.keys()));
+        this.#applyPolicyStatus();
+        await this.#mirror.refresh(this.#nl, feed.addresses(), this.#slotDevices(), egress);
+        this.#passes++;
         this.#syncError = undefined;
       } catch (err) {
         this.#syncError = describeError(err);
@@ -412,6 +495,16 @@ export class XdpForwarder {
     return misses;
   }
 
+  /** respect or bypass (xdp.nodePolicy). */
+  nodePolicyMode(): XdpNodePolicyMode {
+    return this.#mode;
+  }
+
+  /** Passes completed since start (each read the kernel and wrote the maps). */
+  get passes(): number {
+    return this.#passes;
+  }
+
   /** Ready: started and the first sync done. */
   ready(): XdpHealth {
     const reasons: string[] = [];
@@ -423,7 +516,7 @@ export class XdpForwarder {
   /** Healthy: ready, the last sync worked and every selected device has the program. */
   health(): XdpHealth {
     const r = this.ready();
-    const reasons = [...r.reasons];
+    const reasons = [...r.reasons, ...(this.#policy?.liveness().reasons ?? [])];
     if (this.#syncError !== undefined) reasons.push(`sync: ${this.#syncError}`);
     for (const d of this.#devices.values()) {
       if (d.error !== undefined) reasons.push(`${d.name}: ${d.error}`);

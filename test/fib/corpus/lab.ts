@@ -64,8 +64,13 @@ export interface DiffLab {
   client: string;
   /** Router device ifindexes. */
   dev: Record<'r1' | 'r2' | 'r3' | 'r4', number>;
-  /** Sends a frame from the client and returns what every sink received meanwhile. */
-  send(frame: Buffer): Promise<Captured[]>;
+  /** Sink namespaces by their device name. */
+  sinks: Record<Sink, string>;
+  /**
+   * Sends a frame from the client (or from another sink's device) and returns what every
+   * sink received meanwhile.
+   */
+  send(frame: Buffer, from?: Sink): Promise<Captured[]>;
 }
 
 export interface Captured {
@@ -261,20 +266,32 @@ export function makeDiffLab(tag: string): DiffLab {
       },
     });
   }
-  const tx = PacketSocket.open({ ifindex: ifindexOf(sinks.c0, 'c0'), netns: sinks.c0 });
-  cleanupLater(() => tx.close());
+  const txs = new Map<Sink, PacketSocket>();
+  const txOf = (sink: Sink): PacketSocket => {
+    let tx = txs.get(sink);
+    if (tx === undefined) {
+      const t = PacketSocket.open({ ifindex: ifindexOf(sinks[sink], sink), netns: sinks[sink] });
+      cleanupLater(() => t.close());
+      txs.set(sink, t);
+      tx = t;
+    }
+    return tx;
+  };
+  txOf('c0');
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   return {
     router,
     client: sinks.c0,
+    sinks,
     dev: {
       r1: ifindexOf(router, 'r1'),
       r2: ifindexOf(router, 'r2'),
       r3: ifindexOf(router, 'r3'),
       r4: ifindexOf(router, 'r4'),
     },
-    async send(frame: Buffer): Promise<Captured[]> {
+    async send(frame: Buffer, from: Sink = 'c0'): Promise<Captured[]> {
       captured.length = 0;
+      const tx = txOf(from);
       for (let tries = 0; ; tries++) {
         try {
           tx.send(frame);
