@@ -42,6 +42,8 @@ export interface Scenario {
   teardown?: (lab: DiffLab) => void;
   /** Between the kernel-only and the XDP run (forget connection tracking state, say). */
   between?: (lab: DiffLab) => void;
+  /** Why this kernel cannot run the scenario (asked first), or undefined when it can. */
+  unsupported?: (lab: DiffLab) => string | undefined;
   /**
    * Counters of the node's policy (nft rule counters, say), read before and after each run:
    * each must move as much in the XDP run as in the kernel-only run.

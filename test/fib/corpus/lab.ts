@@ -266,18 +266,14 @@ export function makeDiffLab(tag: string): DiffLab {
       },
     });
   }
+  // one sending socket per sink, for the whole file (opened here, outside any test)
   const txs = new Map<Sink, PacketSocket>();
-  const txOf = (sink: Sink): PacketSocket => {
-    let tx = txs.get(sink);
-    if (tx === undefined) {
-      const t = PacketSocket.open({ ifindex: ifindexOf(sinks[sink], sink), netns: sinks[sink] });
-      cleanupLater(() => t.close());
-      txs.set(sink, t);
-      tx = t;
-    }
-    return tx;
-  };
-  txOf('c0');
+  for (const [sink] of pairs) {
+    const t = PacketSocket.open({ ifindex: ifindexOf(sinks[sink], sink), netns: sinks[sink] });
+    cleanupLater(() => t.close());
+    txs.set(sink, t);
+  }
+  const txOf = (sink: Sink): PacketSocket => txs.get(sink)!;
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   return {
     router,
