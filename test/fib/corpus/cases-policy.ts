@@ -407,6 +407,21 @@ export function policyScenarios(): Scenario[] {
         c('v6 from r1: its ingress chain', toServer6(), NF),
       ],
     },
+    {
+      name: 'nft-netdev-egress',
+      sysctls: [],
+      setup: (lab) =>
+        nft(
+          lab,
+          'table netdev n { chain out { type filter hook egress device "r2" priority 0; ip daddr 10.61.2.2 drop; } }',
+        ),
+      teardown: (lab) => shQuiet(lab, 'nft delete table netdev n'),
+      cases: [
+        c('v4 out of r2: its egress chain drops it', toServer4(), 'reason:egress_netfilter'),
+        c('v6 out of r2: its egress chain', toServer6(), 'reason:egress_netfilter'),
+        c('v4 out of r4: forwarded in XDP', toDefault4(), 'fwd'),
+      ],
+    },
   ];
 }
 
