@@ -46,9 +46,21 @@
 //    from other hosts, is not affected. On such hosts use mode generic for those devices, or
 //    turn tx checksum offload off on the sending side (ethtool -K DEV tx off).
 export { XdpForwarder, type XdpForwarderParams } from './forwarder.js';
+export { POLICY_BOUNDS } from './policy-watch.js';
+export {
+  devicePolicy,
+  nodePolicy,
+  type DevicePolicy,
+  type NodePolicy,
+  type PolicyHit,
+  type PolicyReason,
+  type PolicySources,
+} from './policy.js';
 export {
   OTHER_DEVICE,
   type XdpConfigMode,
+  type XdpDevicePolicy,
+  type XdpNodePolicyMode,
   type XdpDeviceCounters,
   type XdpDeviceStatus,
   type XdpForwarderConfig,

@@ -26,6 +26,14 @@ import { runInNetns, tcxQuery } from '../native/index.js';
 import type { PolicySources } from './policy.js';
 import { readLegacyTables } from './policy-legacy.js';
 
+/**
+ * How soon a change of the node's policy takes effect (README "Know before you deploy";
+ * test/fib/policy-live.netns.test.ts holds the forwarder to it): a change the kernel
+ * announces (nftables, tc, xfrm) within eventMs of the command that made it; one it does not
+ * (legacy iptables, tcx programs), within pollMs with the default poll of 1 s.
+ */
+export const POLICY_BOUNDS = { eventMs: 1000, pollMs: 2000 } as const;
+
 export interface PolicyWatcherParams {
   netns: string | undefined;
   /** The forwarder's rtnetlink handle (tc dumps and the tc subscription). */
@@ -55,6 +63,8 @@ export class PolicyWatcher {
   readonly #subs: { nft?: Subscription; xfrm?: Subscription; tc?: Subscription } = {};
   #nftCache: Nft | undefined;
   #xfrmCache: Xfrm | undefined;
+  /** Events per source so far: a read that an event overtook is not kept. */
+  #epoch = { nft: 0, xfrm: 0 };
   #lastPolled = '';
   #stopped = false;
   /** Events seen per source (tests wait on them). */
@@ -71,8 +81,14 @@ export class PolicyWatcher {
 
   #changed(source: 'nft' | 'xfrm' | 'tc'): void {
     this.events[source]++;
-    if (source === 'nft') this.#nftCache = undefined;
-    if (source === 'xfrm') this.#xfrmCache = undefined;
+    if (source === 'nft') {
+      this.#epoch.nft++;
+      this.#nftCache = undefined;
+    }
+    if (source === 'xfrm') {
+      this.#epoch.xfrm++;
+      this.#xfrmCache = undefined;
+    }
     if (!this.#stopped) this.#p.onChange();
   }
 
@@ -256,17 +272,30 @@ export class PolicyWatcher {
    */
   async read(ifindexes: readonly number[]): Promise<PolicySources> {
     this.#subscribe(); // a subscription that stopped is opened again (and its source re-read)
-    this.#nftCache ??= await this.#readNft();
-    this.#xfrmCache ??= await this.#readXfrm();
-    const nftNow = this.#nftCache;
-    const xfrmNow = this.#xfrmCache;
-    // an error is not kept: the next pass tries again
-    if ('error' in nftNow) this.#nftCache = undefined;
-    if ('error' in xfrmNow) this.#xfrmCache = undefined;
+    const nftNow = this.#nftCache ?? (await this.#cached('nft', () => this.#readNft()));
+    const xfrmNow = this.#xfrmCache ?? (await this.#cached('xfrm', () => this.#readXfrm()));
     const legacy = this.#readLegacy();
     const tc = await this.#readTc(ifindexes);
     this.#lastPolled = this.#pollKey(legacy, 'error' in tc ? [] : tc.tcx);
     return { nft: nftNow, xfrm: xfrmNow, legacy, tc };
+  }
+
+  /**
+   * Reads a source and keeps what it read until its next event, unless an event came while
+   * it was read (the answer may predate the change: the next pass reads again) or the read
+   * failed (tried again at the next pass).
+   */
+  async #cached<K extends 'nft' | 'xfrm'>(
+    source: K,
+    read: () => Promise<K extends 'nft' ? Nft : Xfrm>,
+  ): Promise<K extends 'nft' ? Nft : Xfrm> {
+    const epoch = this.#epoch[source];
+    const v = await read();
+    if (epoch === this.#epoch[source] && !('error' in v)) {
+      if (source === 'nft') this.#nftCache = v as Nft;
+      else this.#xfrmCache = v as Xfrm;
+    }
+    return v;
   }
 
   #pollKey(legacy: PolicySources['legacy'], tcx: unknown): string {

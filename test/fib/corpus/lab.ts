@@ -71,6 +71,10 @@ export interface DiffLab {
    * sink received meanwhile.
    */
   send(frame: Buffer, from?: Sink): Promise<Captured[]>;
+  /** Sends a frame and returns at once (traffic that flows while something changes). */
+  transmit(frame: Buffer, from?: Sink): void;
+  /** Frames (not chatter) each sink has received since the lab was made. */
+  received(sink: Sink): number;
 }
 
 export interface Captured {
@@ -247,6 +251,7 @@ export function makeDiffLab(tag: string): DiffLab {
     });
   }
   const captured: Captured[] = [];
+  const counts: Record<Sink, number> = { c0: 0, s0: 0, a0: 0, b0: 0 };
   let lastAt = 0;
   for (const [sink] of pairs) {
     const s = PacketSocket.open({
@@ -259,7 +264,10 @@ export function makeDiffLab(tag: string): DiffLab {
     s.receive({
       onFrame: (f: Buffer, _info: FrameInfo) => {
         lastAt = Date.now();
-        if (!chatter(f)) captured.push({ sink, frame: Buffer.from(f) });
+        if (chatter(f)) return;
+        counts[sink]++;
+        captured.push({ sink, frame: Buffer.from(f) });
+        if (captured.length > 10_000) captured.splice(0, 5_000); // traffic nobody reads
       },
       onError: (err) => {
         throw err;
@@ -285,6 +293,14 @@ export function makeDiffLab(tag: string): DiffLab {
       r3: ifindexOf(router, 'r3'),
       r4: ifindexOf(router, 'r4'),
     },
+    transmit(frame: Buffer, from: Sink = 'c0'): void {
+      try {
+        txOf(from).send(frame);
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'ENOBUFS') throw err;
+      }
+    },
+    received: (sink) => counts[sink],
     async send(frame: Buffer, from: Sink = 'c0'): Promise<Captured[]> {
       captured.length = 0;
       const tx = txOf(from);
