@@ -6,7 +6,7 @@ import type { Registry } from 'prom-client';
 import { InvalidArgumentError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { registerXdpMetrics } from './metrics.js';
-import type { Link, NetlinkHandle, Subscription } from '../netlink/index.js';
+import type { NetlinkHandle, Subscription } from '../netlink/index.js';
 import { DeviceFeed, NetlinkHandle as Handle } from '../netlink/index.js';
 import { Datapath } from './datapath.js';
 import { detachPinned } from './detach.js';
@@ -19,10 +19,9 @@ import {
   RTNLGRP_IPV4_NETCONF,
   RTNLGRP_IPV6_NETCONF,
 } from './kwatch.js';
-import { FK_SLOT_OTHER, REASON_NAMES, type MissEntry, type MissKey } from './layout.js';
-import { devicePolicy, nodePolicy, type NodePolicy, type PolicyHit } from './policy.js';
+import { FK_SLOT_OTHER, type MissEntry, type MissKey } from './layout.js';
+import { egressReasons, policyStatus, readNodePolicy, reasonIndex } from './policy-apply.js';
 import { PolicyWatcher } from './policy-watch.js';
-import { selectDevice } from './select.js';
 import { zeroRedirectErrors } from './layout-state.js';
 import { XdpFeatures } from './xdp-features.js';
 import type { DatapathOps } from './ops.js';
@@ -35,11 +34,6 @@ import {
   type XdpHealth,
   type XdpNodePolicyMode,
 } from './types.js';
-
-/** The fk_stats reason index of a hit (0: none). */
-function reasonIndex(h: PolicyHit | undefined): number {
-  return h === undefined ? 0 : Math.max(0, REASON_NAMES.indexOf(h.reason));
-}
 
 export interface XdpForwarderParams {
   /** Network namespace (name under /run/netns or a path); default the agent's own. */
@@ -82,7 +76,6 @@ export class XdpForwarder {
   #poll: NodeJS.Timeout | undefined;
   readonly #mirror: MirrorWriter;
   #policy: PolicyWatcher | undefined;
-  #nodePolicy: NodePolicy | undefined;
   /** Passes completed (tests and status: a change was applied once this moved). */
   #passes = 0;
   #features: XdpFeatures | undefined;
@@ -129,6 +122,15 @@ export class XdpForwarder {
                 .filter((d) => d.attached === 'foreign')
                 .map((d) => d.name),
             missEntries: () => s.#ops.readMisses().length,
+            nodePolicy: () => ({
+              mode: s.nodePolicyMode(),
+              devices: s.status().flatMap((d) =>
+                (['ipv4', 'ipv6', 'egress'] as const).flatMap((direction) => {
+                  const first = d.policy?.[direction][0];
+                  return first ? [{ device: d.name, direction, reason: first.reason }] : [];
+                }),
+              ),
+            }),
           },
         );
     }
@@ -331,37 +333,6 @@ export class XdpForwarder {
     return [...this.#devices.values()].filter((d) => d.ifindex > 0).map((d) => d.ifindex);
   }
 
-  /**
-   * Reads the node's policy for the selected devices of `links`; returns the devices whose
-   * egress has a policy of its own (ifindex -> FK_REASON_* index), empty under bypass.
-   */
-  async #readPolicy(links: readonly Link[]): Promise<Map<number, number>> {
-    const sel = { devices: this.#cfg.devices, holderName: this.#cfg.holderName };
-    const names = new Map<number, string>();
-    for (const l of links) {
-      const v = selectDevice(l, sel);
-      if (v.selected) names.set(v.ifindex, v.name);
-    }
-    const watcher = this.#policy;
-    if (watcher === undefined) return new Map();
-    this.#nodePolicy = nodePolicy(await watcher.read([...names.keys()]), names);
-    const egress = new Map<number, number>();
-    if (this.#mode !== 'respect') return egress;
-    for (const [ifindex, name] of names) {
-      const first = this.#nodePolicy.egress.get(name)?.[0];
-      if (first !== undefined) egress.set(ifindex, reasonIndex(first));
-    }
-    return egress;
-  }
-
-  #applyPolicyStatus(): void {
-    const np = this.#nodePolicy;
-    if (np === undefined) return;
-    for (const d of this.#devices.values()) {
-      d.policy = { ...devicePolicy(np, d.name), applied: this.#mode === 'respect' };
-    }
-  }
-
   async #readFeatures(): Promise<Map<number, bigint> | undefined> {
     const f = await this.#features?.read();
     this.#lastFeatures = f === undefined ? '' : JSON.stringify([...f].map(([k, v]) => [k, `${v}`]));
@@ -416,10 +387,14 @@ export class XdpForwarder {
         const links = feed.links();
         const features = await this.#readFeatures();
         if (this.#state !== 'running') return;
-        const egress = await this.#readPolicy(links);
+        const sel = { devices: this.#cfg.devices, holderName: this.#cfg.holderName };
+        const watcher = this.#policy;
+        if (watcher === undefined) return;
+        const { policy, names } = await readNodePolicy(watcher, links, sel);
         if (this.#state !== 'running') return;
+        const egress = egressReasons(policy, names, this.#mode);
         this.#devices = this.#attach.run(links, features, new Set(egress.keys()));
-        this.#applyPolicyStatus();
+        for (const d of this.#devices.values()) d.policy = policyStatus(policy, d.name, this.#mode);
         await this.#mirror.refresh(this.#nl, feed.addresses(), this.#slotDevices(), egress);
         this.#passes++;
         this.#syncError = undefined;

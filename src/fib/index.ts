@@ -47,6 +47,7 @@
 //    turn tx checksum offload off on the sending side (ethtool -K DEV tx off).
 export { XdpForwarder, type XdpForwarderParams } from './forwarder.js';
 export { POLICY_BOUNDS } from './policy-watch.js';
+export { inspectNodePolicy, type PolicyInspection } from './policy-apply.js';
 export {
   devicePolicy,
   nodePolicy,

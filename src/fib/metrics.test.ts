@@ -68,6 +68,36 @@ describe('fibkeeper_xdp_* metrics', () => {
     }
   });
 
+  it('the node policy: the mode, and each device and direction it acts on', async () => {
+    const registry = new Registry();
+    const set = registerXdpMetrics(registry);
+    const devices = [
+      { device: 'eth0', direction: 'ipv4', reason: 'netfilter' },
+      { device: 'eth1', direction: 'egress', reason: 'egress_tc' },
+    ];
+    const base = { counters: () => [], attachments: () => [], foreignDevices: () => [] };
+    set({ ...base, missEntries: () => 0, nodePolicy: () => ({ mode: 'respect', devices }) });
+    let text = await registry.metrics();
+    expect(text).toContain('fibkeeper_xdp_node_policy{mode="respect"} 1');
+    expect(text).toContain(
+      'fibkeeper_xdp_policy_passed{device="eth0",direction="ipv4",reason="netfilter"} 1',
+    );
+    expect(text).toContain(
+      'fibkeeper_xdp_policy_passed{device="eth1",direction="egress",reason="egress_tc"} 1',
+    );
+    set({ ...base, missEntries: () => 0, nodePolicy: () => ({ mode: 'bypass', devices }) });
+    text = await registry.metrics();
+    expect(text).toContain('fibkeeper_xdp_node_policy{mode="bypass"} 1');
+    expect(text).not.toContain('fibkeeper_xdp_node_policy{mode="respect"}');
+    expect(text).toContain(
+      'fibkeeper_xdp_policy_passed{device="eth0",direction="ipv4",reason="netfilter"} 0',
+    );
+    if (PROMTOOL) {
+      const check = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+      expect(check.stdout + check.stderr).toBe('');
+    }
+  });
+
   it('report nothing without a source (the forwarder stopped)', async () => {
     const registry = new Registry();
     const set = registerXdpMetrics(registry);

@@ -216,18 +216,18 @@ export class PolicyWatcher {
     try {
       const qdiscs = await this.#p.nl.qdiscList();
       const filters: Extract<PolicySources['tc'], { filters: unknown }>['filters'] = [];
-      const hooked = new Set(
-        qdiscs.filter((q) => q.kind === 'clsact' || q.kind === 'ingress').map((q) => q.ifindex),
-      );
-      for (const ifindex of hooked) {
-        for (const [direction, parent] of [
-          ['ingress', TC_PARENT_INGRESS],
-          ['egress', TC_PARENT_EGRESS],
-        ] as const) {
-          for (const f of await this.#p.nl.filterList(ifindex, parent)) {
-            // the dump lists each priority's head (handle 0) before its filters
-            if (f.handle !== 0) filters.push({ ...f, direction });
-          }
+      // clsact has an ingress and an egress block; the ingress qdisc only an ingress one (asked
+      // for its egress, the kernel would answer with the ingress filters)
+      const blocks: [number, 'ingress' | 'egress', number][] = [];
+      for (const q of qdiscs) {
+        if (q.kind !== 'clsact' && q.kind !== 'ingress') continue;
+        blocks.push([q.ifindex, 'ingress', TC_PARENT_INGRESS]);
+        if (q.kind === 'clsact') blocks.push([q.ifindex, 'egress', TC_PARENT_EGRESS]);
+      }
+      for (const [ifindex, direction, parent] of blocks) {
+        for (const f of await this.#p.nl.filterList(ifindex, parent)) {
+          // the dump lists each priority's head (handle 0) before its filters
+          if (f.handle !== 0) filters.push({ ...f, direction });
         }
       }
       return { qdiscs, filters, tcx: this.#readTcx(ifindexes) };
