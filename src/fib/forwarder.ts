@@ -181,6 +181,11 @@ export class XdpForwarder {
         onChange: () => this.#schedule(),
       });
       this.#policy.start();
+      if (this.#mode === 'bypass') {
+        this.#p.log.warn(
+          "xdp: xdp.nodePolicy bypass: frames forwarded in XDP skip the node's netfilter, tc and xfrm policy",
+        );
+      }
       const groups = ['route', 'rule', RTNLGRP_IPV4_NETCONF, RTNLGRP_IPV6_NETCONF] as const;
       this.#sub = this.#nl.subscribe(groups, {
         onMessage: (type) => {
