@@ -71,6 +71,9 @@ function xdpSection(x: Loose<XdpSection>): string {
         s(d.slot),
       ]),
     );
+  for (const d of arr(x.devices)) {
+    if (d.skipped) out += `  ${s(d.name)}: no program: ${s(d.skipped)}\n`;
+  }
   out += nodePolicyText(x);
   const rows: string[][] = [];
   for (const c of arr(x.counters)) {
@@ -96,6 +99,7 @@ function nodePolicyText(x: Loose<XdpSection>): string {
   let out = `\nnode policy: ${s(x.nodePolicy)}${bypass ? " (XDP forwards past the node's netfilter, tc and xfrm policy)" : ''}\n`;
   const rows: string[][] = [];
   for (const d of arr(x.devices)) {
+    if (d.skipped) continue;
     for (const dir of ['ipv4', 'ipv6', 'egress'] as const) {
       const hits = arr(d.policy?.[dir]);
       const first = hits[0];

@@ -69,6 +69,11 @@ export interface XdpDeviceStatus {
   redirectTarget: boolean;
   /** The node's policy on the device's traffic (absent until the first pass read it). */
   policy?: XdpDevicePolicy;
+  /**
+   * Why a device that matches xdp devices gets no program on purpose (an upper device, such
+   * as a macvlan, of a selected device: the lower device is preferred).
+   */
+  skipped?: string;
 }
 
 export interface XdpDeviceCounters extends SlotCounters {
