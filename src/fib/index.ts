@@ -22,6 +22,13 @@
 //    same bytes and multipath leg, and passes everything else (bpf/xdp_fwd.c); the agent
 //    mirrors what it needs (addresses, local and multipath routes, rp_filter, disable_ipv6,
 //    hash policies) into its maps from events and a sysctl poll (kstate.ts, kwatch.ts).
+//  - The node's policy: a frame that netfilter (nftables, iptables legacy or nft, connection
+//    tracking), tc (filters, tcx, a configured qdisc) or xfrm would act on in the kernel goes
+//    to the kernel, counted under netfilter/tc/xfrm (ingress side) or egress_netfilter/
+//    egress_tc; nftables, tc and xfrm are followed by their events, legacy iptables and tcx by
+//    a poll (policy-watch.ts, POLICY_BOUNDS); xdp.nodePolicy bypass forwards past them.
+//  - Stacked devices: an upper device (macvlan, ipvlan, vlan...) of a selected device is
+//    skipped, the lower one gets the program (select.ts skipStackedUppers).
 //  - Mode: auto lets the kernel pick (native when the driver has XDP support, else generic)
 //    and tries native again once on each start; status and the log say which. An explicit
 //    native/generic that differs from what a restart finds attached re-attaches (a short gap
