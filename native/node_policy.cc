@@ -59,10 +59,10 @@ Napi::Value TcxQuery(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// iptablesTable(family 4|6, name, netns?): {info, entries} of a legacy table that exists
-// (the caller reads /proc/net/ip_tables_names first: asking for a table creates it), as the
-// kernel's struct ipt_getinfo and the entries after struct ipt_get_entries; null when the
-// table does not exist (ENOENT).
+// iptablesTable(family 4|6, name, netns?, entries?): {info, entries} of a legacy table that
+// exists (the caller reads /proc/net/ip_tables_names first: asking for a table creates it),
+// as the kernel's struct ipt_getinfo and, when `entries` is true, the entries after struct
+// ipt_get_entries (else an empty buffer); null when the table does not exist (ENOENT).
 Napi::Value IptablesTable(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   uint32_t family = ArgUint(info, 0, "family");
@@ -74,6 +74,7 @@ Napi::Value IptablesTable(const Napi::CallbackInfo& info) {
   static_assert(sizeof(ipt_get_entries) == sizeof(ip6t_get_entries), "get_entries");
   static_assert(IPT_SO_GET_INFO == IP6T_SO_GET_INFO, "get_info");
   static_assert(IPT_SO_GET_ENTRIES == IP6T_SO_GET_ENTRIES, "get_entries");
+  const bool want_entries = info[3].IsBoolean() && info[3].As<Napi::Boolean>().Value();
   NetnsGuard netns(env, OptNetns(info, 2));
   UniqueFd fd(socket(family == 4 ? AF_INET : AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW));
   if (!fd.Valid()) ThrowErrno(env, errno, "socket", "raw");
@@ -85,6 +86,12 @@ Napi::Value IptablesTable(const Napi::CallbackInfo& info) {
       if (errno == ENOENT) return env.Null();
       ThrowErrno(env, errno, "getsockopt", "IPT_SO_GET_INFO " + name);
     }
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("info", Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<uint8_t*>(&gi), sizeof(gi)));
+    if (!want_entries) {
+      out.Set("entries", Napi::Buffer<uint8_t>::New(env, 0));
+      return out;
+    }
     std::vector<uint8_t> buf(sizeof(ipt_get_entries) + gi.size);
     auto* ge = reinterpret_cast<ipt_get_entries*>(buf.data());
     std::strncpy(ge->name, name.c_str(), sizeof(ge->name) - 1);
@@ -95,8 +102,6 @@ Napi::Value IptablesTable(const Napi::CallbackInfo& info) {
       if (errno == ENOENT) return env.Null();
       ThrowErrno(env, errno, "getsockopt", "IPT_SO_GET_ENTRIES " + name);
     }
-    Napi::Object out = Napi::Object::New(env);
-    out.Set("info", Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<uint8_t*>(&gi), sizeof(gi)));
     out.Set("entries", Napi::Buffer<uint8_t>::Copy(env, buf.data() + sizeof(ipt_get_entries),
                                                     gi.size));
     return out;

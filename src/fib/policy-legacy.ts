@@ -73,6 +73,24 @@ export function parseLegacyTable(
   return { family, name, chains, extra: Math.max(0, numEntries - chains.length - 1) };
 }
 
+/**
+ * One table, in the current namespace. The entries (a large copy for a big ruleset) are read
+ * only when the table holds nothing but its built-in chains: then their policies tell.
+ */
+function readTable(family: 4 | 6, name: string): LegacyTable | undefined {
+  const head = iptablesTable(family, name, { entries: false });
+  if (head === undefined) return undefined;
+  const valid = head.info.readUInt32LE(OFF_VALID_HOOKS);
+  const hooks = HOOK_NAMES.filter((_, h) => valid & (1 << h)).length;
+  const extra = head.info.readUInt32LE(OFF_NUM_ENTRIES) - hooks - 1;
+  if (extra > 0) {
+    // rules or chains: the table acts whatever its policies; they are not read
+    return { family, name, chains: [], extra };
+  }
+  const t = iptablesTable(family, name);
+  return t === undefined ? undefined : parseLegacyTable(family, name, t.info, t.entries);
+}
+
 /** The legacy tables that exist in `netns` (reading them never creates one). */
 export function readLegacyTables(netns: string | undefined): LegacyTable[] {
   const read = (): LegacyTable[] => {
@@ -87,8 +105,8 @@ export function readLegacyTables(netns: string | undefined): LegacyTable[] {
         continue; // no x_tables in this kernel (or not loaded): no legacy table
       }
       for (const name of names.map((n) => n.trim()).filter((n) => n !== '')) {
-        const t = iptablesTable(family, name);
-        if (t !== undefined) out.push(parseLegacyTable(family, name, t.info, t.entries));
+        const t = readTable(family, name);
+        if (t !== undefined) out.push(t);
       }
     }
     return out;

@@ -248,7 +248,8 @@ export interface Binding {
   iptablesTable(
     family: 4 | 6,
     name: string,
-    netns?: string,
+    netns: string | undefined,
+    entries: boolean,
   ): { info: Buffer; entries: Buffer } | null;
 }
 

@@ -26,14 +26,15 @@ export function tcxQuery(
 }
 
 /**
- * A legacy iptables (4) or ip6tables (6) table as the kernel holds it: struct ipt_getinfo and
- * the entries (IPT_SO_GET_INFO, IPT_SO_GET_ENTRIES); undefined when it does not exist. Asking
- * for a table that does not exist yet creates it: read /proc/net/ip_tables_names first.
+ * A legacy iptables (4) or ip6tables (6) table as the kernel holds it: struct ipt_getinfo and,
+ * with `entries`, the entries (IPT_SO_GET_INFO, IPT_SO_GET_ENTRIES; else an empty buffer);
+ * undefined when it does not exist. Asking for a table that does not exist yet creates it:
+ * read /proc/net/ip_tables_names first.
  */
 export function iptablesTable(
   family: 4 | 6,
   name: string,
-  opts: { netns?: string } = {},
+  opts: { netns?: string; entries?: boolean } = {},
 ): { info: Buffer; entries: Buffer } | undefined {
   if (family !== 4 && family !== 6) {
     throw new InvalidArgumentError(`iptables family must be 4 or 6, got ${family}`);
@@ -42,5 +43,5 @@ export function iptablesTable(
     throw new InvalidArgumentError(`not an iptables table name: ${JSON.stringify(name)}`);
   }
   const netns = opts.netns === undefined ? undefined : checkNetns('netns', opts.netns);
-  return binding().iptablesTable(family, name, netns) ?? undefined;
+  return binding().iptablesTable(family, name, netns, opts.entries ?? true) ?? undefined;
 }
