@@ -5,7 +5,7 @@
 import type { Registry } from 'prom-client';
 import { InvalidArgumentError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { registerXdpMetrics } from './metrics.js';
+import { forwarderMetrics, registerXdpMetrics } from './metrics.js';
 import type { NetlinkHandle, Subscription } from '../netlink/index.js';
 import { DeviceFeed, NetlinkHandle as Handle } from '../netlink/index.js';
 import { Datapath } from './datapath.js';
@@ -107,32 +107,7 @@ export class XdpForwarder {
     this.#mirror = new MirrorWriter(this.#ops, p.netns, p.log);
     if (p.registry !== undefined) {
       const set = registerXdpMetrics(p.registry);
-      this.#setMetricsSource = (s) =>
-        set(
-          s && {
-            counters: () => s.counters(),
-            attachments: () =>
-              s
-                .status()
-                .filter((d) => d.attached === 'ours')
-                .map((d) => ({ device: d.name, mode: d.mode ?? 'unknown' })),
-            foreignDevices: () =>
-              s
-                .status()
-                .filter((d) => d.attached === 'foreign')
-                .map((d) => d.name),
-            missEntries: () => s.#ops.readMisses().length,
-            nodePolicy: () => ({
-              mode: s.nodePolicyMode(),
-              devices: s.status().flatMap((d) =>
-                (['ipv4', 'ipv6', 'egress'] as const).flatMap((direction) => {
-                  const first = d.policy?.[direction][0];
-                  return first ? [{ device: d.name, direction, reason: first.reason }] : [];
-                }),
-              ),
-            }),
-          },
-        );
+      this.#setMetricsSource = (s) => set(s && forwarderMetrics(s));
     }
   }
 

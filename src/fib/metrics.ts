@@ -3,6 +3,7 @@
 // device (a device name, or ":other" for the shared slot of devices beyond the 63rd — a name
 // no Linux device can have), result, action, reason, mode. IPs never become labels.
 import { Counter, Gauge, type Registry } from 'prom-client';
+import type { XdpDeviceCounters, XdpDeviceStatus } from './types.js';
 
 export interface PacketBytesLike {
   packets: number;
@@ -40,6 +41,38 @@ export interface XdpMetricsSource {
 }
 
 type Field = 'actions' | 'results' | 'reasons';
+
+/** What the forwarder reports, as the metrics read it at scrape time. */
+export function forwarderMetrics(x: {
+  counters(): XdpDeviceCounters[];
+  status(): XdpDeviceStatus[];
+  readMisses(): readonly unknown[];
+  nodePolicyMode(): string;
+}): XdpMetricsSource {
+  return {
+    counters: () => x.counters(),
+    attachments: () =>
+      x
+        .status()
+        .filter((d) => d.attached === 'ours')
+        .map((d) => ({ device: d.name, mode: d.mode ?? 'unknown' })),
+    foreignDevices: () =>
+      x
+        .status()
+        .filter((d) => d.attached === 'foreign')
+        .map((d) => d.name),
+    missEntries: () => x.readMisses().length,
+    nodePolicy: () => ({
+      mode: x.nodePolicyMode(),
+      devices: x.status().flatMap((d) =>
+        (['ipv4', 'ipv6', 'egress'] as const).flatMap((direction) => {
+          const first = d.policy?.[direction][0];
+          return first ? [{ device: d.name, direction, reason: first.reason }] : [];
+        }),
+      ),
+    }),
+  };
+}
 
 function counter(
   registry: Registry,

@@ -67,8 +67,6 @@ export class PolicyWatcher {
   #epoch = { nft: 0, xfrm: 0 };
   #lastPolled = '';
   #stopped = false;
-  /** Events seen per source (tests wait on them). */
-  readonly events = { nft: 0, xfrm: 0, tc: 0 };
 
   constructor(p: PolicyWatcherParams) {
     this.#p = p;
@@ -80,7 +78,6 @@ export class PolicyWatcher {
   }
 
   #changed(source: 'nft' | 'xfrm' | 'tc'): void {
-    this.events[source]++;
     if (source === 'nft') {
       this.#epoch.nft++;
       this.#nftCache = undefined;
