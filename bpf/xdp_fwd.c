@@ -366,6 +366,8 @@ int fk_xdp_fwd(struct xdp_md *ctx)
 	dev = &ks->dev[slot]; /* slot < FK_MAX_SLOTS (fk_slot) */
 	if (unlikely(!dev->ready))
 		return pass(st, FK_REASON_NOT_READY, bytes);
+	if (unlikely(ks->unwatched))
+		return pass(st, FK_REASON_UNWATCHED, bytes);
 	if (unlikely((void *)(eth + 1) > data_end))
 		return pass(st, FK_REASON_ETH_TRUNC, bytes);
 	if (fk_cfg.dmac_check) {

@@ -45,7 +45,9 @@
  * addresses, local routes, rp_filter, disable_ipv6, multipath routes and
  * hash policies) the agent mirrors into fk_state, fk_local4w, fk_mpath4
  * and fk_mpath6, from netlink events and sysctls. A slot whose
- * fk_state entry is not ready passes everything (FK_REASON_NOT_READY).
+ * fk_state entry is not ready passes everything (FK_REASON_NOT_READY), and
+ * so does every slot once no agent vouches for the state any more (the
+ * watch timer sets fk_state.unwatched, FK_REASON_UNWATCHED).
  *
  * The node's own policy: a frame that netfilter, tc or xfrm would act on in
  * the kernel's path is never forwarded here. The agent reads the node's
@@ -58,6 +60,7 @@
 #define FIBKEEPER_XDP_FWD_H
 
 #include <linux/types.h>
+#include <linux/bpf.h> /* struct bpf_timer (fk_watch) */
 
 /* Names the loader looks up (bpf_object__find_program_by_name & co.). */
 #define FK_PROG_NAME	"fk_xdp_fwd"
@@ -142,21 +145,26 @@
 #define FK_REASON_NETFILTER	20 /* netfilter on the forwarding path */
 #define FK_REASON_TC		21 /* tc filter on the ingress device */
 #define FK_REASON_XFRM		22 /* xfrm (IPsec) policy or default */
-#define FK_REASON_POST_LOOKUP	23 /* first reason decided after SUCCESS */
-#define FK_REASON_NO_TXPORT	23 /* egress not in fk_tx_ports */
-#define FK_REASON_HAIRPIN	24 /* egress is the ingress device */
-#define FK_REASON_MULTIPATH	25 /* multipath leg not computable here */
-#define FK_REASON_RP_FILTER	26 /* rp_filter check not passed in XDP */
-#define FK_REASON_ROUTE_MTU	27 /* above an unlocked route MTU */
-#define FK_REASON_TRIM_ERROR	28 /* bpf_xdp_adjust_tail failed */
+/*
+ * No agent has vouched for fk_state for a while (fk_state.unwatched, set by
+ * the watch timer of xdp_watch.c): a policy added meanwhile is not known.
+ */
+#define FK_REASON_UNWATCHED	23
+#define FK_REASON_POST_LOOKUP	24 /* first reason decided after SUCCESS */
+#define FK_REASON_NO_TXPORT	24 /* egress not in fk_tx_ports */
+#define FK_REASON_HAIRPIN	25 /* egress is the ingress device */
+#define FK_REASON_MULTIPATH	26 /* multipath leg not computable here */
+#define FK_REASON_RP_FILTER	27 /* rp_filter check not passed in XDP */
+#define FK_REASON_ROUTE_MTU	28 /* above an unlocked route MTU */
+#define FK_REASON_TRIM_ERROR	29 /* bpf_xdp_adjust_tail failed */
 /*
  * The egress device's own policy (fk_egress, which also keeps the device
  * out of fk_tx_ports): a netdev egress chain, a tc filter on its egress or
  * a queueing discipline the node configured.
  */
-#define FK_REASON_EGRESS_NETFILTER 29 /* netdev egress chain on the egress */
-#define FK_REASON_EGRESS_TC	30 /* tc egress filter or configured qdisc */
-#define FK_REASON_MAX		31
+#define FK_REASON_EGRESS_NETFILTER 30 /* netdev egress chain on the egress */
+#define FK_REASON_EGRESS_TC	31 /* tc egress filter or configured qdisc */
+#define FK_REASON_MAX		32
 
 /*
  * A packet and a byte counter. Bytes are frame lengths: Ethernet header
@@ -170,7 +178,7 @@ struct fk_ctr {
 /*
  * Value of fk_stats: every counter of one slot (device) on one CPU. A
  * user-space lookup returns one fk_stats per possible CPU (each rounded to
- * 8 bytes, so 752 apart); sum them. Every packet counts once in action[];
+ * 8 bytes, so 768 apart); sum them. Every packet counts once in action[];
  * one passed for a reason counts once in reason[]; one that reached
  * bpf_fib_lookup counts once in result[], except a SUCCESS that was
  * redirected: result[SUCCESS] holds only SUCCESS lookups passed afterwards,
@@ -178,8 +186,8 @@ struct fk_ctr {
  * packet). With that sum as result[SUCCESS]:
  *   sum(action) = sum(result) + sum(reason[0 .. FK_REASON_POST_LOOKUP - 1])
  *   action[REDIRECT] = result[SUCCESS] - sum(reason[FK_REASON_POST_LOOKUP ..])
- * Size 752: action[] at offset 0 (80 bytes), result[] at 80 (176 bytes),
- * reason[] at 256 (496 bytes).
+ * Size 768: action[] at offset 0 (80 bytes), result[] at 80 (176 bytes),
+ * reason[] at 256 (512 bytes).
  */
 struct fk_stats {
 	struct fk_ctr action[FK_ACTION_MAX];
@@ -187,7 +195,7 @@ struct fk_stats {
 	struct fk_ctr reason[FK_REASON_MAX];
 };
 
-#define FK_STATS_SIZE 752
+#define FK_STATS_SIZE 768
 
 /* Address families in fk_miss_key and fk_miss_val (AF_INET, AF_INET6). */
 #define FK_AF_INET  2
@@ -351,8 +359,13 @@ struct fk_state {
 	__u8 mpath6;
 	/* offset 4: fk_local4w has entries */
 	__u8 local4w;
-	/* offset 5: zero */
-	__u8 pad0;
+	/*
+	 * offset 5: set by the watch timer (xdp_watch.c) once the agent has
+	 * not vouched for this state for FK_WATCH (fk_watch.until_ns passed):
+	 * every frame then goes to the kernel (FK_REASON_UNWATCHED) until an
+	 * agent writes the state again (with 0 here). The agent writes 0.
+	 */
+	__u8 unwatched;
 	/*
 	 * offset 6, 8: the smallest unlocked route MTU (RTAX_MTU without the
 	 * lock) of any IPv4 / IPv6 route, 0 when none: bpf_fib_lookup enforces
@@ -446,6 +459,30 @@ struct fk_rp_entry {
 
 struct fk_rp_cache {
 	struct fk_rp_entry e[FK_RP_CACHE_SLOTS];
+};
+
+/*
+ * The watch (bpf/xdp_watch.c, build/bpf/xdp_watch.o): a BPF timer, armed by
+ * running fk_watch_arm once (test run), that fires every FK_WATCH_TICK_NS
+ * and sets fk_state.unwatched when the agent has not moved fk_watch_until
+ * (CLOCK_MONOTONIC ns) past the present. The timer lives in the pinned map
+ * fk_watch, so it goes on while no agent runs; user space never writes that
+ * map (an update of an array element cancels its timer). Linux 5.15+
+ * (bpf_timer); on older kernels there is no watch.
+ *
+ *   program  fk_watch_arm    XDP (test run only)
+ *   map      fk_watch        ARRAY u32 0 / fk_watch (the timer)         1
+ *   map      fk_watch_until  ARRAY u32 0 / u64 until_ns                 1
+ *   map      fk_state        the forwarder's, reused
+ */
+#define FK_WATCH_PROG	 "fk_watch_arm"
+#define FK_MAP_WATCH	 "fk_watch"
+#define FK_MAP_WATCH_UNTIL "fk_watch_until"
+#define FK_WATCH_TICK_NS 500000000ULL
+
+/* Value of fk_watch. Size 16. */
+struct fk_watch {
+	struct bpf_timer timer;
 };
 
 /*

@@ -55,7 +55,7 @@ const TABLE = [
     path: 'xdp.keepOnStop',
     type: 'bool',
     default: true,
-    doc: 'Leave the XDP program attached when the agent stops, so forwarding continues while it restarts.',
+    doc: "Leave the XDP program attached when the agent stops, so forwarding continues while it restarts: in XDP for 5s (then, with nobody watching the node's policy, by the kernel until an agent is back).",
   },
   {
     path: 'xdp.force',

@@ -26,6 +26,7 @@ import { zeroRedirectErrors } from './layout-state.js';
 import { XdpFeatures } from './xdp-features.js';
 import type { DatapathOps } from './ops.js';
 import { AttachPass } from './attach-pass.js';
+import { WATCH_RENEW_MS } from './watch.js';
 import {
   OTHER_DEVICE,
   type XdpDeviceCounters,
@@ -74,6 +75,7 @@ export class XdpForwarder {
   #unlisten: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
   #poll: NodeJS.Timeout | undefined;
+  #watch: NodeJS.Timeout | undefined;
   readonly #mirror: MirrorWriter;
   #policy: PolicyWatcher | undefined;
   /** Passes completed (tests and status: a change was applied once this moved). */
@@ -185,6 +187,9 @@ export class XdpForwarder {
         this.#timer = setInterval(() => this.#schedule(true), every);
         this.#timer.unref();
       }
+      // the program trusts the state while the agent vouches for it (the watch, watch.ts)
+      this.#watch = setInterval(() => this.#renew(), WATCH_RENEW_MS);
+      this.#watch.unref();
       const poll = this.#p.sysctlPollMs ?? 1000;
       if (poll > 0) {
         this.#poll = setInterval(() => this.#pollSysctls(), poll);
@@ -234,6 +239,8 @@ export class XdpForwarder {
     this.#state = 'stopped';
     if (this.#timer !== undefined) clearInterval(this.#timer);
     if (this.#poll !== undefined) clearInterval(this.#poll);
+    if (this.#watch !== undefined) clearInterval(this.#watch);
+    this.#watch = undefined;
     this.#timer = undefined;
     this.#poll = undefined;
     this.#sub?.close();
@@ -317,6 +324,19 @@ export class XdpForwarder {
     const f = await this.#features?.read();
     this.#lastFeatures = f === undefined ? '' : JSON.stringify([...f].map(([k, v]) => [k, `${v}`]));
     return f;
+  }
+
+  /** The watch's deadline moved on, in turn with the passes (which move it too). */
+  #renew(): void {
+    if (this.#state !== 'running') return;
+    this.#queue = this.#queue.then(() => {
+      if (this.#state !== 'running') return;
+      try {
+        this.#mirror.renew();
+      } catch (err) {
+        this.#p.log.warn({ err: describeError(err) }, 'xdp: renewing the watch');
+      }
+    });
   }
 
   /** Sysctls and xdp_features change without events: looked at every sysctlPollMs. */

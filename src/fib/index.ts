@@ -38,8 +38,9 @@
 //  - Pins: <pinDir>/ns<inode of the network namespace>/{maps/*, dev/<name>/{prog,cfg,link}}.
 //    A bpffs is mounted on /sys/fs/bpf (or on pinDir) when there is none.
 //  - Stop: with keepOnStop (default) the programs stay attached and pinned, and forwarding
-//    goes on without the agent; the next start adopts them without a gap (same program, same
-//    link) or swaps in a new build/config with bpf_link_update (no gap either). Without
+//    goes on without the agent (in XDP for WATCH_MS, then by the kernel: watch.ts); the next
+//    start adopts them without a gap (same program, same link) or swaps in a new
+//    build/config with bpf_link_update (no gap either). Without
 //    keepOnStop, stop detaches and unpins. `fibkeeper xdp detach` does that any time.
 //  - Foreign programs: a device with an XDP program fibkeeper did not attach is left alone
 //    and reported (status, health, fibkeeper_xdp_foreign_program) with the program id, name,
@@ -54,6 +55,7 @@
 //    turn tx checksum offload off on the sending side (ethtool -K DEV tx off).
 export { XdpForwarder, type XdpForwarderParams } from './forwarder.js';
 export { POLICY_BOUNDS } from './policy-watch.js';
+export { WATCH_MS, WATCH_RENEW_MS } from './watch.js';
 export { inspectNodePolicy, type PolicyInspection } from './policy-apply.js';
 export {
   devicePolicy,

@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import type { Logger } from '../log/index.js';
 import { AF_INET, type Address, type NetlinkHandle } from '../netlink/index.js';
 import { runInNetns } from '../native/index.js';
-import { mirrorKernel, type NetSysctls, type SlotDevice } from './kstate.js';
+import { mirrorKernel, type KernelMirror, type NetSysctls, type SlotDevice } from './kstate.js';
+import { watchDeadline } from './watch.js';
 import type { DatapathOps } from './ops.js';
 
 const SYS = '/proc/sys/net';
@@ -81,6 +82,8 @@ export class MirrorWriter {
    * value of its own per writer, never 0.
    */
   #rpGen = 1 + Math.floor(Math.random() * 0x7fff_0000);
+  /** The mirror written last (renew() writes its state again after the watch tripped). */
+  #last: KernelMirror | undefined;
 
   constructor(ops: DatapathOps, netns: string | undefined, log: Logger) {
     this.#ops = ops;
@@ -126,6 +129,17 @@ export class MirrorWriter {
     if (summary !== this.#lastSummary) {
       this.#lastSummary = summary;
       this.#log.info(JSON.parse(summary) as object, 'xdp: kernel state mirrored');
+    }
+  }
+
+  /**
+   * Moves the watch's deadline on (the forwarder calls it every WATCH_RENEW_MS while it runs);
+   * a watch that tripped meanwhile (the agent stalled past WATCH_MS) gets the state written
+   * last back, which clears fk_state.unwatched.
+   */
+  renew(): void {
+    if (this.#ops.renewWatch(watchDeadline()) && this.#last !== undefined) {
+      this.#ops.writeState(this.#last.state);
     }
   }
 

@@ -15,6 +15,12 @@ export const FK_MAP_MPATH4 = 'fk_mpath4';
 export const FK_MAP_MPATH6 = 'fk_mpath6';
 export const FK_MAP_EGRESS = 'fk_egress';
 export const FK_MAP_RPCACHE = 'fk_rpcache';
+export const FK_MAP_WATCH = 'fk_watch';
+export const FK_MAP_WATCH_UNTIL = 'fk_watch_until';
+export const FK_WATCH_PROG = 'fk_watch_arm';
+/** How often the watch timer looks at the agent's deadline. */
+export const FK_WATCH_TICK_NS = 500_000_000;
+export const SIZEOF_FK_WATCH = 16;
 export const FK_LPM_MAX = 65536;
 export const FK_EGRESS_MAX = 1024;
 export const FK_RP_CACHE_BITS = 10;
@@ -41,6 +47,7 @@ export const OFFSETOF_STATE_MP_POLICY6 = 1;
 export const OFFSETOF_STATE_MPATH4 = 2;
 export const OFFSETOF_STATE_MPATH6 = 3;
 export const OFFSETOF_STATE_LOCAL4W = 4;
+export const OFFSETOF_STATE_UNWATCHED = 5;
 export const OFFSETOF_STATE_ROUTE_MTU4 = 6;
 export const OFFSETOF_STATE_ROUTE_MTU6 = 8;
 export const OFFSETOF_STATE_RP_RULES = 10;
@@ -85,6 +92,8 @@ export interface KernelState {
   rpRules?: boolean;
   /** The generation of the reverse-path cache (raised on every change; 0: never written). */
   rpGen?: number;
+  /** Set by the watch timer, never by the agent (which writes false). */
+  unwatched?: boolean;
   /** One per counter slot (FK_MAX_SLOTS); missing slots are not ready. */
   dev: DevState[];
   /** The local-address table (buildLocal4's); absent: empty. */
@@ -120,6 +129,7 @@ export function encodeState(s: KernelState): Buffer {
   b[OFFSETOF_STATE_MPATH4] = s.mpath4 ? 1 : 0;
   b[OFFSETOF_STATE_MPATH6] = s.mpath6 ? 1 : 0;
   b[OFFSETOF_STATE_LOCAL4W] = s.local4w ? 1 : 0;
+  b[OFFSETOF_STATE_UNWATCHED] = s.unwatched ? 1 : 0;
   for (const [name, v, off] of [
     ['routeMtu4', s.routeMtu4 ?? 0, OFFSETOF_STATE_ROUTE_MTU4],
     ['routeMtu6', s.routeMtu6 ?? 0, OFFSETOF_STATE_ROUTE_MTU6],
@@ -184,6 +194,7 @@ export function decodeState(b: Buffer): KernelState {
       ? b.readUInt16LE(OFFSETOF_STATE_ROUTE_MTU6)
       : b.readUInt16BE(OFFSETOF_STATE_ROUTE_MTU6),
     rpRules: b[OFFSETOF_STATE_RP_RULES] !== 0,
+    unwatched: b[OFFSETOF_STATE_UNWATCHED] !== 0,
     rpGen: LE ? b.readUInt32LE(OFFSETOF_STATE_RP_GEN) : b.readUInt32BE(OFFSETOF_STATE_RP_GEN),
     dev,
     local4: Buffer.from(
@@ -293,6 +304,14 @@ export function encodeTraceConfig(ino: number): Buffer {
   const b = Buffer.alloc(SIZEOF_FK_TRACE_CONFIG);
   if (LE) b.writeUInt32LE(ino >>> 0, 0);
   else b.writeUInt32BE(ino >>> 0, 0);
+  return b;
+}
+
+/** fk_watch_until's value: until when (CLOCK_MONOTONIC ns) the agent vouches for fk_state. */
+export function encodeWatchUntil(untilNs: bigint): Buffer {
+  const b = Buffer.alloc(8);
+  if (LE) b.writeBigUInt64LE(untilNs, 0);
+  else b.writeBigUInt64BE(untilNs, 0);
   return b;
 }
 

@@ -29,6 +29,9 @@ function expected(): Map<string, string> {
     'FK_MAP_MPATH6',
     'FK_MAP_EGRESS',
     'FK_MAP_RPCACHE',
+    'FK_MAP_WATCH',
+    'FK_MAP_WATCH_UNTIL',
+    'FK_WATCH_PROG',
   ] as const) {
     m.set(k, S[k]);
   }
@@ -41,6 +44,7 @@ function expected(): Map<string, string> {
     'FK_EGRESS_MAX',
     'FK_RP_CACHE_BITS',
     'FK_RP_CACHE_SLOTS',
+    'FK_WATCH_TICK_NS',
   ] as const) {
     num(k, S[k]);
   }
@@ -119,6 +123,8 @@ const EXPRS: Record<string, string> = {
   OFFSETOF_STATE_MPATH4: 'offsetof(struct fk_state, mpath4)',
   OFFSETOF_STATE_MPATH6: 'offsetof(struct fk_state, mpath6)',
   OFFSETOF_STATE_LOCAL4W: 'offsetof(struct fk_state, local4w)',
+  OFFSETOF_STATE_UNWATCHED: 'offsetof(struct fk_state, unwatched)',
+  SIZEOF_FK_WATCH: 'sizeof(struct fk_watch)',
   OFFSETOF_STATE_ROUTE_MTU4: 'offsetof(struct fk_state, route_mtu4)',
   OFFSETOF_STATE_ROUTE_MTU6: 'offsetof(struct fk_state, route_mtu6)',
   OFFSETOF_STATE_RP_RULES: 'offsetof(struct fk_state, rp_rules)',
@@ -357,7 +363,13 @@ describe('fk_state, its local-address table and the LPM keys', () => {
     expect(b.subarray(16 + 3 * 8, 16 + 4 * 8).toString('hex')).toBe(
       `01020101${netfilter.toString(16).padStart(2, '0')}${xfrm.toString(16).padStart(2, '0')}0000`,
     );
-    expect(S.decodeState(b)).toEqual({ ...st, local4: Buffer.alloc(S.SIZEOF_FK_LOCAL4) });
+    expect(S.decodeState(b)).toEqual({
+      ...st,
+      unwatched: false,
+      local4: Buffer.alloc(S.SIZEOF_FK_LOCAL4),
+    });
+    expect(S.decodeState(S.encodeState({ ...st, unwatched: true }))[`unwatched`]).toBe(true);
+    expect(S.encodeWatchUntil(0x0102n).toString('hex')).toBe('0201000000000000');
     const { table } = S.buildLocal4(['10.0.0.1']);
     expect(S.decodeState(S.encodeState({ ...st, local4: table })).local4).toEqual(table);
     expect(() => S.encodeState({ ...st, mpPolicy4: 256 })).toThrow(/mpPolicy4/);

@@ -66,6 +66,7 @@ export const REASON_NAMES = [
   'netfilter',
   'tc',
   'xfrm',
+  'unwatched',
   'no_txport',
   'hairpin',
   'multipath',
@@ -76,7 +77,7 @@ export const REASON_NAMES = [
   'egress_tc',
 ] as const;
 export type ReasonName = (typeof REASON_NAMES)[number];
-export const FK_REASON_POST_LOOKUP = 23;
+export const FK_REASON_POST_LOOKUP = 24;
 /** Reasons counted after a SUCCESS result. */
 export const POST_LOOKUP_REASONS: readonly ReasonName[] = REASON_NAMES.slice(FK_REASON_POST_LOOKUP);
 
@@ -86,7 +87,7 @@ export const FK_REASON_MAX = REASON_NAMES.length;
 
 // --- struct sizes and offsets ---------------------------------------------------------------
 export const SIZEOF_FK_CTR = 16;
-export const SIZEOF_FK_STATS = 752;
+export const SIZEOF_FK_STATS = 768;
 export const OFFSETOF_STATS_ACTION = 0;
 export const OFFSETOF_STATS_RESULT = 80;
 export const OFFSETOF_STATS_REASON = 256;

@@ -46,9 +46,9 @@ describe('fibkeeper_xdp_* metrics', () => {
     expect(text).toContain('fibkeeper_xdp_attached{device="eth0",mode="native"} 1');
     expect(text).toContain('fibkeeper_xdp_foreign_program{device="eth1"} 1');
     expect(text).toContain('fibkeeper_xdp_miss_entries 3');
-    // 11 results + 5 actions + 31 reasons per device, packets and bytes where kept
+    // 11 results + 5 actions + 32 reasons per device, packets and bytes where kept
     expect(text.match(/^fibkeeper_xdp_fib_lookup_packets_total\{/gm)).toHaveLength(22);
-    expect(text.match(/^fibkeeper_xdp_not_handled_total\{/gm)).toHaveLength(62);
+    expect(text.match(/^fibkeeper_xdp_not_handled_total\{/gm)).toHaveLength(64);
     // redirect errors: every reason of every device, from zero
     expect(text).toContain('fibkeeper_xdp_redirect_errors_total{device="eth0",reason="too_big"} 4');
     expect(text).toContain(

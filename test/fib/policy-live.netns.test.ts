@@ -2,13 +2,21 @@
 // README states (POLICY_BOUNDS), the forwarder counts the traffic under the policy's reason;
 // from then on no frame is forwarded in XDP (its redirect counter stands still while the
 // reason counter moves on by 100 more frames) and none reaches the server past the drop;
-// once the policy is gone, XDP forwards again within the same bound. Measured on the
-// forwarder's counters, never by sleeping.
+// once the policy is gone, XDP forwards again within the same bound. And an agent that stops:
+// XDP forwards WATCH_MS longer (a restart is quicker), then every frame goes to the kernel
+// until an agent is back. Measured on the forwarder's counters, never by sleeping.
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { POLICY_BOUNDS, XdpForwarder } from '../../src/fib/index.js';
+import {
+  POLICY_BOUNDS,
+  WATCH_MS,
+  XdpForwarder,
+  decodeStats,
+  pinPaths,
+} from '../../src/fib/index.js';
+import { BpfMap } from '../../src/native/index.js';
 import { silentLogger } from '../../src/log/index.js';
-import { privateBpffs } from '../helpers/cleanup.js';
+import { cleanupLater, privateBpffs } from '../helpers/cleanup.js';
 import { privileged } from '../helpers/netns.js';
 import { f4 } from './corpus/case.js';
 import { nft, sh, shQuiet } from './corpus/cases-policy.js';
@@ -17,6 +25,12 @@ import type { Ctrs } from './corpus/report.js';
 import { tcDropObject } from './corpus/tcprog.js';
 
 const { skip } = privileged();
+
+const u32 = (n: number) => {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(n);
+  return b;
+};
 
 interface Change {
   name: string;
@@ -69,18 +83,23 @@ describe.skipIf(skip)('a policy change while traffic flows', () => {
   let x: XdpForwarder;
   let timer: NodeJS.Timeout | undefined;
 
-  beforeAll(async () => {
-    lab = makeDiffLab('live');
-    tcDropObject();
-    x = new XdpForwarder({
+  let pinDir: string;
+  const forwarder = () =>
+    new XdpForwarder({
       netns: lab.router,
       config: {
         ...{ devices: ['r1', 'r2', 'r3', 'r4'], holderName: 'fk-holder', mode: 'auto' as const },
-        ...{ pinDir: privateBpffs(), keepOnStop: false, force: false, ipv6: true },
+        ...{ pinDir, keepOnStop: true, force: false, ipv6: true },
       },
       log: silentLogger(),
       resyncIntervalMs: 0,
     });
+
+  beforeAll(async () => {
+    lab = makeDiffLab('live');
+    pinDir = privateBpffs();
+    tcDropObject();
+    x = forwarder();
     await x.start();
     // about one frame a millisecond, client to server, for as long as the file runs
     const frame = f4();
@@ -91,7 +110,7 @@ describe.skipIf(skip)('a policy change while traffic flows', () => {
 
   afterAll(async () => {
     clearInterval(timer);
-    await x?.stop();
+    await x?.detach();
   });
 
   const r1 = () => x.counters().find((d) => d.device === 'r1') as Ctrs;
@@ -138,5 +157,43 @@ describe.skipIf(skip)('a policy change while traffic flows', () => {
   it('leaves no policy behind', () => {
     shQuiet(lab, 'nft delete table inet live; tc qdisc del dev r1 clsact');
     expect(x.health()).toEqual({ ok: true, reasons: [] });
+  });
+
+  it(`an agent that stops watching: XDP forwards for ${WATCH_MS} ms more, then the kernel, until an agent is back`, async () => {
+    // the pinned counters, read without an agent
+    const stats = BpfMap.fromPinned(`${pinPaths(pinDir, lab.router).maps}/fk_stats`);
+    cleanupLater(() => stats.close());
+    const slot = x.status().find((d) => d.name === 'r1')?.slot ?? 0;
+    const pinned = () => decodeStats(stats.lookupPerCpu(u32(slot)) ?? []);
+    await x.stop(); // keepOnStop: the programs stay
+    const stopped = performance.now();
+    const r0 = pinned().actions.redirect.packets;
+    await until(
+      'XDP goes on forwarding without the agent',
+      () => pinned().actions.redirect.packets > r0 + 100,
+      3000,
+    );
+    const unwatched = await until(
+      'frames counted unwatched',
+      () => pinned().reasons.unwatched.packets > 0,
+      WATCH_MS + 3000,
+    );
+    const after = performance.now() - stopped;
+    console.log(
+      `agent stopped: XDP forwarded on for ${after.toFixed(0)} ms (watch ${WATCH_MS} ms)`,
+    );
+    expect(after).toBeGreaterThan(WATCH_MS - 1000);
+    // the deadline was last moved at most WATCH_RENEW_MS before the stop; one tick (500 ms) after it
+    expect(after).toBeLessThan(WATCH_MS + 500 + 1000);
+    expect(unwatched).toBeGreaterThan(0);
+    // the kernel forwards it meanwhile: the server still receives, XDP redirects no more
+    const red = pinned().actions.redirect.packets;
+    const rx = lab.received('s0');
+    await until('the kernel forwards', () => lab.received('s0') > rx + 100, 3000);
+    expect(pinned().actions.redirect.packets).toBe(red);
+    // an agent is back: it reads the kernel, then XDP forwards again
+    x = forwarder();
+    await x.start();
+    await until('XDP forwards again', () => pinned().actions.redirect.packets > red, 3000);
   });
 });
