@@ -123,8 +123,17 @@ const NOTES = {
     '103 and 115). Against the program before that, in the same run (`--baseline`, three runs): live ' +
     'IPv4 0.93–1.08 and IPv6 1.00–1.04 of its frames per second, test-run IPv4 0.99–1.06 and IPv6 ' +
     '0.88–1.06 of its cost, all within this noise; many short alternating rounds put live IPv4 0–2% ' +
-    'ahead. testrun_ipv4_rp_filter is the rp_filter emulation (a reverse ' +
-    'bpf_fib_lookup per packet) against the same program without it.',
+    'ahead. Issue 23 (the node-policy checks of an empty ruleset, the watch byte, the rp_filter ' +
+    'cache), three runs of the final program on 2026-12-05 (05:51–06:02 UTC, suites of other ' +
+    'worktrees running: load 3.7–4.3 on two cores): test-run IPv4 1.04, 1.05, 1.04 and IPv6 1.00, ' +
+    '1.01, 1.00 of the reference; live 0.97, 0.96, 0.96 (IPv4) and 0.98, 0.99, 0.97 (IPv6) of it; ' +
+    'rp_filter 1.10, 1.10, 1.13 of the program without it (1.74–1.82 with a reverse lookup per ' +
+    'packet). Four runs of the program before the watch (04:58–05:39) gave test-run 1.05, 1.24, ' +
+    '1.05, 1.05 / 1.04–1.06, live 0.96–0.99 / 0.96–0.99, rp_filter 1.11, 0.93, 1.12, 1.13 (the 1.24 ' +
+    'run had 4 of its 7 fk rounds at 162–167 ns against 139–140 in the others). This file is the ' +
+    'last final run. testrun_ipv4_rp_filter is the rp_filter emulation (the reverse ' +
+    'bpf_fib_lookup, cached per CPU and flow: one lookup per flow and generation of the ' +
+    "agent's kernel state) against the same program without it.",
   'netlink-neigh':
     'A raw C writer of the same entries (not committed) reached about 5× `ip -batch` here, ' +
     'not the 8× the target assumed; the client runs at about 90% of it.',

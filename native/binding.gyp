@@ -15,6 +15,7 @@
         "mount.cc",
         "netlink_socket.cc",
         "netns.cc",
+        "node_policy.cc",
         "notify.cc",
         "packet_socket.cc",
         "poller.cc",

@@ -94,6 +94,19 @@ describe('cli', () => {
       const warn = await run('config', 'check', join(dir, 'ok.yaml'));
       expect(warn.code).toBe(0);
       expect(warn.err).toMatch(/forwardable ops 224\.0\.0\.1 would be skipped: .*multicast/);
+      // bypassing the node's policy takes the word itself, and is called out
+      writeFileSync(state, '{"version": 1}');
+      for (const v of ['false', 'off', 'Bypass', 'skip']) {
+        writeFileSync(join(dir, 'np.yaml'), `extip:\n  enabled: false\nxdp:\n  nodePolicy: ${v}\n`);
+        const r = await run('config', 'check', join(dir, 'np.yaml'));
+        expect(r.code, v).toBe(1);
+        expect(r.err, v).toMatch(/xdp\.nodePolicy: must be one of respect, bypass/);
+      }
+      writeFileSync(join(dir, 'np.yaml'), 'extip:\n  enabled: false\nxdp:\n  nodePolicy: bypass\n');
+      const bypass = await run('config', 'check', join(dir, 'np.yaml'));
+      expect(bypass.code, bypass.err).toBe(0);
+      expect(JSON.parse(bypass.out).xdp.nodePolicy).toBe('bypass');
+      expect(bypass.err).toMatch(/warning: xdp\.nodePolicy: bypass: frames forwarded in XDP skip/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -37,6 +37,11 @@ export const configCheckCommand: Command = {
     for (const e of skipped) {
       io.err(`warning: state file ${cfg.stateFile}: ${e.entry} would be skipped: ${e.reason}\n`);
     }
+    if (cfg.xdp.enabled && cfg.xdp.nodePolicy === 'bypass') {
+      io.err(
+        "warning: xdp.nodePolicy: bypass: frames forwarded in XDP skip the node's netfilter (filter, connection tracking, NAT), tc and xfrm policy; respect (the default) sends the traffic they act on to the kernel\n",
+      );
+    }
     io.out(
       JSON.stringify(
         { ...cfg, api: { ...cfg.api, socketMode: `0${cfg.api.socketMode.toString(8)}` } },

@@ -244,6 +244,13 @@ export interface Binding {
   isBpffs(path: string): boolean;
   sdNotify(socket: string, message: string): number;
   flockFd(fd: number, exclusive: boolean, wait: boolean): boolean;
+  tcxQuery(ifindex: number, egress: boolean, netns?: string): number[] | null;
+  iptablesTable(
+    family: 4 | 6,
+    name: string,
+    netns: string | undefined,
+    entries: boolean,
+  ): { info: Buffer; entries: Buffer } | null;
 }
 
 const ADDON_PATH = '../../native/build/Release/fibkeeper.node';

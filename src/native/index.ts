@@ -65,3 +65,4 @@ export {
   type LibbpfLogger,
   type LibbpfLogLevel,
 } from './bpf-system.js';
+export { tcxQuery, iptablesTable } from './node-policy.js';

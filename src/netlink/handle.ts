@@ -4,12 +4,13 @@
 import { InvalidArgumentError } from '../errors/index.js';
 import { NetlinkSocket, type NetlinkSocketOptions } from '../native/index.js';
 import { stripUndefined } from '../util/index.js';
-import type { Address, Link, Neigh, NetlinkError, Route, Rule } from './codec/index.js';
+import type { Address, Link, Neigh, NetlinkError, Route, Rule, TcObject } from './codec/index.js';
 import * as addr from './calls-addr.js';
 import * as link from './calls-link.js';
 import * as neigh from './calls-neigh.js';
 import * as route from './calls-route.js';
 import * as rule from './calls-rule.js';
+import * as tc from './calls-tc.js';
 import { Client, type ClientStats, type Transport } from './client.js';
 import {
   groupNumbers,
@@ -237,6 +238,16 @@ export class NetlinkHandle {
   /** ruleDel — like `ip rule del [pref N] [selectors...]` (the first rule that matches). */
   ruleDel(spec: rule.RuleSpec): Promise<void> {
     return rule.ruleDel(this.#client, spec);
+  }
+
+  // --- traffic control (read only) -----------------------------------------------------
+  /** qdiscList — like `tc qdisc show`. */
+  qdiscList(): Promise<TcObject[]> {
+    return tc.qdiscList(this.#client);
+  }
+  /** filterList — like `tc filter show dev DEV ingress` (TC_PARENT_INGRESS) or `egress`. */
+  filterList(ifindex: number, parent: number): Promise<TcObject[]> {
+    return tc.filterList(this.#client, ifindex, parent);
   }
 
   // --- neighbors ------------------------------------------------------------------------

@@ -25,6 +25,12 @@ export {
   type SubscriptionHandlers,
   type SubscriptionStats,
 } from './subscription.js';
+export {
+  NftHandle,
+  XfrmHandle,
+  type ProtocolHandleOptions,
+  type RawSubscriptionHandlers,
+} from './protocols.js';
 // --- feeds ----------------------------------------------------------------------------------
 export { Feed, type FeedParams, type FeedReason } from './feed.js';
 export {
