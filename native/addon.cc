@@ -16,6 +16,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   fk::InitPacketSocket(env, exports);
   fk::InitBpf(env, exports);
   fk::InitNotify(env, exports);
+  fk::InitFaults(env, exports);
   return exports;
 }
 

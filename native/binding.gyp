@@ -11,6 +11,7 @@
         "bpf_program.cc",
         "bpf_system.cc",
         "errors.cc",
+        "faults.cc",
         "lock.cc",
         "mount.cc",
         "netlink_socket.cc",

@@ -12,5 +12,6 @@ void InitNetlinkSocket(Napi::Env env, Napi::Object exports);
 void InitPacketSocket(Napi::Env env, Napi::Object exports);
 void InitBpf(Napi::Env env, Napi::Object exports);
 void InitNotify(Napi::Env env, Napi::Object exports);
+void InitFaults(Napi::Env env, Napi::Object exports);
 
 }  // namespace fk
