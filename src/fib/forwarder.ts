@@ -159,18 +159,22 @@ export class XdpForwarder {
         address: () => this.#schedule(),
       });
       const groups = ['route', RTNLGRP_IPV4_NETCONF, RTNLGRP_IPV6_NETCONF] as const;
-      this.#sub = this.#nl.subscribe(groups, {
-        onMessage: (type) => {
-          if (type !== RTM_NEWNETCONF && type !== RTM_DELNETCONF) return false;
-          this.#schedule();
-          return true;
+      this.#sub = this.#nl.subscribe(
+        groups,
+        {
+          onMessage: (type) => {
+            if (type !== RTM_NEWNETCONF && type !== RTM_DELNETCONF) return false;
+            this.#schedule();
+            return true;
+          },
+          onEvent: (ev) => {
+            if (ev.kind === 'overflow') this.#p.log.warn('xdp: kernel events lost; resyncing');
+            this.#schedule();
+          },
+          onError: (err) => this.#p.log.warn({ err: describeError(err) }, 'xdp: kernel events'),
         },
-        onEvent: (ev) => {
-          if (ev.kind === 'overflow') this.#p.log.warn('xdp: kernel events lost; resyncing');
-          this.#schedule();
-        },
-        onError: (err) => this.#p.log.warn({ err: describeError(err) }, 'xdp: kernel events'),
-      });
+        { socket: 'xdp' },
+      );
       this.#sub.unref();
       await feed.start();
       this.#state = 'running';
