@@ -19,6 +19,7 @@
         "notify.cc",
         "packet_socket.cc",
         "poller.cc",
+        "process.cc",
         "receiving_socket.cc",
         "send_queue.cc"
       ],

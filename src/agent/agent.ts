@@ -19,7 +19,7 @@ import type { Logger } from '../log/index.js';
 import { MetricsServer, createRegistry, type HealthReport } from '../metrics/index.js';
 import { isVerifierError } from '../native/index.js';
 import { NeighborSubsystem } from '../neighbor/index.js';
-import { DeviceFeed, NetlinkHandle } from '../netlink/index.js';
+import { DeviceFeed, NetlinkHandle, type HealthParams, type SocketName } from '../netlink/index.js';
 import {
   buildReport,
   featureAvailable,
@@ -52,6 +52,8 @@ export interface AgentParams {
   capabilities?: bigint;
   /** The XDP object; default build/bpf/xdp_fwd.o of this package. */
   objectPath?: string;
+  /** Tests (FIBKEEPER_TEST_FAULTS): shorter socket health timings than defaultHealth(). */
+  health?: Partial<Omit<HealthParams, 'clock'>>;
 }
 
 export { RESERVED_OWNERS } from '../config/index.js';
@@ -164,7 +166,11 @@ export class Agent implements AgentView {
       await this.#startMetrics();
       await this.#startProbe();
       // Act.
-      this.netlink = NetlinkHandle.open(this.netns ? { netns: this.netns } : {});
+      this.netlink = NetlinkHandle.open({
+        ...(this.netns ? { netns: this.netns } : {}),
+        health: this.#p.health ?? {}, // probe every socket; reopen those that stop answering
+        onReopen: (socket, cause, err) => this.socketReopened(socket, cause, err),
+      });
       this.#stoppers.push(() => this.netlink?.close());
       const devices = (this.devices = new DeviceFeed({
         nl: this.netlink,
@@ -283,6 +289,7 @@ export class Agent implements AgentView {
       config: this.cfg.extip, // validated; the subsystem reads its options under these names
       registry: this.registry,
       log: this.log.child({ component: 'extip' }),
+      onSocketReopen: (cause, err) => this.socketReopened('packet', cause, err),
       ...(this.cfg.cluster.enabled
         ? { cluster: { mayHold: (ip: string) => this.cluster?.member.mayHold(ip) === true } }
         : {}),
@@ -322,6 +329,7 @@ export class Agent implements AgentView {
       devices: this.devices as DeviceFeed,
       ...(this.#p.objectPath ? { objectPath: this.#p.objectPath } : {}),
       config: this.xdpConfig(this.cfg),
+      onSocketReopen: (cause, err) => this.socketReopened('genl', cause, err),
       registry: this.registry,
       log: this.log.child({ component: 'xdp' }),
     });
@@ -404,13 +412,36 @@ export class Agent implements AgentView {
   }
 
   /**
-   * Alive while the process works: it answers (the caller is on its event loop) and its
-   * netlink sockets are open and polled. For liveness probes (/livez): nothing that an
-   * operator must fix (a foreign XDP program, a detach, a down NIC) makes it fail.
+   * A kernel socket was closed and opened afresh after `cause` (an errno name; ETIMEDOUT: it
+   * stopped answering), or could not be (`err`): logged once, counted.
+   */
+  socketReopened(socket: SocketName, cause: string, err?: unknown): void {
+    if (err === undefined) {
+      this.metrics.socketReopens.inc({ socket });
+      this.log.warn({ socket, errno: cause }, `kernel socket ${socket} reopened after ${cause}`);
+    } else {
+      this.log.error(
+        { socket, errno: cause, err: describeError(err) },
+        `kernel socket ${socket} could not be reopened after ${cause}; tried again`,
+      );
+    }
+  }
+
+  /**
+   * Alive while the process works: it answers (the caller is on its event loop) and every
+   * kernel socket answers its probes (netlink: NetlinkHandle.liveness; the genetlink socket
+   * of xdp_features; the packet sockets are open). For liveness probes (/livez) and the
+   * systemd watchdog: nothing that an operator must fix (a foreign XDP program, a detach, a
+   * down NIC) makes it fail.
    */
   live(): HealthReport {
     if (this.phase === 'stopped') return { ok: false, reasons: ['agent stopped'] };
-    return this.netlink?.liveness() ?? { ok: true, reasons: [] };
+    const reasons = [
+      ...(this.netlink?.liveness().reasons ?? []),
+      ...(this.xdp?.liveness().reasons ?? []),
+      ...(this.extip?.liveness().reasons ?? []),
+    ];
+    return { ok: reasons.length === 0, reasons };
   }
 
   /** Ready once the initial dumps are done and the first reconciliation round finished. */

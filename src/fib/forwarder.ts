@@ -56,6 +56,8 @@ export interface XdpForwarderParams {
   sysctlPollMs?: number;
   /** Tests: the kernel side. Default: Datapath over libbpf. */
   ops?: DatapathOps;
+  /** The genetlink socket (xdp_features) was replaced after `cause`, or could not be (`err`). */
+  onSocketReopen?: (cause: string, err?: unknown) => void;
 }
 
 type State = 'new' | 'starting' | 'running' | 'stopped';
@@ -141,7 +143,9 @@ export class XdpForwarder {
         this.#ownNl = true;
       }
       const { records, mapsReplaced } = this.#ops.open();
-      if (this.#p.ops === undefined) this.#features = XdpFeatures.open(this.#p.netns, this.#p.log);
+      if (this.#p.ops === undefined) {
+        this.#features = XdpFeatures.open(this.#p.netns, this.#p.log, this.#p.onSocketReopen);
+      }
       this.#p.log.info(
         { records: records.map((r) => r.name), mapsReplaced },
         records.length > 0 ? 'xdp: adopting pinned programs' : 'xdp: no pinned programs',
@@ -422,6 +426,12 @@ export class XdpForwarder {
     if (this.#state !== 'running') reasons.push(`forwarder ${this.#state}`);
     else if (!this.#synced) reasons.push('first sync not done');
     return { ok: reasons.length === 0, reasons };
+  }
+
+  /** Alive: its genetlink socket answers (it is asked every sysctlPollMs). For /livez. */
+  liveness(): XdpHealth {
+    const why = this.#features?.silence(20_000);
+    return why === undefined ? { ok: true, reasons: [] } : { ok: false, reasons: [`xdp: ${why}`] };
   }
 
   /** Healthy: ready, the last sync worked and every selected device has the program. */
