@@ -1,8 +1,9 @@
 // The agent: wires the subsystems together in one namespace. Validate, lock, then act:
 // start checks the capabilities the configuration needs, takes the namespace lock, loads
 // the state file, binds the control socket (its directory's owner and mode checked; it
-// answers 503 until the agent runs) and the metrics endpoint, and probes the kernel — all
-// before its first kernel change. Then XDP (a verifier refusal fails the start before
+// answers 503 until the agent runs) and the metrics endpoint, probes the kernel, and checks
+// the config's static lists against the node's addresses (node-check.ts) — all before its
+// first kernel change. Then XDP (a verifier refusal fails the start before
 // anything else is touched), the neighbor tables and reconciler, external IPs and the miss
 // tracker. Stop runs in reverse and leaves neighbor entries, external IPs and (by default)
 // XDP in place. In cluster mode the first kernel change removes from the holder whatever is
@@ -33,6 +34,7 @@ import { handlersFor } from './handlers.js';
 import { acquireAgentLock, type AgentLock } from './lock.js';
 import { registerAgentMetrics, type AgentMetrics } from './metrics.js';
 import { MISS_OWNER, MissTracker } from './miss-tracker.js';
+import { checkStaticsOnNode } from './node-check.js';
 import { checkCapabilities } from './preflight.js';
 import { reloadAgent, type ReloadResult } from './reload.js';
 import { planExtip, planForwardable, staticSets } from './restore.js';
@@ -165,13 +167,14 @@ export class Agent implements AgentView {
       await this.#startApi(token);
       await this.#startMetrics();
       await this.#startProbe();
-      // Act.
       this.netlink = NetlinkHandle.open({
         ...(this.netns ? { netns: this.netns } : {}),
         health: this.#p.health ?? {}, // probe every socket; reopen those that stop answering
         onReopen: (socket, cause, err) => this.socketReopened(socket, cause, err),
       });
       this.#stoppers.push(() => this.netlink?.close());
+      await checkStaticsOnNode(this.netlink, this.cfg, this.netns); // reads only
+      // Act.
       const devices = (this.devices = new DeviceFeed({
         nl: this.netlink,
         log: this.log.child({ component: 'devices' }),
