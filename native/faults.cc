@@ -34,6 +34,7 @@ struct Config {
   uint32_t storm_ms = 50;
   uint32_t deaf_ms = 2000;
   uint32_t hang_ms = 2000;
+  int64_t from_ns = 0;  // nothing is injected before this time (CLOCK_MONOTONIC)
 };
 
 std::mutex g_mu;  // the random generator and the configuration
@@ -50,8 +51,8 @@ bool IsReceive(FaultSite site) {
   return site == FaultSite::kNetlinkRecv || site == FaultSite::kPacketRecv;
 }
 
-// configureFaults({seed, stormMs, deafMs, hangMs, rules: [{site, kind, err, probability}]})
-// arms the faults; configureFaults(null) disarms them.
+// configureFaults({seed, stormMs, deafMs, hangMs, delayMs, rules: [{site, kind, err,
+// probability}]}) arms the faults (from delayMs on); configureFaults(null) disarms them.
 Napi::Value ConfigureFaults(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info[0].IsNull() || info[0].IsUndefined()) {
@@ -70,6 +71,7 @@ Napi::Value ConfigureFaults(const Napi::CallbackInfo& info) {
   config->storm_ms = static_cast<uint32_t>(num("stormMs", 50));
   config->deaf_ms = static_cast<uint32_t>(num("deafMs", 2000));
   config->hang_ms = static_cast<uint32_t>(num("hangMs", 2000));
+  config->from_ns = NowNs() + static_cast<int64_t>(num("delayMs", 0)) * 1000000;
   Napi::Value rules = spec.Get("rules");
   if (!rules.IsArray()) ThrowType(env, "configureFaults: rules must be an array");
   Napi::Array list = rules.As<Napi::Array>();
@@ -117,6 +119,7 @@ Fault NextFault(FaultSite site, FaultState* state) {
   if (!g_config) return f;
   const Config& c = *g_config;
   int64_t now = NowNs();
+  if (now < c.from_ns) return f;
   if (IsReceive(site) && state != nullptr) {
     if (now < state->deaf_until_ns) return Fault{Fault::kDiscard, 0, 0, 1.0};
     if (now < state->empty_until_ns) return Fault{Fault::kEmpty, 0, 0, 1.0};

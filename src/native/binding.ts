@@ -250,6 +250,7 @@ export interface Binding {
       stormMs: number;
       deafMs: number;
       hangMs: number;
+      delayMs: number;
       rules: { site: number; kind: number; err: number; probability: number }[];
     } | null,
   ): void;

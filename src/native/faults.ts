@@ -16,7 +16,8 @@
 //   truncate        recv: a datagram delivered cut short (inside a message)
 //   hang            send (netlink send thread only): sleeps hangMs before the sendmsg
 // rate: probability per call of each class; sockets: netlink, packet or both; seed: the
-// random sequence; stormMs, deafMs, hangMs: lengths (defaults 50, 2000, 2000). The same
+// random sequence; stormMs, deafMs, hangMs: lengths (defaults 50, 2000, 2000); delayMs:
+// nothing is injected before that long after arming (default 0). The same
 // variable may shorten the agent's socket health timings for a test (netlink/health.ts):
 // probeMs (round interval), silentMs (silence before a reopen), liveMs (silence before
 // /livez fails). classes may be empty: then only those timings apply.
@@ -44,6 +45,7 @@ export interface FaultSpec {
   stormMs: number;
   deafMs: number;
   hangMs: number;
+  delayMs: number;
   /** Socket health timings for the agent (netlink/health.ts), when the test gives them. */
   health: { intervalMs?: number; deafMs?: number; livenessMs?: number };
 }
@@ -84,6 +86,7 @@ export function parseFaultSpec(text: string): FaultSpec {
     stormMs: 50,
     deafMs: 2000,
     hangMs: 2000,
+    delayMs: 0,
     health: {},
   };
   for (const part of text
@@ -112,6 +115,7 @@ export function parseFaultSpec(text: string): FaultSpec {
     else if (key === 'stormMs' && num >= 0) spec.stormMs = num;
     else if (key === 'deafMs' && num >= 0) spec.deafMs = num;
     else if (key === 'hangMs' && num >= 0) spec.hangMs = num;
+    else if (key === 'delayMs' && num >= 0) spec.delayMs = num;
     else if (key === 'probeMs' && num > 0) spec.health.intervalMs = num;
     else if (key === 'silentMs' && num > 0) spec.health.deafMs = num;
     else if (key === 'liveMs' && num > 0) spec.health.livenessMs = num;
@@ -156,6 +160,7 @@ export function configureFaults(spec: FaultSpec | null): string[] {
           stormMs: spec.stormMs,
           deafMs: spec.deafMs,
           hangMs: spec.hangMs,
+          delayMs: spec.delayMs,
           rules: armed,
         },
   );

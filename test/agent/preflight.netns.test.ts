@@ -20,6 +20,7 @@ import {
   writeConfig,
   type AgentProc,
   type AgentWorld,
+  type ConfigOptions,
 } from './harness.js';
 
 const { skip } = privileged();
@@ -101,10 +102,11 @@ describe.skipIf(skip)('validate, lock, then act', () => {
           (n.state ?? []).includes('PERMANENT'),
       ),
     ];
-    for (const [list, extra] of [
+    const cases: [string, ConfigOptions][] = [
       ['extip.static', { forwardableStatic: ['10.88.9.1'], extipStatic: ['10.88.0.1'] }],
       ['forwardable.static', { forwardableStatic: ['10.88.9.1', '10.88.0.1'] }],
-    ] as const) {
+    ];
+    for (const [list, extra] of cases) {
       const before = kernel();
       writeConfig(w, baseConfig(w, extra));
       const a = await startAgent(w, { ready: false });
