@@ -121,6 +121,11 @@ Fault NextFault(FaultSite site, FaultState* state) {
   int64_t now = NowNs();
   if (now < c.from_ns) return f;
   if (IsReceive(site) && state != nullptr) {
+    if (state->pending_err != 0) {
+      Fault pending{Fault::kErrno, state->pending_err, 0, 1.0};
+      state->pending_err = 0;
+      return pending;
+    }
     if (now < state->deaf_until_ns) return Fault{Fault::kDiscard, 0, 0, 1.0};
     if (now < state->empty_until_ns) return Fault{Fault::kEmpty, 0, 0, 1.0};
   }

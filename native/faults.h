@@ -22,7 +22,9 @@ struct Fault {
     kNone = 0,
     kErrno,     // the call fails with `err`; a receive leaves the datagram queued
     kLose,      // a receive reads the datagram and reports `err` (ENOBUFS, EMSGSIZE); a send
-                // reports success but nothing reaches the kernel (no reply will come)
+                // reports success but nothing reaches the kernel (no reply will come). As
+                // the kernel does, ENOBUFS spares a netlink dump's data (netlink_dump()
+                // waits for room instead of dropping): that datagram arrives, then ENOBUFS.
     kEmpty,     // a receive finds nothing (EAGAIN) although data is queued
     kDiscard,   // a receive reads the datagram and delivers nothing (a deaf socket)
     kTruncate,  // a receive delivers only the first `keep` bytes of the datagram
@@ -38,6 +40,7 @@ struct Fault {
 struct FaultState {
   int64_t empty_until_ns = 0;
   int64_t deaf_until_ns = 0;
+  int pending_err = 0;  // reported by the next receive (after a spared dump datagram)
 };
 
 extern std::atomic<bool> g_faults_armed;

@@ -1,6 +1,9 @@
 #include "receiving_socket.h"
 
+#include <linux/netlink.h>
+
 #include <cerrno>
+#include <cstring>
 
 namespace fk {
 
@@ -28,7 +31,7 @@ ssize_t ReceiveDatagram(int fd, uint8_t* buf, size_t room, void* from, socklen_t
 }
 
 ssize_t ReceiveWithFault(int fd, uint8_t* buf, size_t room, void* from, socklen_t from_len,
-                         int* err, const Fault& fault) {
+                         int* err, const Fault& fault, FaultState* state, bool netlink) {
   switch (fault.kind) {
     case Fault::kNone:
       break;
@@ -40,7 +43,15 @@ ssize_t ReceiveWithFault(int fd, uint8_t* buf, size_t room, void* from, socklen_
       return -1;
     case Fault::kLose: {  // a datagram dropped, and the loss reported
       int ignored = 0;
-      ReceiveDatagram(fd, buf, room, from, from_len, &ignored);
+      ssize_t n = ReceiveDatagram(fd, buf, room, from, from_len, &ignored);
+      if (netlink && fault.err == ENOBUFS && n >= static_cast<ssize_t>(sizeof(nlmsghdr))) {
+        nlmsghdr h;
+        std::memcpy(&h, buf, sizeof(h));
+        if (h.nlmsg_flags & NLM_F_MULTI) {  // dump data: kept, the overflow reported next
+          state->pending_err = ENOBUFS;
+          return n;
+        }
+      }
       *err = fault.err;
       return -1;
     }

@@ -51,7 +51,7 @@ ssize_t ReceiveDatagram(int fd, uint8_t* buf, size_t room, void* from, socklen_t
 // ReceiveDatagram with the injected fault `fault` applied (Fault::kNone: the same). A deaf
 // period reads and drops every queued datagram, then reports nothing queued.
 ssize_t ReceiveWithFault(int fd, uint8_t* buf, size_t room, void* from, socklen_t from_len,
-                         int* err, const Fault& fault);
+                         int* err, const Fault& fault, FaultState* state, bool netlink);
 
 // How a socket class names itself.
 struct SocketNames {
@@ -110,7 +110,8 @@ class ReceivingSocket : public Napi::ObjectWrap<T> {
   template <typename Address>
   ssize_t ReceiveOne(uint8_t* buf, size_t room, Address* from, int* err) {
     Fault fault = MaybeFault(T::kRecvSite, &fault_state_);
-    return ReceiveWithFault(fd_.Get(), buf, room, from, sizeof(*from), err, fault);
+    return ReceiveWithFault(fd_.Get(), buf, room, from, sizeof(*from), err, fault, &fault_state_,
+                            T::kRecvSite == FaultSite::kNetlinkRecv);
   }
 
  private:

@@ -28,13 +28,15 @@ const optionFlags: OptionsSpec = Object.fromEntries(
 export const STOP_BOUND_MS = 5000;
 
 /**
- * Test-only fault injection (src/native/faults.ts): armed from FIBKEEPER_TEST_FAULTS, never
- * from the config. Returns the socket health timings the variable gives, if any.
+ * Test-only fault injection (src/native/faults.ts), from FIBKEEPER_TEST_FAULTS, never from
+ * the config: its spec (undefined without the variable). arm() arms it, loudly.
  */
-function armTestFaults(env: NodeJS.ProcessEnv, log: Logger): FaultSpec['health'] | undefined {
+function testFaults(env: NodeJS.ProcessEnv): FaultSpec | undefined {
   const text = env.FIBKEEPER_TEST_FAULTS;
-  if (text === undefined || text === '') return undefined;
-  const spec = parseFaultSpec(text);
+  return text === undefined || text === '' ? undefined : parseFaultSpec(text);
+}
+
+function armTestFaults(spec: FaultSpec, text: string, log: Logger): void {
   const rules = configureFaults(spec);
   log.warn(
     { faults: text, rules },
@@ -43,7 +45,6 @@ function armTestFaults(env: NodeJS.ProcessEnv, log: Logger): FaultSpec['health']
   if (rules.length > 0) {
     setInterval(() => log.warn({ injected: faultCounts() }, 'test faults injected'), 5000).unref();
   }
-  return spec.health;
 }
 
 export const runCommand: Command = {
@@ -129,7 +130,9 @@ export const runCommand: Command = {
       const log = createLogger(cfg.log.level);
       const libbpf = log.child({ component: 'libbpf' });
       setLibbpfLogger((level, msg) => libbpf[level === 'warn' ? 'warn' : 'debug'](msg.trimEnd()));
-      const health = armTestFaults(process.env, log);
+      const faults = testFaults(process.env);
+      if (faults?.phase === 'start') armTestFaults(faults, process.env.FIBKEEPER_TEST_FAULTS!, log);
+      const health = faults?.health;
       systemd = new SystemdNotifier(log);
       agent = new Agent({
         config: cfg,
@@ -142,6 +145,7 @@ export const runCommand: Command = {
       systemd.watchdog(agent, stopped.signal);
       if (hupEarly) reload(); // waits for the start
       await agent.start();
+      if (faults?.phase === 'ready') armTestFaults(faults, process.env.FIBKEEPER_TEST_FAULTS!, log);
       started = true;
       void systemd.started(agent, stopped.signal);
     } catch (err) {

@@ -116,8 +116,9 @@ export class XdpFeatures {
       },
       onError: (err: SystemError) => {
         if (sock !== this.#sock) return;
-        this.#pending?.done(err);
-        this.#reopen(err.code);
+        this.#pending?.done(err); // asked again at the next poll
+        // A reply dropped (ENOBUFS) or too big (EMSGSIZE): the socket itself is fine.
+        if (err.code !== 'ENOBUFS' && err.code !== 'EMSGSIZE') this.#reopen(err.code);
       },
     });
     sock.unref();

@@ -139,3 +139,4 @@ export function labDown(prefix: string): string[] {
   }
   return removed;
 }
+export { faultSoak, type SoakOptions, type SoakResult } from './faults.js';

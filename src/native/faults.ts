@@ -17,7 +17,8 @@
 //   hang            send (netlink send thread only): sleeps hangMs before the sendmsg
 // rate: probability per call of each class; sockets: netlink, packet or both; seed: the
 // random sequence; stormMs, deafMs, hangMs: lengths (defaults 50, 2000, 2000); delayMs:
-// nothing is injected before that long after arming (default 0). The same
+// nothing is injected before that long after arming (default 0); phase: start (default:
+// armed before the agent starts) or ready (armed once it is ready). The same
 // variable may shorten the agent's socket health timings for a test (netlink/health.ts):
 // probeMs (round interval), silentMs (silence before a reopen), liveMs (silence before
 // /livez fails). classes may be empty: then only those timings apply.
@@ -46,6 +47,8 @@ export interface FaultSpec {
   deafMs: number;
   hangMs: number;
   delayMs: number;
+  /** When `fibkeeper run` arms the faults: before the agent starts, or once it is ready. */
+  phase: 'start' | 'ready';
   /** Socket health timings for the agent (netlink/health.ts), when the test gives them. */
   health: { intervalMs?: number; deafMs?: number; livenessMs?: number };
 }
@@ -87,6 +90,7 @@ export function parseFaultSpec(text: string): FaultSpec {
     deafMs: 2000,
     hangMs: 2000,
     delayMs: 0,
+    phase: 'start',
     health: {},
   };
   for (const part of text
@@ -116,6 +120,7 @@ export function parseFaultSpec(text: string): FaultSpec {
     else if (key === 'deafMs' && num >= 0) spec.deafMs = num;
     else if (key === 'hangMs' && num >= 0) spec.hangMs = num;
     else if (key === 'delayMs' && num >= 0) spec.delayMs = num;
+    else if (key === 'phase' && (value === 'start' || value === 'ready')) spec.phase = value;
     else if (key === 'probeMs' && num > 0) spec.health.intervalMs = num;
     else if (key === 'silentMs' && num > 0) spec.health.deafMs = num;
     else if (key === 'liveMs' && num > 0) spec.health.livenessMs = num;
