@@ -28,6 +28,8 @@ export interface SoakOptions {
   /** bin/fibkeeper.js and the node to run it with. */
   bin: string;
   node: string;
+  /** extip.checkInterval of the agent (default 500ms; issue 24's reproduction: 50ms). */
+  extipCheckInterval?: string;
   /** Progress lines. */
   say?: (line: string) => void;
 }
@@ -66,7 +68,7 @@ const STATIC_EXTIP = ['10.77.1.100'];
 const EXTIP_POOL = Array.from({ length: 6 }, (_, i) => `10.77.1.${150 + i}`);
 const FLAPPED = 'r-server1';
 
-function config(lab: Lab, dir: string): string {
+function config(lab: Lab, dir: string, checkInterval: string): string {
   const list = (v: string[]) => `[${v.map((x) => `"${x}"`).join(', ')}]`;
   return [
     'netns: ""',
@@ -84,7 +86,7 @@ function config(lab: Lab, dir: string): string {
     '  holderKind: bridge',
     `  interface: ${lab.routerExternal}`,
     '  announceCount: 1',
-    '  checkInterval: 500ms',
+    `  checkInterval: ${checkInterval}`,
     '  dad: false',
     `  static: ${list(STATIC_EXTIP)}`,
     'api:',
@@ -327,7 +329,7 @@ export async function faultSoak(o: SoakOptions): Promise<SoakResult> {
       'net.ipv6.conf.all.keep_addr_on_down=1',
     ]);
     const cfg = join(o.dir, 'config.yaml');
-    writeFileSync(cfg, config(lab, o.dir) + '\n');
+    writeFileSync(cfg, config(lab, o.dir, o.extipCheckInterval ?? '500ms') + '\n');
     const logPath = join(o.dir, 'agent.log');
     const fd = openSync(logPath, 'a');
     const log = () => readFileSync(logPath, 'utf8');
