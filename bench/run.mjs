@@ -117,7 +117,7 @@ const NOTES = {
     '(FIBKEEPER_TEST_FAULTS, armed once ready) under route churn, a link flap every 2 s and ' +
     'API traffic; the figure is the time until the kernel matched the desired state computed ' +
     'with `ip route get … fibmatch` after the churn; pass also needs /livez and the API to ' +
-    'have answered throughout and a clean stop. Run `none` injects nothing: issue 24\'s ' +
+    "have answered throughout and a clean stop. Run `none` injects nothing: issue 24's " +
     'workload (extip checks every 50 ms), which must show no EINVAL at all.',
   'netlink-neigh':
     'A raw C writer of the same entries (not committed) reached about 5× `ip -batch` here, ' +
