@@ -11,7 +11,7 @@ import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { labDown, labUp } from './index.js';
+import { labDown, labUp } from './lab.js';
 import type { Lab } from './topology.js';
 
 export interface SoakOptions {
