@@ -18,7 +18,6 @@ import { ExternalIpSubsystem } from '../extip/index.js';
 import { XdpForwarder, type XdpForwarderConfig } from '../fib/index.js';
 import type { Logger } from '../log/index.js';
 import { MetricsServer, createRegistry, type HealthReport } from '../metrics/index.js';
-import { isVerifierError } from '../native/index.js';
 import { NeighborSubsystem } from '../neighbor/index.js';
 import { DeviceFeed, NetlinkHandle, type HealthParams, type SocketName } from '../netlink/index.js';
 import {
@@ -35,7 +34,8 @@ import { acquireAgentLock, type AgentLock } from './lock.js';
 import { registerAgentMetrics, type AgentMetrics } from './metrics.js';
 import { MISS_OWNER, MissTracker } from './miss-tracker.js';
 import { checkStaticsOnNode } from './node-check.js';
-import { checkCapabilities } from './preflight.js';
+import { checkCapabilities, verifierRefusal } from './preflight.js';
+import { reportReopen } from './sockets.js';
 import { reloadAgent, type ReloadResult } from './reload.js';
 import { planExtip, planForwardable, staticSets } from './restore.js';
 import { StateStore, type ControlState, type SkippedEntry } from './state.js';
@@ -414,20 +414,9 @@ export class Agent implements AgentView {
     return this.#metricsServer?.port;
   }
 
-  /**
-   * A kernel socket was closed and opened afresh after `cause` (an errno name; ETIMEDOUT: it
-   * stopped answering), or could not be (`err`): logged once, counted.
-   */
+  /** A kernel socket was replaced after `cause`, or could not be (`err`): logged, counted. */
   socketReopened(socket: SocketName, cause: string, err?: unknown): void {
-    if (err === undefined) {
-      this.metrics.socketReopens.inc({ socket });
-      this.log.warn({ socket, errno: cause }, `kernel socket ${socket} reopened after ${cause}`);
-    } else {
-      this.log.error(
-        { socket, errno: cause, err: describeError(err) },
-        `kernel socket ${socket} could not be reopened after ${cause}; tried again`,
-      );
-    }
+    reportReopen(this.log, this.metrics, socket, cause, err);
   }
 
   /**
@@ -514,14 +503,3 @@ export class Agent implements AgentView {
 }
 
 export { MISS_OWNER };
-
-/** The verifier's last line when `err` (or a cause of it) is a verifier refusal. */
-function verifierRefusal(err: unknown): string | undefined {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; depth++, e = e.cause) {
-    if (isVerifierError(e)) {
-      const lines = e.verifierLog.trim().split('\n');
-      return lines.filter((l) => !/^processed \d+ insns/.test(l)).pop() ?? e.message;
-    }
-  }
-  return undefined;
-}

@@ -13,7 +13,7 @@
 // in order on the socket. The bulk path relies on that: only the last message of a batch
 // asks for an ack; failures are answered individually (the kernel always reports an
 // error); so the ack for the last message proves every message before it was handled.
-import { ClosedError, TimeoutError } from '../errors/index.js';
+import { ClosedError } from '../errors/index.js';
 import type { NetlinkReceiver, SystemError } from '../native/index.js';
 import {
   NetlinkError,
@@ -29,6 +29,7 @@ import { BulkOp, type BulkHost, type BulkOutcome, type BulkSpec } from './bulk.j
 import { DumpCutShortError, Dumps, isDump, type DumpHost } from './dumps.js';
 import type { Probed } from './health.js';
 import { OverflowRecovery } from './overflow.js';
+import { PendingOps } from './pending.js';
 import {
   singleOp,
   type ClientParams,
@@ -58,14 +59,11 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
   #epoch = 0;
   readonly params: ClientParams;
   readonly #w = new Writer(64 * 1024);
-  readonly #single = new Map<number, Op>();
-  readonly #ranges: Op[] = [];
+  readonly #ops: PendingOps;
   #seq = 1 + Math.floor(Math.random() * 0x1000_0000);
-  #pending = 0;
   #closed = false;
   readonly #dumps = new Dumps(this);
   readonly #overflow = new OverflowRecovery(this);
-  #watchdog: NodeJS.Timeout | undefined;
   /** The sequence number of the last liveness probe (its ack is not a stray message). */
   #liveSeq = -1;
   readonly socketName = 'request' as const;
@@ -87,6 +85,11 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
 
   constructor(params: ClientParams) {
     this.params = params;
+    this.#ops = new PendingOps({
+      timeoutMs: params.timeoutMs,
+      busy: (on) => (on ? this.#t.ref() : this.#t.unref()),
+      timedOut: () => this.pumpAll(), // failed bulk operations gave their room back
+    });
     this.lastHeard = this.#now();
     this.#t = params.transport;
     this.#attach(params.transport);
@@ -101,7 +104,7 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
     this.#t = t;
     const epoch = ++this.#epoch;
     this.#senderStarted = false;
-    if (this.#pending > 0) t.ref();
+    if (this.#ops.count > 0) t.ref();
     else t.unref();
     t.receive({
       onData: (chunk) => {
@@ -179,7 +182,7 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
     if (this.#closed) return;
     this.stats.failedSends++;
     if (SEND_BROKEN.has(err.code)) queueMicrotask(() => this.reopen(err.code, err.errno));
-    for (const op of this.#allOps()) {
+    for (const op of this.#ops.all()) {
       if (op.lastSeq < first || op.firstSeq > last) continue;
       if (op instanceof BulkOp) {
         op.sendFailed(first, last, err);
@@ -200,34 +203,11 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
 
   register(op: Op): void {
     this.#checkOpen();
-    if (isSingle(op)) this.#single.set(op.firstSeq, op);
-    else this.#ranges.push(op);
-    if (this.#pending++ === 0) {
-      this.#t.ref();
-      this.#startWatchdog();
-    }
+    this.#ops.add(op);
   }
 
   #unregister(op: Op): void {
-    if (isSingle(op)) {
-      if (this.#single.get(op.firstSeq) !== op) return;
-      this.#single.delete(op.firstSeq);
-    } else {
-      const i = this.#ranges.indexOf(op);
-      if (i < 0) return;
-      this.#ranges.splice(i, 1);
-    }
-    if (--this.#pending === 0) {
-      this.#t.unref();
-      this.#stopWatchdog();
-    }
-  }
-
-  #find(seq: number): Op | undefined {
-    const op = this.#single.get(seq);
-    if (op) return op;
-    for (const r of this.#ranges) if (seq >= r.firstSeq && seq <= r.lastSeq) return r;
-    return undefined;
+    this.#ops.drop(op);
   }
 
   /** Sends one message built by `encode`, with the given seq and extra header flags. */
@@ -325,7 +305,7 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
 
   /** Lets every running bulk operation use the room in the window. */
   pumpAll(): void {
-    for (const op of [...this.#ranges]) if (op instanceof BulkOp) op.pump();
+    for (const op of this.#ops.ranges()) if (op instanceof BulkOp) op.pump();
   }
 
   /** Called by BulkOp when it has completed. */
@@ -364,7 +344,7 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
       const flags = chunk.readUInt16LE(off + 6);
       const seq = chunk.readUInt32LE(off + 8);
       const pid = chunk.readUInt32LE(off + 12);
-      const op = pid === port ? this.#find(seq) : undefined;
+      const op = pid === port ? this.#ops.find(seq) : undefined;
       if (op) {
         op.lastActivity = now;
         this.#deliver(op, chunk, off, len, type, flags, seq);
@@ -406,7 +386,7 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
    * The running dump is tried again; the probe finds the requests that lost their replies.
    */
   #lost(why: string): void {
-    for (const op of this.#allOps()) {
+    for (const op of this.#ops.all()) {
       if (!isDump(op)) continue;
       this.#unregister(op);
       op.fail(new DumpCutShortError(op.what, why));
@@ -461,7 +441,7 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
 
   #failInFlight(cause: string, errno: number): void {
     const message = `the request socket was reopened after ${cause}; the request may or may not have been applied`;
-    for (const op of this.#allOps()) {
+    for (const op of this.#ops.all()) {
       if (op.probe) {
         this.#unregister(op);
         continue;
@@ -482,57 +462,26 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
 
   /** Whether `op` still waits for its reply. */
   isPending(op: Op): boolean {
-    return this.#single.get(op.firstSeq) === op || this.#ranges.includes(op);
+    return this.#ops.has(op);
   }
 
   /** Forgets `op` (it will not be answered any more). */
   drop(op: Op): void {
-    this.#unregister(op);
+    this.#ops.drop(op);
   }
 
   /** Every operation waiting for a reply. */
   ops(): Op[] {
-    return this.#allOps();
-  }
-
-  #allOps(): Op[] {
-    return [...this.#single.values(), ...this.#ranges];
+    return this.#ops.all();
   }
 
   // --- lifetime -------------------------------------------------------------------------
-
-  #startWatchdog(): void {
-    if (this.#watchdog || this.params.timeoutMs <= 0) return;
-    const period = Math.max(10, Math.min(1000, this.params.timeoutMs / 4));
-    this.#watchdog = setInterval(() => this.#checkTimeouts(), period);
-    this.#watchdog.unref();
-  }
-
-  #stopWatchdog(): void {
-    if (this.#watchdog) clearInterval(this.#watchdog);
-    this.#watchdog = undefined;
-  }
-
-  #checkTimeouts(): void {
-    const now = Date.now();
-    for (const op of this.#allOps()) {
-      if (now - op.lastActivity > this.params.timeoutMs) {
-        this.#unregister(op);
-        op.fail(new TimeoutError(`netlink: no reply for ${this.params.timeoutMs} ms`));
-      }
-    }
-    this.pumpAll(); // failed bulk operations gave their room back
-  }
 
   /** Fails every pending request with ClosedError and closes the socket. Idempotent. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    const ops = this.#allOps();
-    this.#single.clear();
-    this.#ranges.length = 0;
-    this.#pending = 0;
-    this.#stopWatchdog();
+    const ops = this.#ops.clear();
     this.#t.close();
     const err = new ClosedError('netlink handle closed');
     for (const op of ops) op.fail(err);
@@ -541,9 +490,4 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
   #checkOpen(): void {
     if (this.#closed) throw new ClosedError('netlink handle closed');
   }
-}
-
-/** Ops answered under one sequence number live in a map; bulk operations in a list. */
-function isSingle(op: Op): boolean {
-  return op.firstSeq === op.lastSeq && !(op instanceof BulkOp);
 }
