@@ -14,7 +14,8 @@
 //   timeout         recv: a deaf period (deafMs): everything received vanishes;
 //                   send: "sent", but nothing reaches the kernel (no reply will come)
 //   truncate        recv: a datagram delivered cut short (inside a message)
-//   hang            send (netlink send thread only): sleeps hangMs before the sendmsg
+//   hang            send (the netlink send thread only; never the JS thread): sleeps
+//                   hangMs before the sendmsg
 // rate: probability per call of each class; sockets: netlink, packet or both; seed: the
 // random sequence; stormMs, deafMs, hangMs: lengths (defaults 50, 2000, 2000); delayMs:
 // nothing is injected before that long after arming (default 0); phase: start (default:
@@ -137,7 +138,8 @@ function rules(spec: FaultSpec): Rule[] {
     for (const sock of spec.sockets) {
       for (const op of ['recv', 'send'] as const) {
         const kind = EFFECT[c][op];
-        if (kind === undefined) continue;
+        // Packet sockets send on the JS thread, which an injected hang never blocks.
+        if (kind === undefined || (kind === 'hang' && sock === 'packet')) continue;
         const site = SITE[`${sock}${op === 'recv' ? 'Recv' : 'Send'}`];
         out.push({
           site,
