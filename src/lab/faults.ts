@@ -42,7 +42,7 @@ export interface SoakResult {
   reopens: Record<string, number>;
   /** /livez answers during the run: 200s, other statuses, and no answer within 2 s. */
   livez: { ok: number; failed: number; unanswered: number; reasons: string[] };
-  /** Control API calls: answered 2xx, answered otherwise, not answered within 10 s. */
+  /** Control API calls: answered 2xx, answered otherwise, not answered within 15 s. */
   api: { ok: number; refused: number; unanswered: number };
   /** Time the kernel took to match after the churn, ms; undefined: it never did. */
   convergedMs: number | undefined;
@@ -98,8 +98,11 @@ function config(lab: Lab, dir: string, checkInterval: string): string {
   ].join('\n');
 }
 
-/** One control API call; the status, or undefined when no answer came within `ms`. */
-function api(sock: string, method: string, path: string, body?: unknown, ms = 10_000) {
+/**
+ * One control API call; the status, or undefined when no answer came within `ms` (longer than
+ * api.requestTimeout, 10 s, after which the agent answers 503 itself).
+ */
+function api(sock: string, method: string, path: string, body?: unknown, ms = 15_000) {
   const payload = body === undefined ? undefined : JSON.stringify(body);
   return new Promise<{ status: number; body: string } | undefined>((resolve) => {
     const req = request(

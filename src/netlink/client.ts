@@ -20,7 +20,6 @@ import {
   NLM_F_ACK,
   NLM_F_REQUEST,
   NLMSG_ERROR,
-  NLMSG_NOOP,
   parseErrorMessage,
   SIZEOF_NLMSGHDR,
   Writer,
@@ -64,8 +63,6 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
   #closed = false;
   readonly #dumps = new Dumps(this);
   readonly #overflow = new OverflowRecovery(this);
-  /** The sequence number of the last liveness probe (its ack is not a stray message). */
-  #liveSeq = -1;
   readonly socketName = 'request' as const;
   readonly paused = false;
   /** Clock time of the last datagram received. */
@@ -347,8 +344,9 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
       const op = pid === port ? this.#ops.find(seq) : undefined;
       if (op) {
         op.lastActivity = now;
+        op.heard = true;
         this.#deliver(op, chunk, off, len, type, flags, seq);
-      } else if (pid !== port || seq !== this.#liveSeq) this.stats.strayMessages++;
+      } else this.stats.strayMessages++;
       off += (len + 3) & ~3;
     }
   }
@@ -396,17 +394,13 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
 
   // --- liveness and reopening -----------------------------------------------------------
 
-  /** A liveness probe (health.ts): a NOOP asking for an ack, behind anything queued. */
+  /**
+   * A liveness probe (health.ts): a NOOP asking for an ack, behind anything queued; its ack
+   * also settles the requests sent before it that heard nothing (overflow.ts).
+   */
   sendProbe(): boolean {
     if (this.#closed) return false;
-    const seq = this.allocSeq(1);
-    try {
-      this.sendOne((w) => w.end(w.begin(NLMSG_NOOP, 0, 0)), seq, NLM_F_ACK, 'liveness probe');
-    } catch {
-      return false; // a broken descriptor reopens (sendRaw); other failures are just silence
-    }
-    this.#liveSeq = seq;
-    return true;
+    return this.#overflow.sendLiveness();
   }
 
   /**

@@ -53,8 +53,10 @@ export interface Op {
   lastActivity: number;
   /** Dumps: the kernel paces them instead of dropping, so an overflow cannot lose them. */
   readonly survivesOverflow?: boolean;
-  /** An overflow probe (see Client.onError). */
+  /** An overflow or liveness probe (overflow.ts). */
   probe?: boolean;
+  /** Some reply arrived for it (a dump that has begun). */
+  heard?: boolean;
   handle(buf: Buffer, off: number, len: number, type: number, flags: number, seq: number): boolean;
   fail(err: Error): void;
 }

@@ -5,13 +5,22 @@
 // it and is still unanswered never will be. Those requests fail with ENOBUFS ("may have been
 // applied"); bulk operations report their lost items and go on; dumps are not affected (the
 // kernel paces them instead of dropping their data).
+//
+// The liveness probe (health.ts, Client.sendProbe) is the same NOOP, sent every round: when
+// its ack comes back, a request sent before it that has heard nothing at all never will, with
+// or without an overflow (a kernel that did not answer): it fails as retryable then, not only
+// at the client's 30 s timeout. A dump that has begun is left alone.
 import { backoff } from '../sched/index.js';
 import { NetlinkError, NLM_F_ACK, NLMSG_ERROR, NLMSG_NOOP } from './codec/index.js';
 import { BulkOp, ENOBUFS } from './bulk.js';
+import { DumpCutShortError, isDump } from './dumps.js';
 import { singleOp, type ClientStats, type Encode, type Op } from './ops.js';
 
 /** Probes sent after a receive overflow before giving up (the op timeouts then fail them). */
 const PROBE_ATTEMPTS = 20;
+const ETIMEDOUT = 110;
+const UNANSWERED =
+  'no reply, although the kernel answered what was sent after it (the request may or may not have been applied)';
 
 /** What the recovery needs of the client. */
 export interface OverflowHost {
@@ -81,6 +90,55 @@ export class OverflowRecovery {
       backoff(10, 1000, attempt + 1),
     );
     retry.unref();
+  }
+
+  /**
+   * A liveness probe: sent behind everything before it; its ack settles the requests sent
+   * before it that heard nothing. False when it could not be sent.
+   */
+  sendLiveness(): boolean {
+    const host = this.#host;
+    const seq = host.allocSeq(1);
+    const before = host.ops();
+    let sendIndex = Infinity;
+    let sent = true;
+    const probe = singleOp(
+      seq,
+      (type) => {
+        if (type !== NLMSG_ERROR) return false;
+        for (const op of before) this.#unanswered(op, sendIndex);
+        return true;
+      },
+      () => undefined,
+    );
+    probe.probe = true;
+    host.issue(
+      probe,
+      () => {
+        host.sendOne((w) => w.end(w.begin(NLMSG_NOOP, 0, 0)), seq, NLM_F_ACK, 'liveness probe');
+        sendIndex = host.sendCounter;
+      },
+      () => (sent = false),
+    );
+    return sent;
+  }
+
+  #unanswered(op: Op, probeSendIndex: number): void {
+    const host = this.#host;
+    if (!host.isPending(op)) return;
+    if (op instanceof BulkOp) {
+      const lost = (what: string) => new NetlinkError(what, ETIMEDOUT, { message: UNANSWERED });
+      host.stats.lostAcks += op.loseInFlight(probeSendIndex, lost);
+      return;
+    }
+    if (op.heard === true) return; // a dump that has begun
+    host.drop(op);
+    if (op.probe) return; // an earlier probe that went unanswered
+    op.fail(
+      isDump(op)
+        ? new DumpCutShortError(op.what, 'no reply to the dump request')
+        : new NetlinkError('netlink request', ETIMEDOUT, { message: UNANSWERED }),
+    );
   }
 
   #loseAck(op: Op, probeSendIndex: number): void {

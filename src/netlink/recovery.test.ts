@@ -160,6 +160,33 @@ describe('liveness probes', () => {
     h.close();
   });
 
+  it('settle a request the kernel never answered when a later probe is answered (no 30 s wait)', async () => {
+    const clock = new FakeClock();
+    // The kernel "loses" every neighbor write (no reply, no error) but answers the probes.
+    const { h, reopens } = openHandle(
+      () => (req, w) => {
+        if (req.header.type !== C.RTM_NEWNEIGH) kernelAck()(req, w);
+      },
+      { clock, health: { intervalMs: 1000, deafMs: 3000, livenessMs: 10_000 } },
+    );
+    const single = h.neighSet({ ifindex: 7, dst: '10.0.0.1' }).catch((e: unknown) => e);
+    const bulk = h.neighSetMany([
+      { ifindex: 7, dst: '10.0.0.2' },
+      { ifindex: 7, dst: '10.0.0.3' },
+    ]);
+    await clock.advanceAsync(1000); // a probe goes out behind them and is answered
+    const err = await single;
+    expect(err).toBeInstanceOf(NetlinkError);
+    expect((err as Error).message).toMatch(/ETIMEDOUT: no reply, although the kernel answered/);
+    const res = await bulk;
+    expect(res.failures.map((f) => [f.index, f.error.message])).toEqual([
+      [0, expect.stringMatching(/ETIMEDOUT: no reply, although/)],
+      [1, expect.stringMatching(/ETIMEDOUT: no reply, although/)],
+    ]);
+    expect(reopens).toEqual([]); // the socket answers: nothing to replace
+    h.close();
+  });
+
   it('replace a subscription socket that stopped answering; the reader resyncs; a paused one is left alone', async () => {
     const clock = new FakeClock();
     const { h, kernels, reopens } = openHandle(() => kernelAck(), {
