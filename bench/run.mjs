@@ -134,6 +134,14 @@ const NOTES = {
     'last final run. testrun_ipv4_rp_filter is the rp_filter emulation (the reverse ' +
     'bpf_fib_lookup, cached per CPU and flow: one lookup per flow and generation of the ' +
     "agent's kernel state) against the same program without it.",
+  faults:
+    'Command: `node bench/faults/run.mjs --seconds 120`. Per error class, two minutes of ' +
+    '`fibkeeper run` in the lab router with that class injected at the native boundary ' +
+    '(FIBKEEPER_TEST_FAULTS, armed once ready) under route churn, a link flap every 2 s and ' +
+    'API traffic; the figure is the time until the kernel matched the desired state computed ' +
+    'with `ip route get … fibmatch` after the churn; pass also needs /livez and the API to ' +
+    "have answered throughout and a clean stop. Run `none` injects nothing: issue 24's " +
+    'workload (extip checks every 50 ms), which must show no EINVAL at all.',
   'netlink-neigh':
     'A raw C writer of the same entries (not committed) reached about 5× `ip -batch` here, ' +
     'not the 8× the target assumed; the client runs at about 90% of it.',

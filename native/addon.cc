@@ -17,6 +17,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   fk::InitBpf(env, exports);
   fk::InitNotify(env, exports);
   fk::InitNodePolicy(env, exports);
+  fk::InitFaults(env, exports);
+  fk::InitProcess(env, exports);
   return exports;
 }
 

@@ -11,6 +11,7 @@
         "bpf_program.cc",
         "bpf_system.cc",
         "errors.cc",
+        "faults.cc",
         "lock.cc",
         "mount.cc",
         "netlink_socket.cc",
@@ -19,6 +20,7 @@
         "notify.cc",
         "packet_socket.cc",
         "poller.cc",
+        "process.cc",
         "receiving_socket.cc",
         "send_queue.cc"
       ],

@@ -145,6 +145,18 @@ ts(
   'short',
   'A failed save fails the control API requests it holds (nothing of them is applied); skipped entries were not applied at the last start or reload (fibkeeper status lists them).',
 );
+ts(
+  'Kernel sockets reopened',
+  8,
+  [
+    [
+      `sum by (socket) (increase(fibkeeper_socket_reopens_total${sel}[$__rate_interval]))`,
+      '{{socket}}',
+    ],
+  ],
+  'short',
+  'Sockets closed and opened afresh after an error, or after they stopped answering the liveness probes (the agent log names the errno). One reopened again and again points at the kernel or the node.',
+);
 
 row('XDP forwarding');
 ts(

@@ -60,6 +60,8 @@ export interface XdpForwarderParams {
   sysctlPollMs?: number;
   /** Tests: the kernel side. Default: Datapath over libbpf. */
   ops?: DatapathOps;
+  /** The genetlink socket (xdp_features) was replaced after `cause`, or could not be (`err`). */
+  onSocketReopen?: (cause: string, err?: unknown) => void;
 }
 
 type State = 'new' | 'starting' | 'running' | 'stopped';
@@ -133,7 +135,9 @@ export class XdpForwarder {
         this.#ownNl = true;
       }
       const { records, mapsReplaced } = this.#ops.open();
-      if (this.#p.ops === undefined) this.#features = XdpFeatures.open(this.#p.netns, this.#p.log);
+      if (this.#p.ops === undefined) {
+        this.#features = XdpFeatures.open(this.#p.netns, this.#p.log, this.#p.onSocketReopen);
+      }
       this.#p.log.info(
         { records: records.map((r) => r.name), mapsReplaced },
         records.length > 0 ? 'xdp: adopting pinned programs' : 'xdp: no pinned programs',
@@ -164,18 +168,22 @@ export class XdpForwarder {
         );
       }
       const groups = ['route', 'rule', RTNLGRP_IPV4_NETCONF, RTNLGRP_IPV6_NETCONF] as const;
-      this.#sub = this.#nl.subscribe(groups, {
-        onMessage: (type) => {
-          if (type !== RTM_NEWNETCONF && type !== RTM_DELNETCONF) return false;
-          this.#schedule();
-          return true;
+      this.#sub = this.#nl.subscribe(
+        groups,
+        {
+          onMessage: (type) => {
+            if (type !== RTM_NEWNETCONF && type !== RTM_DELNETCONF) return false;
+            this.#schedule();
+            return true;
+          },
+          onEvent: (ev) => {
+            if (ev.kind === 'overflow') this.#p.log.warn('xdp: kernel events lost; resyncing');
+            this.#schedule();
+          },
+          onError: (err) => this.#p.log.warn({ err: describeError(err) }, 'xdp: kernel events'),
         },
-        onEvent: (ev) => {
-          if (ev.kind === 'overflow') this.#p.log.warn('xdp: kernel events lost; resyncing');
-          this.#schedule();
-        },
-        onError: (err) => this.#p.log.warn({ err: describeError(err) }, 'xdp: kernel events'),
-      });
+        { socket: 'xdp' },
+      );
       this.#sub.unref();
       await feed.start();
       this.#state = 'running';
@@ -486,6 +494,12 @@ export class XdpForwarder {
     if (this.#state !== 'running') reasons.push(`forwarder ${this.#state}`);
     else if (!this.#synced) reasons.push('first sync not done');
     return { ok: reasons.length === 0, reasons };
+  }
+
+  /** Alive: its genetlink socket answers (it is asked every sysctlPollMs). For /livez. */
+  liveness(): XdpHealth {
+    const why = this.#features?.silence(20_000);
+    return why === undefined ? { ok: true, reasons: [] } : { ok: false, reasons: [`xdp: ${why}`] };
   }
 
   /** Healthy: ready, the last sync worked and every selected device has the program. */

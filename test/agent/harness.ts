@@ -161,20 +161,33 @@ export interface AgentProc {
  */
 export async function startAgent(
   w: AgentWorld,
-  opts: { wrap?: string[]; args?: string[]; ready?: boolean; timeoutMs?: number } = {},
+  opts: {
+    wrap?: string[];
+    args?: string[];
+    ready?: boolean;
+    timeoutMs?: number;
+    /** Options of `node` itself (the shipped unit gives --max-semi-space-size=16). */
+    nodeArgs?: string[];
+    /** More environment (FIBKEEPER_TEST_FAULTS). */
+    env?: Record<string, string>;
+  } = {},
 ): Promise<AgentProc> {
   const logPath = join(w.dir, `agent-${Date.now()}-${Math.random().toString(16).slice(2)}.log`);
   const fd = openSync(logPath, 'a');
   const argv = [
     ...(opts.wrap ?? []),
     'node',
+    ...(opts.nodeArgs ?? []),
     BIN,
     'run',
     '--config',
     w.configFile,
     ...(opts.args ?? []),
   ];
-  const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', fd, fd] });
+  const child = spawn(argv[0] as string, argv.slice(1), {
+    stdio: ['ignore', fd, fd],
+    ...(opts.env ? { env: { ...process.env, ...opts.env } } : {}),
+  });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   const proc: AgentProc = {
     child,
