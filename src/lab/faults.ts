@@ -336,17 +336,7 @@ export async function faultSoak(o: SoakOptions): Promise<SoakResult> {
     const logPath = join(o.dir, 'agent.log');
     const fd = openSync(logPath, 'a');
     const log = () => readFileSync(logPath, 'utf8');
-    const argv = [
-      'netns',
-      'exec',
-      r,
-      o.node,
-      '--max-semi-space-size=16',
-      o.bin,
-      'run',
-      '--config',
-      cfg,
-    ];
+    const argv = ['netns', 'exec', r, o.node, o.bin, 'run', '--config', cfg];
     const agent = spawn('ip', argv, {
       stdio: ['ignore', fd, fd],
       env: { ...process.env, FIBKEEPER_TEST_FAULTS: o.faults },

@@ -166,7 +166,7 @@ export async function startAgent(
     args?: string[];
     ready?: boolean;
     timeoutMs?: number;
-    /** Options of `node` itself (the shipped unit gives --max-semi-space-size=16). */
+    /** Options of `node` itself (the shipped unit gives AGENT_NODE_FLAGS of src/cli/node-flags.ts). */
     nodeArgs?: string[];
     /** More environment (FIBKEEPER_TEST_FAULTS). */
     env?: Record<string, string>;

@@ -4,6 +4,7 @@
 // sendmsg (fault injection at the native boundary, FIBKEEPER_TEST_FAULTS).
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { AGENT_NODE_FLAGS } from '../../src/cli/node-flags.js';
 import { STOP_BOUND_MS } from '../../src/cli/run.js';
 import { privileged, waitFor } from '../helpers/netns.js';
 import { baseConfig, call, makeWorld, startAgent, stopAgent, writeConfig } from './harness.js';
@@ -27,7 +28,7 @@ describe.skipIf(skip)('signals', () => {
     const w = makeWorld('hup');
     writeConfig(w, baseConfig(w, { forwardableStatic: ['10.88.9.1'] }));
     // As the shipped unit starts it: the V8 flag on the command line, so no re-exec.
-    const a = await startAgent(w, { ready: false, nodeArgs: ['--max-semi-space-size=16'] });
+    const a = await startAgent(w, { ready: false, nodeArgs: [...AGENT_NODE_FLAGS] });
     await waitFor(() => (caught(a.pid) & SIGHUP_BIT) !== 0n || a.child.exitCode !== null, {
       timeoutMs: 10_000,
       intervalMs: 1,
