@@ -91,6 +91,20 @@ const NOTES = {
     "next hops (extern_learn: no gc_thresh3), the kernel's reachable time, so entries go " +
     'STALE and are refreshed during the latency and status measurements. The raw-netlink ' +
     'reference writes exactly the entries fibkeeper writes (legacy flags: `auto` at this size).',
+  'neighbor-whole':
+    'Command: `node bench/neighbor/whole.mjs` (several rounds, merged with `--merge`: every run ' +
+    'is listed, `_rN` its round). The whole agent as a user runs it — `fibkeeper run` with the ' +
+    'control API, the state file, XDP, external IPs, metrics and the miss tracker on — managing ' +
+    'the bench namespace; N on-link forwardable IPs sent in one bulk request (text/plain). ' +
+    'Convergence runs from the API call to the last entry in the kernel, against `ip -batch` ' +
+    'writing the same entries with the same flags (mean of a run before and after the agent). ' +
+    'RSS peak is VmHWM over the whole run. Route changes are measured while another owner adds ' +
+    'and removes an IP every 200 ms (each a state-file save). Every entry is extern_learn.',
+  'neighbor-statefile':
+    'Command: `node bench/neighbor/statefile.mjs`. The state file of 1,000,000 forwardable IPs ' +
+    "through the agent's own StateStore: its size, the first save (the whole file, streamed), " +
+    'a save of one change (a journal line), the whole file written again (compaction) and a ' +
+    'restart reading it back; "held" is the longest the event loop waited during the save.',
   xdp:
     'Command: `node bench/xdp/run.mjs`. fk_xdp_fwd runs with every check of issue 9 on (destination ' +
     'MAC, header checksum, martians, the local-source table, multipath policy 0, trim, route MTU). ' +
@@ -109,10 +123,19 @@ const NOTES = {
     '103 and 115). Against the program before that, in the same run (`--baseline`, three runs): live ' +
     'IPv4 0.93–1.08 and IPv6 1.00–1.04 of its frames per second, test-run IPv4 0.99–1.06 and IPv6 ' +
     '0.88–1.06 of its cost, all within this noise; many short alternating rounds put live IPv4 0–2% ' +
-    'ahead. testrun_ipv4_rp_filter is the rp_filter emulation (a reverse ' +
-    'bpf_fib_lookup per packet) against the same program without it.',
+    'ahead. Issue 23 (the node-policy checks of an empty ruleset, the watch byte, the rp_filter ' +
+    'cache), three runs of the final program on 2026-12-05 (05:51–06:02 UTC, suites of other ' +
+    'worktrees running: load 3.7–4.3 on two cores): test-run IPv4 1.04, 1.05, 1.04 and IPv6 1.00, ' +
+    '1.01, 1.00 of the reference; live 0.97, 0.96, 0.96 (IPv4) and 0.98, 0.99, 0.97 (IPv6) of it; ' +
+    'rp_filter 1.10, 1.10, 1.13 of the program without it (1.74–1.82 with a reverse lookup per ' +
+    'packet). Four runs of the program before the watch (04:58–05:39) gave test-run 1.05, 1.24, ' +
+    '1.05, 1.05 / 1.04–1.06, live 0.96–0.99 / 0.96–0.99, rp_filter 1.11, 0.93, 1.12, 1.13 (the 1.24 ' +
+    'run had 4 of its 7 fk rounds at 162–167 ns against 139–140 in the others). This file is the ' +
+    'last final run. testrun_ipv4_rp_filter is the rp_filter emulation (the reverse ' +
+    'bpf_fib_lookup, cached per CPU and flow: one lookup per flow and generation of the ' +
+    "agent's kernel state) against the same program without it.",
   cluster:
-    'Command: `flock /work/wt/bench.lock node bench/cluster/run.mjs --rounds 20`. Three nodes ' +
+    'Command: `node bench/cluster/run.mjs --rounds 20`. Three nodes ' +
     'and a client on one bridge; fibkeeper (three agents, default cluster settings, a local ' +
     'etcd) and Debian keepalived 2.2.7 (VRRPv3, priorities 100/90/80, advert_int 0.01 and 1) ' +
     'one after the other in the same run, with the same client (ping every 10 ms) and the ' +
@@ -120,6 +143,14 @@ const NOTES = {
     'the first echo reply from another node; dual answers are rounds (10 ms) in which two ' +
     'nodes answered one ARP request, or one IP-level probe (ICMP echo and TCP SYN through ' +
     'every node MAC). The table below lists every system and fault of the run.',
+  faults:
+    'Command: `node bench/faults/run.mjs --seconds 120`. Per error class, two minutes of ' +
+    '`fibkeeper run` in the lab router with that class injected at the native boundary ' +
+    '(FIBKEEPER_TEST_FAULTS, armed once ready) under route churn, a link flap every 2 s and ' +
+    'API traffic; the figure is the time until the kernel matched the desired state computed ' +
+    'with `ip route get … fibmatch` after the churn; pass also needs /livez and the API to ' +
+    "have answered throughout and a clean stop. Run `none` injects nothing: issue 24's " +
+    'workload (extip checks every 50 ms), which must show no EINVAL at all.',
   'netlink-neigh':
     'A raw C writer of the same entries (not committed) reached about 5× `ip -batch` here, ' +
     'not the 8× the target assumed; the client runs at about 90% of it.',

@@ -1,4 +1,10 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=16 --optimize-for-size
+// `fibkeeper run` reloads on SIGHUP; until it has set that up, a SIGHUP must not end it (the
+// config it is about to read is the newest anyway). From the first line, then: the default
+// action of SIGHUP is to end the process. (Before this line Node itself starts, with the
+// default action; nothing in JS can change that.)
+if (process.argv[2] === 'run') process.on('SIGHUP', () => {});
+
 // Entry point of the `fibkeeper` command: checks that this Node.js is a supported LTS line
 // (package.json engines: ^22.12 || >=24) before it loads anything, then runs the compiled CLI.
 const [major, minor] = process.versions.node.split('.').map(Number);
@@ -12,8 +18,11 @@ if (!((major === 22 && minor >= 12) || major >= 24)) {
   process.exit(1);
 }
 
-// The agent runs with the V8 flags of src/cli/node-flags.ts: `run` replaces this process
-// (same PID, process.execve) once, before it sets anything up.
+// The agent runs with the V8 flags of src/cli/node-flags.ts. The shebang above, the systemd
+// unit and the image give them; otherwise (`node bin/fibkeeper.js run`) `run` replaces this
+// process (same PID, process.execve) once, before it sets anything up. The new Node starts
+// with SIGHUP's default action again (Node resets signal dispositions and the signal mask at
+// startup: a SIGHUP blocked across the execve is delivered then), until its first line.
 if (process.argv[2] === 'run') {
   const { reexecForAgent } = await import('../dist/cli/node-flags.js');
   reexecForAgent();
@@ -27,10 +36,6 @@ for (const stream of [process.stdout, process.stderr]) {
     throw err;
   });
 }
-// The agent reloads on SIGHUP; until it has set that up, a SIGHUP must not end it (the
-// config it is about to read is the newest anyway).
-if (process.argv[2] === 'run') process.on('SIGHUP', () => {});
-
 const { main } = await import('../dist/cli/index.js');
 main(process.argv.slice(2)).then(
   (code) => {

@@ -48,6 +48,11 @@ _Static_assert(sizeof(struct fk_config) == FK_CONFIG_SIZE, "fk_config size");
 _Static_assert(__builtin_offsetof(struct fk_config, ipv4) == 16, "ipv4");
 _Static_assert(__builtin_offsetof(struct fk_config, dev_mac) == 24, "dev_mac");
 _Static_assert(sizeof(struct fk_dev_state) == 8, "fk_dev_state size");
+_Static_assert(__builtin_offsetof(struct fk_dev_state, policy4) == 4, "policy4");
+_Static_assert(__builtin_offsetof(struct fk_state, rp_gen) == 12, "rp_gen");
+_Static_assert(sizeof(struct fk_rp_entry) == 16, "fk_rp_entry size");
+_Static_assert(sizeof(struct fk_rp_cache) == 16384, "fk_rp_cache size");
+_Static_assert(FK_REASON_EGRESS_NETFILTER >= FK_REASON_POST_LOOKUP, "egress");
 _Static_assert(sizeof(struct fk_state) == FK_STATE_SIZE, "fk_state size");
 _Static_assert(__builtin_offsetof(struct fk_state, dev) == 16, "dev");
 _Static_assert(__builtin_offsetof(struct fk_state, route_mtu4) == 6, "mtu4");
@@ -128,6 +133,20 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } fk_mpath6 SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FK_EGRESS_MAX);
+	__type(key, __u32);
+	__type(value, __u8);
+} fk_egress SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fk_rp_cache);
+} fk_rpcache SEC(".maps");
+
 /* Parse position: the next unread byte and the end of the frame. */
 struct cursor {
 	void *pos;
@@ -199,11 +218,20 @@ static __always_inline void ctr_add(struct fk_ctr *ctr, __u64 bytes)
  */
 static __noinline int pass(struct fk_stats *st, __u32 reason, __u64 bytes)
 {
-	if (reason >= FK_REASON_MAX)
-		reason = FK_REASON_NON_IP; /* cannot happen */
-	if (reason >= FK_REASON_POST_LOOKUP)
+	/*
+	 * one 64-bit register, checked and used: a reason read from a map
+	 * (fk_dev_state.policy4/6, fk_egress) must stay inside reason[]
+	 */
+	__u64 r = reason;
+
+	barrier_var(r);
+	if (r >= FK_REASON_MAX)
+		r = FK_REASON_NON_IP; /* cannot happen */
+	barrier_var(r);
+	if (r >= FK_REASON_POST_LOOKUP)
 		ctr_add(&st->result[FK_RESULT_SUCCESS], bytes);
-	ctr_add(&st->reason[reason], bytes);
+	if (r < FK_REASON_MAX)
+		ctr_add(&st->reason[r], bytes);
 	ctr_add(&st->action[XDP_PASS], bytes);
 	return XDP_PASS;
 }
@@ -227,6 +255,8 @@ static __always_inline int fwd4(struct xdp_md *ctx, void *data, void *end,
 	long excess;
 	int rc;
 
+	if (unlikely(dev->policy4))
+		return pass(st, dev->policy4, bytes);
 	if (!fk_cfg.ipv4)
 		return pass(st, FK_REASON_IP4_OFF, bytes);
 	if ((void *)(iph + 1) > end)
@@ -277,6 +307,8 @@ static __always_inline int fwd6(struct xdp_md *ctx, void *data, void *end,
 	long excess;
 	int rc;
 
+	if (unlikely(dev->policy6))
+		return pass(st, dev->policy6, bytes);
 	if (!fk_cfg.ipv6)
 		return pass(st, FK_REASON_IP6_OFF, bytes);
 	if ((void *)(ip6h + 1) > end)
@@ -334,6 +366,8 @@ int fk_xdp_fwd(struct xdp_md *ctx)
 	dev = &ks->dev[slot]; /* slot < FK_MAX_SLOTS (fk_slot) */
 	if (unlikely(!dev->ready))
 		return pass(st, FK_REASON_NOT_READY, bytes);
+	if (unlikely(ks->unwatched))
+		return pass(st, FK_REASON_UNWATCHED, bytes);
 	if (unlikely((void *)(eth + 1) > data_end))
 		return pass(st, FK_REASON_ETH_TRUNC, bytes);
 	if (fk_cfg.dmac_check) {

@@ -18,6 +18,8 @@
  *   map      fk_local4w      LPM_TRIE fk_lpm4_key / u8           65536
  *   map      fk_mpath4       LPM_TRIE fk_lpm4_key / u8           65536
  *   map      fk_mpath6       LPM_TRIE fk_lpm6_key / u8           65536
+ *   map      fk_egress       HASH u32 ifindex / u8 reason          1024
+ *   map      fk_rpcache      PERCPU_ARRAY u32 0 / fk_rp_cache        1
  *   rodata   xdp_fwd.rodata  one variable: fk_cfg (fk_config), offset 0
  *
  * Names are at most 15 characters (the kernel truncates object names).
@@ -43,12 +45,22 @@
  * addresses, local routes, rp_filter, disable_ipv6, multipath routes and
  * hash policies) the agent mirrors into fk_state, fk_local4w, fk_mpath4
  * and fk_mpath6, from netlink events and sysctls. A slot whose
- * fk_state entry is not ready passes everything (FK_REASON_NOT_READY).
+ * fk_state entry is not ready passes everything (FK_REASON_NOT_READY), and
+ * so does every slot once no agent vouches for the state any more (the
+ * watch timer sets fk_state.unwatched, FK_REASON_UNWATCHED).
+ *
+ * The node's own policy: a frame that netfilter, tc or xfrm would act on in
+ * the kernel's path is never forwarded here. The agent reads the node's
+ * nftables, iptables, tc and xfrm configuration and writes, per device, a
+ * reason to pass each family (fk_dev_state.policy4/6: the ingress side and
+ * the hooks every forwarded frame crosses) and the devices whose egress has
+ * a policy of its own (fk_egress, kept out of fk_tx_ports).
  */
 #ifndef FIBKEEPER_XDP_FWD_H
 #define FIBKEEPER_XDP_FWD_H
 
 #include <linux/types.h>
+#include <linux/bpf.h> /* struct bpf_timer (fk_watch) */
 
 /* Names the loader looks up (bpf_object__find_program_by_name & co.). */
 #define FK_PROG_NAME	"fk_xdp_fwd"
@@ -59,6 +71,8 @@
 #define FK_MAP_LOCAL4W	"fk_local4w"
 #define FK_MAP_MPATH4	"fk_mpath4"
 #define FK_MAP_MPATH6	"fk_mpath6"
+#define FK_MAP_EGRESS	"fk_egress"
+#define FK_MAP_RPCACHE	"fk_rpcache"
 #define FK_MAP_RODATA	"xdp_fwd.rodata"
 #define FK_CFG_VAR	"fk_cfg"
 
@@ -122,14 +136,35 @@
 #define FK_REASON_MARTIAN_DST	17 /* destination the kernel never forwards */
 #define FK_REASON_LOCAL_SRC	18 /* source is local (address, local route) */
 #define FK_REASON_NDISC		19 /* ICMPv6 neighbor discovery */
-#define FK_REASON_POST_LOOKUP	20 /* first reason decided after SUCCESS */
-#define FK_REASON_NO_TXPORT	20 /* egress not in fk_tx_ports */
-#define FK_REASON_HAIRPIN	21 /* egress is the ingress device */
-#define FK_REASON_MULTIPATH	22 /* multipath leg not computable here */
-#define FK_REASON_RP_FILTER	23 /* rp_filter check not passed in XDP */
-#define FK_REASON_ROUTE_MTU	24 /* above an unlocked route MTU */
-#define FK_REASON_TRIM_ERROR	25 /* bpf_xdp_adjust_tail failed */
-#define FK_REASON_MAX		26
+/*
+ * The node's own policy on the way of every frame of this family from this
+ * device (fk_dev_state.policy4/6): a netfilter hook on prerouting, forward
+ * or postrouting (nftables chains, iptables tables, conntrack), a netdev
+ * ingress chain or a tc filter on the device's ingress, an xfrm policy.
+ */
+#define FK_REASON_NETFILTER	20 /* netfilter on the forwarding path */
+#define FK_REASON_TC		21 /* tc filter on the ingress device */
+#define FK_REASON_XFRM		22 /* xfrm (IPsec) policy or default */
+/*
+ * No agent has vouched for fk_state for a while (fk_state.unwatched, set by
+ * the watch timer of xdp_watch.c): a policy added meanwhile is not known.
+ */
+#define FK_REASON_UNWATCHED	23
+#define FK_REASON_POST_LOOKUP	24 /* first reason decided after SUCCESS */
+#define FK_REASON_NO_TXPORT	24 /* egress not in fk_tx_ports */
+#define FK_REASON_HAIRPIN	25 /* egress is the ingress device */
+#define FK_REASON_MULTIPATH	26 /* multipath leg not computable here */
+#define FK_REASON_RP_FILTER	27 /* rp_filter check not passed in XDP */
+#define FK_REASON_ROUTE_MTU	28 /* above an unlocked route MTU */
+#define FK_REASON_TRIM_ERROR	29 /* bpf_xdp_adjust_tail failed */
+/*
+ * The egress device's own policy (fk_egress, which also keeps the device
+ * out of fk_tx_ports): a netdev egress chain, a tc filter on its egress or
+ * a queueing discipline the node configured.
+ */
+#define FK_REASON_EGRESS_NETFILTER 30 /* netdev egress chain on the egress */
+#define FK_REASON_EGRESS_TC	31 /* tc egress filter or configured qdisc */
+#define FK_REASON_MAX		32
 
 /*
  * A packet and a byte counter. Bytes are frame lengths: Ethernet header
@@ -143,7 +178,7 @@ struct fk_ctr {
 /*
  * Value of fk_stats: every counter of one slot (device) on one CPU. A
  * user-space lookup returns one fk_stats per possible CPU (each rounded to
- * 8 bytes, so 672 apart); sum them. Every packet counts once in action[];
+ * 8 bytes, so 768 apart); sum them. Every packet counts once in action[];
  * one passed for a reason counts once in reason[]; one that reached
  * bpf_fib_lookup counts once in result[], except a SUCCESS that was
  * redirected: result[SUCCESS] holds only SUCCESS lookups passed afterwards,
@@ -151,8 +186,8 @@ struct fk_ctr {
  * packet). With that sum as result[SUCCESS]:
  *   sum(action) = sum(result) + sum(reason[0 .. FK_REASON_POST_LOOKUP - 1])
  *   action[REDIRECT] = result[SUCCESS] - sum(reason[FK_REASON_POST_LOOKUP ..])
- * Size 672: action[] at offset 0 (80 bytes), result[] at 80 (176 bytes),
- * reason[] at 256 (416 bytes).
+ * Size 768: action[] at offset 0 (80 bytes), result[] at 80 (176 bytes),
+ * reason[] at 256 (512 bytes).
  */
 struct fk_stats {
 	struct fk_ctr action[FK_ACTION_MAX];
@@ -160,7 +195,7 @@ struct fk_stats {
 	struct fk_ctr reason[FK_REASON_MAX];
 };
 
-#define FK_STATS_SIZE 672
+#define FK_STATS_SIZE 768
 
 /* Address families in fk_miss_key and fk_miss_val (AF_INET, AF_INET6). */
 #define FK_AF_INET  2
@@ -276,8 +311,15 @@ struct fk_dev_state {
 	 * on it, or net.ipv6.conf.all.forwarding 0 (FK_REASON_IP6_DISABLED)
 	 */
 	__u8 ip6_off;
-	/* offset 4: zero */
-	__u8 pad[4];
+	/*
+	 * offset 4, 5: a reason (FK_REASON_NETFILTER, _TC, _XFRM) to pass
+	 * every IPv4 / IPv6 frame from the device to the kernel, 0 for none:
+	 * the node's policy acts on that traffic in the kernel's path
+	 */
+	__u8 policy4;
+	__u8 policy6;
+	/* offset 6: zero */
+	__u8 pad[2];
 };
 
 /*
@@ -317,8 +359,13 @@ struct fk_state {
 	__u8 mpath6;
 	/* offset 4: fk_local4w has entries */
 	__u8 local4w;
-	/* offset 5: zero */
-	__u8 pad0;
+	/*
+	 * offset 5: set by the watch timer (xdp_watch.c) once the agent has
+	 * not vouched for this state for FK_WATCH (fk_watch.until_ns passed):
+	 * every frame then goes to the kernel (FK_REASON_UNWATCHED) until an
+	 * agent writes the state again (with 0 here). The agent writes 0.
+	 */
+	__u8 unwatched;
 	/*
 	 * offset 6, 8: the smallest unlocked route MTU (RTAX_MTU without the
 	 * lock) of any IPv4 / IPv6 route, 0 when none: bpf_fib_lookup enforces
@@ -327,8 +374,22 @@ struct fk_state {
 	 */
 	__u16 route_mtu4;
 	__u16 route_mtu6;
-	/* offset 10: zero */
-	__u8 pad1[6];
+	/*
+	 * offset 10: the IPv4 policy rules select on what the kernel's
+	 * reverse-path lookup and bpf_fib_lookup see differently (the
+	 * incoming device, ports, protocol): rp_filter packets go to the
+	 * kernel (FK_REASON_RP_FILTER)
+	 */
+	__u8 rp_rules;
+	/* offset 11: zero */
+	__u8 pad1;
+	/*
+	 * offset 12: generation of what the reverse-path check depends on
+	 * (routes, rules, addresses, links, sysctls); the agent raises it on
+	 * every change it sees, and fk_rpcache entries of another generation
+	 * are not used. Never 0 once written.
+	 */
+	__u32 rp_gen;
 	/* offset 16: per counter slot */
 	struct fk_dev_state dev[FK_MAX_SLOTS];
 	/* offset 528: local IPv4 addresses (see above) */
@@ -352,6 +413,76 @@ struct fk_lpm4_key {
 struct fk_lpm6_key {
 	__u32 prefixlen;
 	__u8 addr[16];
+};
+
+/*
+ * fk_egress: devices whose own policy acts on every frame routed out of
+ * them (value: FK_REASON_EGRESS_NETFILTER or FK_REASON_EGRESS_TC). The
+ * agent keeps them out of fk_tx_ports; the program reads this map only to
+ * name the reason when a redirect finds no port. Size of the key: 4.
+ */
+#define FK_EGRESS_MAX 1024
+
+/*
+ * fk_rpcache: the outcome of the reverse-path lookup (rp_filter) per CPU,
+ * direct-mapped by FK_RP_HASH of the packet's addresses, so that a flow
+ * pays for one lookup per generation (fk_state.rp_gen) instead of one per
+ * packet. Written and read only by the program; the :other slot does not
+ * use it (its devices differ). Entry size 16, value size 16384.
+ */
+#define FK_RP_CACHE_BITS  10
+#define FK_RP_CACHE_SLOTS (1U << FK_RP_CACHE_BITS)
+
+/* The entry of a packet with source s and destination d (u32 arithmetic). */
+#define FK_RP_HASH(s, d)                                                       \
+	((((__u32)(s) ^ ((__u32)(d) * 0x85ebca6bU)) * FK_LOCAL4_MUL) >>         \
+	 (32 - FK_RP_CACHE_BITS))
+
+/* fk_rp_entry.res: what the reverse lookup found. */
+#define FK_RP_NONE   0 /* no unicast route back (rejected by rp_filter 1, 2) */
+#define FK_RP_OTHER  1 /* a unicast route back through another device */
+#define FK_RP_INGRESS 2 /* a unicast route back through the ingress device */
+
+struct fk_rp_entry {
+	/* offset 0, 4: the packet's source and destination, network order */
+	__u32 saddr;
+	__u32 daddr;
+	/* offset 8: fk_state.rp_gen when the entry was written */
+	__u32 gen;
+	/* offset 12: the packet's TOS, the instance's slot, FK_RP_* */
+	__u8 tos;
+	__u8 slot;
+	__u8 res;
+	/* offset 15: zero */
+	__u8 pad;
+};
+
+struct fk_rp_cache {
+	struct fk_rp_entry e[FK_RP_CACHE_SLOTS];
+};
+
+/*
+ * The watch (bpf/xdp_watch.c, build/bpf/xdp_watch.o): a BPF timer, armed by
+ * running fk_watch_arm once (test run), that fires every FK_WATCH_TICK_NS
+ * and sets fk_state.unwatched when the agent has not moved fk_watch_until
+ * (CLOCK_MONOTONIC ns) past the present. The timer lives in the pinned map
+ * fk_watch, so it goes on while no agent runs; user space never writes that
+ * map (an update of an array element cancels its timer). Linux 5.15+
+ * (bpf_timer); on older kernels there is no watch.
+ *
+ *   program  fk_watch_arm    XDP (test run only)
+ *   map      fk_watch        ARRAY u32 0 / fk_watch (the timer)         1
+ *   map      fk_watch_until  ARRAY u32 0 / u64 until_ns                 1
+ *   map      fk_state        the forwarder's, reused
+ */
+#define FK_WATCH_PROG	 "fk_watch_arm"
+#define FK_MAP_WATCH	 "fk_watch"
+#define FK_MAP_WATCH_UNTIL "fk_watch_until"
+#define FK_WATCH_TICK_NS 500000000ULL
+
+/* Value of fk_watch. Size 16. */
+struct fk_watch {
+	struct bpf_timer timer;
 };
 
 /*

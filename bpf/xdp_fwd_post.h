@@ -37,37 +37,84 @@ static __always_inline int mp_covered(const struct fk_state *ks,
 }
 
 /*
- * rp_filter (fib_validate_source) proven in XDP: the route back to the
- * source, looked up as the kernel does (from the egress device, source and
- * destination swapped), is unicast and leaves through the ingress device
- * (strict, 1), or is unicast and the ingress device has an IPv4 address
- * (loose, 2). Anything else (a multipath route back whose chosen leg is
- * another device, say) is left to the kernel.
+ * The reverse-path lookup of fib_validate_source: the route back to the
+ * source (source and destination swapped, the packet's TOS, no mark), an
+ * FK_RP_* answer. The kernel looks it up as arriving from the loopback
+ * device; bpf_fib_lookup needs a device and checks that it forwards, so
+ * this one names the ingress device, which forwards (the forward lookup
+ * said so). The two differ only under policy rules that select on the
+ * incoming device, ports or protocol, and then fk_state.rp_rules sends the
+ * packet to the kernel before this is asked.
  */
-static __always_inline int rp_ok(struct xdp_md *ctx,
-				 const struct bpf_fib_lookup *fwd,
-				 const struct iphdr *iph,
-				 const struct fk_dev_state *dev)
+static __always_inline __u8 rp_lookup(struct xdp_md *ctx,
+				      const struct iphdr *iph)
 {
 	struct bpf_fib_lookup r = {};
 	__u32 flags = BPF_FIB_LOOKUP_SKIP_NEIGH |
 		      (fk_cfg.fib_flags &
 		       (BPF_FIB_LOOKUP_DIRECT | BPF_FIB_LOOKUP_TBID));
-	int rc;
 
 	r.family = FK_AF_INET;
 	r.tos = iph->tos;
 	r.ipv4_src = iph->daddr;
 	r.ipv4_dst = iph->saddr;
-	r.ifindex = fwd->ifindex;
+	r.ifindex = ctx->ingress_ifindex;
 	if (flags & BPF_FIB_LOOKUP_TBID)
 		r.tbid = fk_cfg.tbid;
-	rc = bpf_fib_lookup(ctx, &r, sizeof(r), flags);
-	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+	if (bpf_fib_lookup(ctx, &r, sizeof(r), flags) !=
+	    BPF_FIB_LKUP_RET_SUCCESS)
+		return FK_RP_NONE;
+	return r.ifindex == ctx->ingress_ifindex ? FK_RP_INGRESS : FK_RP_OTHER;
+}
+
+/*
+ * rp_filter (fib_validate_source) proven in XDP: the route back to the
+ * source is unicast and leaves through the ingress device (strict, 1), or
+ * is unicast and the ingress device has an IPv4 address (loose, 2; the
+ * kernel accepts then whichever device the route takes). Anything else (a
+ * multipath route back whose chosen leg is another device, say) is left to
+ * the kernel. The answer of the lookup is cached per CPU (fk_rpcache) for
+ * the packet's addresses, TOS and device, as long as fk_state.rp_gen, which
+ * the agent raises on every change of routes, rules, addresses, links or
+ * sysctls, stays the same.
+ */
+static __always_inline int rp_ok(struct xdp_md *ctx, const struct iphdr *iph,
+				 const struct fk_state *ks,
+				 const struct fk_dev_state *dev)
+{
+	__u32 zero = 0, slot = fk_slot(), gen = ks->rp_gen;
+	struct fk_rp_entry *e = NULL;
+	struct fk_rp_cache *c;
+	__u8 res;
+
+	if (ks->rp_rules)
 		return 0;
-	if (r.ifindex == ctx->ingress_ifindex)
+	if (slot != FK_SLOT_OTHER) {
+		c = bpf_map_lookup_elem(&fk_rpcache, &zero);
+		if (c) {
+			e = &c->e[FK_RP_HASH(iph->saddr, iph->daddr) &
+				  (FK_RP_CACHE_SLOTS - 1)];
+			if (e->saddr == iph->saddr && e->daddr == iph->daddr &&
+			    e->gen == gen && e->tos == iph->tos &&
+			    e->slot == slot) {
+				res = e->res;
+				goto decide;
+			}
+		}
+	}
+	res = rp_lookup(ctx, iph);
+	if (e) {
+		e->saddr = iph->saddr;
+		e->daddr = iph->daddr;
+		e->gen = gen;
+		e->tos = iph->tos;
+		e->slot = slot;
+		e->res = res;
+	}
+decide:
+	if (res == FK_RP_INGRESS)
 		return 1;
-	return dev->rp_filter == 2 && dev->v4_addr;
+	return res == FK_RP_OTHER && dev->rp_filter == 2 && dev->v4_addr;
 }
 
 /* Decrement the TTL and patch the header checksum (RFC 1624). */
@@ -247,8 +294,7 @@ static __always_inline __u32 post_flags(int mp_check, __u8 rp_filter,
  * (multipath leg, rp_filter, an unlocked route MTU). A reason to pass, or
  * FK_GO. Out of line: the forwarding path calls it only when a flag is set.
  */
-static __noinline int post_slow(struct xdp_md *ctx,
-				const struct bpf_fib_lookup *fib, void *l3,
+static __noinline int post_slow(struct xdp_md *ctx, void *l3,
 				const struct fk_state *ks, __u32 flags)
 {
 	const struct fk_dev_state *dev;
@@ -258,12 +304,30 @@ static __noinline int post_slow(struct xdp_md *ctx,
 		return FK_REASON_MULTIPATH;
 	if (flags & FK_POST_RP) {
 		dev = &ks->dev[fk_slot()];
-		if (!rp_ok(ctx, fib, l3, dev))
+		if (!rp_ok(ctx, l3, ks, dev))
 			return FK_REASON_RP_FILTER;
 	}
 	if (flags & FK_POST_MTU)
 		return FK_REASON_ROUTE_MTU;
 	return FK_GO;
+}
+
+/*
+ * A redirect that found no port: the egress device's own policy keeps it
+ * out of fk_tx_ports (fk_egress names it), or fibkeeper does not manage
+ * the device. A reason decided after the lookup.
+ */
+static __noinline int no_port(__u32 ifindex)
+{
+	__u8 *r = bpf_map_lookup_elem(&fk_egress, &ifindex);
+	__u32 reason;
+
+	if (!r)
+		return FK_REASON_NO_TXPORT;
+	reason = *r;
+	if (reason < FK_REASON_POST_LOOKUP || reason >= FK_REASON_MAX)
+		return FK_REASON_NO_TXPORT; /* not the agent's: cannot happen */
+	return reason;
 }
 
 /*
@@ -282,14 +346,17 @@ static __always_inline int post_lookup(struct xdp_md *ctx,
 	if (unlikely(fib->ifindex == ingress))
 		return FK_REASON_HAIRPIN;
 	if (unlikely(post & ~FK_POST_V6)) {
-		rc = post_slow(ctx, fib, l3, ks, post);
+		rc = post_slow(ctx, l3, ks, post);
 		if (rc != FK_GO)
 			return rc;
 	}
-	/* Only redirect to devices fibkeeper manages; else the stack. */
+	/*
+	 * Only redirect to devices fibkeeper manages and whose egress has no
+	 * policy of its own; else the stack.
+	 */
 	if (unlikely(bpf_redirect_map(&fk_tx_ports, fib->ifindex, XDP_PASS) !=
 		     XDP_REDIRECT))
-		return FK_REASON_NO_TXPORT;
+		return no_port(fib->ifindex);
 	return FK_GO;
 }
 

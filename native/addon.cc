@@ -16,6 +16,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   fk::InitPacketSocket(env, exports);
   fk::InitBpf(env, exports);
   fk::InitNotify(env, exports);
+  fk::InitNodePolicy(env, exports);
+  fk::InitFaults(env, exports);
+  fk::InitProcess(env, exports);
   fk::InitClusterIo(env, exports);
   return exports;
 }

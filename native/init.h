@@ -12,6 +12,9 @@ void InitNetlinkSocket(Napi::Env env, Napi::Object exports);
 void InitPacketSocket(Napi::Env env, Napi::Object exports);
 void InitBpf(Napi::Env env, Napi::Object exports);
 void InitNotify(Napi::Env env, Napi::Object exports);
+void InitNodePolicy(Napi::Env env, Napi::Object exports);
+void InitFaults(Napi::Env env, Napi::Object exports);
+void InitProcess(Napi::Env env, Napi::Object exports);
 void InitClusterIo(Napi::Env env, Napi::Object exports);
 
 }  // namespace fk

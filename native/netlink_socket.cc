@@ -86,6 +86,7 @@ class NetlinkSocket : public ReceivingSocket<NetlinkSocket> {
  private:
   friend class ReceivingSocket<NetlinkSocket>;
   static constexpr SocketNames kNames{"NetlinkSocket", "netlink", "receive(onData, onError)"};
+  static constexpr FaultSite kRecvSite = FaultSite::kNetlinkRecv;
   using Address = sockaddr_nl;
 
   static UniqueFd OpenSocket(Napi::Env env, const Napi::Object& opts) {

@@ -76,6 +76,7 @@ class PacketSocket : public ReceivingSocket<PacketSocket> {
  private:
   friend class ReceivingSocket<PacketSocket>;
   static constexpr SocketNames kNames{"PacketSocket", "packet", "receive(onFrames, onError)"};
+  static constexpr FaultSite kRecvSite = FaultSite::kPacketRecv;
   using Address = sockaddr_ll;
 
   // send(frame): one frame out of the bound interface; returns bytes sent.
@@ -84,6 +85,11 @@ class PacketSocket : public ReceivingSocket<PacketSocket> {
     int fd = CheckOpen(env);
     if (!info[0].IsBuffer()) ThrowType(env, "send(frame: Buffer)");
     auto frame = info[0].As<Napi::Buffer<uint8_t>>();
+    Fault fault = MaybeFault(FaultSite::kPacketSend, nullptr);
+    if (fault.kind == Fault::kErrno) ThrowErrno(env, fault.err, "send", "AF_PACKET");
+    if (fault.kind == Fault::kLose) {
+      return Napi::Number::New(env, static_cast<double>(frame.Length()));  // "sent"
+    }
     ssize_t n;
     do {
       n = send(fd, frame.Data(), frame.Length(), MSG_DONTWAIT);

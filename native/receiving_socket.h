@@ -16,6 +16,10 @@
 //   // The arguments of onData for a batch of `used` bytes at `data` (none: nothing to
 //   // deliver), and a fresh batch.
 //   std::vector<napi_value> TakeBatch(Napi::Env env, const uint8_t* data, size_t used);
+//   // Where its receives are in fault injection (faults.h).
+//   static constexpr FaultSite kRecvSite = ...;
+// and may replace ReceiveOne (one recvmsg) with its own, as NetlinkSocket does to take its
+// dump lock around it.
 #pragma once
 
 #include <napi.h>
@@ -27,6 +31,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "faults.h"
 #include "fd.h"
 #include "poller.h"
 
@@ -43,6 +48,11 @@ constexpr size_t kMinRoom = 64 * 1024;
 ssize_t ReceiveDatagram(int fd, uint8_t* buf, size_t room, void* from, socklen_t from_len,
                         int* err);
 
+// ReceiveDatagram with the injected fault `fault` applied (Fault::kNone: the same). A deaf
+// period reads and drops every queued datagram, then reports nothing queued.
+ssize_t ReceiveWithFault(int fd, uint8_t* buf, size_t room, void* from, socklen_t from_len,
+                         int* err, const Fault& fault, FaultState* state, bool netlink);
+
 // How a socket class names itself.
 struct SocketNames {
   const char* cls;            // "NetlinkSocket": the JS class
@@ -50,7 +60,10 @@ struct SocketNames {
   const char* receive_usage;  // "receive(onData, onError)": the TypeError of bad arguments
 };
 
-// A receive error after which polling the descriptor again is pointless.
+// A receive error after which polling the descriptor again is pointless: the descriptor is
+// not (or no longer) a socket. Every other error is the socket's pending error (sk_err),
+// which the recvmsg that reports it clears: the socket keeps working, and whoever reads it
+// decides what the error means (an overflow, a link that went down, a dump's error).
 bool IsFatalReceiveError(int err);
 
 template <typename T>
@@ -90,6 +103,15 @@ class ReceivingSocket : public Napi::ObjectWrap<T> {
   int CheckOpen(Napi::Env env) {
     if (!fd_.Valid()) ThrowErrno(env, EBADF, T::kNames.kind, "socket is closed");
     return fd_.Get();
+  }
+
+  // One recvmsg of one datagram into `room` bytes at `buf` (see ReceiveDatagram), with the
+  // fault injection of this socket's receives.
+  template <typename Address>
+  ssize_t ReceiveOne(uint8_t* buf, size_t room, Address* from, int* err) {
+    Fault fault = MaybeFault(T::kRecvSite, &fault_state_);
+    return ReceiveWithFault(fd_.Get(), buf, room, from, sizeof(*from), err, fault, &fault_state_,
+                            T::kRecvSite == FaultSite::kNetlinkRecv);
   }
 
  private:
@@ -167,7 +189,7 @@ class ReceivingSocket : public Napi::ObjectWrap<T> {
     while (fd_.Valid() && scratch_.size() - used >= kMinRoom && !socket.BatchFull()) {
       typename T::Address from{};
       uint8_t* at = scratch_.data() + used;
-      ssize_t n = ReceiveDatagram(fd_.Get(), at, scratch_.size() - used, &from, sizeof(from), &err);
+      ssize_t n = socket.ReceiveOne(at, scratch_.size() - used, &from, &err);
       if (n < 0) break;
       used += socket.Accept(at, static_cast<size_t>(n), used, from);
     }
@@ -192,6 +214,7 @@ class ReceivingSocket : public Napi::ObjectWrap<T> {
   }
 
   UniqueFd fd_;
+  FaultState fault_state_;
   SocketPoller poller_;
   std::vector<uint8_t> scratch_;
   Napi::FunctionReference on_data_;

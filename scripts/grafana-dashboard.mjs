@@ -102,6 +102,16 @@ stat(
 );
 stat('Devices with XDP', `sum(fibkeeper_xdp_attached${sel})`);
 stat('Foreign XDP programs in the way', `sum(fibkeeper_xdp_foreign_program${sel})`);
+stat(
+  "Agents forwarding past the node's policy",
+  `sum(fibkeeper_xdp_node_policy{instance=~"$instance",mode="bypass"}) or vector(0)`,
+  "xdp.nodePolicy: bypass: XDP forwards past the node's netfilter, tc and xfrm policy.",
+);
+stat(
+  "Traffic the node's policy sends to the kernel",
+  `sum(fibkeeper_xdp_policy_passed${sel}) or vector(0)`,
+  "Devices and directions (ipv4, ipv6, egress) whose traffic goes to the kernel because the node's netfilter, tc or xfrm policy acts on it (`fibkeeper status` says which).",
+);
 stat('Forwardable IPs', `sum(fibkeeper_neighbor_forwardable_ips${sel})`);
 stat('Selected devices', `sum(fibkeeper_neighbor_selected_devices${sel})`);
 ts(
@@ -134,6 +144,18 @@ ts(
   ],
   'short',
   'A failed save fails the control API requests it holds (nothing of them is applied); skipped entries were not applied at the last start or reload (fibkeeper status lists them).',
+);
+ts(
+  'Kernel sockets reopened',
+  8,
+  [
+    [
+      `sum by (socket) (increase(fibkeeper_socket_reopens_total${sel}[$__rate_interval]))`,
+      '{{socket}}',
+    ],
+  ],
+  'short',
+  'Sockets closed and opened afresh after an error, or after they stopped answering the liveness probes (the agent log names the errno). One reopened again and again points at the kernel or the node.',
 );
 
 row('XDP forwarding');

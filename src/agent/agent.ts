@@ -1,8 +1,9 @@
 // The agent: wires the subsystems together in one namespace. Validate, lock, then act:
 // start checks the capabilities the configuration needs, takes the namespace lock, loads
 // the state file, binds the control socket (its directory's owner and mode checked; it
-// answers 503 until the agent runs) and the metrics endpoint, and probes the kernel — all
-// before its first kernel change. Then XDP (a verifier refusal fails the start before
+// answers 503 until the agent runs) and the metrics endpoint, probes the kernel, and checks
+// the config's static lists against the node's addresses (node-check.ts) — all before its
+// first kernel change. Then XDP (a verifier refusal fails the start before
 // anything else is touched), the neighbor tables and reconciler, external IPs and the miss
 // tracker. Stop runs in reverse and leaves neighbor entries, external IPs and (by default)
 // XDP in place. In cluster mode the first kernel change removes from the holder whatever is
@@ -17,9 +18,8 @@ import { ExternalIpSubsystem } from '../extip/index.js';
 import { XdpForwarder, type XdpForwarderConfig } from '../fib/index.js';
 import type { Logger } from '../log/index.js';
 import { MetricsServer, createRegistry, type HealthReport } from '../metrics/index.js';
-import { isVerifierError } from '../native/index.js';
 import { NeighborSubsystem, type NeighborHealth } from '../neighbor/index.js';
-import { DeviceFeed, NetlinkHandle } from '../netlink/index.js';
+import { DeviceFeed, NetlinkHandle, type HealthParams, type SocketName } from '../netlink/index.js';
 import {
   buildReport,
   featureAvailable,
@@ -33,7 +33,9 @@ import { handlersFor } from './handlers.js';
 import { acquireAgentLock, type AgentLock } from './lock.js';
 import { registerAgentMetrics, type AgentMetrics } from './metrics.js';
 import { MISS_OWNER, MissTracker } from './miss-tracker.js';
-import { checkCapabilities } from './preflight.js';
+import { checkStaticsOnNode } from './node-check.js';
+import { checkCapabilities, verifierRefusal } from './preflight.js';
+import { reportReopen } from './sockets.js';
 import { reloadAgent, type ReloadResult } from './reload.js';
 import { planExtip, planForwardable, staticSets } from './restore.js';
 import { StateStore, type ControlState, type SkippedEntry } from './state.js';
@@ -52,6 +54,8 @@ export interface AgentParams {
   capabilities?: bigint;
   /** The XDP object; default build/bpf/xdp_fwd.o of this package. */
   objectPath?: string;
+  /** Tests (FIBKEEPER_TEST_FAULTS): shorter socket health timings than defaultHealth(). */
+  health?: Partial<Omit<HealthParams, 'clock'>>;
 }
 
 export { RESERVED_OWNERS } from '../config/index.js';
@@ -163,9 +167,14 @@ export class Agent implements AgentView {
       await this.#startApi(token);
       await this.#startMetrics();
       await this.#startProbe();
-      // Act.
-      this.netlink = NetlinkHandle.open(this.netns ? { netns: this.netns } : {});
+      this.netlink = NetlinkHandle.open({
+        ...(this.netns ? { netns: this.netns } : {}),
+        health: this.#p.health ?? {}, // probe every socket; reopen those that stop answering
+        onReopen: (socket, cause, err) => this.socketReopened(socket, cause, err),
+      });
       this.#stoppers.push(() => this.netlink?.close());
+      await checkStaticsOnNode(this.netlink, this.cfg, this.netns); // reads only
+      // Act.
       const devices = (this.devices = new DeviceFeed({
         nl: this.netlink,
         log: this.log.child({ component: 'devices' }),
@@ -283,6 +292,7 @@ export class Agent implements AgentView {
       config: this.cfg.extip, // validated; the subsystem reads its options under these names
       registry: this.registry,
       log: this.log.child({ component: 'extip' }),
+      onSocketReopen: (cause, err) => this.socketReopened('packet', cause, err),
       ...(this.cfg.cluster.enabled
         ? {
             cluster: {
@@ -331,6 +341,7 @@ export class Agent implements AgentView {
       devices: this.devices as DeviceFeed,
       ...(this.#p.objectPath ? { objectPath: this.#p.objectPath } : {}),
       config: this.xdpConfig(this.cfg),
+      onSocketReopen: (cause, err) => this.socketReopened('genl', cause, err),
       registry: this.registry,
       log: this.log.child({ component: 'xdp' }),
     });
@@ -412,14 +423,26 @@ export class Agent implements AgentView {
     return this.#metricsServer?.port;
   }
 
+  /** A kernel socket was replaced after `cause`, or could not be (`err`): logged, counted. */
+  socketReopened(socket: SocketName, cause: string, err?: unknown): void {
+    reportReopen(this.log, this.metrics, socket, cause, err);
+  }
+
   /**
-   * Alive while the process works: it answers (the caller is on its event loop) and its
-   * netlink sockets are open and polled. For liveness probes (/livez): nothing that an
-   * operator must fix (a foreign XDP program, a detach, a down NIC) makes it fail.
+   * Alive while the process works: it answers (the caller is on its event loop) and every
+   * kernel socket answers its probes (netlink: NetlinkHandle.liveness; the genetlink socket
+   * of xdp_features; the packet sockets are open). For liveness probes (/livez) and the
+   * systemd watchdog: nothing that an operator must fix (a foreign XDP program, a detach, a
+   * down NIC) makes it fail.
    */
   live(): HealthReport {
     if (this.phase === 'stopped') return { ok: false, reasons: ['agent stopped'] };
-    return this.netlink?.liveness() ?? { ok: true, reasons: [] };
+    const reasons = [
+      ...(this.netlink?.liveness().reasons ?? []),
+      ...(this.xdp?.liveness().reasons ?? []),
+      ...(this.extip?.liveness().reasons ?? []),
+    ];
+    return { ok: reasons.length === 0, reasons };
   }
 
   /** Ready once the initial dumps are done and the first reconciliation round finished. */
@@ -503,15 +526,4 @@ function neighborProblems(n: NeighborHealth): string {
     parts.push(`${n.unusableCount} next hops unusable (no ARP/NDP answer): ${named}${more}`);
   }
   return parts.join(', ');
-}
-
-/** The verifier's last line when `err` (or a cause of it) is a verifier refusal. */
-function verifierRefusal(err: unknown): string | undefined {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; depth++, e = e.cause) {
-    if (isVerifierError(e)) {
-      const lines = e.verifierLog.trim().split('\n');
-      return lines.filter((l) => !/^processed \d+ insns/.test(l)).pop() ?? e.message;
-    }
-  }
-  return undefined;
 }

@@ -6,7 +6,7 @@ import { InvalidArgumentError, StorageError } from '../errors/index.js';
 import { ipArgText, parseIp, type IpArg, type ParsedIp } from '../ipaddr/index.js';
 import { silentLogger } from '../log/index.js';
 import { ControlPlane, type ExtipTarget, type ForwardableTarget } from './control.js';
-import { StateStore, type ControlState } from './state.js';
+import { StateStore } from './state.js';
 
 const dirs: string[] = [];
 /** IPs as the API hands them to the control plane: parsed once. */
@@ -20,11 +20,11 @@ afterEach(() => {
 class FakeStore extends StateStore {
   failing = false;
   saves: string[][] = [];
-  override async save(next: ControlState): Promise<void> {
+  override async persist(): Promise<void> {
     await new Promise((r) => setTimeout(r, 2));
     if (this.failing) throw new StorageError('ENOSPC: no space left');
-    this.saves.push([...next.extip].sort());
-    await super.save(next);
+    this.saves.push([...this.draft.extip].sort());
+    await super.persist();
   }
 }
 

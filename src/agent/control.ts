@@ -11,9 +11,10 @@
 // queue does not.
 import { CONFIG_OWNER, RESERVED_OWNERS, conflictError } from '../config/index.js';
 import { ConflictError, NotSupportedError, TimeoutError, describeError } from '../errors/index.js';
-import type { IpArg, ParsedIp } from '../ipaddr/index.js';
+import { ipArgText, type IpArg, type ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
-import type { ControlState, StateStore } from './state.js';
+import { undoChanges, type JournalOp, type UndoStep } from './journal.js';
+import type { MutableState, StateStore } from './state.js';
 
 /**
  * A change the control API asks for. IPs are checked (static rules), parsed once and without
@@ -23,11 +24,12 @@ export type Change =
   | {
       op: 'forwardable.add' | 'forwardable.del' | 'forwardable.set';
       owner: string;
-      ips: readonly ParsedIp[];
+      /** Parsed (a JSON request) or canonical text (a bulk request: parseIpLines). */
+      ips: readonly IpArg[];
     }
   | { op: 'extip.add' | 'extip.del'; ips: readonly ParsedIp[] };
 
-const texts = (ips: readonly ParsedIp[]): string[] => ips.map((ip) => ip.address);
+const texts = (ips: readonly IpArg[]): string[] => ips.map(ipArgText);
 
 /** What the control plane needs of the neighbor subsystem (IPs as text or parsed). */
 export interface ForwardableTarget {
@@ -89,15 +91,14 @@ interface Exclusive {
 
 type Item = Request | Exclusive;
 
-function cloneState(s: ControlState): {
-  forwardable: Map<string, Set<string>>;
-  extip: Set<string>;
-} {
-  const forwardable = new Map<string, Set<string>>();
-  for (const [o, ips] of s.forwardable) forwardable.set(o, new Set(ips));
-  return { forwardable, extip: new Set(s.extip) };
+type Draft = MutableState;
+
+/** A change as the state file's journal takes it: its canonical IPs. */
+function journalOp(c: Change, ips: readonly string[]): JournalOp {
+  return c.op.startsWith('forwardable.')
+    ? { op: c.op, owner: (c as { owner: string }).owner, ips }
+    : { op: c.op, ips };
 }
-type Draft = ReturnType<typeof cloneState>;
 
 export class ControlPlane {
   readonly #p: ControlPlaneParams;
@@ -224,12 +225,11 @@ export class ControlPlane {
 
   async #commit(batch: Request[]): Promise<void> {
     const store = this.#p.store;
-    const base = store.state;
-    const draft = cloneState(base);
-    const accepted: { req: Request; ips: string[] }[] = [];
+    const draft = store.draft;
+    const accepted: { req: Request; ips: string[]; undo: UndoStep }[] = [];
     for (const req of batch) {
       try {
-        accepted.push({ req, ips: this.#plan(req, draft) });
+        accepted.push({ req, ...this.#plan(req, draft) });
       } catch (err) {
         req.phase = 'done';
         req.reject(err as Error);
@@ -238,10 +238,14 @@ export class ControlPlane {
     if (accepted.length === 0) return;
     for (const a of accepted) a.req.phase = 'saving';
     try {
-      await store.save(draft);
+      await store.persist();
       this.#p.onSave?.(true);
     } catch (err) {
       this.#p.onSave?.(false);
+      undoChanges(
+        accepted.map((a) => a.undo),
+        draft,
+      );
       for (const a of accepted) ((a.req.phase = 'done'), a.req.reject(err as Error));
       return;
     }
@@ -257,7 +261,8 @@ export class ControlPlane {
         failed.push({ req: a.req, err: err as Error });
       }
     }
-    if (failed.length > 0) await this.#undo(base, accepted, failed);
+    if (failed.length > 0) await this.#undo(accepted, failed);
+    else if (store.compactionDue) await this.#compact();
     for (const w of waits) {
       w.req.phase = 'applying';
       w.done.then(
@@ -273,15 +278,20 @@ export class ControlPlane {
    * later change has been planned on top of it.
    */
   async #undo(
-    base: ControlState,
-    accepted: { req: Request; ips: string[] }[],
+    accepted: { req: Request; ips: string[]; undo: UndoStep }[],
     failed: { req: Request; err: Error }[],
   ): Promise<void> {
     const bad = new Set(failed.map((f) => f.req));
-    const fixed = cloneState(base);
-    for (const a of accepted) if (!bad.has(a.req)) this.#effect(a.req.change, a.ips, fixed);
+    const store = this.#p.store;
+    undoChanges(
+      accepted.map((a) => a.undo),
+      store.draft,
+    );
+    // The whole state: the journal holds the refused change already.
+    for (const a of accepted) if (!bad.has(a.req)) store.record(journalOp(a.req.change, a.ips));
+    store.discard();
     try {
-      await this.#p.store.save(fixed);
+      await store.compact();
     } catch (err) {
       this.#p.log.error(
         { err: describeError(err) },
@@ -291,27 +301,42 @@ export class ControlPlane {
     for (const f of failed) ((f.req.phase = 'done'), f.req.reject(f.err));
   }
 
-  /**
-   * Checks a change against the node and the draft; applies it to the draft; returns its IPs
-   * (and, for a forwardable change, notes on the request what it did to the owner's set).
-   */
-  #plan(req: Request, draft: Draft): string[] {
-    const c = req.change;
-    if (c.op === 'forwardable.add' || c.op === 'forwardable.del' || c.op === 'forwardable.set') {
-      const before = new Set(draft.forwardable.get(c.owner) ?? []);
-      const ips = this.#planForwardable(c, draft);
-      const after = draft.forwardable.get(c.owner) ?? new Set<string>();
-      let added = 0;
-      let removed = 0;
-      for (const ip of after) if (!before.has(ip)) added++;
-      for (const ip of before) if (!after.has(ip)) removed++;
-      req.changed = { added, removed };
-      return ips;
+  /** Writes the whole state and drops the journal (in the queue: nothing changes meanwhile). */
+  async #compact(): Promise<void> {
+    this.#activity = 'the state file being written in full';
+    try {
+      await this.#p.store.compact();
+    } catch (err) {
+      // The journal still holds every change: nothing is lost; the next batch tries again.
+      this.#p.log.warn({ err: describeError(err) }, 'control plane: state file compaction failed');
     }
-    return this.#planForwardable(c, draft);
   }
 
-  #planForwardable(c: Change, draft: Draft): string[] {
+  /**
+   * Checks a change against the node and the draft; applies it to the draft; returns its IPs
+   * and how to take it back (and, for a forwardable change, notes on the request what it did
+   * to the owner's set).
+   */
+  #plan(req: Request, draft: Draft): { ips: string[]; undo: UndoStep } {
+    const c = req.change;
+    const ips = this.#check(c, draft);
+    const undo = this.#p.store.record(journalOp(c, ips));
+    if (undo.kind === 'fw')
+      req.changed = { added: undo.added.length, removed: undo.removed.length };
+    else if (undo.kind === 'fwSet') {
+      const now = draft.forwardable.get(undo.owner) ?? new Set<string>();
+      const prev = undo.prev ?? new Set<string>();
+      let added = 0;
+      let removed = 0;
+      for (const ip of now) if (!prev.has(ip)) added++;
+      for (const ip of prev) if (!now.has(ip)) removed++;
+      req.changed = { added, removed };
+    }
+    return { ips, undo };
+  }
+
+  /** Checks a change against the node and the draft; returns its IPs (canonical). */
+  #check(c: Change, draft: Draft): string[] {
     if (c.op.startsWith('forwardable.')) {
       const n = this.#p.forwardable();
       if (!n)
@@ -319,11 +344,7 @@ export class ControlPlane {
           'neighbor',
           'the neighbor subsystem is off (neighbor.enabled: false)',
         );
-      if (c.op === 'forwardable.del') {
-        const ips = texts(c.ips);
-        this.#effect(c, ips, draft);
-        return ips;
-      }
+      if (c.op === 'forwardable.del') return texts(c.ips);
       const ips = n.check(c.ips);
       const statics = this.#p.statics();
       for (const ip of ips) {
@@ -338,16 +359,11 @@ export class ControlPlane {
           );
         }
       }
-      this.#effect(c, ips, draft);
       return ips;
     }
     const x = this.#p.extip();
     if (!x) throw new NotSupportedError('extip', 'external IPs are off (extip.enabled: false)');
-    if (c.op === 'extip.del') {
-      const ips = texts(c.ips);
-      this.#effect(c, ips, draft);
-      return ips;
-    }
+    if (c.op === 'extip.del') return texts(c.ips);
     const ips = x.check(c.ips);
     const cluster = this.#p.clusterIps?.();
     for (const ip of ips) {
@@ -368,7 +384,6 @@ export class ControlPlane {
         );
       }
     }
-    this.#effect(c, ips, draft);
     return ips;
   }
 
@@ -384,35 +399,6 @@ export class ControlPlane {
       if (RESERVED_OWNERS.has(o) && !out.includes(o)) out.push(o);
     }
     return out.sort();
-  }
-
-  /** What a change does to a state. */
-  #effect(c: Change, ips: readonly string[], s: Draft): void {
-    switch (c.op) {
-      case 'forwardable.add': {
-        const set = s.forwardable.get(c.owner) ?? new Set<string>();
-        for (const ip of ips) set.add(ip);
-        if (set.size > 0) s.forwardable.set(c.owner, set);
-        return;
-      }
-      case 'forwardable.del': {
-        const set = s.forwardable.get(c.owner);
-        if (!set) return;
-        for (const ip of ips) set.delete(ip);
-        if (set.size === 0) s.forwardable.delete(c.owner);
-        return;
-      }
-      case 'forwardable.set':
-        if (ips.length === 0) s.forwardable.delete(c.owner);
-        else s.forwardable.set(c.owner, new Set(ips));
-        return;
-      case 'extip.add':
-        for (const ip of ips) s.extip.add(ip);
-        return;
-      case 'extip.del':
-        for (const ip of ips) s.extip.delete(ip);
-        return;
-    }
   }
 
   /**

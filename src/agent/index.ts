@@ -46,3 +46,4 @@ export {
   type MissTrackerMetrics,
 } from './metrics.js';
 export { MissTracker, MISS_OWNER, type MissTrackerParams } from './miss-tracker.js';
+export { checkStaticsOnNode } from './node-check.js';

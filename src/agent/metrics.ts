@@ -1,10 +1,14 @@
-// Metric group of the agent itself: readiness, config reloads, and the XDP miss tracker.
+// Metric group of the agent itself: readiness, config reloads, kernel sockets replaced, and
+// the XDP miss tracker.
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { SOCKET_NAMES } from '../netlink/index.js';
 
 export interface AgentMetrics {
   reloads: Counter<'result'>;
   /** Saves of the state file by result: ok, or error (the requests of that save failed). */
   stateSaves: Counter<'result'>;
+  /** Kernel sockets closed and opened afresh after an error or silence, by socket. */
+  socketReopens: Counter<'socket'>;
 }
 
 export function registerAgentMetrics(
@@ -51,7 +55,14 @@ export function registerAgentMetrics(
       this.set(stateSkipped());
     },
   });
-  return { reloads, stateSaves };
+  const socketReopens = new Counter({
+    name: 'fibkeeper_socket_reopens_total',
+    help: 'Kernel sockets closed and opened afresh after an error (other than a receive overflow) or after they stopped answering the liveness probes, by socket: request (the rtnetlink request socket), link, route, neighbor, xdp (event subscriptions), genl (xdp_features), packet (the external interface). Each reopen is logged once with its errno.',
+    labelNames: ['socket'],
+    registers: [registry],
+  });
+  for (const socket of SOCKET_NAMES) socketReopens.inc({ socket }, 0);
+  return { reloads, stateSaves, socketReopens };
 }
 
 export interface MissTrackerMetrics {

@@ -1,10 +1,12 @@
 // What the agent checks before it changes anything: the capabilities its configuration
 // needs (read from CapEff — the kernel feature probes would misread a missing capability as
 // a missing feature and give the wrong fix), and that a `netns` other than its own can be
-// entered. Pure apart from reading /proc.
+// entered. Pure apart from reading /proc. And what a verifier refusal of the XDP program
+// says, for the start's error.
 import { statSync } from 'node:fs';
 import type { FibkeeperConfig } from '../config/index.js';
 import { NotSupportedError } from '../errors/index.js';
+import { isVerifierError } from '../native/index.js';
 import { CAPS, effectiveCaps } from '../probe/index.js';
 import { netnsPath } from './lock.js';
 
@@ -89,4 +91,15 @@ export function checkCapabilities(cfg: FibkeeperConfig, capEff: bigint = effecti
       `Fix: run as root, or grant them — systemd: add ${list} to AmbientCapabilities= and CapabilityBoundingSet=; ` +
       `Kubernetes: securityContext.capabilities.add: [${short}]. Nothing was changed (kernel features were not probed)`,
   );
+}
+
+/** The verifier's last line when `err` (or a cause of it) is a verifier refusal. */
+export function verifierRefusal(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; depth++, e = e.cause) {
+    if (isVerifierError(e)) {
+      const lines = e.verifierLog.trim().split('\n');
+      return lines.filter((l) => !/^processed \d+ insns/.test(l)).pop() ?? e.message;
+    }
+  }
+  return undefined;
 }

@@ -15,7 +15,7 @@ export interface ReloadResult {
   needRestart: string[];
 }
 
-const XDP_LIVE_KEYS = ['mode', 'keepOnStop', 'force', 'ipv6', 'ipv4Options'] as const;
+const XDP_LIVE_KEYS = ['mode', 'keepOnStop', 'force', 'ipv6', 'ipv4Options', 'nodePolicy'] as const;
 
 function flat(o: unknown, prefix = ''): [string, string][] {
   return Object.entries(o as Record<string, unknown>).flatMap(([k, v]) =>

@@ -14,6 +14,7 @@ import {
   StateStore,
   emptyState,
   formatState,
+  formatStatePieces,
   parseState,
   writeDurably,
   type ControlState,
@@ -124,6 +125,43 @@ describe('state store', () => {
     });
     expect(readFileSync(path, 'utf8')).toBe(before);
     expect(plain(s.state)).toEqual({ forwardable: { a: ['10.0.0.1'] }, extip: [] });
+  });
+
+  it('writes the text JSON.stringify writes (indent 1, sorted), in pieces; a large set in the order it was added', () => {
+    const old = (s: ControlState) =>
+      JSON.stringify(
+        {
+          version: 1,
+          forwardable: Object.fromEntries(
+            [...s.forwardable.keys()].sort().map((o) => [o, [...s.forwardable.get(o)!].sort()]),
+          ),
+          extip: [...s.extip].sort(),
+        },
+        null,
+        1,
+      ) + '\n';
+    const ipOf = (i: number) => `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`;
+    for (const [owners, per, ext] of [
+      [0, 0, 0],
+      [1, 1, 0],
+      [3, 20, 2],
+      [2, 4000, 1],
+    ] as const) {
+      const s = state(
+        Object.fromEntries(
+          Array.from({ length: owners }, (_, o) => [
+            o === 1 ? 'a"b' : `o${o}`,
+            Array.from({ length: per }, (_, i) => ipOf((i * 7919) % 65536)),
+          ]),
+        ),
+        Array.from({ length: ext }, (_, i) => `192.0.2.${9 - i}`),
+      );
+      expect(formatState(s)).toBe(old(s));
+    }
+    const big = state({ lb: Array.from({ length: 20_000 }, (_, i) => ipOf(20_000 - i)) });
+    const pieces = [...formatStatePieces(big)];
+    expect(pieces.length).toBeGreaterThan(3);
+    expect(JSON.parse(pieces.join('')).forwardable.lb).toEqual([...big.forwardable.get('lb')!]);
   });
 
   it('keeps state only in memory when the path is empty', async () => {

@@ -8,11 +8,24 @@
 // a bad entry is reported and skipped, and never takes the valid ones with it. Skipped
 // entries stay in the file (they were the user's, and may become valid again); only entries
 // that cannot be IP strings at all are dropped.
-import { constants, mkdirSync, readFileSync, unlinkSync } from 'node:fs';
-import { open, rename, unlink } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { existsSync, readFileSync, unlinkSync } from 'node:fs';
 import { checkIp, OWNER_RE, RESERVED_OWNERS } from '../config/index.js';
-import { FibkeeperError, StorageError } from '../errors/index.js';
+import { FibkeeperError } from '../errors/index.js';
+import { writeDurably } from './durable.js';
+import {
+  appendDurably,
+  applyChange,
+  cutJournal,
+  formatJournalPieces,
+  removeJournal,
+  replayJournal,
+  type JournalOp,
+  type MutableState,
+  type UndoStep,
+} from './journal.js';
+
+export type { MutableState } from './journal.js';
+export { writeDurably } from './durable.js';
 
 /** The state as the agent holds it: owner → IPs, and the external IPs (canonical where valid). */
 export interface ControlState {
@@ -27,16 +40,61 @@ export interface SkippedEntry {
   reason: string;
 }
 
-export function emptyState(): ControlState {
+export function emptyState(): MutableState {
   return { forwardable: new Map(), extip: new Set() };
 }
 
-/** The file's text: owners and IPs sorted, one IP per line (diffs stay readable). */
-export function formatState(s: ControlState): string {
+/**
+ * Sets up to this size are written sorted (the file's diffs stay readable); larger ones in
+ * the order their IPs were added, since sorting a million strings would hold the event loop
+ * for a second on every save.
+ */
+export const SORTED_UP_TO = 4096;
+/** IPs formatted per piece of a streamed save (a piece takes about a millisecond). */
+const PIECE = 2048;
+
+const ordered = (set: ReadonlySet<string>): Iterable<string> =>
+  set.size <= SORTED_UP_TO ? [...set].sort() : set;
+
+/**
+ * The file's text in pieces of at most PIECE IPs: owners sorted, one IP per line. Joined,
+ * the pieces are formatState's text; a save writes each piece as it is made, so that a save
+ * of a million IPs never holds the event loop for more than a piece.
+ */
+export function* formatStatePieces(s: ControlState, seq?: number): Generator<string> {
+  const list = (set: ReadonlySet<string>, indent: string): Generator<string> =>
+    (function* () {
+      if (set.size === 0) return yield '[]';
+      let piece = '[';
+      let n = 0;
+      let first = true;
+      for (const ip of ordered(set)) {
+        piece += `${first ? '' : ','}\n${indent} ${JSON.stringify(ip)}`;
+        first = false;
+        if (++n === PIECE) {
+          yield piece;
+          piece = '';
+          n = 0;
+        }
+      }
+      yield `${piece}\n${indent}]`;
+    })();
   const owners = [...s.forwardable.keys()].sort();
-  const forwardable: Record<string, string[]> = {};
-  for (const o of owners) forwardable[o] = [...(s.forwardable.get(o) ?? [])].sort();
-  return JSON.stringify({ version: 1, forwardable, extip: [...s.extip].sort() }, null, 1) + '\n';
+  const seqLine = seq === undefined ? '' : `\n "seq": ${seq},`;
+  yield `{\n "version": 1,${seqLine}\n "forwardable": {`;
+  for (let i = 0; i < owners.length; i++) {
+    const o = owners[i]!;
+    yield `${i > 0 ? ',' : ''}\n  ${JSON.stringify(o)}: `;
+    yield* list(s.forwardable.get(o) ?? new Set(), '  ');
+  }
+  yield `${owners.length > 0 ? '\n ' : ''}},\n "extip": `;
+  yield* list(s.extip, ' ');
+  yield '\n}\n';
+}
+
+/** The file's text: owners sorted, IPs sorted up to SORTED_UP_TO, one IP per line. */
+export function formatState(s: ControlState): string {
+  return [...formatStatePieces(s)].join('');
 }
 
 export class StateFileError extends FibkeeperError {
@@ -65,18 +123,32 @@ export function parseState(
   text: string,
   path: string,
   statics: StaticSets = { forwardable: new Set(), extip: new Set() },
-): { state: ControlState; usable: ControlState; skipped: SkippedEntry[] } {
+): { state: MutableState; usable: ControlState; skipped: SkippedEntry[] } {
+  const { state, dropped } = readStateDoc(text, path);
+  const { usable, skipped } = usableOf(state, statics);
+  return { state, usable, skipped: [...dropped, ...skipped] };
+}
+
+/**
+ * A state file's content as it is (entries that are strings, valid or not), the `seq` of the
+ * last journal change it holds (0: none), and the entries dropped for not being strings.
+ */
+export function readStateDoc(
+  text: string,
+  path: string,
+): { state: MutableState; seq: number; dropped: SkippedEntry[] } {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch (err) {
     throw new StateFileError(path, `is not valid JSON (${(err as Error).message})`, { cause: err });
   }
-  const d = doc as { version?: unknown; forwardable?: unknown; extip?: unknown };
+  const d = doc as { version?: unknown; seq?: unknown; forwardable?: unknown; extip?: unknown };
   if (
     typeof doc !== 'object' ||
     doc === null ||
     d.version !== 1 ||
+    (d.seq !== undefined && typeof d.seq !== 'number') ||
     typeof d.forwardable !== 'object' ||
     d.forwardable === null ||
     Array.isArray(d.forwardable) ||
@@ -106,9 +178,8 @@ export function parseState(
     const ips = strings(list, `forwardable ${owner}`);
     if (ips.size > 0) forwardable.set(owner, ips);
   }
-  const state: ControlState = { forwardable, extip: strings(d.extip, 'extip') };
-  const { usable, skipped } = usableOf(state, statics);
-  return { state, usable, skipped: [...dropped, ...skipped] };
+  const state: MutableState = { forwardable, extip: strings(d.extip, 'extip') };
+  return { state, seq: (d.seq as number | undefined) ?? 0, dropped };
 }
 
 /**
@@ -171,96 +242,95 @@ export function usableOf(
   return { usable: { forwardable, extip }, skipped };
 }
 
-const DIR_FSYNC_UNSUPPORTED = new Set(['EINVAL', 'ENOTSUP', 'EOPNOTSUPP']);
+/** Default of StateStore's `journalFrom`: a state file this large saves through the journal. */
+export const JOURNAL_FROM_BYTES = 1 << 20;
 
 /**
- * Writes `text` to `path` durably: `path.tmp` written in full, fsynced, renamed over `path`,
- * the directory fsynced. On any failure the temp file is removed, `path` keeps its previous
- * content, and StorageError names the step and the errno.
+ * The state file of one agent: what is durable, and how to make a new state durable. A
+ * small state (under `journalFrom` bytes of file) is written in full at every save; a larger
+ * one appends each save's changes to `<path>.journal` and is written in full only when the
+ * journal has grown to a quarter of it (journal.ts).
  */
-export async function writeDurably(path: string, text: string): Promise<void> {
-  const tmp = `${path}.tmp`;
-  const data = Buffer.from(text, 'utf8');
-  let step = `create ${tmp}`;
-  let renamed = false;
-  try {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o750 });
-    const fh = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, 0o600);
-    try {
-      step = `write ${tmp}`;
-      for (let off = 0; off < data.length;) {
-        const { bytesWritten } = await fh.write(data, off, data.length - off, off);
-        if (bytesWritten <= 0) throw new Error(`wrote nothing at byte ${off} of ${data.length}`);
-        off += bytesWritten;
-      }
-      step = `fsync ${tmp}`;
-      await fh.sync();
-      const { size } = await fh.stat();
-      if (size !== data.length) throw new Error(`holds ${size} bytes, not ${data.length}`);
-    } finally {
-      await fh.close();
-    }
-    step = `rename ${tmp} to ${path}`;
-    await rename(tmp, path);
-    renamed = true;
-    step = `fsync the directory ${dirname(path)}`;
-    const dir = await open(dirname(path), constants.O_RDONLY);
-    try {
-      await dir.sync().catch((err: NodeJS.ErrnoException) => {
-        if (!DIR_FSYNC_UNSUPPORTED.has(err.code ?? '')) throw err;
-      });
-    } finally {
-      await dir.close();
-    }
-  } catch (err) {
-    if (!renamed) await unlink(tmp).catch(() => undefined);
-    const code = (err as NodeJS.ErrnoException).code;
-    const why =
-      code === 'ENOSPC' || code === 'EDQUOT'
-        ? `${code}: no space left on the device that holds it`
-        : code === 'EROFS'
-          ? 'EROFS: the file system is read-only'
-          : (err as Error).message;
-    throw new StorageError(
-      `the state file ${path} could not be saved (${step}: ${why})${renamed ? '; the new content may or may not survive a crash' : '; nothing was changed'}`,
-      { cause: err },
-    );
-  }
-}
-
-/** The state file of one agent: what is durable, and how to make a new state durable. */
 export class StateStore {
-  #state: ControlState = emptyState();
+  #state: MutableState = emptyState();
   #skipped: SkippedEntry[] = [];
-  constructor(readonly path: string) {}
+  /** The changes made to the draft since the last persist (record()). */
+  #ops: JournalOp[] = [];
+  /** The last change's number: in the snapshot or the journal (or lost with a failed save). */
+  #seq = 0;
+  #snapshotBytes = 0;
+  #journalBytes = 0;
+  /** A journal write failed and may have left a line: the next save writes a snapshot. */
+  #snapshotNext = false;
+  readonly #journalFrom: number;
+
+  constructor(
+    readonly path: string,
+    opts: { journalFrom?: number } = {},
+  ) {
+    this.#journalFrom = opts.journalFrom ?? JOURNAL_FROM_BYTES;
+  }
+
+  get journalPath(): string {
+    return `${this.path}.journal`;
+  }
 
   /**
-   * Reads the file (a missing one is an empty state) and removes a temp file left by a write
-   * that was killed. Throws StateFileError for an unreadable or corrupt file; returns the
-   * applicable entries and the skipped ones. The caller holds the state-file lock.
+   * Reads the file and its journal (a missing one is an empty state), removes a temp file
+   * left by a write that was killed and a journal line cut short by a crash. Throws
+   * StateFileError for an unreadable or corrupt file; returns the applicable entries and the
+   * skipped ones. The caller holds the state-file lock — or passes `repair: false` (`fibkeeper
+   * config check`, maybe beside a running agent), and nothing on disk is changed.
    */
-  load(statics?: StaticSets): { usable: ControlState; skipped: SkippedEntry[] } {
+  load(
+    statics?: StaticSets,
+    opts: { repair?: boolean } = {},
+  ): { usable: ControlState; skipped: SkippedEntry[] } {
     if (this.path === '') return { usable: emptyState(), skipped: [] };
+    // `repair: false` (config check, beside a running agent): read only, change no file.
+    const repair = opts.repair ?? true;
     // A temp file is what a write killed before its rename left: never the state.
     try {
-      unlinkSync(`${this.path}.tmp`);
+      if (repair) unlinkSync(`${this.path}.tmp`);
     } catch {
       /* none (or not removable: the next save says why) */
     }
-    let text: string;
+    const text = this.#read(this.path);
+    const doc =
+      text === undefined
+        ? { state: emptyState(), seq: 0, dropped: [] }
+        : readStateDoc(text, this.path);
+    this.#snapshotBytes = text === undefined ? 0 : Buffer.byteLength(text);
+    this.#seq = doc.seq;
+    const journal = this.#read(this.journalPath);
+    if (journal !== undefined) {
+      try {
+        const r = replayJournal(journal, doc.seq, doc.state);
+        this.#seq = r.seq;
+        this.#journalBytes = r.wholeBytes;
+        const cut = r.wholeBytes !== Buffer.byteLength(journal);
+        if (cut && repair) cutJournal(this.journalPath, r.wholeBytes);
+      } catch (err) {
+        throw new StateFileError(this.journalPath, `is corrupt (${(err as Error).message})`, {
+          cause: err,
+        });
+      }
+    }
+    const { usable, skipped } = usableOf(doc.state, statics ?? noStatics());
+    this.#state = doc.state;
+    this.#skipped = [...doc.dropped, ...skipped];
+    return { usable, skipped: this.#skipped };
+  }
+
+  #read(path: string): string | undefined {
     try {
-      text = readFileSync(this.path, 'utf8');
+      return readFileSync(path, 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT')
-        return { usable: emptyState(), skipped: [] };
-      throw new StateFileError(this.path, `cannot be read (${(err as Error).message})`, {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw new StateFileError(path, `cannot be read (${(err as Error).message})`, {
         cause: err,
       });
     }
-    const { state, usable, skipped } = parseState(text, this.path, statics);
-    this.#state = state;
-    this.#skipped = skipped;
-    return { usable, skipped };
   }
 
   /** The state as saved (skipped entries included). */
@@ -273,9 +343,96 @@ export class StateStore {
     return this.#skipped;
   }
 
+  /**
+   * The state as saved, to be changed in place by the one writer (the control plane's queue)
+   * through record(), which then calls persist() — or undoes its changes when persist throws.
+   */
+  get draft(): MutableState {
+    return this.#state;
+  }
+
+  /** Applies a change to the draft and notes it for the next persist(); how to undo it. */
+  record(op: JournalOp): UndoStep {
+    this.#ops.push(op);
+    return applyChange(op, this.#state);
+  }
+
+  /** Forgets the recorded changes (the caller has undone them). */
+  discard(): void {
+    this.#ops = [];
+  }
+
+  /**
+   * Makes the draft durable: the recorded changes appended to the journal, or the whole
+   * state written (streamed: see writeDurably). Throws StorageError on failure (the caller
+   * undoes its changes).
+   */
+  async persist(): Promise<void> {
+    const ops = this.#ops;
+    this.#ops = [];
+    if (this.path === '') return;
+    if (
+      this.#snapshotNext ||
+      this.#snapshotBytes === 0 ||
+      this.#snapshotBytes < this.#journalFrom
+    ) {
+      return this.#snapshot(this.#seq + ops.length);
+    }
+    const seq = this.#seq;
+    // The numbers are used up even if the write fails: a line it may have left behind is
+    // never taken for a later change (and the snapshot written next supersedes it).
+    this.#seq += ops.length;
+    try {
+      this.#journalBytes = await appendDurably(
+        this.journalPath,
+        formatJournalPieces(seq, ops),
+        this.#journalBytes,
+      );
+    } catch (err) {
+      this.#snapshotNext = true;
+      throw err;
+    }
+  }
+
+  /** The journal is a quarter of the snapshot (or more): time for compact(). */
+  get compactionDue(): boolean {
+    return this.#journalBytes > Math.max(this.#journalFrom, this.#snapshotBytes / 4);
+  }
+
+  /** Writes the whole state (streamed) and removes the journal. Throws StorageError. */
+  async compact(): Promise<void> {
+    if (this.path !== '') await this.#snapshot(this.#seq);
+  }
+
+  /** Sizes for status and metrics: the state file and its journal, in bytes. */
+  get sizes(): { stateFile: number; journal: number } {
+    return { stateFile: this.#snapshotBytes, journal: this.#journalBytes };
+  }
+
+  async #snapshot(seq: number): Promise<void> {
+    this.#snapshotBytes = await writeDurably(this.path, formatStatePieces(this.#state, seq));
+    this.#seq = seq;
+    this.#snapshotNext = false;
+    if (this.#journalBytes > 0 || existsSync(this.journalPath)) {
+      await removeJournal(this.journalPath);
+      this.#journalBytes = 0;
+    }
+  }
+
   /** Makes `next` durable, then current. Throws StorageError and keeps the old one on failure. */
   async save(next: ControlState): Promise<void> {
-    if (this.path !== '') await writeDurably(this.path, formatState(next));
-    this.#state = next;
+    const copy: MutableState = { forwardable: new Map(), extip: new Set(next.extip) };
+    for (const [o, ips] of next.forwardable) copy.forwardable.set(o, new Set(ips));
+    const prev = this.#state;
+    this.#state = copy;
+    this.#ops = [];
+    try {
+      if (this.path !== '') await this.#snapshot(this.#seq + 1);
+    } catch (err) {
+      this.#state = prev;
+      throw err;
+    }
   }
 }
+
+const noStatics = (): StaticSets => ({ forwardable: new Set(), extip: new Set() });

@@ -4,7 +4,7 @@
 // document): fields are added, never renamed or retyped within one schemaVersion.
 import { describeError } from '../errors/index.js';
 import { readClusterSysctls, type ExternalIpStatus, type SysctlState } from '../extip/index.js';
-import type { XdpDeviceCounters, XdpDeviceStatus } from '../fib/index.js';
+import type { XdpDeviceCounters, XdpDeviceStatus, XdpNodePolicyMode } from '../fib/index.js';
 import type { ClusterStatus } from '../cluster/index.js';
 import type { NeighborStatus } from '../neighbor/index.js';
 import type { SkippedEntry } from './state.js';
@@ -27,6 +27,8 @@ export interface KernelSection {
 
 /** The XDP forwarder: every selected device's attachment, and the counters read now. */
 export interface XdpSection {
+  /** xdp.nodePolicy: respect (the node's policy sends its traffic to the kernel) or bypass. */
+  nodePolicy: XdpNodePolicyMode;
   devices: XdpDeviceStatus[];
   counters: XdpDeviceCounters[];
 }
@@ -109,7 +111,13 @@ export function buildStatus(agent: AgentView, opts: StatusOptions = {}): StatusD
           assumed: probe.assumed.map((f) => f.name),
         }
       : null,
-    xdp: agent.xdp ? { devices: agent.xdp.status(), counters: agent.xdp.counters() } : null,
+    xdp: agent.xdp
+      ? {
+          nodePolicy: agent.xdp.nodePolicyMode(),
+          devices: agent.xdp.status(),
+          counters: agent.xdp.counters(),
+        }
+      : null,
     neighbor: agent.neighbor ? agent.neighbor.status({ limit }) : null,
     extip: agent.extip
       ? {

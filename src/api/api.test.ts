@@ -4,9 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidArgumentError, TimeoutError } from '../errors/index.js';
-import type { ParsedIp } from '../ipaddr/index.js';
+import { ipArgText, type IpArg } from '../ipaddr/index.js';
 import { silentLogger } from '../log/index.js';
-import { ApiClient, ApiServer, MAX_BODY_BYTES, type ControlHandlers } from './index.js';
+import {
+  ApiClient,
+  ApiServer,
+  MAX_BODY_BYTES,
+  MAX_BULK_BODY_BYTES,
+  type ControlHandlers,
+} from './index.js';
 
 let dir: string;
 let server: ApiServer | undefined;
@@ -15,8 +21,8 @@ const calls: string[] = [];
 function handlers(): ControlHandlers {
   const owners = new Map<string, Set<string>>();
   /** The IPs' text (the API hands them over parsed); IPv4 only, as a stand-in for a node rule. */
-  const validate = (parsed: ParsedIp[]): string[] => {
-    const ips = parsed.map((ip) => ip.address);
+  const validate = (parsed: IpArg[]): string[] => {
+    const ips = parsed.map(ipArgText);
     for (const ip of ips)
       if (!/^\d+\.\d+\.\d+\.\d+$/.test(ip)) throw new InvalidArgumentError(`"${ip}" is not an IP`);
     return ips;
@@ -88,7 +94,8 @@ function raw(path: string, method: string, body: string | Buffer, type = 'applic
           socketPath: join(dir, 'api.sock'),
           path,
           method,
-          headers: { 'content-type': type },
+          // A length: Node sends a DELETE body unframed otherwise.
+          headers: { 'content-type': type, 'content-length': String(Buffer.byteLength(body)) },
         },
         (res) => {
           const chunks: Buffer[] = [];
@@ -172,11 +179,60 @@ describe('control API', () => {
     const bad = await raw('/v1/forwardable', 'POST', '{"owner": ');
     expect(bad.status).toBe(400);
     expect(bad.json.error?.message).toMatch(/not valid JSON/);
-    expect((await raw('/v1/forwardable', 'POST', 'owner=x', 'text/plain')).status).toBe(415);
+    expect((await raw('/v1/forwardable', 'POST', 'owner=x', 'text/csv')).status).toBe(415);
     expect((await raw('/v1/nothing', 'GET', '')).status).toBe(404);
     expect((await raw('/v1/status', 'DELETE', '')).status).toBe(405);
     const big = await raw('/v1/extip', 'POST', Buffer.alloc(MAX_BODY_BYTES + 10, 0x20));
     expect(big.status).toBe(413);
+  });
+
+  it('takes a bulk body (text/plain, one IP a line) larger than the JSON limit in one request', async () => {
+    const ipOf = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+    const n = 200_000;
+    const lines = Array.from({ length: n }, (_, i) => ipOf(i + 1));
+    const body = `# a comment\r\n${lines.join('\n')}\n\n  10.250.0.1  \n`;
+    expect(body.length).toBeGreaterThan(MAX_BODY_BYTES);
+    const ok = await raw('/v1/owners/lb/forwardable', 'PUT', body, 'text/plain');
+    expect(ok.status, JSON.stringify(ok.json)).toBe(200);
+    expect(calls).toHaveLength(1);
+    const got = calls[0]!.split(' ')[2]!.split(',');
+    expect(calls[0]!.startsWith('set lb ')).toBe(true);
+    expect(got).toEqual([...lines, '10.250.0.1']);
+    calls.length = 0;
+    const add = await raw('/v1/forwardable?owner=ops', 'POST', '10.0.0.1\n10.0.0.2', 'text/plain');
+    expect(add.status).toBe(200);
+    const del = await raw('/v1/forwardable?owner=ops', 'DELETE', '10.0.0.2\n', 'text/plain');
+    expect(del.status).toBe(200);
+    expect(calls).toEqual(['add ops 10.0.0.1,10.0.0.2', 'del ops 10.0.0.2']);
+  });
+
+  it('refuses a bulk body with a bad line, without an owner, or over its limit: nothing applied', async () => {
+    const good = Array.from({ length: 1000 }, (_, i) => `10.1.${i >> 8}.${(i % 250) + 1}`);
+    const badLines = [...good.slice(0, 500), '10.0.0.300', ...good.slice(500), '127.0.0.1', 'x'];
+    const bad = await raw('/v1/forwardable?owner=ops', 'POST', badLines.join('\n'), 'text/plain');
+    expect(bad.status).toBe(400);
+    expect(bad.json.error?.message).toMatch(
+      /line 501 "10\.0\.0\.300".*line 1002 "127\.0\.0\.1".*loopback.*line 1003 "x".*nothing was changed/,
+    );
+    const noOwner = await raw('/v1/forwardable', 'POST', good.join('\n'), 'text/plain');
+    expect(noOwner.status).toBe(400);
+    expect(noOwner.json.error?.message).toMatch(/owner undefined is not a valid owner name/);
+    const reserved = await raw('/v1/owners/config/forwardable', 'PUT', '10.0.0.1', 'text/plain');
+    expect(reserved.status).toBe(400);
+    const empty = await raw('/v1/forwardable?owner=ops', 'POST', '# none\n', 'text/plain');
+    expect(empty.json.error?.message).toMatch(/holds no IP/);
+    const huge = await raw(
+      '/v1/forwardable?owner=ops',
+      'POST',
+      Buffer.alloc(MAX_BULK_BODY_BYTES + 10, '10.0.0.1\n'),
+      'text/plain',
+    );
+    expect(huge.status).toBe(413);
+    expect(huge.json.error?.message).toMatch(/over 67108864 bytes.*nothing was changed/);
+    const json = await raw('/v1/extip', 'POST', '192.0.2.1', 'text/plain');
+    expect(json.status).toBe(400);
+    expect(json.json.error?.message).toMatch(/takes a JSON object/);
+    expect(calls).toEqual([]);
   });
 
   it('checks cluster IPs and their eligibility before the handler sees them', async () => {

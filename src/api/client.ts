@@ -24,6 +24,20 @@ export class ApiClient {
 
   async call<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
+    return this.#send<T>(method, path, payload, 'application/json');
+  }
+
+  /** A bulk request: `lines` (one IP a line) sent as a text/plain body of any size. */
+  async callLines<T = unknown>(method: string, path: string, lines: Buffer): Promise<T> {
+    return this.#send<T>(method, path, lines, 'text/plain');
+  }
+
+  #send<T>(
+    method: string,
+    path: string,
+    payload: string | Buffer | undefined,
+    type: string,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const req = request(
         {
@@ -32,7 +46,7 @@ export class ApiClient {
           path,
           timeout: this.#timeoutMs,
           headers: payload
-            ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
+            ? { 'content-type': type, 'content-length': Buffer.byteLength(payload) }
             : {},
         },
         (res) => {

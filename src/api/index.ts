@@ -3,6 +3,7 @@ export {
   ApiServer,
   DEFAULT_REQUEST_TIMEOUT_MS,
   MAX_BODY_BYTES,
+  MAX_BULK_BODY_BYTES,
   checkSocketDir,
   type ApiServerParams,
 } from './server.js';

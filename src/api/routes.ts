@@ -1,9 +1,16 @@
 // The endpoints of the control API and the checks on their bodies. Every mutation validates
 // the whole request (with the rules of src/config/rules, the same the state file and the
 // config are held to) before it changes anything, so nothing is half-applied.
-import { checkOwner, parseIpList, validateLabels, validateNodeName } from '../config/index.js';
+import {
+  checkOwner,
+  parseIpLines,
+  parseIpList,
+  validateLabels,
+  validateNodeName,
+} from '../config/index.js';
 import { InvalidArgumentError } from '../errors/index.js';
-import type { ParsedIp } from '../ipaddr/index.js';
+import type { IpArg, ParsedIp } from '../ipaddr/index.js';
+import { IpLines } from './lines.js';
 
 export interface ForwardableEntry {
   ip: string;
@@ -50,18 +57,18 @@ export interface ForwardableChange {
 export interface ControlHandlers {
   forwardableAdd(
     owner: string,
-    ips: ParsedIp[],
+    ips: IpArg[],
     signal?: AbortSignal,
   ): Promise<ForwardableChange | void>;
   forwardableDelete(
     owner: string,
-    ips: ParsedIp[],
+    ips: IpArg[],
     signal?: AbortSignal,
   ): Promise<ForwardableChange | void>;
   /** Replaces the whole set of one owner. */
   forwardableSetOwner(
     owner: string,
-    ips: ParsedIp[],
+    ips: IpArg[],
     signal?: AbortSignal,
   ): Promise<ForwardableChange | void>;
   forwardableList(): Promise<ForwardableEntry[]>;
@@ -101,6 +108,11 @@ export interface Route {
 }
 
 function obj(body: unknown): Record<string, unknown> {
+  if (body instanceof IpLines) {
+    throw new InvalidArgumentError(
+      'this endpoint takes a JSON object (content-type: application/json), not lines of text',
+    );
+  }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new InvalidArgumentError('the body must be a JSON object');
   }
@@ -114,6 +126,25 @@ function ips(body: Record<string, unknown>, mode: 'add' | 'set' | 'release'): Pa
     throw new InvalidArgumentError('"ips" must be a list of IP address strings');
   if (mode !== 'set' && v.length === 0) throw new InvalidArgumentError('"ips" is empty');
   return parseIpList(v, '"ips"', mode === 'release' ? 'release' : 'add');
+}
+
+/**
+ * A forwardable request's owner and IPs: a JSON object {"owner", "ips"}, or a bulk body (one
+ * IP a line, text/plain) with the owner in the query (`?owner=NAME`) or the path.
+ */
+function forwardableBody(
+  ctx: RequestContext,
+  mode: 'add' | 'set' | 'release',
+  pathOwner?: string,
+): { owner: string; ips: IpArg[] } {
+  if (ctx.body instanceof IpLines) {
+    const owner = checkOwner(pathOwner ?? ctx.query.get('owner') ?? undefined);
+    const list = parseIpLines(ctx.body.lines, 'the body', mode === 'release' ? 'release' : 'add');
+    if (mode !== 'set' && list.length === 0) throw new InvalidArgumentError('the body holds no IP');
+    return { owner, ips: list };
+  }
+  const b = obj(ctx.body);
+  return { owner: checkOwner(pathOwner ?? b.owner), ips: ips(b, mode) };
 }
 
 /** The canonical text of parsed IPs. */
@@ -144,18 +175,12 @@ export const ROUTES: readonly Route[] = [
     methods: {
       GET: async (h, ctx) => (noBody(ctx), { forwardable: await h.forwardableList() }),
       POST: async (h, ctx) => {
-        const b = obj(ctx.body);
-        const change = await h.forwardableAdd(checkOwner(b.owner), ips(b, 'add'), ctx.signal);
-        return { ok: true, ...change };
+        const { owner, ips } = forwardableBody(ctx, 'add');
+        return { ok: true, ...(await h.forwardableAdd(owner, ips, ctx.signal)) };
       },
       DELETE: async (h, ctx) => {
-        const b = obj(ctx.body);
-        const change = await h.forwardableDelete(
-          checkOwner(b.owner),
-          ips(b, 'release'),
-          ctx.signal,
-        );
-        return { ok: true, ...change };
+        const { owner, ips } = forwardableBody(ctx, 'release');
+        return { ok: true, ...(await h.forwardableDelete(owner, ips, ctx.signal)) };
       },
     },
   },
@@ -163,9 +188,8 @@ export const ROUTES: readonly Route[] = [
     path: /^\/v1\/owners\/(?<owner>[^/]+)\/forwardable$/,
     methods: {
       PUT: async (h, ctx) => {
-        const owner = checkOwner(ctx.params.owner ?? '');
-        const change = await h.forwardableSetOwner(owner, ips(obj(ctx.body), 'set'), ctx.signal);
-        return { ok: true, ...change };
+        const { owner, ips } = forwardableBody(ctx, 'set', ctx.params.owner ?? '');
+        return { ok: true, ...(await h.forwardableSetOwner(owner, ips, ctx.signal)) };
       },
     },
   },

@@ -94,6 +94,19 @@ describe('cli', () => {
       const warn = await run('config', 'check', join(dir, 'ok.yaml'));
       expect(warn.code).toBe(0);
       expect(warn.err).toMatch(/forwardable ops 224\.0\.0\.1 would be skipped: .*multicast/);
+      // bypassing the node's policy takes the word itself, and is called out
+      writeFileSync(state, '{"version": 1}');
+      for (const v of ['false', 'off', 'Bypass', 'skip']) {
+        writeFileSync(join(dir, 'np.yaml'), `extip:\n  enabled: false\nxdp:\n  nodePolicy: ${v}\n`);
+        const r = await run('config', 'check', join(dir, 'np.yaml'));
+        expect(r.code, v).toBe(1);
+        expect(r.err, v).toMatch(/xdp\.nodePolicy: must be one of respect, bypass/);
+      }
+      writeFileSync(join(dir, 'np.yaml'), 'extip:\n  enabled: false\nxdp:\n  nodePolicy: bypass\n');
+      const bypass = await run('config', 'check', join(dir, 'np.yaml'));
+      expect(bypass.code, bypass.err).toBe(0);
+      expect(JSON.parse(bypass.out).xdp.nodePolicy).toBe('bypass');
+      expect(bypass.err).toMatch(/warning: xdp\.nodePolicy: bypass: frames forwarded in XDP skip/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -137,6 +150,86 @@ describe('cli', () => {
         expect(r.status, cmd).toBe(0);
         expect(r.stdout.split('\n').length, cmd).toBe(2);
       }
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('forwardable add/del/set --file send the file as one bulk request', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fk-cli-'));
+    const sock = join(dir, 'run', 'api.sock');
+    const seen: string[] = [];
+    const text = (ips: unknown[]) => ips.map((ip) => (typeof ip === 'string' ? ip : '?'));
+    const server = new ApiServer({
+      socketPath: sock,
+      socketMode: 0o600,
+      handlers: {
+        forwardableAdd: async (o: string, ips: unknown[]) => {
+          seen.push(`add ${o} ${text(ips).join(',')}`);
+          return { added: ips.length - 1, removed: 0 };
+        },
+        forwardableDelete: async (o: string, ips: unknown[]) =>
+          void seen.push(`del ${o} ${text(ips).join(',')}`),
+        forwardableSetOwner: async (o: string, ips: unknown[]) => {
+          seen.push(`set ${o} ${text(ips).join(',')}`);
+          return { added: ips.length, removed: 0 };
+        },
+      } as unknown as ControlHandlers,
+      log: silentLogger(),
+    });
+    await server.start();
+    try {
+      const file = join(dir, 'ips.txt');
+      writeFileSync(file, '# lb backends\n10.0.0.1\n\n10.0.0.2\r\n 10.0.0.3 \n');
+      const add = await run(
+        'forwardable',
+        'add',
+        '--file',
+        file,
+        '--owner',
+        'lb',
+        '--socket',
+        sock,
+      );
+      expect(add.code, add.err).toBe(0);
+      expect(add.out).toBe('added: 2 of 3 IP(s) for owner lb (1 already held)\n');
+      const set = await run(
+        'forwardable',
+        'set',
+        '--owner',
+        'o/1',
+        '--file',
+        file,
+        '--socket',
+        sock,
+      );
+      expect(set.out).toBe('replaced: owner o/1 now holds 3 IP(s) (+3, -0)\n');
+      await run('forwardable', 'del', '--file', file, '--owner', 'lb', '--socket', sock);
+      expect(seen).toEqual([
+        'add lb 10.0.0.1,10.0.0.2,10.0.0.3',
+        'set o/1 10.0.0.1,10.0.0.2,10.0.0.3',
+        'del lb 10.0.0.1,10.0.0.2,10.0.0.3',
+      ]);
+      writeFileSync(file, '10.0.0.1\n10.0.0.999\n');
+      const bad = await run(
+        'forwardable',
+        'add',
+        '--file',
+        file,
+        '--owner',
+        'lb',
+        '--socket',
+        sock,
+      );
+      expect(bad.code).toBe(1);
+      expect(bad.err).toMatch(/line 2 "10\.0\.0\.999".*nothing was changed/);
+      const both = await run('forwardable', 'add', '10.0.0.4', '--file', file, '--owner', 'lb');
+      expect(both.code).toBe(2);
+      const missing = await run('forwardable', 'add', '--file', join(dir, 'none'), '--owner', 'x');
+      expect(missing.code).toBe(2);
+      expect(missing.err).toMatch(/--file .*none.*ENOENT/);
+      expect(seen).toHaveLength(3);
     } finally {
       await server.stop();
       rmSync(dir, { recursive: true, force: true });

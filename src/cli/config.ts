@@ -1,5 +1,12 @@
-import { StateStore, staticSets } from '../agent/index.js';
-import { checkRunnable, exampleConfigYaml, loadConfig } from '../config/index.js';
+import { StateStore, checkStaticsOnNode, staticSets } from '../agent/index.js';
+import {
+  checkRunnable,
+  exampleConfigYaml,
+  loadConfig,
+  type FibkeeperConfig,
+} from '../config/index.js';
+import { ConfigError, describeError } from '../errors/index.js';
+import { NetlinkHandle } from '../netlink/index.js';
 import { EXIT_OK, UsageError, type Command } from './command.js';
 
 export const configExampleCommand: Command = {
@@ -22,8 +29,10 @@ export const configCheckCommand: Command = {
     'Exit code 1 with an error naming the option when `fibkeeper run` would refuse the file:',
     'the same checks (options, their bounds and the rules between them, the token file, the',
     'state file). Entries of the state file that the agent would skip are listed on stderr.',
-    'What only the running node can tell (its addresses, kernel features, capabilities) is',
-    'checked by `run` itself, before it changes anything.',
+    'Where it can see the node (its network namespace, `netns`), it checks forwardable.static',
+    "and extip.static against the node's addresses too, reading only; otherwise it says on",
+    'stderr that it skipped that. Kernel features and capabilities are checked by `run`',
+    'itself, before it changes anything.',
   ].join('\n'),
   options: {},
   positionals: true,
@@ -32,9 +41,19 @@ export const configCheckCommand: Command = {
     if (!file || rest.length > 0) throw new UsageError('give exactly one config file');
     const cfg = loadConfig(file);
     checkRunnable(cfg);
-    const { skipped } = new StateStore(cfg.stateFile).load(staticSets(cfg));
+    // Read only: an agent may be running and writing the file and its journal.
+    const { skipped } = new StateStore(cfg.stateFile).load(staticSets(cfg), { repair: false });
     for (const e of skipped) {
       io.err(`warning: state file ${cfg.stateFile}: ${e.entry} would be skipped: ${e.reason}\n`);
+    }
+    if (cfg.xdp.enabled && cfg.xdp.nodePolicy === 'bypass') {
+      io.err(
+        "warning: xdp.nodePolicy: bypass: frames forwarded in XDP skip the node's netfilter (filter, connection tracking, NAT), tc and xfrm policy; respect (the default) sends the traffic they act on to the kernel\n",
+      );
+    }
+    const skippedWhy = await checkOnNode(cfg);
+    if (skippedWhy !== undefined) {
+      io.err(`note: the static lists were not checked against the node: ${skippedWhy}\n`);
     }
     io.out(
       JSON.stringify(
@@ -46,3 +65,26 @@ export const configCheckCommand: Command = {
     return EXIT_OK;
   },
 };
+
+/**
+ * The node checks of `run` (node-check.ts), when the node can be read: ConfigError when it
+ * would refuse the file, else undefined; the reason when it cannot be read (no permission to
+ * enter `netns`, no such namespace).
+ */
+async function checkOnNode(cfg: FibkeeperConfig): Promise<string | undefined> {
+  let nl: NetlinkHandle;
+  try {
+    nl = NetlinkHandle.open(cfg.netns ? { netns: cfg.netns } : {});
+  } catch (err) {
+    return describeError(err);
+  }
+  try {
+    await checkStaticsOnNode(nl, cfg, cfg.netns || undefined);
+    return undefined;
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    return describeError(err);
+  } finally {
+    nl.close();
+  }
+}

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { AGENT_NODE_FLAGS, reexecArgs } from './node-flags.js';
+import { AGENT_NODE_FLAGS, NON_HEAP_MIB, heapLimitMiB, reexecArgs } from './node-flags.js';
 
 describe('the agent’s V8 flags', () => {
   it('adds what is missing, keeps what the operator gave, and can be turned off', () => {
@@ -12,14 +13,42 @@ describe('the agent’s V8 flags', () => {
       '--config',
       'c.yaml',
     ]);
-    expect(reexecArgs(['--max-semi-space-size=4'], argv, {})).toBeUndefined();
-    expect(reexecArgs(['--max_semi_space_size=4'], argv, {})).toBeUndefined();
+    const all = ['--max-semi-space-size=4', '--optimize_for_size'];
+    expect(reexecArgs(all, argv, {})).toBeUndefined();
+    expect(
+      reexecArgs(['--max_semi_space_size=4', '--optimize-for-size'], argv, {}),
+    ).toBeUndefined();
+    expect(reexecArgs(['--max-semi-space-size=4'], argv, {})).toEqual([
+      '--optimize-for-size',
+      '--max-semi-space-size=4',
+      ...argv.slice(1),
+    ]);
     expect(reexecArgs(['--inspect'], argv, {})).toEqual([
       ...AGENT_NODE_FLAGS,
       '--inspect',
       ...argv.slice(1),
     ]);
     expect(reexecArgs([], argv, { FIBKEEPER_NODE_FLAGS: '0' })).toBeUndefined();
+  });
+
+  it('in a memory cgroup, lets the old generation use the limit but what the rest needs', () => {
+    const argv = ['/usr/bin/node', '/opt/fibkeeper/bin/fibkeeper.js', 'run'];
+    const GiB = 2 ** 30;
+    const memory = { limitBytes: 640 * 2 ** 20, machineBytes: 24 * GiB };
+    expect(reexecArgs([], argv, {}, memory)).toEqual([
+      ...AGENT_NODE_FLAGS,
+      `--max-old-space-size=${640 - NON_HEAP_MIB}`,
+      ...argv.slice(1),
+    ]);
+    // The operator's own limit wins; no cgroup limit (or one above the machine) sets none.
+    const own = reexecArgs(['--max-old-space-size=300'], argv, {}, memory);
+    expect(own?.filter((a) => a.startsWith('--max-old-space-size'))).toEqual([
+      '--max-old-space-size=300',
+    ]);
+    expect(heapLimitMiB(undefined, 24 * GiB)).toBeUndefined();
+    expect(heapLimitMiB(2 ** 64, 24 * GiB)).toBeUndefined();
+    expect(heapLimitMiB(0, 24 * GiB)).toBeUndefined();
+    expect(heapLimitMiB(100 * 2 ** 20, 24 * GiB)).toBe(128);
   });
 
   it('fibkeeper run gets them, in the same process (same PID)', () => {
@@ -37,5 +66,18 @@ describe('the agent’s V8 flags', () => {
     const out = JSON.parse(r.stdout) as { before: string; pid: number; execArgv: string[] };
     expect(String(out.pid)).toBe(out.before);
     for (const f of AGENT_NODE_FLAGS) expect(out.execArgv).toContain(f);
+  });
+
+  it('the shebang and the systemd unit give every flag: `run` starts without a re-exec', () => {
+    // A re-exec starts a new Node with SIGHUP's default action: a reload signal in that
+    // window would end the agent (test/agent/signals.netns.test.ts).
+    const argv = ['node', 'bin/fibkeeper.js', 'run'];
+    const shebang = readFileSync('bin/fibkeeper.js', 'utf8').split('\n')[0]!;
+    expect(shebang).toMatch(/^#!\/usr\/bin\/env -S node /);
+    expect(reexecArgs(shebang.split(' ').slice(3), argv, {})).toBeUndefined();
+    const unit = readFileSync('deploy/systemd/fibkeeper.service', 'utf8');
+    const execStart = /^ExecStart=(\S+) (.*) \S+\/bin\/fibkeeper\.js run /m.exec(unit);
+    expect(execStart, 'ExecStart=NODE FLAGS... .../bin/fibkeeper.js run').not.toBeNull();
+    expect(reexecArgs(execStart![2]!.split(' '), argv, {})).toBeUndefined();
   });
 });

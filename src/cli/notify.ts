@@ -1,6 +1,12 @@
 // `fibkeeper run` under systemd (Type=notify): READY=1 once the agent is ready, RELOADING=1
 // and READY=1 around a SIGHUP reload, STOPPING=1 on stop, and STATUS= lines that say what
 // is missing. Without NOTIFY_SOCKET every call is a no-op.
+//
+// The watchdog (WatchdogSec= in the unit; systemd then sets WATCHDOG_USEC): WATCHDOG=1 goes
+// out every WATCHDOG_USEC/4 from a timer of the event loop, and only while the agent is
+// alive as /livez sees it (every kernel socket answered its probes lately). A loop that
+// stopped turning, or sockets that stay silent although they were reopened, stop the pings,
+// and systemd restarts the agent (Restart=on-failure) after WatchdogSec.
 import type { Agent } from '../agent/index.js';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
@@ -20,7 +26,11 @@ const STATUS_MS = 5_000;
 
 export class SystemdNotifier {
   readonly #socket: string | undefined;
+  /** The watchdog interval systemd asked for (WATCHDOG_USEC), ms; undefined: none. */
+  readonly watchdogMs: number | undefined;
   #failed = false;
+  #watchdogTimer: NodeJS.Timeout | undefined;
+  #pingsHeld = false;
   #timer: NodeJS.Timeout | undefined;
   #lastStatus = '';
 
@@ -29,7 +39,43 @@ export class SystemdNotifier {
   constructor(log: Logger, env: NodeJS.ProcessEnv = process.env) {
     this.#log = log;
     this.#socket = env.NOTIFY_SOCKET || undefined;
+    const usec = Number(env.WATCHDOG_USEC);
+    const forUs = env.WATCHDOG_PID === undefined || Number(env.WATCHDOG_PID) === process.pid;
+    this.watchdogMs = this.#socket && forUs && usec > 0 ? usec / 1000 : undefined;
     delete env.NOTIFY_SOCKET;
+    delete env.WATCHDOG_USEC;
+    delete env.WATCHDOG_PID;
+  }
+
+  /**
+   * Sends WATCHDOG=1 every watchdogMs/4 while `agent.live()` is ok, until `signal` aborts
+   * (the stop: systemd then waits for the exit, bounded by TimeoutStopSec). When the agent
+   * is not alive, no ping goes out and the reasons are logged (once per episode).
+   */
+  watchdog(agent: Pick<Agent, 'live'>, signal: AbortSignal): void {
+    const every = this.watchdogMs;
+    if (every === undefined || this.#watchdogTimer !== undefined) return;
+    const ping = () => {
+      if (signal.aborted) {
+        clearInterval(this.#watchdogTimer);
+        return;
+      }
+      const live = agent.live();
+      if (live.ok) {
+        if (this.#pingsHeld) this.#log.info('watchdog: alive again; WATCHDOG=1 resumes');
+        this.#pingsHeld = false;
+        this.send({ WATCHDOG: 1 });
+      } else if (!this.#pingsHeld) {
+        this.#pingsHeld = true;
+        this.#log.error(
+          { reasons: live.reasons, watchdogMs: every },
+          'watchdog: not alive; no WATCHDOG=1 until it is (systemd restarts the agent after WatchdogSec)',
+        );
+      }
+    };
+    ping();
+    this.#watchdogTimer = setInterval(ping, Math.max(100, every / 4));
+    this.#watchdogTimer.unref();
   }
 
   get enabled(): boolean {
@@ -75,6 +121,7 @@ export class SystemdNotifier {
 
   stopping(): void {
     if (this.#timer) clearInterval(this.#timer);
+    if (this.#watchdogTimer) clearInterval(this.#watchdogTimer);
     this.send({ STOPPING: 1, STATUS: 'stopping' });
   }
 

@@ -2,8 +2,15 @@
 import { Agent } from '../agent/index.js';
 import { OPTIONS, flagName, loadConfig } from '../config/index.js';
 import { describeError } from '../errors/index.js';
-import { createLogger } from '../log/index.js';
-import { setLibbpfLogger } from '../native/index.js';
+import { createLogger, type Logger } from '../log/index.js';
+import {
+  configureFaults,
+  exitAfter,
+  faultCounts,
+  parseFaultSpec,
+  setLibbpfLogger,
+  type FaultSpec,
+} from '../native/index.js';
 import { EXIT_FAILED, EXIT_OK, str, type Command, type OptionsSpec } from './command.js';
 import { SystemdNotifier } from './notify.js';
 import { packageVersion } from './version.js';
@@ -11,6 +18,34 @@ import { packageVersion } from './version.js';
 const optionFlags: OptionsSpec = Object.fromEntries(
   OPTIONS.map((o) => [flagName(o.path), { type: 'string' as const }]),
 );
+
+/**
+ * How long a stop may take after SIGTERM or SIGINT, ms. The graceful stop (start order
+ * backwards) normally takes well under a second; when it waits for the kernel (a netlink
+ * reply that never comes, a send thread stuck in the kernel), a thread of the addon ends the
+ * process at this bound (exit code 1), whatever the event loop is doing.
+ */
+export const STOP_BOUND_MS = 5000;
+
+/**
+ * Test-only fault injection (src/native/faults.ts), from FIBKEEPER_TEST_FAULTS, never from
+ * the config: its spec (undefined without the variable). arm() arms it, loudly.
+ */
+function testFaults(env: NodeJS.ProcessEnv): FaultSpec | undefined {
+  const text = env.FIBKEEPER_TEST_FAULTS;
+  return text === undefined || text === '' ? undefined : parseFaultSpec(text);
+}
+
+function armTestFaults(spec: FaultSpec, text: string, log: Logger): void {
+  const rules = configureFaults(spec);
+  log.warn(
+    { faults: text, rules },
+    'TEST FAULT INJECTION ARMED (FIBKEEPER_TEST_FAULTS): kernel calls will fail on purpose',
+  );
+  if (rules.length > 0) {
+    setInterval(() => log.warn({ injected: faultCounts() }, 'test faults injected'), 5000).unref();
+  }
+}
 
 export const runCommand: Command = {
   name: 'run',
@@ -29,7 +64,9 @@ export const runCommand: Command = {
     'the config file, all or nothing (static forwardable and external IPs, log level, XDP',
     'options). During the start both wait for it to end.',
     'Under systemd (Type=notify, NOTIFY_SOCKET set) it sends READY=1 once ready (or after 30 s',
-    'with STATUS= naming what is not ready), RELOADING=1/READY=1 around a reload, STOPPING=1.',
+    'with STATUS= naming what is not ready), RELOADING=1/READY=1 around a reload, STOPPING=1,',
+    'and with WatchdogSec= (WATCHDOG_USEC set) WATCHDOG=1 while /livez would answer 200.',
+    `A stop ends within ${STOP_BOUND_MS / 1000} s whatever it waits for (then with exit code 1).`,
   ].join('\n'),
   options: { config: { type: 'string' }, ...optionFlags },
   async run(args, io) {
@@ -61,6 +98,11 @@ export const runCommand: Command = {
       stopping = true;
       stopped.abort();
       systemd?.stopping();
+      exitAfter(
+        STOP_BOUND_MS,
+        EXIT_FAILED,
+        `fibkeeper run: the stop did not end within ${STOP_BOUND_MS} ms; exiting now`,
+      );
       const a = agent;
       if (!a) return exit(EXIT_FAILED);
       a.log.info({ signal }, 'stopping');
@@ -88,6 +130,9 @@ export const runCommand: Command = {
       const log = createLogger(cfg.log.level);
       const libbpf = log.child({ component: 'libbpf' });
       setLibbpfLogger((level, msg) => libbpf[level === 'warn' ? 'warn' : 'debug'](msg.trimEnd()));
+      const faults = testFaults(process.env);
+      if (faults?.phase === 'start') armTestFaults(faults, process.env.FIBKEEPER_TEST_FAULTS!, log);
+      const health = faults?.health;
       systemd = new SystemdNotifier(log);
       agent = new Agent({
         config: cfg,
@@ -95,9 +140,12 @@ export const runCommand: Command = {
         flags,
         version: packageVersion(),
         log,
+        ...(health ? { health } : {}),
       });
+      systemd.watchdog(agent, stopped.signal);
       if (hupEarly) reload(); // waits for the start
       await agent.start();
+      if (faults?.phase === 'ready') armTestFaults(faults, process.env.FIBKEEPER_TEST_FAULTS!, log);
       started = true;
       void systemd.started(agent, stopped.signal);
     } catch (err) {

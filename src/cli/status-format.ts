@@ -71,6 +71,10 @@ function xdpSection(x: Loose<XdpSection>): string {
         s(d.slot),
       ]),
     );
+  for (const d of arr(x.devices)) {
+    if (d.skipped) out += `  ${s(d.name)}: no program: ${s(d.skipped)}\n`;
+  }
+  out += nodePolicyText(x);
   const rows: string[][] = [];
   for (const c of arr(x.counters)) {
     for (const [kind, label] of COUNTER_KINDS) {
@@ -83,6 +87,36 @@ function xdpSection(x: Loose<XdpSection>): string {
   out +=
     '\nXDP counters (non-zero)\n' + table(['DEVICE', 'KIND', 'NAME', 'PACKETS', 'BYTES'], rows);
   return out;
+}
+
+/**
+ * xdp.nodePolicy and, per device, what of the node's policy sends its traffic to the kernel
+ * (under bypass: what XDP forwards past).
+ */
+function nodePolicyText(x: Loose<XdpSection>): string {
+  if (x.nodePolicy === undefined || x.nodePolicy === null) return '';
+  const bypass = x.nodePolicy === 'bypass';
+  let out = `\nnode policy: ${s(x.nodePolicy)}${bypass ? " (XDP forwards past the node's netfilter, tc and xfrm policy)" : ''}\n`;
+  const rows: string[][] = [];
+  for (const d of arr(x.devices)) {
+    if (d.skipped) continue;
+    for (const dir of ['ipv4', 'ipv6', 'egress'] as const) {
+      const hits = arr(d.policy?.[dir]);
+      const first = hits[0];
+      if (first === undefined) {
+        rows.push([s(d.name), dir, 'xdp', '']);
+        continue;
+      }
+      const more = hits.length > 1 ? ` (+${hits.length - 1} more)` : '';
+      rows.push([
+        s(d.name),
+        dir,
+        bypass ? 'xdp (bypass)' : `kernel: ${s(first.reason)}`,
+        `${s(first.what)}${more}`,
+      ]);
+    }
+  }
+  return out + table(['DEVICE', 'TRAFFIC', 'FORWARDED BY', 'BECAUSE OF'], rows);
 }
 
 type KernelEntry = NonNullable<NeighborSection['desired'][number]['kernel']>;

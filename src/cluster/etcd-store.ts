@@ -11,16 +11,20 @@
 // With several endpoints the store talks to one member at a time and moves to the next on
 // a timeout or an unavailable member (etcd3's pool would pick a member at random for every
 // call and stream, the cut-off one again as likely as not).
+//
+// `etcd3` and its gRPC stack (~35 MiB of RSS once loaded) are required when the first store
+// is built, so an agent without cluster mode never loads them.
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { noop } from 'cockatiel';
-import {
+import type {
   Etcd3,
-  type IDuplexStream,
-  type ILeaseKeepAliveRequest,
-  type ILeaseKeepAliveResponse,
-  type IOptions,
-  type IWatchRequest,
-  type IWatchResponse,
+  IDuplexStream,
+  ILeaseKeepAliveRequest,
+  ILeaseKeepAliveResponse,
+  IOptions,
+  IWatchRequest,
+  IWatchResponse,
 } from 'etcd3';
 import { ClosedError, TimeoutError } from '../errors/index.js';
 import {
@@ -73,7 +77,8 @@ function buildClient(o: EtcdStoreOptions, endpoint: string): Etcd3 {
       ...(o.tls.key ? { privateKey: readFileSync(o.tls.key) } : {}),
     };
   }
-  return new Etcd3(options);
+  const { Etcd3: Client } = createRequire(import.meta.url)('etcd3') as typeof import('etcd3');
+  return new Client(options);
 }
 
 function kvOf(kv: {

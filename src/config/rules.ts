@@ -4,7 +4,14 @@
 // accepted again when it is loaded. These are the static rules; the running agent adds the
 // ones that depend on the node (its own addresses, IPv6 on the external interface).
 import { ConflictError, InvalidArgumentError } from '../errors/index.js';
-import { parseIp, validateUnicastIp, type ParsedIp } from '../ipaddr/index.js';
+import {
+  canonicalIp,
+  classifyIp,
+  markCanonicalUnicast,
+  parseIp,
+  validateUnicastIp,
+  type ParsedIp,
+} from '../ipaddr/index.js';
 
 /** Owner names: 1-63 characters, letters, digits and ._:/@-, starting with a letter or digit. */
 export const OWNER_RE = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,62}$/;
@@ -93,6 +100,53 @@ export function parseIpList(list: unknown, what: string, mode: 'add' | 'release'
     throw new InvalidArgumentError(`${what}: ${problems.slice(0, QUOTED).join('; ')}${more}`);
   }
   return [...out.values()];
+}
+
+/** The most IPs one bulk request (a text body, one IP a line) may carry. */
+export const MAX_IPS_PER_BULK = 4_000_000;
+
+/**
+ * The IPs of a bulk body (lines, as read: `lines[i]` is line `i + 1`), checked with the rules
+ * of parseIpList (`add`: checkIp; `release`: an address) and returned as canonical text — the
+ * line itself when it is canonical already, so that a million IPs are not copied again. Empty
+ * lines and lines starting with "#" are skipped; spaces around an IP are ignored. Duplicates
+ * are kept (every consumer takes a set). Throws one InvalidArgumentError naming the first bad
+ * lines by number and counting the rest: nothing is taken from a body with a bad line.
+ */
+export function parseIpLines(
+  lines: readonly string[],
+  what: string,
+  mode: 'add' | 'release',
+): string[] {
+  const out: string[] = [];
+  const problems: string[] = [];
+  let bad = 0;
+  for (let i = 0; i < lines.length; i++) {
+    let line = lines[i]!;
+    const c0 = line.charCodeAt(0);
+    if (c0 === 32 || c0 === 9 || line.charCodeAt(line.length - 1) <= 32) line = line.trim();
+    if (line === '' || line.charCodeAt(0) === 35 /* # */) continue;
+    try {
+      // The common case without a ParsedIp (and its Buffer) per line; anything unusual goes
+      // through checkIp for its explained error.
+      const fast = mode === 'add' && classifyIp(line) === 'unicast';
+      const ip = fast ? canonicalIp(line) : mode === 'add' ? checkIp(line) : parseIp(line).address;
+      out.push(ip === line ? line : ip);
+    } catch (err) {
+      if (++bad <= QUOTED)
+        problems.push(`line ${i + 1} ${JSON.stringify(line)}: ${(err as Error).message}`);
+    }
+  }
+  if (bad > 0) {
+    const more = bad > QUOTED ? `; and ${bad - QUOTED} more bad lines` : '';
+    throw new InvalidArgumentError(`${what}: ${problems.join('; ')}${more}; nothing was changed`);
+  }
+  if (mode === 'add' && out.length > MAX_IPS_PER_BULK) {
+    throw new InvalidArgumentError(
+      `${what}: ${out.length} IPs; the limit is ${MAX_IPS_PER_BULK} per request; nothing was changed`,
+    );
+  }
+  return mode === 'add' ? markCanonicalUnicast(out) : out;
 }
 
 /** parseIpList(list, what, 'add') as canonical text. */

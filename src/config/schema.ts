@@ -55,7 +55,7 @@ const TABLE = [
     path: 'xdp.keepOnStop',
     type: 'bool',
     default: true,
-    doc: 'Leave the XDP program attached when the agent stops, so forwarding continues while it restarts.',
+    doc: "Leave the XDP program attached when the agent stops, so forwarding continues while it restarts: in XDP for 5s (then, with nobody watching the node's policy, by the kernel until an agent is back).",
   },
   {
     path: 'xdp.force',
@@ -74,6 +74,13 @@ const TABLE = [
     type: 'bool',
     default: false,
     doc: 'Forward in XDP IPv4 packets whose options the kernel forwards unchanged (NOP, end of list, unknown kinds; needs Linux 5.18). Off: every packet with options goes to the kernel stack. Source routes, record route, timestamps, router alert and malformed options always go to the kernel.',
+  },
+  {
+    path: 'xdp.nodePolicy',
+    type: 'enum',
+    values: ['respect', 'bypass'],
+    default: 'respect',
+    doc: "What XDP does with traffic that the node's own policy acts on in the kernel: netfilter (nftables or iptables chains on prerouting, forward or postrouting, connection tracking, NAT, netdev chains of the devices), tc (filters and tcx programs on the ingress or egress device, a queueing discipline the node configured) and xfrm (IPsec) policy. respect: that traffic goes to the kernel (counted per reason: netfilter, tc, xfrm, egress_netfilter, egress_tc) and XDP forwards the rest. bypass: XDP forwards it past all of them (write it out to choose it).",
   },
   {
     path: 'xdp.missTracker.enabled',

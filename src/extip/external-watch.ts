@@ -38,6 +38,8 @@ export interface ExternalWatchParams {
   /** The interface gained or lost its link (up with a carrier), or was deleted. */
   onUpChange?(up: boolean): void;
   openSocket?: (o: PacketSocketOptions) => FrameSocket;
+  /** The packet sockets were replaced after `cause`, or could not be (`err`). */
+  onSocketReopen?: (cause: string, err?: unknown) => void;
   /** Cluster mode: the kernel must not answer for holder addresses (sysctl.ts), set and kept. */
   clusterMode?: boolean;
 }
@@ -81,6 +83,7 @@ export class ExternalWatch implements AnnounceSink {
       onConflict: p.onConflict,
       dad: this.dad,
       openSocket: p.openSocket,
+      onReopen: p.onSocketReopen,
     });
   }
 
@@ -137,6 +140,11 @@ export class ExternalWatch implements AnnounceSink {
 
   get lastError(): string | undefined {
     return this.#sysctlError ?? this.#io.lastError;
+  }
+
+  /** Why the packet sockets are closed although the interface is there (a failed reopen). */
+  get socketError(): string | undefined {
+    return this.present ? this.#io.reopenError : undefined;
   }
 
   announce(ip: ParsedIp): void {
@@ -286,6 +294,7 @@ export class ExternalWatch implements AnnounceSink {
     if (!this.present) return this.#reattach(l);
     this.#update(l);
     this.#rereadSysctls();
+    this.#io.retryReopen();
   }
 
   #asLink(): Link {

@@ -42,6 +42,7 @@ export {
 export { removeHolderAddresses } from './holder.js';
 export { noopExtipMetrics, registerExtipMetrics, type ExtipMetrics } from './metrics.js';
 export { findExternal, type ExternalLink } from './external.js';
+export { checkStaticExternalIps, nodeAddressMap } from './static-check.js';
 export type { Conflict } from './linkio.js';
 // The wire format, for tests and tools (capture decoding, conflicting hosts).
 export {

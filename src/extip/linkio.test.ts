@@ -56,7 +56,14 @@ class FakeSocket implements FrameSocket {
 
 function setup(
   owned: string[],
-  opts: { respondArp?: boolean; router?: boolean; forceTllao?: boolean; probing?: string[] } = {},
+  opts: {
+    respondArp?: boolean;
+    router?: boolean;
+    forceTllao?: boolean;
+    probing?: string[];
+    onReopen?: (cause: string, err?: unknown) => void;
+    refuse?: () => boolean;
+  } = {},
 ) {
   const sockets: FakeSocket[] = [];
   const conflicts: Conflict[] = [];
@@ -82,10 +89,12 @@ function setup(
       },
     },
     openSocket: (o) => {
+      if (opts.refuse?.()) throw Object.assign(new Error('socket: ENODEV'), { code: 'ENODEV' });
       const s = new FakeSocket(o);
       sockets.push(s);
       return s;
     },
+    ...(opts.onReopen ? { onReopen: opts.onReopen } : {}),
   });
   io.open();
   const [tx, arp, v6] = sockets as [FakeSocket, FakeSocket, FakeSocket];
@@ -358,6 +367,63 @@ describe('LinkIo', () => {
     io.close();
     expect([tx.closed, arp.closed, v6.closed]).toEqual([true, true, true]);
     expect(() => io.announce(parseIp('192.0.2.1'))).toThrow(/not available/);
+  });
+});
+
+describe('sockets that fail', () => {
+  const err = (code: string) =>
+    Object.assign(new Error(`recvmsg: ${code}`), { code, errno: 1, syscall: 'recvmsg' });
+  const turn = () => new Promise((r) => setImmediate(r));
+
+  it('reopen every socket after a receive error, groups and filter included; not after ENETDOWN', async () => {
+    const reopens: string[] = [];
+    const { io, arp, v6, sockets } = setup(['2001:db8::10'], { onReopen: (c) => reopens.push(c) });
+    io.listenFor(parseIp('2001:db8::10'), 'owned', true);
+    arp.receiver!.onError(err('ENETDOWN')); // the interface went down: the socket works on
+    await turn();
+    expect(sockets).toHaveLength(3);
+    v6.receiver!.onError(err('EINVAL'));
+    arp.receiver!.onError(err('EBUSY')); // the same turn: one reopen
+    await turn();
+    expect(reopens).toEqual(['EINVAL']);
+    expect(sockets.slice(0, 3).every((s) => s.closed)).toBe(true);
+    expect(sockets).toHaveLength(6);
+    const [tx2, arp2, v62] = sockets.slice(3) as [FakeSocket, FakeSocket, FakeSocket];
+    expect(arp2.receiver).toBeDefined();
+    expect(v62.filter).toBeDefined();
+    expect([...v62.groups.keys()]).toEqual(['3333ff000010']);
+    io.announce(parseIp('192.0.2.1'));
+    expect(tx2.sent).toHaveLength(2); // the announcement goes out of the new socket
+    expect(io.lastError).toBeUndefined();
+  });
+
+  it('reopen after a send error that says the socket is broken; a failed reopen is kept and retried', async () => {
+    const reopens: string[] = [];
+    let refuse = false;
+    const { io, tx, sockets } = setup([], {
+      onReopen: (c, e) => reopens.push(`${c}${e ? ' failed' : ''}`),
+      refuse: () => refuse,
+    });
+    tx.send = () => {
+      throw Object.assign(new Error('send: ENOBUFS'), { code: 'ENOBUFS' });
+    };
+    expect(() => io.announce(parseIp('192.0.2.1'))).toThrow(/ENOBUFS/);
+    await turn();
+    expect(reopens).toEqual([]); // a moment's shortage: the socket works on
+    tx.send = () => {
+      throw Object.assign(new Error('send: EBADF'), { code: 'EBADF' });
+    };
+    refuse = true;
+    expect(() => io.announce(parseIp('192.0.2.1'))).toThrow(/EBADF/);
+    await turn();
+    expect(reopens).toEqual(['EBADF failed']);
+    expect(io.reopenError).toMatch(/could not be reopened after EBADF/);
+    refuse = false;
+    io.retryReopen();
+    await turn();
+    expect(reopens).toEqual(['EBADF failed', 'retry']);
+    expect(io.reopenError).toBeUndefined();
+    expect(sockets.filter((s) => !s.closed)).toHaveLength(3);
   });
 });
 

@@ -7,6 +7,11 @@
 // on another device; it joins the solicited-node group of every IPv6 IP it listens for, so
 // that a NIC's multicast filter lets those solicitations in. Advertisements carry the flags
 // the kernel would set on this interface (router flag from its forwarding setting).
+//
+// No socket stays broken: a receive error other than ENETDOWN (the interface went down; the
+// socket works again once it is up) and a send error that says the socket no longer works
+// close every socket and open them again (listeners, groups and filter included), once,
+// logged and counted (onReopen); a reopen that fails is tried again at the next check.
 import { describeError, FibkeeperError } from '../errors/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
@@ -116,7 +121,27 @@ export interface LinkIoParams extends LinkIoSettings {
   dad: DadListener;
   /** Opens the sockets; default the native PacketSocket. */
   openSocket?: (o: PacketSocketOptions) => FrameSocket;
+  /** The sockets were replaced after `cause` (an errno name), or could not be (`err`). */
+  onReopen?: (cause: string, err?: unknown) => void;
 }
+
+/** Receive errors after which a packet socket works on: the interface went down. */
+const RECEIVE_TRANSIENT = new Set(['ENETDOWN']);
+/**
+ * Send errors of the moment or of the interface (down, gone: the link watcher acts on that),
+ * after which the socket works on. Any other (EBADF, EINVAL, ...) replaces the sockets.
+ */
+const SEND_TRANSIENT = new Set([
+  'ENETDOWN',
+  'ENXIO',
+  'ENODEV',
+  'EAGAIN',
+  'ENOBUFS',
+  'ENOMEM',
+  'EBUSY',
+  'EINTR',
+  'EMSGSIZE',
+]);
 
 /** Any unicast IPv4 address: the templates are built for it, then every IP is stamped in. */
 const TEMPLATE_IP = '192.0.2.1';
@@ -144,8 +169,13 @@ export class LinkIo {
   readonly #listening = new Map<string, number>();
   readonly #groups = new Map<string, number>();
   #closed = true;
+  /** The sockets are wanted open (open() was called, close() not since). */
+  #wanted = false;
+  #reopening = false;
   /** The last receive error, for health(). */
   lastError: string | undefined;
+  /** Why the sockets are closed although wanted: a reopen that failed. */
+  reopenError: string | undefined;
 
   constructor(p: LinkIoParams) {
     this.#p = p;
@@ -181,6 +211,55 @@ export class LinkIo {
       });
     }
     this.#closed = false;
+    this.#wanted = true;
+    this.reopenError = undefined;
+  }
+
+  /**
+   * Closes every socket and opens them again after `cause` (an errno name), on the next
+   * turn (not inside the callback that reported it). Once per turn however many sockets
+   * failed; a failure is kept in reopenError and tried again by retryReopen().
+   */
+  #reopen(cause: string): void {
+    if (this.#reopening || !this.#wanted) return;
+    this.#reopening = true;
+    setImmediate(() => {
+      this.#reopening = false;
+      if (!this.#wanted) return;
+      this.close();
+      try {
+        this.open();
+        this.lastError = undefined; // healed
+        this.#p.log.warn(
+          { interface: this.#s.ext.name, cause },
+          'extip: packet sockets reopened after an error',
+        );
+        this.#p.onReopen?.(cause);
+      } catch (err) {
+        this.#wanted = true;
+        this.reopenError = `packet sockets could not be reopened after ${cause}: ${describeError(err)}`;
+        this.#p.log.error({ interface: this.#s.ext.name, err: this.reopenError }, 'extip');
+        this.#p.onReopen?.(cause, err);
+      }
+    });
+  }
+
+  /** Opens the sockets again when an earlier reopen failed (the periodic check calls this). */
+  retryReopen(): void {
+    if (this.#wanted && this.#closed && this.reopenError !== undefined) {
+      this.#reopen('retry');
+    }
+  }
+
+  /** Sends `frame` on `tx`; a send error that says the socket no longer works reopens. */
+  #send(tx: FrameSocket, frame: Buffer): void {
+    try {
+      tx.send(frame);
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (typeof code === 'string' && !SEND_TRANSIENT.has(code)) this.#reopen(code);
+      throw err;
+    }
   }
 
   #listen(sock: FrameSocket, what: 'arp' | 'ipv6'): void {
@@ -190,10 +269,11 @@ export class LinkIo {
       onFrame: (frame) => (what === 'arp' ? this.#onArp(frame) : this.#onIpv6(frame)),
       onError: (err: SystemError) => {
         // The interface went down (the socket reports it once): the link watcher sees that.
-        if (err.code === 'ENETDOWN') return;
+        if (RECEIVE_TRANSIENT.has(err.code)) return;
         this.lastError = `${what} listener: ${describeError(err)}`;
         this.#p.metrics.error('listen');
         this.#p.log.warn({ err: this.lastError }, 'extip: listener error');
+        this.#reopen(err.code);
       },
     });
   }
@@ -249,9 +329,9 @@ export class LinkIo {
     if (ip.family === 4) {
       const [req, rep] = this.#arpTemplates();
       stampArp(req, ip.bytes);
-      tx.send(req);
+      this.#send(tx, req);
       stampArp(rep, ip.bytes);
-      tx.send(rep);
+      this.#send(tx, rep);
       this.#p.metrics.framesSent('ipv4', 2);
       return;
     }
@@ -261,7 +341,7 @@ export class LinkIo {
       na = buildUnsolicitedNa({ ip: ip.address, mac: ext.macBytes, router: ndp.router });
       this.#naFrames.set(ip.address, na);
     }
-    tx.send(na);
+    this.#send(tx, na);
     this.#p.metrics.framesSent('ipv6', 1);
   }
 
@@ -269,8 +349,8 @@ export class LinkIo {
   sendProbe(ip: ParsedIp, nonce: Buffer): void {
     const tx = this.#sender();
     const mac = this.#s.ext.macBytes;
-    if (ip.family === 4) tx.send(buildArpProbe({ ip: ip.address, mac }));
-    else tx.send(buildDadSolicit({ ip, mac, nonce }));
+    if (ip.family === 4) this.#send(tx, buildArpProbe({ ip: ip.address, mac }));
+    else this.#send(tx, buildDadSolicit({ ip, mac, nonce }));
     this.#p.metrics.framesSent(ip.family === 4 ? 'ipv4' : 'ipv6', 1);
   }
 
@@ -377,7 +457,7 @@ export class LinkIo {
   #respond(family: 4 | 6, frame: Buffer): void {
     const label = family === 4 ? 'ipv4' : 'ipv6';
     try {
-      this.#tx?.send(frame);
+      if (this.#tx !== undefined) this.#send(this.#tx, frame);
       this.#p.metrics.responded(label);
       this.#p.metrics.framesSent(label);
     } catch (err) {
@@ -389,6 +469,7 @@ export class LinkIo {
   /** Closes every socket (the kernel leaves their groups). Idempotent; open() reopens. */
   close(): void {
     this.#closed = true;
+    this.#wanted = false;
     this.#tx?.close();
     this.#tx = undefined;
     for (const s of this.#rx) s.close();

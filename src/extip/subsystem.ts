@@ -47,6 +47,8 @@ export interface ExternalIpParams {
   clock?: Clock;
   /** Tests: opens the packet sockets. */
   openSocket?: (o: PacketSocketOptions) => FrameSocket;
+  /** The packet sockets were replaced after `cause`, or could not be (`err`). */
+  onSocketReopen?: (cause: string, err?: unknown) => void;
   /**
    * Cluster mode: cluster IPs come through setClusterIps() and are spoken for only while the
    * gate allows; the external interface's arp_ignore/arp_announce are set and kept.
@@ -240,6 +242,7 @@ export class ExternalIpSubsystem {
       },
       ...(this.#p.onExternalUp ? { onUpChange: this.#p.onExternalUp } : {}),
       openSocket: this.#p.openSocket,
+      onSocketReopen: this.#p.onSocketReopen,
       clusterMode: this.#cluster !== undefined,
     });
   }
@@ -629,6 +632,14 @@ export class ExternalIpSubsystem {
       if (this.#ext?.present !== true) reasons.push('extip: external interface missing');
     }
     return { ok: reasons.length === 0, reasons };
+  }
+
+  /** Alive: the packet sockets are open while the external interface is there (/livez). */
+  liveness(): ExtipHealth {
+    const why = this.#ext?.socketError;
+    return why === undefined
+      ? { ok: true, reasons: [] }
+      : { ok: false, reasons: [`extip: ${why}`] };
   }
 
   /** Healthy: ready, the external interface is up, no IP failed, listeners work. */

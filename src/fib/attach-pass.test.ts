@@ -145,6 +145,12 @@ class FakeDatapath implements DatapathOps {
   writeMirror(): void {
     this.mirrors++;
   }
+  writeState(): void {
+    this.mirrors++;
+  }
+  renewWatch(): boolean {
+    return false;
+  }
   readRedirectErrors() {
     return undefined;
   }

@@ -10,7 +10,14 @@ import type { XdpMode } from '../native/index.js';
 import { FK_SLOT_OTHER, defaultConfig, type FkConfig } from './layout.js';
 import type { DatapathOps, RecordInfo } from './ops.js';
 import type { ForeignProgram } from './owner.js';
-import { decideAttach, pickSlot, selectDevice, type DeviceVerdict } from './select.js';
+import {
+  decideAttach,
+  lowerOf,
+  pickSlot,
+  selectDevice,
+  skipStackedUppers,
+  type DeviceVerdict,
+} from './select.js';
 import type { XdpDeviceStatus, XdpForwarderConfig } from './types.js';
 import { NETDEV_XDP_ACT_NDO_XMIT } from './xdp-features.js';
 
@@ -24,6 +31,8 @@ export class AttachPass {
   #foreignSeen = new Map<string, ForeignProgram>();
   /** Devices whose generic-mode attachment this pass object (this start) tried to make native. */
   readonly #nativeRetried = new Set<string>();
+  /** The links of the pass under way. */
+  #links: readonly Link[] = [];
 
   constructor(ops: DatapathOps, cfg: XdpForwarderConfig, log: Logger) {
     this.#ops = ops;
@@ -35,13 +44,19 @@ export class AttachPass {
    * One pass over the links; returns the status of every device it knows. `xdpFeatures`
    * (ifindex -> the kernel's xdp_features), when known, keeps devices that cannot take
    * redirected frames out of the devmap: the kernel forwards what is routed through them.
+   * So does `egressPolicy` (the devices whose egress has a policy of the node's own).
    */
   run(
     links: readonly Link[],
     xdpFeatures?: ReadonlyMap<number, bigint>,
+    egressPolicy: ReadonlySet<number> = new Set(),
   ): Map<string, XdpDeviceStatus> {
     const sel = { devices: this.#cfg.devices, holderName: this.#cfg.holderName };
-    const verdicts = links.map((l) => selectDevice(l, sel));
+    const verdicts = skipStackedUppers(
+      links.map((l) => selectDevice(l, sel)),
+      links,
+    );
+    this.#links = links;
     const byIfindex = new Map(verdicts.map((v) => [v.ifindex, v]));
     const byName = new Map(verdicts.map((v) => [v.name, v]));
     // Links that no longer hold a selected device: defunct (device gone) or deselected.
@@ -66,14 +81,20 @@ export class AttachPass {
     for (const r of this.#ops.records()) {
       if (!next.has(r.name)) next.set(r.name, this.#goneStatus(r));
     }
+    // upper devices left out on purpose are reported, with why
+    for (const v of verdicts) {
+      if (v.skipped !== undefined && !next.has(v.name)) {
+        next.set(v.name, { ...this.#emptyStatus(v.name, v.ifindex), skipped: v.skipped });
+      }
+    }
     const target = (ifindex: number) => {
       const f = xdpFeatures?.get(ifindex);
       return xdpFeatures === undefined || (f !== undefined && (f & NETDEV_XDP_ACT_NDO_XMIT) !== 0n);
     };
-    const ports = selected.filter((v) => target(v.ifindex));
+    const ports = selected.filter((v) => target(v.ifindex) && !egressPolicy.has(v.ifindex));
     for (const v of selected) {
       const st = next.get(v.name);
-      if (st !== undefined) st.redirectTarget = target(v.ifindex);
+      if (st !== undefined) st.redirectTarget = target(v.ifindex) && !egressPolicy.has(v.ifindex);
       if (!target(v.ifindex) && this.#logOnce(`${v.name}:target`, 'no ndo_xdp_xmit')) {
         this.#log.warn(
           { device: v.name },
@@ -90,19 +111,23 @@ export class AttachPass {
     return next;
   }
 
-  #goneStatus(r: RecordInfo): XdpDeviceStatus {
+  #emptyStatus(name: string, ifindex: number): XdpDeviceStatus {
     return {
-      name: r.name,
-      ifindex: 0,
+      name,
+      ifindex,
       attached: 'none',
       mode: undefined,
-      progId: r.progId,
+      progId: undefined,
       linkId: undefined,
-      slot: r.slot,
+      slot: undefined,
       foreign: undefined,
       error: undefined,
       redirectTarget: false,
     };
+  }
+
+  #goneStatus(r: RecordInfo): XdpDeviceStatus {
+    return { ...this.#emptyStatus(r.name, 0), progId: r.progId, slot: r.slot };
   }
 
   /** The rodata of `v`'s instance: its slot, its MAC (frames for another host are passed). */
@@ -148,18 +173,7 @@ export class AttachPass {
   }
 
   #ensureDevice(v: DeviceVerdict, byName: ReadonlyMap<string, DeviceVerdict>): XdpDeviceStatus {
-    const st: XdpDeviceStatus = {
-      name: v.name,
-      ifindex: v.ifindex,
-      attached: 'none',
-      mode: undefined,
-      progId: undefined,
-      linkId: undefined,
-      slot: undefined,
-      foreign: undefined,
-      error: undefined,
-      redirectTarget: false,
-    };
+    const st = this.#emptyStatus(v.name, v.ifindex);
     try {
       this.#attachDevice(v, byName, st);
       this.#logOnce(v.name, '');
@@ -246,6 +260,31 @@ export class AttachPass {
     st.slot = rec.slot;
   }
 
+  /**
+   * The kernel refused a program on a device that has none (EEXIST): an upper device of it
+   * (a macvlan, ipvlan, vlan...) has one. Names it when it is in this namespace.
+   */
+  #explainRefusal(v: DeviceVerdict, err: unknown): unknown {
+    if (!(err instanceof ConflictError) || this.#ops.query(v.ifindex).progIds.length > 0) {
+      return err;
+    }
+    for (const l of this.#links) {
+      if (lowerOf(l) !== v.ifindex) continue;
+      const ids = this.#ops.query(l.index).progIds;
+      if (ids.length === 0) continue;
+      const upper = l.name ?? `if${l.index}`;
+      const owner = this.#describeForeign(ids[0] ?? 0, l.index).owner;
+      return new ConflictError(
+        `${v.name}: upper device ${upper} (${l.info?.kind}) has XDP program ${ids[0]} (${owner}); the kernel refuses a program on ${v.name} while it does (remove it, or select ${upper} instead of ${v.name})`,
+        { cause: err },
+      );
+    }
+    return new ConflictError(
+      `${v.name}: the kernel refuses an XDP program here while an upper device of it (a macvlan, ipvlan or vlan on it, perhaps in another namespace) has one`,
+      { cause: err },
+    );
+  }
+
   #describeForeign(progId: number, ifindex: number): ForeignProgram {
     const key = `${ifindex}:${progId}`;
     const f = this.#foreign.get(key) ?? this.#ops.describeForeign(progId, ifindex);
@@ -254,7 +293,12 @@ export class AttachPass {
   }
 
   #attachLogged(v: DeviceVerdict, mode: XdpMode): void {
-    const r = this.#ops.attach(v.name, v.ifindex, mode);
+    let r: { linkId: number; mode: string };
+    try {
+      r = this.#ops.attach(v.name, v.ifindex, mode);
+    } catch (err) {
+      throw this.#explainRefusal(v, err);
+    }
     this.#log.info(
       { device: v.name, ifindex: v.ifindex, mode: r.mode, requested: mode, linkId: r.linkId },
       `xdp: attached to ${v.name} in ${r.mode} mode`,

@@ -37,7 +37,14 @@ import {
   type SharedMaps,
 } from './instance.js';
 import type { KernelMirror } from './kstate.js';
-import { FK_MAP_RERR, encodeState, type RedirectErrorName } from './layout-state.js';
+import {
+  FK_MAP_RERR,
+  OFFSETOF_STATE_UNWATCHED,
+  encodeState,
+  type KernelState,
+  type RedirectErrorName,
+} from './layout-state.js';
+import { Watch, defaultWatchPath } from './watch.js';
 import { Tracer, defaultTracerPath } from './tracer.js';
 import type { DatapathOps, HookQuery, RecordInfo } from './ops.js';
 import { describeForeign, type ForeignProgram } from './owner.js';
@@ -55,6 +62,8 @@ export interface DatapathParams {
   objectPath: string;
   /** The redirect-error tracer; default build/bpf/xdp_trace.o. */
   tracerPath?: string;
+  /** The watch timer; default build/bpf/xdp_watch.o. */
+  watchPath?: string;
   netns: string | undefined;
   pinDir: string;
   log: Logger;
@@ -97,6 +106,7 @@ export class Datapath implements DatapathOps {
   readonly #recs = new Map<string, Rec>();
   #tag: string | undefined;
   #tracer: Tracer | undefined;
+  #watch: Watch | undefined;
 
   constructor(p: DatapathParams) {
     this.#p = p;
@@ -137,6 +147,12 @@ export class Datapath implements DatapathOps {
       }
     }
     for (const name of pinnedDevices(paths)) this.#adoptRecord(name, pinned === undefined);
+    this.#watch = Watch.start({
+      objectPath: this.#p.watchPath ?? defaultWatchPath(),
+      state: this.#sharedMaps().state,
+      mapsDir: paths.maps,
+      log: this.#p.log,
+    });
     this.#tracer = Tracer.start({
       objectPath: this.#p.tracerPath ?? defaultTracerPath(),
       netnsIno: netnsInode(this.#p.netns),
@@ -473,13 +489,32 @@ export class Datapath implements DatapathOps {
 
   writeMirror(m: KernelMirror): void {
     const maps = this.#sharedMaps();
-    const zero = u32(0);
     syncKeys(maps.local4w, m.local4w);
     syncKeys(maps.mpath4, m.mpath4);
     syncKeys(maps.mpath6, m.mpath6);
-    const state = encodeState(m.state);
+    const egress = maps.egress;
+    for (const k of egress.keys()) if (!m.egress.has(k.readUInt32LE(0))) egress.delete(k);
+    for (const [ifindex, reason] of m.egress) {
+      const cur = egress.lookup(u32(ifindex));
+      if (cur === undefined || cur[0] !== reason)
+        egress.update(u32(ifindex), Buffer.from([reason]));
+    }
+    this.writeState(m.state);
+  }
+
+  writeState(s: KernelState): void {
+    const maps = this.#sharedMaps();
+    const zero = u32(0);
+    const state = encodeState(s);
     const cur = maps.state.lookup(zero);
     if (cur === undefined || !cur.equals(state)) maps.state.update(zero, state);
+  }
+
+  renewWatch(untilNs: bigint): boolean {
+    if (this.#watch === undefined) return false;
+    this.#watch.renew(untilNs);
+    const cur = this.#sharedMaps().state.lookup(u32(0));
+    return cur !== undefined && cur[OFFSETOF_STATE_UNWATCHED] !== 0;
   }
 
   readRedirectErrors(): Map<number, Record<RedirectErrorName, number>> | undefined {
@@ -489,6 +524,8 @@ export class Datapath implements DatapathOps {
   close(): void {
     this.#tracer?.close();
     this.#tracer = undefined;
+    this.#watch?.close(); // pinned: the timer ticks on (detach unpins it, which ends it)
+    this.#watch = undefined;
     for (const r of this.#recs.values()) {
       r.link?.close();
       r.prog.close();

@@ -5,7 +5,7 @@
 import type { Registry } from 'prom-client';
 import { InvalidArgumentError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { registerXdpMetrics } from './metrics.js';
+import { forwarderMetrics, registerXdpMetrics } from './metrics.js';
 import type { NetlinkHandle, Subscription } from '../netlink/index.js';
 import { DeviceFeed, NetlinkHandle as Handle } from '../netlink/index.js';
 import { Datapath } from './datapath.js';
@@ -20,16 +20,20 @@ import {
   RTNLGRP_IPV6_NETCONF,
 } from './kwatch.js';
 import { FK_SLOT_OTHER, type MissEntry, type MissKey } from './layout.js';
+import { egressReasons, policyStatus, readNodePolicy, reasonIndex } from './policy-apply.js';
+import { PolicyWatcher } from './policy-watch.js';
 import { zeroRedirectErrors } from './layout-state.js';
 import { XdpFeatures } from './xdp-features.js';
 import type { DatapathOps } from './ops.js';
 import { AttachPass } from './attach-pass.js';
+import { WATCH_RENEW_MS } from './watch.js';
 import {
   OTHER_DEVICE,
   type XdpDeviceCounters,
   type XdpDeviceStatus,
   type XdpForwarderConfig,
   type XdpHealth,
+  type XdpNodePolicyMode,
 } from './types.js';
 
 export interface XdpForwarderParams {
@@ -56,6 +60,8 @@ export interface XdpForwarderParams {
   sysctlPollMs?: number;
   /** Tests: the kernel side. Default: Datapath over libbpf. */
   ops?: DatapathOps;
+  /** The genetlink socket (xdp_features) was replaced after `cause`, or could not be (`err`). */
+  onSocketReopen?: (cause: string, err?: unknown) => void;
 }
 
 type State = 'new' | 'starting' | 'running' | 'stopped';
@@ -71,7 +77,11 @@ export class XdpForwarder {
   #unlisten: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
   #poll: NodeJS.Timeout | undefined;
+  #watch: NodeJS.Timeout | undefined;
   readonly #mirror: MirrorWriter;
+  #policy: PolicyWatcher | undefined;
+  /** Passes completed (tests and status: a change was applied once this moved). */
+  #passes = 0;
   #features: XdpFeatures | undefined;
   /** The xdp_features the last sync used, to see whether a poll found a change. */
   #lastFeatures = '';
@@ -101,23 +111,7 @@ export class XdpForwarder {
     this.#mirror = new MirrorWriter(this.#ops, p.netns, p.log);
     if (p.registry !== undefined) {
       const set = registerXdpMetrics(p.registry);
-      this.#setMetricsSource = (s) =>
-        set(
-          s && {
-            counters: () => s.counters(),
-            attachments: () =>
-              s
-                .status()
-                .filter((d) => d.attached === 'ours')
-                .map((d) => ({ device: d.name, mode: d.mode ?? 'unknown' })),
-            foreignDevices: () =>
-              s
-                .status()
-                .filter((d) => d.attached === 'foreign')
-                .map((d) => d.name),
-            missEntries: () => s.#ops.readMisses().length,
-          },
-        );
+      this.#setMetricsSource = (s) => set(s && forwarderMetrics(s));
     }
   }
 
@@ -141,7 +135,9 @@ export class XdpForwarder {
         this.#ownNl = true;
       }
       const { records, mapsReplaced } = this.#ops.open();
-      if (this.#p.ops === undefined) this.#features = XdpFeatures.open(this.#p.netns, this.#p.log);
+      if (this.#p.ops === undefined) {
+        this.#features = XdpFeatures.open(this.#p.netns, this.#p.log, this.#p.onSocketReopen);
+      }
       this.#p.log.info(
         { records: records.map((r) => r.name), mapsReplaced },
         records.length > 0 ? 'xdp: adopting pinned programs' : 'xdp: no pinned programs',
@@ -158,19 +154,36 @@ export class XdpForwarder {
         link: () => this.#schedule(),
         address: () => this.#schedule(),
       });
-      const groups = ['route', RTNLGRP_IPV4_NETCONF, RTNLGRP_IPV6_NETCONF] as const;
-      this.#sub = this.#nl.subscribe(groups, {
-        onMessage: (type) => {
-          if (type !== RTM_NEWNETCONF && type !== RTM_DELNETCONF) return false;
-          this.#schedule();
-          return true;
-        },
-        onEvent: (ev) => {
-          if (ev.kind === 'overflow') this.#p.log.warn('xdp: kernel events lost; resyncing');
-          this.#schedule();
-        },
-        onError: (err) => this.#p.log.warn({ err: describeError(err) }, 'xdp: kernel events'),
+      // the node's policy: nftables, tc and xfrm events, before their first read
+      this.#policy = new PolicyWatcher({
+        netns: this.#p.netns,
+        nl: this.#nl,
+        log: this.#p.log,
+        onChange: () => this.#schedule(),
       });
+      this.#policy.start();
+      if (this.#mode === 'bypass') {
+        this.#p.log.warn(
+          "xdp: xdp.nodePolicy bypass: frames forwarded in XDP skip the node's netfilter, tc and xfrm policy",
+        );
+      }
+      const groups = ['route', 'rule', RTNLGRP_IPV4_NETCONF, RTNLGRP_IPV6_NETCONF] as const;
+      this.#sub = this.#nl.subscribe(
+        groups,
+        {
+          onMessage: (type) => {
+            if (type !== RTM_NEWNETCONF && type !== RTM_DELNETCONF) return false;
+            this.#schedule();
+            return true;
+          },
+          onEvent: (ev) => {
+            if (ev.kind === 'overflow') this.#p.log.warn('xdp: kernel events lost; resyncing');
+            this.#schedule();
+          },
+          onError: (err) => this.#p.log.warn({ err: describeError(err) }, 'xdp: kernel events'),
+        },
+        { socket: 'xdp' },
+      );
       this.#sub.unref();
       await feed.start();
       this.#state = 'running';
@@ -182,6 +195,9 @@ export class XdpForwarder {
         this.#timer = setInterval(() => this.#schedule(true), every);
         this.#timer.unref();
       }
+      // the program trusts the state while the agent vouches for it (the watch, watch.ts)
+      this.#watch = setInterval(() => this.#renew(), WATCH_RENEW_MS);
+      this.#watch.unref();
       const poll = this.#p.sysctlPollMs ?? 1000;
       if (poll > 0) {
         this.#poll = setInterval(() => this.#pollSysctls(), poll);
@@ -231,10 +247,14 @@ export class XdpForwarder {
     this.#state = 'stopped';
     if (this.#timer !== undefined) clearInterval(this.#timer);
     if (this.#poll !== undefined) clearInterval(this.#poll);
+    if (this.#watch !== undefined) clearInterval(this.#watch);
+    this.#watch = undefined;
     this.#timer = undefined;
     this.#poll = undefined;
     this.#sub?.close();
     this.#sub = undefined;
+    this.#policy?.stop();
+    this.#policy = undefined;
     this.#unlisten?.();
     if (this.#p.devices === undefined) this.#feed?.stop();
     await this.#queue.catch(() => undefined);
@@ -286,16 +306,45 @@ export class XdpForwarder {
     const out: SlotDevice[] = [];
     for (const d of this.#devices.values()) {
       if (d.attached === 'ours' && d.ifindex > 0 && d.slot !== undefined) {
-        out.push({ name: d.name, ifindex: d.ifindex, slot: d.slot });
+        const p = d.policy?.applied ? d.policy : undefined;
+        out.push({
+          name: d.name,
+          ifindex: d.ifindex,
+          slot: d.slot,
+          policy4: reasonIndex(p?.ipv4[0]),
+          policy6: reasonIndex(p?.ipv6[0]),
+        });
       }
     }
     return out;
+  }
+
+  get #mode(): XdpNodePolicyMode {
+    return this.#cfg.nodePolicy ?? 'respect';
+  }
+
+  /** The ifindexes of the devices the selection picks now (their tcx hooks are read). */
+  #selectedIfindexes(): number[] {
+    return [...this.#devices.values()].filter((d) => d.ifindex > 0).map((d) => d.ifindex);
   }
 
   async #readFeatures(): Promise<Map<number, bigint> | undefined> {
     const f = await this.#features?.read();
     this.#lastFeatures = f === undefined ? '' : JSON.stringify([...f].map(([k, v]) => [k, `${v}`]));
     return f;
+  }
+
+  /** The watch's deadline moved on, in turn with the passes (which move it too). */
+  #renew(): void {
+    if (this.#state !== 'running') return;
+    this.#queue = this.#queue.then(() => {
+      if (this.#state !== 'running') return;
+      try {
+        this.#mirror.renew();
+      } catch (err) {
+        this.#p.log.warn({ err: describeError(err) }, 'xdp: renewing the watch');
+      }
+    });
   }
 
   /** Sysctls and xdp_features change without events: looked at every sysctlPollMs. */
@@ -308,6 +357,15 @@ export class XdpForwarder {
       }
     } catch (err) {
       this.#p.log.warn({ err: describeError(err) }, 'xdp: reading sysctls');
+    }
+    // the parts of the node's policy that raise no event: legacy iptables, tcx programs
+    try {
+      if (this.#policy?.poll(this.#selectedIfindexes())) {
+        this.#schedule();
+        return;
+      }
+    } catch (err) {
+      this.#p.log.warn({ err: describeError(err) }, 'xdp: reading iptables and tcx');
     }
     // after whatever sync runs now: one genetlink request at a time
     this.#queue = this.#queue.then(async () => {
@@ -337,8 +395,16 @@ export class XdpForwarder {
         const links = feed.links();
         const features = await this.#readFeatures();
         if (this.#state !== 'running') return;
-        this.#devices = this.#attach.run(links, features);
-        await this.#mirror.refresh(this.#nl, feed.addresses(), this.#slotDevices());
+        const sel = { devices: this.#cfg.devices, holderName: this.#cfg.holderName };
+        const watcher = this.#policy;
+        if (watcher === undefined) return;
+        const { policy, names } = await readNodePolicy(watcher, links, sel);
+        if (this.#state !== 'running') return;
+        const egress = egressReasons(policy, names, this.#mode);
+        this.#devices = this.#attach.run(links, features, new Set(egress.keys()));
+        for (const d of this.#devices.values()) d.policy = policyStatus(policy, d.name, this.#mode);
+        await this.#mirror.refresh(this.#nl, feed.addresses(), this.#slotDevices(), egress);
+        this.#passes++;
         this.#syncError = undefined;
       } catch (err) {
         this.#syncError = describeError(err);
@@ -412,6 +478,16 @@ export class XdpForwarder {
     return misses;
   }
 
+  /** respect or bypass (xdp.nodePolicy). */
+  nodePolicyMode(): XdpNodePolicyMode {
+    return this.#mode;
+  }
+
+  /** Passes completed since start (each read the kernel and wrote the maps). */
+  get passes(): number {
+    return this.#passes;
+  }
+
   /** Ready: started and the first sync done. */
   ready(): XdpHealth {
     const reasons: string[] = [];
@@ -420,10 +496,16 @@ export class XdpForwarder {
     return { ok: reasons.length === 0, reasons };
   }
 
+  /** Alive: its genetlink socket answers (it is asked every sysctlPollMs). For /livez. */
+  liveness(): XdpHealth {
+    const why = this.#features?.silence(20_000);
+    return why === undefined ? { ok: true, reasons: [] } : { ok: false, reasons: [`xdp: ${why}`] };
+  }
+
   /** Healthy: ready, the last sync worked and every selected device has the program. */
   health(): XdpHealth {
     const r = this.ready();
-    const reasons = [...r.reasons];
+    const reasons = [...r.reasons, ...(this.#policy?.liveness().reasons ?? [])];
     if (this.#syncError !== undefined) reasons.push(`sync: ${this.#syncError}`);
     for (const d of this.#devices.values()) {
       if (d.error !== undefined) reasons.push(`${d.name}: ${d.error}`);

@@ -22,6 +22,13 @@
 //    same bytes and multipath leg, and passes everything else (bpf/xdp_fwd.c); the agent
 //    mirrors what it needs (addresses, local and multipath routes, rp_filter, disable_ipv6,
 //    hash policies) into its maps from events and a sysctl poll (kstate.ts, kwatch.ts).
+//  - The node's policy: a frame that netfilter (nftables, iptables legacy or nft, connection
+//    tracking), tc (filters, tcx, a configured qdisc) or xfrm would act on in the kernel goes
+//    to the kernel, counted under netfilter/tc/xfrm (ingress side) or egress_netfilter/
+//    egress_tc; nftables, tc and xfrm are followed by their events, legacy iptables and tcx by
+//    a poll (policy-watch.ts, POLICY_BOUNDS); xdp.nodePolicy bypass forwards past them.
+//  - Stacked devices: an upper device (macvlan, ipvlan, vlan...) of a selected device is
+//    skipped, the lower one gets the program (select.ts skipStackedUppers).
 //  - Mode: auto lets the kernel pick (native when the driver has XDP support, else generic)
 //    and tries native again once on each start; status and the log say which. An explicit
 //    native/generic that differs from what a restart finds attached re-attaches (a short gap
@@ -31,8 +38,9 @@
 //  - Pins: <pinDir>/ns<inode of the network namespace>/{maps/*, dev/<name>/{prog,cfg,link}}.
 //    A bpffs is mounted on /sys/fs/bpf (or on pinDir) when there is none.
 //  - Stop: with keepOnStop (default) the programs stay attached and pinned, and forwarding
-//    goes on without the agent; the next start adopts them without a gap (same program, same
-//    link) or swaps in a new build/config with bpf_link_update (no gap either). Without
+//    goes on without the agent (in XDP for WATCH_MS, then by the kernel: watch.ts); the next
+//    start adopts them without a gap (same program, same link) or swaps in a new
+//    build/config with bpf_link_update (no gap either). Without
 //    keepOnStop, stop detaches and unpins. `fibkeeper xdp detach` does that any time.
 //  - Foreign programs: a device with an XDP program fibkeeper did not attach is left alone
 //    and reported (status, health, fibkeeper_xdp_foreign_program) with the program id, name,
@@ -46,9 +54,23 @@
 //    from other hosts, is not affected. On such hosts use mode generic for those devices, or
 //    turn tx checksum offload off on the sending side (ethtool -K DEV tx off).
 export { XdpForwarder, type XdpForwarderParams } from './forwarder.js';
+export { POLICY_BOUNDS } from './policy-watch.js';
+export { WATCH_MS, WATCH_RENEW_MS } from './watch.js';
+export { inspectNodePolicy, type PolicyInspection } from './policy-apply.js';
+export {
+  devicePolicy,
+  nodePolicy,
+  type DevicePolicy,
+  type NodePolicy,
+  type PolicyHit,
+  type PolicyReason,
+  type PolicySources,
+} from './policy.js';
 export {
   OTHER_DEVICE,
   type XdpConfigMode,
+  type XdpDevicePolicy,
+  type XdpNodePolicyMode,
   type XdpDeviceCounters,
   type XdpDeviceStatus,
   type XdpForwarderConfig,

@@ -21,13 +21,17 @@ import {
   type FkConfig,
 } from './layout.js';
 import {
+  FK_EGRESS_MAX,
   FK_LPM_MAX,
+  FK_MAP_EGRESS,
   FK_MAP_LOCAL4W,
   FK_MAP_MPATH4,
   FK_MAP_MPATH6,
+  FK_MAP_RPCACHE,
   FK_MAP_STATE,
   SIZEOF_FK_LPM4_KEY,
   SIZEOF_FK_LPM6_KEY,
+  SIZEOF_FK_RP_CACHE,
   SIZEOF_FK_STATE,
 } from './layout-state.js';
 
@@ -46,6 +50,10 @@ export interface SharedMaps {
   local4w: BpfMap;
   mpath4: BpfMap;
   mpath6: BpfMap;
+  /** Devices whose egress has a policy of their own (the reason, for the counters). */
+  egress: BpfMap;
+  /** The program's own per-CPU cache of reverse-path lookups (never read here). */
+  rpcache: BpfMap;
 }
 
 export const SHARED_MAP_NAMES: Record<keyof SharedMaps, string> = {
@@ -56,6 +64,8 @@ export const SHARED_MAP_NAMES: Record<keyof SharedMaps, string> = {
   local4w: FK_MAP_LOCAL4W,
   mpath4: FK_MAP_MPATH4,
   mpath6: FK_MAP_MPATH6,
+  egress: FK_MAP_EGRESS,
+  rpcache: FK_MAP_RPCACHE,
 };
 
 /** What each shared map must look like (the layout of xdp_fwd.h). */
@@ -70,6 +80,8 @@ const MAP_SHAPES: Record<
   local4w: { type: 'lpm_trie', key: SIZEOF_FK_LPM4_KEY, value: 1, max: FK_LPM_MAX },
   mpath4: { type: 'lpm_trie', key: SIZEOF_FK_LPM4_KEY, value: 1, max: FK_LPM_MAX },
   mpath6: { type: 'lpm_trie', key: SIZEOF_FK_LPM6_KEY, value: 1, max: FK_LPM_MAX },
+  egress: { type: 'hash', key: 4, value: 1, max: FK_EGRESS_MAX },
+  rpcache: { type: 'percpu_array', key: 4, value: SIZEOF_FK_RP_CACHE, max: 1 },
 };
 
 /** Why `m` cannot serve as shared map `which`, or undefined when it can. */

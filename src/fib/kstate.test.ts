@@ -9,6 +9,7 @@ import {
   RTN_UNICAST,
   type Address,
   type Route,
+  type Rule,
 } from '../netlink/index.js';
 import { mirrorKernel, type NetSysctls } from './kstate.js';
 import { decodeState, encodeState, local4Hash, lpm4Key, lpm6Key } from './layout-state.js';
@@ -136,6 +137,43 @@ describe('mirrorKernel', () => {
     expect([none.state.routeMtu4, none.state.routeMtu6]).toEqual([0, 0]);
   });
 
+  const on = { ready: true, policy4: 0, policy6: 0 };
+
+  it('devices: the policy reasons of each slot, the egress map, the generation', () => {
+    const m = mirrorKernel({
+      addresses: [],
+      routes: [],
+      sysctls: sysctls(),
+      devices: [
+        { name: 'eth0', ifindex: 2, slot: 1, policy4: 20, policy6: 22 },
+        { name: 'eth1', ifindex: 3, slot: 2 },
+      ],
+      egress: new Map([[3, 30]]),
+      rpGen: 77,
+    });
+    const st = decodeState(encodeState(m.state));
+    expect([st.dev[1]?.policy4, st.dev[1]?.policy6, st.dev[2]?.policy4]).toEqual([20, 22, 0]);
+    expect(st.rpGen).toBe(77);
+    expect([...m.egress]).toEqual([[3, 30]]);
+  });
+
+  it('rp_rules: only rule selectors the reverse lookup in XDP cannot reproduce', () => {
+    const rule = (o: Partial<Rule>): Rule => ({
+      ...{ family: AF_INET, dstLen: 0, srcLen: 0, tos: 0, table: 254, action: 1, flags: 0 },
+      ...o,
+    });
+    const with_ = (rules: Rule[]) =>
+      mirrorKernel({ addresses: [], routes: [], rules, sysctls: sysctls(), devices }).state.rpRules;
+    expect(
+      with_([rule({ priority: 32766 }), rule({ src: '10.0.0.0', srcLen: 8, table: 100 })]),
+    ).toBe(false);
+    expect(with_([rule({ fwmark: 1, table: 100 })])).toBe(false);
+    expect(with_([rule({ iifname: 'lo', table: 100 })])).toBe(true);
+    expect(with_([rule({ ipProto: 6, table: 100 })])).toBe(true);
+    expect(with_([rule({ dportRange: { start: 53, end: 53 }, table: 100 })])).toBe(true);
+    expect(with_([rule({ family: AF_INET6, iifname: 'eth0', table: 100 })])).toBe(false);
+  });
+
   it('devices: rp_filter is the max of all and the device; IPv6 off with disable_ipv6 or forwarding off', () => {
     const m = mirrorKernel({
       addresses: [addr(2, '10.0.0.1')],
@@ -144,8 +182,8 @@ describe('mirrorKernel', () => {
       devices,
     });
     const st = decodeState(encodeState(m.state));
-    expect(st.dev[1]).toEqual({ ready: true, rpFilter: 1, v4Addr: true, ip6Off: false });
-    expect(st.dev[2]).toEqual({ ready: true, rpFilter: 2, v4Addr: false, ip6Off: true });
+    expect(st.dev[1]).toEqual({ ...on, rpFilter: 1, v4Addr: true, ip6Off: false });
+    expect(st.dev[2]).toEqual({ ...on, rpFilter: 2, v4Addr: false, ip6Off: true });
     expect(st.dev[3]?.ready).toBe(false);
     expect([st.mpPolicy4, st.mpPolicy6]).toEqual([3, 2]);
     const off = mirrorKernel({
@@ -168,7 +206,18 @@ describe('mirrorKernel', () => {
         { name: 'gone', ifindex: 9, slot: 5 },
       ],
     });
-    expect(m.state.dev[0]).toEqual({ ready: true, rpFilter: 1, v4Addr: true, ip6Off: true });
+    // a policy on either device of a shared slot applies to the slot
+    const shared = mirrorKernel({
+      addresses: [],
+      routes: [],
+      sysctls: sysctls(),
+      devices: [
+        { name: 'eth0', ifindex: 2, slot: 0, policy6: 21 },
+        { name: 'eth1', ifindex: 3, slot: 0, policy4: 20 },
+      ],
+    });
+    expect([shared.state.dev[0]?.policy4, shared.state.dev[0]?.policy6]).toEqual([20, 21]);
+    expect(m.state.dev[0]).toEqual({ ...on, rpFilter: 1, v4Addr: true, ip6Off: true });
     expect(m.state.dev[5]?.ready).toBe(false);
   });
 });

@@ -12,6 +12,7 @@ import {
   RTN_UNSPEC,
   type Address,
   type Route,
+  type Rule,
 } from '../netlink/index.js';
 import { FK_MAX_SLOTS, FK_SLOT_OTHER } from './layout.js';
 import {
@@ -41,18 +42,32 @@ export interface SlotDevice {
   name: string;
   ifindex: number;
   slot: number;
+  /**
+   * The FK_REASON_* index under which the node's policy sends every IPv4 / IPv6 frame from
+   * this device to the kernel (netfilter, tc, xfrm); 0 or absent: none.
+   */
+  policy4?: number;
+  policy6?: number;
 }
 
 export interface KernelInputs {
   addresses: readonly Address[];
   routes: readonly Route[];
+  /** The IPv4 policy rules (absent: the default ones). */
+  rules?: readonly Rule[];
   sysctls: NetSysctls;
   devices: readonly SlotDevice[];
+  /** Devices whose egress has a policy of its own: ifindex -> FK_REASON_* index. */
+  egress?: ReadonlyMap<number, number>;
+  /** The generation of the reverse-path cache to write (never 0). */
+  rpGen?: number;
 }
 
 export interface KernelMirror {
   /** fk_state, the local-address table included. */
   state: KernelState;
+  /** fk_egress: ifindex -> FK_REASON_* index. */
+  egress: ReadonlyMap<number, number>;
   /** Keys of fk_local4w, fk_mpath4, fk_mpath6. */
   local4w: Buffer[];
   mpath4: Buffer[];
@@ -96,6 +111,8 @@ function devState(d: SlotDevice, s: NetSysctls, v4: ReadonlySet<number>): DevSta
     rpFilter: rp(Math.max(s.rpFilterAll, own?.rpFilter ?? 0)),
     v4Addr: v4.has(d.ifindex),
     ip6Off: !s.ip6ForwardingAll || (own?.disableIpv6 ?? true),
+    policy4: d.policy4 ?? 0,
+    policy6: d.policy6 ?? 0,
   };
 }
 
@@ -110,7 +127,28 @@ function merge(a: DevState, b: DevState): DevState {
     rpFilter: a.rpFilter || b.rpFilter ? 1 : 0,
     v4Addr: a.v4Addr && b.v4Addr,
     ip6Off: a.ip6Off || b.ip6Off,
+    policy4: a.policy4 || b.policy4 || 0,
+    policy6: a.policy6 || b.policy6 || 0,
   };
+}
+
+/**
+ * IPv4 policy rules whose selectors the reverse-path lookup of XDP cannot reproduce: the
+ * kernel looks the route back up as arriving from the loopback device with the packet's
+ * ports and protocol, bpf_fib_lookup from the ingress device without them. An incoming
+ * device, ports, protocol, or a selector this codec does not decode send rp_filter packets
+ * to the kernel.
+ */
+export function rpRulesDiffer(rules: readonly Rule[]): boolean {
+  return rules.some(
+    (r) =>
+      r.family === AF_INET &&
+      (r.iifname !== undefined ||
+        r.ipProto !== undefined ||
+        r.sportRange !== undefined ||
+        r.dportRange !== undefined ||
+        (r.other?.length ?? 0) > 0),
+  );
 }
 
 function prefixKeys(
@@ -220,11 +258,14 @@ export function mirrorKernel(k: KernelInputs): KernelMirror {
     local4w: wide.size > 0,
     routeMtu4: unlockedMtu(k.routes, AF_INET),
     routeMtu6: unlockedMtu(k.routes, AF_INET6),
+    rpRules: rpRulesDiffer(k.rules ?? []),
+    rpGen: k.rpGen ?? 1,
     dev,
     local4: table,
   };
   return {
     state,
+    egress: k.egress ?? new Map(),
     local4w: [...wide.values()],
     mpath4,
     mpath6,

@@ -5,9 +5,10 @@
 // rp_filter and forwarding (RTM_NEWNETCONF), so the forwarder also polls them.
 import { readFileSync } from 'node:fs';
 import type { Logger } from '../log/index.js';
-import type { Address, NetlinkHandle } from '../netlink/index.js';
+import { AF_INET, type Address, type NetlinkHandle } from '../netlink/index.js';
 import { runInNetns } from '../native/index.js';
-import { mirrorKernel, type NetSysctls, type SlotDevice } from './kstate.js';
+import { mirrorKernel, type KernelMirror, type NetSysctls, type SlotDevice } from './kstate.js';
+import { watchDeadline } from './watch.js';
 import type { DatapathOps } from './ops.js';
 
 const SYS = '/proc/sys/net';
@@ -75,6 +76,14 @@ export class MirrorWriter {
   readonly #log: Logger;
   #lastSysctls: string | undefined;
   #lastSummary = '';
+  /**
+   * fk_state.rp_gen: raised on every refresh (each follows a change the forwarder heard of,
+   * or its periodic resync), so no cached reverse-path answer outlives a change. Starts at a
+   * value of its own per writer, never 0.
+   */
+  #rpGen = 1 + Math.floor(Math.random() * 0x7fff_0000);
+  /** The mirror written last (renew() writes its state again after the watch tripped). */
+  #last: KernelMirror | undefined;
 
   constructor(ops: DatapathOps, netns: string | undefined, log: Logger) {
     this.#ops = ops;
@@ -86,13 +95,24 @@ export class MirrorWriter {
     nl: NetlinkHandle,
     addresses: readonly Address[],
     devices: readonly SlotDevice[],
+    egress: ReadonlyMap<number, number> = new Map(),
   ): Promise<void> {
     const sysctls = readSysctls(
       this.#netns,
       devices.map((d) => d.name),
     );
     const routes = await nl.routeList();
-    const m = mirrorKernel({ addresses, routes, sysctls, devices });
+    const rules = await nl.ruleList({ family: AF_INET });
+    this.#rpGen = this.#rpGen >= 0xffff_fffe ? 1 : this.#rpGen + 1;
+    const m = mirrorKernel({
+      addresses,
+      routes,
+      rules,
+      sysctls,
+      devices,
+      egress,
+      rpGen: this.#rpGen,
+    });
     this.#ops.writeMirror(m);
     this.#lastSysctls = sysctlKey(sysctls);
     const summary = JSON.stringify({
@@ -104,10 +124,22 @@ export class MirrorWriter {
         rpFilter: m.state.dev[d.slot]?.rpFilter,
         ip6Off: m.state.dev[d.slot]?.ip6Off,
       })),
+      rpRules: m.state.rpRules,
     });
     if (summary !== this.#lastSummary) {
       this.#lastSummary = summary;
       this.#log.info(JSON.parse(summary) as object, 'xdp: kernel state mirrored');
+    }
+  }
+
+  /**
+   * Moves the watch's deadline on (the forwarder calls it every WATCH_RENEW_MS while it runs);
+   * a watch that tripped meanwhile (the agent stalled past WATCH_MS) gets the state written
+   * last back, which clears fk_state.unwatched.
+   */
+  renew(): void {
+    if (this.#ops.renewWatch(watchDeadline()) && this.#last !== undefined) {
+      this.#ops.writeState(this.#last.state);
     }
   }
 

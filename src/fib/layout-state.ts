@@ -13,7 +13,20 @@ export const FK_MAP_STATE = 'fk_state';
 export const FK_MAP_LOCAL4W = 'fk_local4w';
 export const FK_MAP_MPATH4 = 'fk_mpath4';
 export const FK_MAP_MPATH6 = 'fk_mpath6';
+export const FK_MAP_EGRESS = 'fk_egress';
+export const FK_MAP_RPCACHE = 'fk_rpcache';
+export const FK_MAP_WATCH = 'fk_watch';
+export const FK_MAP_WATCH_UNTIL = 'fk_watch_until';
+export const FK_WATCH_PROG = 'fk_watch_arm';
+/** How often the watch timer looks at the agent's deadline. */
+export const FK_WATCH_TICK_NS = 500_000_000;
+export const SIZEOF_FK_WATCH = 16;
 export const FK_LPM_MAX = 65536;
+export const FK_EGRESS_MAX = 1024;
+export const FK_RP_CACHE_BITS = 10;
+export const FK_RP_CACHE_SLOTS = 1 << FK_RP_CACHE_BITS;
+export const SIZEOF_FK_RP_ENTRY = 16;
+export const SIZEOF_FK_RP_CACHE = FK_RP_CACHE_SLOTS * SIZEOF_FK_RP_ENTRY;
 
 export const FK_LOCAL4_BITS = 12;
 export const FK_LOCAL4_SLOTS = 1 << FK_LOCAL4_BITS;
@@ -25,6 +38,8 @@ export const OFFSETOF_DEV_READY = 0;
 export const OFFSETOF_DEV_RP_FILTER = 1;
 export const OFFSETOF_DEV_V4_ADDR = 2;
 export const OFFSETOF_DEV_IP6_OFF = 3;
+export const OFFSETOF_DEV_POLICY4 = 4;
+export const OFFSETOF_DEV_POLICY6 = 5;
 
 export const SIZEOF_FK_STATE = 16912;
 export const OFFSETOF_STATE_MP_POLICY4 = 0;
@@ -32,8 +47,11 @@ export const OFFSETOF_STATE_MP_POLICY6 = 1;
 export const OFFSETOF_STATE_MPATH4 = 2;
 export const OFFSETOF_STATE_MPATH6 = 3;
 export const OFFSETOF_STATE_LOCAL4W = 4;
+export const OFFSETOF_STATE_UNWATCHED = 5;
 export const OFFSETOF_STATE_ROUTE_MTU4 = 6;
 export const OFFSETOF_STATE_ROUTE_MTU6 = 8;
+export const OFFSETOF_STATE_RP_RULES = 10;
+export const OFFSETOF_STATE_RP_GEN = 12;
 export const OFFSETOF_STATE_DEV = 16;
 export const OFFSETOF_STATE_LOCAL4 = 528;
 
@@ -51,6 +69,12 @@ export interface DevState {
   v4Addr: boolean;
   /** The kernel takes no IPv6 from it (disable_ipv6, or IPv6 forwarding off for all). */
   ip6Off: boolean;
+  /**
+   * The FK_REASON_* index (netfilter, tc, xfrm) under which every IPv4 / IPv6 frame from the
+   * device goes to the kernel, because the node's policy acts on it there; 0: none.
+   */
+  policy4?: number;
+  policy6?: number;
 }
 
 /** fk_state. */
@@ -64,13 +88,26 @@ export interface KernelState {
   /** The smallest unlocked route MTU of any IPv4 / IPv6 route; 0: none. */
   routeMtu4?: number;
   routeMtu6?: number;
+  /** IPv4 policy rules the reverse-path check cannot follow in XDP (rp_filter goes to the kernel). */
+  rpRules?: boolean;
+  /** The generation of the reverse-path cache (raised on every change; 0: never written). */
+  rpGen?: number;
+  /** Set by the watch timer, never by the agent (which writes false). */
+  unwatched?: boolean;
   /** One per counter slot (FK_MAX_SLOTS); missing slots are not ready. */
   dev: DevState[];
   /** The local-address table (buildLocal4's); absent: empty. */
   local4?: Buffer;
 }
 
-export const NOT_READY: DevState = { ready: false, rpFilter: 0, v4Addr: false, ip6Off: false };
+export const NOT_READY: DevState = {
+  ready: false,
+  rpFilter: 0,
+  v4Addr: false,
+  ip6Off: false,
+  policy4: 0,
+  policy6: 0,
+};
 
 export function encodeState(s: KernelState): Buffer {
   const b = Buffer.alloc(SIZEOF_FK_STATE);
@@ -82,9 +119,17 @@ export function encodeState(s: KernelState): Buffer {
   };
   u8('mpPolicy4', s.mpPolicy4, OFFSETOF_STATE_MP_POLICY4);
   u8('mpPolicy6', s.mpPolicy6, OFFSETOF_STATE_MP_POLICY6);
+  b[OFFSETOF_STATE_RP_RULES] = s.rpRules ? 1 : 0;
+  const gen = s.rpGen ?? 0;
+  if (!Number.isInteger(gen) || gen < 0 || gen > 0xffff_ffff) {
+    throw new InvalidArgumentError(`fk_state.rpGen must be a u32, got ${gen}`);
+  }
+  if (LE) b.writeUInt32LE(gen, OFFSETOF_STATE_RP_GEN);
+  else b.writeUInt32BE(gen, OFFSETOF_STATE_RP_GEN);
   b[OFFSETOF_STATE_MPATH4] = s.mpath4 ? 1 : 0;
   b[OFFSETOF_STATE_MPATH6] = s.mpath6 ? 1 : 0;
   b[OFFSETOF_STATE_LOCAL4W] = s.local4w ? 1 : 0;
+  b[OFFSETOF_STATE_UNWATCHED] = s.unwatched ? 1 : 0;
   for (const [name, v, off] of [
     ['routeMtu4', s.routeMtu4 ?? 0, OFFSETOF_STATE_ROUTE_MTU4],
     ['routeMtu6', s.routeMtu6 ?? 0, OFFSETOF_STATE_ROUTE_MTU6],
@@ -106,6 +151,8 @@ export function encodeState(s: KernelState): Buffer {
     u8('rpFilter', d.rpFilter, o + OFFSETOF_DEV_RP_FILTER);
     b[o + OFFSETOF_DEV_V4_ADDR] = d.v4Addr ? 1 : 0;
     b[o + OFFSETOF_DEV_IP6_OFF] = d.ip6Off ? 1 : 0;
+    u8('policy4', d.policy4 ?? 0, o + OFFSETOF_DEV_POLICY4);
+    u8('policy6', d.policy6 ?? 0, o + OFFSETOF_DEV_POLICY6);
   });
   if (s.local4 !== undefined) {
     if (s.local4.length !== SIZEOF_FK_LOCAL4) {
@@ -130,6 +177,8 @@ export function decodeState(b: Buffer): KernelState {
       rpFilter: Math.min(2, b[o + OFFSETOF_DEV_RP_FILTER] ?? 0) as 0 | 1 | 2,
       v4Addr: b[o + OFFSETOF_DEV_V4_ADDR] !== 0,
       ip6Off: b[o + OFFSETOF_DEV_IP6_OFF] !== 0,
+      policy4: b[o + OFFSETOF_DEV_POLICY4] ?? 0,
+      policy6: b[o + OFFSETOF_DEV_POLICY6] ?? 0,
     });
   }
   return {
@@ -144,6 +193,9 @@ export function decodeState(b: Buffer): KernelState {
     routeMtu6: LE
       ? b.readUInt16LE(OFFSETOF_STATE_ROUTE_MTU6)
       : b.readUInt16BE(OFFSETOF_STATE_ROUTE_MTU6),
+    rpRules: b[OFFSETOF_STATE_RP_RULES] !== 0,
+    unwatched: b[OFFSETOF_STATE_UNWATCHED] !== 0,
+    rpGen: LE ? b.readUInt32LE(OFFSETOF_STATE_RP_GEN) : b.readUInt32BE(OFFSETOF_STATE_RP_GEN),
     dev,
     local4: Buffer.from(
       b.subarray(OFFSETOF_STATE_LOCAL4, OFFSETOF_STATE_LOCAL4 + SIZEOF_FK_LOCAL4),
@@ -252,6 +304,14 @@ export function encodeTraceConfig(ino: number): Buffer {
   const b = Buffer.alloc(SIZEOF_FK_TRACE_CONFIG);
   if (LE) b.writeUInt32LE(ino >>> 0, 0);
   else b.writeUInt32BE(ino >>> 0, 0);
+  return b;
+}
+
+/** fk_watch_until's value: until when (CLOCK_MONOTONIC ns) the agent vouches for fk_state. */
+export function encodeWatchUntil(untilNs: bigint): Buffer {
+  const b = Buffer.alloc(8);
+  if (LE) b.writeBigUInt64LE(untilNs, 0);
+  else b.writeBigUInt64BE(untilNs, 0);
   return b;
 }
 

@@ -22,7 +22,17 @@ function expected(): Map<string, string> {
   m.set('FK_MAP_STATS', L.FK_MAP_STATS);
   m.set('FK_MAP_MISS', L.FK_MAP_MISS);
   m.set('FK_CFG_VAR', L.FK_CFG_VAR);
-  for (const k of ['FK_MAP_STATE', 'FK_MAP_LOCAL4W', 'FK_MAP_MPATH4', 'FK_MAP_MPATH6'] as const) {
+  for (const k of [
+    'FK_MAP_STATE',
+    'FK_MAP_LOCAL4W',
+    'FK_MAP_MPATH4',
+    'FK_MAP_MPATH6',
+    'FK_MAP_EGRESS',
+    'FK_MAP_RPCACHE',
+    'FK_MAP_WATCH',
+    'FK_MAP_WATCH_UNTIL',
+    'FK_WATCH_PROG',
+  ] as const) {
     m.set(k, S[k]);
   }
   for (const k of [
@@ -31,6 +41,10 @@ function expected(): Map<string, string> {
     'FK_LOCAL4_SLOTS',
     'FK_LOCAL4_PROBES',
     'FK_LOCAL4_MUL',
+    'FK_EGRESS_MAX',
+    'FK_RP_CACHE_BITS',
+    'FK_RP_CACHE_SLOTS',
+    'FK_WATCH_TICK_NS',
   ] as const) {
     num(k, S[k]);
   }
@@ -101,14 +115,22 @@ const EXPRS: Record<string, string> = {
   OFFSETOF_DEV_RP_FILTER: 'offsetof(struct fk_dev_state, rp_filter)',
   OFFSETOF_DEV_V4_ADDR: 'offsetof(struct fk_dev_state, v4_addr)',
   OFFSETOF_DEV_IP6_OFF: 'offsetof(struct fk_dev_state, ip6_off)',
+  OFFSETOF_DEV_POLICY4: 'offsetof(struct fk_dev_state, policy4)',
+  OFFSETOF_DEV_POLICY6: 'offsetof(struct fk_dev_state, policy6)',
   SIZEOF_FK_STATE: 'sizeof(struct fk_state)',
   OFFSETOF_STATE_MP_POLICY4: 'offsetof(struct fk_state, mp_policy4)',
   OFFSETOF_STATE_MP_POLICY6: 'offsetof(struct fk_state, mp_policy6)',
   OFFSETOF_STATE_MPATH4: 'offsetof(struct fk_state, mpath4)',
   OFFSETOF_STATE_MPATH6: 'offsetof(struct fk_state, mpath6)',
   OFFSETOF_STATE_LOCAL4W: 'offsetof(struct fk_state, local4w)',
+  OFFSETOF_STATE_UNWATCHED: 'offsetof(struct fk_state, unwatched)',
+  SIZEOF_FK_WATCH: 'sizeof(struct fk_watch)',
   OFFSETOF_STATE_ROUTE_MTU4: 'offsetof(struct fk_state, route_mtu4)',
   OFFSETOF_STATE_ROUTE_MTU6: 'offsetof(struct fk_state, route_mtu6)',
+  OFFSETOF_STATE_RP_RULES: 'offsetof(struct fk_state, rp_rules)',
+  OFFSETOF_STATE_RP_GEN: 'offsetof(struct fk_state, rp_gen)',
+  SIZEOF_FK_RP_ENTRY: 'sizeof(struct fk_rp_entry)',
+  SIZEOF_FK_RP_CACHE: 'sizeof(struct fk_rp_cache)',
   OFFSETOF_STATE_DEV: 'offsetof(struct fk_state, dev)',
   OFFSETOF_STATE_LOCAL4: 'offsetof(struct fk_state, local4)',
   SIZEOF_FK_LOCAL4: 'sizeof(((struct fk_state *)0)->local4)',
@@ -207,7 +229,8 @@ describe('fk_stats', () => {
       put(L.OFFSETOF_STATS_ACTION, 4, 10, 1000); // redirect
       put(L.OFFSETOF_STATS_RESULT, 7, 3, 300); // no_neigh
       put(L.OFFSETOF_STATS_RESULT, 10, 1, 64); // error
-      put(L.OFFSETOF_STATS_REASON, 20, 2, 128); // no_txport
+      put(L.OFFSETOF_STATS_REASON, L.REASON_NAMES.indexOf('no_txport'), 2, 128);
+      put(L.OFFSETOF_STATS_REASON, L.REASON_NAMES.indexOf('netfilter'), 1, 100);
       return b;
     };
     const s = L.decodeStats([cpu(1), cpu(2)]);
@@ -218,6 +241,7 @@ describe('fk_stats', () => {
     expect(s.results.no_neigh).toEqual({ packets: 9, bytes: 900 });
     expect(s.results.error).toEqual({ packets: 3, bytes: 192 });
     expect(s.reasons.no_txport).toEqual({ packets: 6, bytes: 384 });
+    expect(s.reasons.netfilter).toEqual({ packets: 3, bytes: 300 });
     expect(Object.keys(s.results)).toEqual([...L.RESULT_NAMES]);
     expect(Object.keys(s.reasons)).toEqual([...L.REASON_NAMES]);
   });
@@ -323,19 +347,33 @@ describe('fk_state, its local-address table and the LPM keys', () => {
 
   it('fk_state encodes and decodes every field', () => {
     const dev = Array.from({ length: 64 }, () => ({ ...S.NOT_READY }));
-    dev[3] = { ready: true, rpFilter: 2, v4Addr: true, ip6Off: true };
+    const netfilter = L.REASON_NAMES.indexOf('netfilter');
+    const xfrm = L.REASON_NAMES.indexOf('xfrm');
+    dev[3] = {
+      ...{ ready: true, rpFilter: 2 as const, v4Addr: true, ip6Off: true },
+      ...{ policy4: netfilter, policy6: xfrm },
+    };
     const st = {
       ...{ mpPolicy4: 3, mpPolicy6: 1, mpath4: true, mpath6: false, local4w: true },
-      ...{ routeMtu4: 1400, routeMtu6: 0, dev },
+      ...{ routeMtu4: 1400, routeMtu6: 0, rpRules: true, rpGen: 0x01020304, dev },
     };
     const b = S.encodeState(st);
     expect(b.length).toBe(S.SIZEOF_FK_STATE);
-    expect(b.subarray(0, 16).toString('hex')).toBe('03010100010078050000000000000000');
-    expect(b.subarray(16 + 3 * 8, 16 + 4 * 8).toString('hex')).toBe('0102010100000000');
-    expect(S.decodeState(b)).toEqual({ ...st, local4: Buffer.alloc(S.SIZEOF_FK_LOCAL4) });
+    expect(b.subarray(0, 16).toString('hex')).toBe('03010100010078050000010004030201');
+    expect(b.subarray(16 + 3 * 8, 16 + 4 * 8).toString('hex')).toBe(
+      `01020101${netfilter.toString(16).padStart(2, '0')}${xfrm.toString(16).padStart(2, '0')}0000`,
+    );
+    expect(S.decodeState(b)).toEqual({
+      ...st,
+      unwatched: false,
+      local4: Buffer.alloc(S.SIZEOF_FK_LOCAL4),
+    });
+    expect(S.decodeState(S.encodeState({ ...st, unwatched: true }))[`unwatched`]).toBe(true);
+    expect(S.encodeWatchUntil(0x0102n).toString('hex')).toBe('0201000000000000');
     const { table } = S.buildLocal4(['10.0.0.1']);
     expect(S.decodeState(S.encodeState({ ...st, local4: table })).local4).toEqual(table);
     expect(() => S.encodeState({ ...st, mpPolicy4: 256 })).toThrow(/mpPolicy4/);
+    expect(() => S.encodeState({ ...st, rpGen: -1 })).toThrow(/rpGen/);
   });
 
   it('LPM keys: host-order prefix length, the address masked to it', () => {

@@ -63,15 +63,21 @@ export const REASON_NAMES = [
   'martian_dst',
   'local_src',
   'ndisc',
+  'netfilter',
+  'tc',
+  'xfrm',
+  'unwatched',
   'no_txport',
   'hairpin',
   'multipath',
   'rp_filter',
   'route_mtu',
   'trim_error',
+  'egress_netfilter',
+  'egress_tc',
 ] as const;
 export type ReasonName = (typeof REASON_NAMES)[number];
-export const FK_REASON_POST_LOOKUP = 20;
+export const FK_REASON_POST_LOOKUP = 24;
 /** Reasons counted after a SUCCESS result. */
 export const POST_LOOKUP_REASONS: readonly ReasonName[] = REASON_NAMES.slice(FK_REASON_POST_LOOKUP);
 
@@ -81,7 +87,7 @@ export const FK_REASON_MAX = REASON_NAMES.length;
 
 // --- struct sizes and offsets ---------------------------------------------------------------
 export const SIZEOF_FK_CTR = 16;
-export const SIZEOF_FK_STATS = 672;
+export const SIZEOF_FK_STATS = 768;
 export const OFFSETOF_STATS_ACTION = 0;
 export const OFFSETOF_STATS_RESULT = 80;
 export const OFFSETOF_STATS_REASON = 256;

@@ -46,9 +46,9 @@ describe('fibkeeper_xdp_* metrics', () => {
     expect(text).toContain('fibkeeper_xdp_attached{device="eth0",mode="native"} 1');
     expect(text).toContain('fibkeeper_xdp_foreign_program{device="eth1"} 1');
     expect(text).toContain('fibkeeper_xdp_miss_entries 3');
-    // 11 results + 5 actions + 26 reasons per device, packets and bytes where kept
+    // 11 results + 5 actions + 32 reasons per device, packets and bytes where kept
     expect(text.match(/^fibkeeper_xdp_fib_lookup_packets_total\{/gm)).toHaveLength(22);
-    expect(text.match(/^fibkeeper_xdp_not_handled_total\{/gm)).toHaveLength(52);
+    expect(text.match(/^fibkeeper_xdp_not_handled_total\{/gm)).toHaveLength(64);
     // redirect errors: every reason of every device, from zero
     expect(text).toContain('fibkeeper_xdp_redirect_errors_total{device="eth0",reason="too_big"} 4');
     expect(text).toContain(
@@ -62,6 +62,36 @@ describe('fibkeeper_xdp_* metrics', () => {
       'fibkeeper_xdp_fib_lookup_packets_total{device="eth0",result="success"} 9',
     );
     expect(reads).toBeGreaterThan(0);
+    if (PROMTOOL) {
+      const check = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+      expect(check.stdout + check.stderr).toBe('');
+    }
+  });
+
+  it('the node policy: the mode, and each device and direction it acts on', async () => {
+    const registry = new Registry();
+    const set = registerXdpMetrics(registry);
+    const devices = [
+      { device: 'eth0', direction: 'ipv4', reason: 'netfilter' },
+      { device: 'eth1', direction: 'egress', reason: 'egress_tc' },
+    ];
+    const base = { counters: () => [], attachments: () => [], foreignDevices: () => [] };
+    set({ ...base, missEntries: () => 0, nodePolicy: () => ({ mode: 'respect', devices }) });
+    let text = await registry.metrics();
+    expect(text).toContain('fibkeeper_xdp_node_policy{mode="respect"} 1');
+    expect(text).toContain(
+      'fibkeeper_xdp_policy_passed{device="eth0",direction="ipv4",reason="netfilter"} 1',
+    );
+    expect(text).toContain(
+      'fibkeeper_xdp_policy_passed{device="eth1",direction="egress",reason="egress_tc"} 1',
+    );
+    set({ ...base, missEntries: () => 0, nodePolicy: () => ({ mode: 'bypass', devices }) });
+    text = await registry.metrics();
+    expect(text).toContain('fibkeeper_xdp_node_policy{mode="bypass"} 1');
+    expect(text).not.toContain('fibkeeper_xdp_node_policy{mode="respect"}');
+    expect(text).toContain(
+      'fibkeeper_xdp_policy_passed{device="eth0",direction="ipv4",reason="netfilter"} 0',
+    );
     if (PROMTOOL) {
       const check = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
       expect(check.stdout + check.stderr).toBe('');

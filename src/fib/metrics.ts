@@ -3,6 +3,7 @@
 // device (a device name, or ":other" for the shared slot of devices beyond the 63rd — a name
 // no Linux device can have), result, action, reason, mode. IPs never become labels.
 import { Counter, Gauge, type Registry } from 'prom-client';
+import type { XdpDeviceCounters, XdpDeviceStatus } from './types.js';
 
 export interface PacketBytesLike {
   packets: number;
@@ -28,9 +29,50 @@ export interface XdpMetricsSource {
   foreignDevices(): readonly string[];
   /** Entries in the NO_NEIGH miss map. */
   missEntries(): number;
+  /**
+   * xdp.nodePolicy (respect or bypass), and the traffic of each device that the node's policy
+   * acts on (direction ipv4, ipv6: frames entering the device; egress: frames routed out of
+   * it) with the reason it is passed under (or would be, under bypass).
+   */
+  nodePolicy?(): {
+    mode: string;
+    devices: readonly { device: string; direction: string; reason: string }[];
+  };
 }
 
 type Field = 'actions' | 'results' | 'reasons';
+
+/** What the forwarder reports, as the metrics read it at scrape time. */
+export function forwarderMetrics(x: {
+  counters(): XdpDeviceCounters[];
+  status(): XdpDeviceStatus[];
+  readMisses(): readonly unknown[];
+  nodePolicyMode(): string;
+}): XdpMetricsSource {
+  return {
+    counters: () => x.counters(),
+    attachments: () =>
+      x
+        .status()
+        .filter((d) => d.attached === 'ours')
+        .map((d) => ({ device: d.name, mode: d.mode ?? 'unknown' })),
+    foreignDevices: () =>
+      x
+        .status()
+        .filter((d) => d.attached === 'foreign')
+        .map((d) => d.name),
+    missEntries: () => x.readMisses().length,
+    nodePolicy: () => ({
+      mode: x.nodePolicyMode(),
+      devices: x.status().flatMap((d) =>
+        (['ipv4', 'ipv6', 'egress'] as const).flatMap((direction) => {
+          const first = d.policy?.[direction][0];
+          return first ? [{ device: d.name, direction, reason: first.reason }] : [];
+        }),
+      ),
+    }),
+  };
+}
 
 function counter(
   registry: Registry,
@@ -150,6 +192,33 @@ export function registerXdpMetrics(
     collect() {
       this.reset();
       for (const d of src?.foreignDevices() ?? []) this.set({ device: d }, 1);
+    },
+  });
+  new Gauge({
+    name: 'fibkeeper_xdp_node_policy',
+    help: "1 for the value of xdp.nodePolicy: respect (traffic the node's own netfilter, tc or xfrm policy acts on goes to the kernel) or bypass (XDP forwards past that policy).",
+    labelNames: ['mode'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const p = src?.nodePolicy?.();
+      if (p !== undefined) this.set({ mode: p.mode }, 1);
+    },
+  });
+  new Gauge({
+    name: 'fibkeeper_xdp_policy_passed',
+    help: "1 for each device and direction (ipv4, ipv6: frames entering it; egress: frames routed out of it) whose traffic the node's own policy acts on, labelled with the reason it goes to the kernel under (netfilter, tc, xfrm, egress_netfilter, egress_tc); 0 under xdp.nodePolicy bypass, where XDP forwards past it.",
+    labelNames: ['device', 'direction', 'reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const p = src?.nodePolicy?.();
+      for (const d of p?.devices ?? []) {
+        this.set(
+          { device: d.device, direction: d.direction, reason: d.reason },
+          p?.mode === 'respect' ? 1 : 0,
+        );
+      }
     },
   });
   new Gauge({

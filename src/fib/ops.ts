@@ -4,7 +4,7 @@
 import type { XdpMode } from '../native/index.js';
 import type { FkConfig, MissEntry, MissKey, SlotCounters } from './layout.js';
 import type { KernelMirror } from './kstate.js';
-import type { RedirectErrorName } from './layout-state.js';
+import type { KernelState, RedirectErrorName } from './layout-state.js';
 import type { ForeignProgram } from './owner.js';
 
 /** How programs sit on a device's XDP hook (bpf_xdp_query). */
@@ -69,6 +69,14 @@ export interface DatapathOps {
    * there changes nothing.
    */
   writeMirror(m: KernelMirror): void;
+  /** Writes fk_state alone (the state written last, after the watch tripped). */
+  writeState(s: KernelState): void;
+  /**
+   * Moves the watch's deadline on to `untilNs` (CLOCK_MONOTONIC); returns true when the watch
+   * had tripped meanwhile (fk_state.unwatched set: the state must be written again). Without
+   * a watch (an old kernel): nothing, false.
+   */
+  renewWatch(untilNs: bigint): boolean;
   /**
    * Frames lost after a redirect (the tracer's counts), per ingress ifindex and reason;
    * undefined when this kernel cannot count them.

@@ -1,7 +1,7 @@
 // Device selection, slot picking and the attach decision: the pure rules of the loader.
 import { describe, expect, it } from 'vitest';
 import { ARPHRD_ETHER, IFF_LOOPBACK, IFF_UP, type Link } from '../netlink/index.js';
-import { decideAttach, pickSlot, selectDevice } from './select.js';
+import { decideAttach, pickSlot, selectDevice, skipStackedUppers } from './select.js';
 
 const link = (name: string, over: Partial<Link> = {}): Link => ({
   family: 0,
@@ -14,6 +14,43 @@ const link = (name: string, over: Partial<Link> = {}): Link => ({
   ...over,
 });
 const sel = { devices: ['eth*', 'ens?', 'lo', 'bond0'], holderName: 'fk-holder' };
+
+describe('skipStackedUppers', () => {
+  const lower = link('eth0', { index: 2 });
+  const upper = (kind: string, over: Partial<Link> = {}) =>
+    link('eth0.mv', { index: 9, link: 2, info: { kind }, ...over });
+
+  it('an upper device of a selected device is skipped, with why; the lower keeps its verdict', () => {
+    for (const kind of ['macvlan', 'macvtap', 'ipvlan', 'vlan']) {
+      const links = [lower, upper(kind)];
+      const [l, u] = skipStackedUppers(
+        links.map((x) => selectDevice(x, sel)),
+        links,
+      );
+      expect(l?.selected).toBe(true);
+      expect(u).toMatchObject({ selected: false, keepRecord: false });
+      expect(u?.skipped).toMatch(new RegExp(`upper device of eth0 \\(${kind}\\)`));
+    }
+  });
+
+  it('keeps an upper whose lower is not selected, is in another namespace, or that is no upper', () => {
+    const cases: [Link, Link][] = [
+      [link('other', { index: 2 }), upper('macvlan')], // lower not matched by devices
+      [link('eth0', { index: 2, flags: 0 }), upper('macvlan')], // lower down
+      [lower, upper('macvlan', { linkNetnsId: 3 })], // lower in another namespace
+      [lower, upper('veth')], // a veth's link is its peer, not a lower device
+      [lower, upper('bridge')],
+    ];
+    for (const links of cases) {
+      const out = skipStackedUppers(
+        links.map((x) => selectDevice(x, sel)),
+        links,
+      );
+      expect(out[1]?.skipped, JSON.stringify(links[1])).toBeUndefined();
+      expect(out[1]?.selected).toBe(true);
+    }
+  });
+});
 
 describe('selectDevice', () => {
   it('selects matching Ethernet devices that are up', () => {

@@ -24,6 +24,11 @@ export interface DeviceVerdict {
    * others lose theirs.
    */
   keepRecord: boolean;
+  /**
+   * Set when the device matches and is eligible but is left without a program on purpose (an
+   * upper device of a selected device): why.
+   */
+  skipped?: string;
 }
 
 function zeroMac(mac: string | undefined): boolean {
@@ -57,6 +62,49 @@ export function selectDevice(link: Link, sel: SelectionConfig): DeviceVerdict {
     reason,
     keepRecord: reason === undefined || reason === 'down',
   };
+}
+
+/**
+ * Kinds of device stacked on a lower device in the kernel's sense (netdev_upper_dev_link) and
+ * naming it in IFLA_LINK: while such an upper device has an XDP program, the kernel refuses one
+ * on its lower device (EEXIST, "upper device already has a program").
+ */
+export const UPPER_KINDS: ReadonlySet<string> = new Set([
+  'macvlan',
+  'macvtap',
+  'ipvlan',
+  'ipvtap',
+  'vlan',
+  'macsec',
+]);
+
+/** The lower device of `l` in this namespace, when `l` is an upper device of one. */
+export function lowerOf(l: Link): number | undefined {
+  const kind = l.info?.kind;
+  if (kind === undefined || !UPPER_KINDS.has(kind)) return undefined;
+  if (l.linkNetnsId !== undefined || l.link === undefined || l.link === l.index) return undefined;
+  return l.link;
+}
+
+/**
+ * fibkeeper prefers the lower device: an upper device (macvlan, ipvlan, vlan, ...) whose lower
+ * device is selected too gets no program, since the kernel would then refuse the lower's (and a
+ * physical NIC's native XDP sees the upper's frames first anyway). Such verdicts are turned to
+ * not selected, with `skipped` saying why; the others are returned as they are.
+ */
+export function skipStackedUppers(
+  verdicts: readonly DeviceVerdict[],
+  links: readonly Link[],
+): DeviceVerdict[] {
+  const byIfindex = new Map(verdicts.map((v) => [v.ifindex, v]));
+  const linkOf = new Map(links.map((l) => [l.index, l]));
+  return verdicts.map((v) => {
+    const l = linkOf.get(v.ifindex);
+    const lower = l === undefined ? undefined : byIfindex.get(lowerOf(l) ?? 0);
+    if (!v.selected || lower === undefined || !lower.selected) return v;
+    const why = `upper device of ${lower.name} (${l?.info?.kind}): ${lower.name} is selected and gets the program (the kernel refuses one on a device while an upper device of it has one)`;
+    return { ...v, selected: false, keepRecord: false, reason: why, skipped: why };
+  });
 }
 
 /** A slot in use: by a device that exists now (present) or one that went away. */

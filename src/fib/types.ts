@@ -4,10 +4,14 @@ import type { SlotCounters } from './layout.js';
 import type { RedirectErrorName } from './layout-state.js';
 import type { HookMode } from './ops.js';
 import type { ForeignProgram } from './owner.js';
+import type { PolicyHit } from './policy.js';
 
 type XdpSection = FibkeeperConfig['xdp'];
 
 export type XdpConfigMode = XdpSection['mode'];
+
+/** respect: traffic the node's policy acts on goes to the kernel; bypass: XDP forwards it. */
+export type XdpNodePolicyMode = XdpSection['nodePolicy'];
 
 /**
  * The config's `xdp.*` options under their own names, validated by src/config: mode (auto:
@@ -28,6 +32,22 @@ export interface XdpForwarderConfig extends Pick<
   missTrack?: boolean;
   /** Forward IPv4 packets that carry IP options (default true; false passes them to the stack). */
   ipv4Options?: boolean;
+  /** The node's policy: respect (default) or bypass. */
+  nodePolicy?: XdpNodePolicyMode;
+}
+
+/**
+ * The node's policy on one device's traffic: what sends its frames to the kernel instead of
+ * XDP (the first of a list is the reason they are counted under). Empty lists: XDP forwards.
+ */
+export interface XdpDevicePolicy {
+  /** On IPv4 / IPv6 frames entering the device (its ingress, and every forwarded frame). */
+  ipv4: PolicyHit[];
+  ipv6: PolicyHit[];
+  /** On frames routed out of the device. */
+  egress: PolicyHit[];
+  /** false under xdp.nodePolicy bypass: listed, not applied (XDP forwards past them). */
+  applied: boolean;
 }
 
 export interface XdpDeviceStatus {
@@ -47,6 +67,13 @@ export interface XdpDeviceStatus {
    * ndo_xdp_xmit for it (a veth: its peer runs XDP or has GRO on), or cannot tell.
    */
   redirectTarget: boolean;
+  /** The node's policy on the device's traffic (absent until the first pass read it). */
+  policy?: XdpDevicePolicy;
+  /**
+   * Why a device that matches xdp devices gets no program on purpose (an upper device, such
+   * as a macvlan, of a selected device: the lower device is preferred).
+   */
+  skipped?: string;
 }
 
 export interface XdpDeviceCounters extends SlotCounters {

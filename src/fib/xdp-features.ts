@@ -3,7 +3,11 @@
 // without NETDEV_XDP_ACT_NDO_XMIT fails (EOPNOTSUPP) and the frame is lost; a veth has it only
 // while its peer runs an XDP program or has GRO on. Such devices stay out of the devmap, so
 // frames routed through them go to the kernel, which forwards them.
-import { describeError } from '../errors/index.js';
+//
+// The socket heals like the rtnetlink ones: a request unanswered for ASK_TIMEOUT_MS, a
+// receive error or a datagram cut short fails the request and replaces the socket, so that
+// the forwarder's syncs (which wait for read()) never hang on it.
+import { describeError, TimeoutError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { NetlinkSocket, type SystemError } from '../native/index.js';
 
@@ -20,6 +24,10 @@ const NLM_F_ACK = 4;
 const NLM_F_DUMP = 0x300;
 const NLMSG_ERROR = 2;
 const NLMSG_DONE = 3;
+
+/** A request unanswered this long fails, and the socket is replaced, ms. */
+const ASK_TIMEOUT_MS = 5000;
+const ENOENT = 2;
 
 /** NETDEV_XDP_ACT_NDO_XMIT: the device implements ndo_xdp_xmit (redirect target). */
 export const NETDEV_XDP_ACT_NDO_XMIT = 1n << 2n;
@@ -62,36 +70,87 @@ function request(type: number, flags: number, seq: number, cmd: number, body: Bu
  * before. Requests are one at a time (the forwarder's sync is serial).
  */
 export class XdpFeatures {
-  readonly #sock: NetlinkSocket;
+  #sock: NetlinkSocket;
+  readonly #netns: string | undefined;
   readonly #log: Logger;
+  readonly #onReopen: ((cause: string, err?: unknown) => void) | undefined;
   #seq = 1;
   #family: number | undefined | null = null;
   #pending: { seq: number; out: Buffer[]; done: (err?: Error) => void } | undefined;
+  #closed = false;
+  /** Clock time of the last request sent, and of the last answer received (Date.now()). */
+  #lastAsk = 0;
+  #lastAnswer = Date.now();
 
-  private constructor(sock: NetlinkSocket, log: Logger) {
-    this.#sock = sock;
+  private constructor(
+    netns: string | undefined,
+    log: Logger,
+    onReopen?: (cause: string, err?: unknown) => void,
+  ) {
+    this.#netns = netns;
     this.#log = log;
-    sock.receive({
-      onData: (chunk) => this.#onData(chunk),
-      onError: (err: SystemError) => this.#pending?.done(err),
-    });
-    sock.unref();
+    this.#onReopen = onReopen;
+    this.#sock = this.#open();
   }
 
-  static open(netns: string | undefined, log: Logger): XdpFeatures {
+  /**
+   * Opens the genetlink socket in `netns`. `onReopen` hears of every replacement of it (after
+   * `cause`, an errno name), or of one that failed (`err`).
+   */
+  static open(
+    netns: string | undefined,
+    log: Logger,
+    onReopen?: (cause: string, err?: unknown) => void,
+  ): XdpFeatures {
+    return new XdpFeatures(netns, log, onReopen);
+  }
+
+  #open(): NetlinkSocket {
     const sock = NetlinkSocket.open({
       protocol: NETLINK_GENERIC,
-      ...(netns === undefined ? {} : { netns }),
+      ...(this.#netns === undefined ? {} : { netns: this.#netns }),
     });
-    return new XdpFeatures(sock, log);
+    sock.receive({
+      onData: (chunk) => {
+        if (sock === this.#sock) this.#onData(chunk);
+      },
+      onError: (err: SystemError) => {
+        if (sock !== this.#sock) return;
+        this.#pending?.done(err); // asked again at the next poll
+        // A reply dropped (ENOBUFS) or too big (EMSGSIZE): the socket itself is fine.
+        if (err.code !== 'ENOBUFS' && err.code !== 'EMSGSIZE') this.#reopen(err.code);
+      },
+    });
+    sock.unref();
+    return sock;
+  }
+
+  /** Replaces the socket after `cause`; a failure leaves the old one (tried again next time). */
+  #reopen(cause: string): void {
+    if (this.#closed) return;
+    let fresh: NetlinkSocket;
+    try {
+      fresh = this.#open();
+    } catch (err) {
+      this.#onReopen?.(cause, err);
+      return;
+    }
+    const old = this.#sock;
+    this.#sock = fresh;
+    old.close();
+    this.#onReopen?.(cause);
   }
 
   #onData(chunk: Buffer): void {
+    this.#lastAnswer = Date.now();
     const p = this.#pending;
     if (p === undefined) return;
-    for (let off = 0; off + 16 <= chunk.length;) {
-      const len = chunk.readUInt32LE(off);
-      if (len < 16) break;
+    for (let off = 0; off < chunk.length;) {
+      const len = off + 16 <= chunk.length ? chunk.readUInt32LE(off) : 0;
+      if (len < 16 || off + len > chunk.length) {
+        p.done(new Error('genetlink: a reply was cut short'));
+        return;
+      }
       const type = chunk.readUInt16LE(off + 4);
       if (chunk.readUInt32LE(off + 8) === p.seq) {
         if (type === NLMSG_DONE) return p.done();
@@ -108,22 +167,30 @@ export class XdpFeatures {
 
   #ask(msg: (seq: number) => Buffer): Promise<Buffer[]> {
     const seq = this.#seq++;
+    this.#lastAsk = Date.now();
     return new Promise((resolve, reject) => {
       const out: Buffer[] = [];
+      const sock = this.#sock;
       // the socket keeps the process alive only while an answer is awaited
-      this.#sock.ref();
+      sock.ref();
+      const timer = setTimeout(() => {
+        this.#pending?.done(new TimeoutError(`genetlink: no answer in ${ASK_TIMEOUT_MS} ms`));
+        this.#reopen('ETIMEDOUT');
+      }, ASK_TIMEOUT_MS);
+      timer.unref();
       this.#pending = {
         seq,
         out,
         done: (err) => {
+          clearTimeout(timer);
           this.#pending = undefined;
-          this.#sock.unref();
+          if (!sock.closed) sock.unref();
           if (err) reject(err);
           else resolve(out);
         },
       };
       try {
-        this.#sock.send(msg(seq));
+        sock.send(msg(seq));
       } catch (err) {
         this.#pending?.done(err as Error);
       }
@@ -140,7 +207,8 @@ export class XdpFeatures {
       const id = m && attrs(m, 20, m.length).get(CTRL_ATTR_FAMILY_ID);
       this.#family = id === undefined ? undefined : id.readUInt16LE(0);
     } catch (err) {
-      // ENOENT: no such family (Linux before 6.3)
+      // ENOENT: no such family (Linux before 6.3); anything else is tried again next time
+      if ((err as { errno?: number }).errno !== ENOENT) throw err;
       this.#log.info({ err: describeError(err) }, 'xdp: no netdev family; xdp_features unknown');
       this.#family = undefined;
     }
@@ -166,7 +234,15 @@ export class XdpFeatures {
     return out;
   }
 
+  /** Why the socket is not alive: asked, and silent for `ms` (across reopens). */
+  silence(ms: number): string | undefined {
+    const quiet = this.#lastAsk - this.#lastAnswer;
+    if (quiet < ms) return undefined;
+    return `the genl socket has not answered for ${Math.round(quiet / 1000)} s`;
+  }
+
   close(): void {
+    this.#closed = true;
     this.#pending?.done(new Error('closed'));
     this.#sock.close();
   }

@@ -124,3 +124,21 @@ export function isUnicastIp(ip: string | Uint8Array): boolean {
   if (typeof ip !== 'string' && ip.length !== 4 && ip.length !== 16) return false;
   return classifyIp(ip) === 'unicast';
 }
+
+/**
+ * Lists of IPs known to be unicast host addresses in canonical text (checked once, at the
+ * edge: a bulk API body). A table that takes such a list checks what only it can tell (the
+ * node's own addresses) and skips parsing and classifying a million IPs again.
+ */
+const canonicalLists = new WeakSet<readonly string[]>();
+
+/** Marks `list` as checked unicast canonical IPs (the caller's promise); returns it. */
+export function markCanonicalUnicast<T extends readonly string[]>(list: T): T {
+  canonicalLists.add(list);
+  return list;
+}
+
+/** The list was marked by markCanonicalUnicast. */
+export function isCanonicalUnicast(list: readonly unknown[]): boolean {
+  return canonicalLists.has(list as readonly string[]);
+}

@@ -26,7 +26,9 @@ export {
 } from './address.js';
 export {
   classifyIp,
+  isCanonicalUnicast,
   isUnicastIp,
+  markCanonicalUnicast,
   validateUnicastIp,
   type IpClass,
   type UnicastIpOptions,

@@ -243,7 +243,27 @@ export interface Binding {
   unmount(path: string, lazy: boolean): void;
   isBpffs(path: string): boolean;
   sdNotify(socket: string, message: string): number;
+  /** Test-only fault injection (faults.ts); null disarms. */
+  configureFaults(
+    spec: {
+      seed: number;
+      stormMs: number;
+      deafMs: number;
+      hangMs: number;
+      delayMs: number;
+      rules: { site: number; kind: number; err: number; probability: number }[];
+    } | null,
+  ): void;
+  faultCounts(): number[];
+  exitAfter(ms: number, code: number, message: string): void;
   flockFd(fd: number, exclusive: boolean, wait: boolean): boolean;
+  tcxQuery(ifindex: number, egress: boolean, netns?: string): number[] | null;
+  iptablesTable(
+    family: 4 | 6,
+    name: string,
+    netns: string | undefined,
+    entries: boolean,
+  ): { info: Buffer; entries: Buffer } | null;
   openTun(name: string, netns?: string): { fd: number; name: string };
   udpSocket(family: 4 | 6, address: string, port: number, netns?: string): number;
   attachTcx(progFd: number, ifindex: number, direction: string, netns?: string): number;

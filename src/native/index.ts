@@ -21,6 +21,15 @@ export {
 } from './packet-socket.js';
 export { runInNetns, mountBpffs, unmount, isBpffs, flockFd } from './netns.js';
 export { sdNotify } from './notify.js';
+export { exitAfter } from './process.js';
+export {
+  configureFaults,
+  faultCounts,
+  parseFaultSpec,
+  FAULT_CLASSES,
+  type FaultClass,
+  type FaultSpec,
+} from './faults.js';
 export {
   BpfObject,
   isVerifierError,
@@ -65,4 +74,5 @@ export {
   type LibbpfLogger,
   type LibbpfLogLevel,
 } from './bpf-system.js';
+export { tcxQuery, iptablesTable } from './node-policy.js';
 export { openTun, udpSocketIn, attachTcx, closeFd } from './cluster-io.js';

@@ -57,8 +57,11 @@ const INIT_RETRIES = 3;
 export class Calculator {
   readonly #p: CalculatorParams;
   /**
-   * ifindex → forwardable IP → its next hops on that device (absent: none). One next hop
-   * (the common case) is kept as the string itself, several as an array.
+   * ifindex → forwardable IP → its next hops on that device, but for the common case of an
+   * on-link IP that is its own one next hop: that one is not kept here (a map entry fewer
+   * per IP) but read from the desired table — its row (ifindex, ip) references the IP
+   * itself (#hopsOf). One other next hop is kept as the string, several as an array. A
+   * device stays in the map (maybe with no entry) until it is dropped.
    */
   readonly #byDevice = new Map<number, Map<string, Hops>>();
   /** ifindex → IPs to look up soon (changes). */
@@ -179,8 +182,8 @@ export class Calculator {
   /** The next hops of one forwardable IP, by device. */
   nexthopsOf(ip: string): Map<number, readonly string[]> {
     const out = new Map<number, readonly string[]>();
-    for (const [d, m] of this.#byDevice) {
-      const nh = m.get(ip);
+    for (const d of this.#byDevice.keys()) {
+      const nh = this.#hopsOf(d, ip);
       if (nh !== undefined) out.set(d, hopList(nh));
     }
     return out;
@@ -192,7 +195,7 @@ export class Calculator {
    * neighbor message brings (one address in memory, not two, per on-link IP).
    */
   onLinkString(ifindex: number, ip: string): string | undefined {
-    const h = this.#byDevice.get(ifindex)?.get(ip);
+    const h = this.#hopsOf(ifindex, ip);
     return typeof h === 'string' && h === ip ? h : undefined;
   }
 
@@ -372,18 +375,30 @@ export class Calculator {
     nexthops: readonly string[],
   ): void {
     let m = this.#byDevice.get(ifindex);
-    const cur = m?.get(ip);
+    const cur = m === undefined ? undefined : this.#hopsOf(ifindex, ip, m);
     if (sameHops(cur, nexthops)) return;
     const old = cur === undefined ? NONE : hopList(cur);
     for (const nh of old) if (!nexthops.includes(nh)) this.#unref(w, ifindex, nh, ip);
     for (const nh of nexthops) if (!old.includes(nh)) this.#ref(w, ifindex, nh, ip);
     if (nexthops.length === 0) {
       m?.delete(ip);
-      if (m?.size === 0) this.#byDevice.delete(ifindex);
       return;
     }
     if (m === undefined) this.#byDevice.set(ifindex, (m = new Map()));
-    m.set(ip, nexthops.length === 1 ? nexthops[0]! : nexthops);
+    // Its own one next hop: the desired row (ifindex, ip) says so, referencing the IP.
+    if (nexthops.length === 1 && nexthops[0] === ip) m.delete(ip);
+    else m.set(ip, nexthops.length === 1 ? nexthops[0]! : nexthops);
+  }
+
+  /**
+   * The next hops of `ip` on a device: kept in the device's map, or (an on-link IP that is
+   * its own one next hop) the desired row (ifindex, ip) referencing the IP; undefined: none.
+   */
+  #hopsOf(ifindex: number, ip: string, m = this.#byDevice.get(ifindex)): Hops | undefined {
+    const h = m?.get(ip);
+    if (h !== undefined || m === undefined) return h;
+    const row = this.#refsOf(neighKey(ifindex, ip)) as DesiredRow | undefined;
+    return row !== undefined && row.has(ip) ? row.nexthop : undefined;
   }
 
   /** The forwardable IPs that need desired row `key` (the row itself: a DesiredRow). */
@@ -433,9 +448,16 @@ export class Calculator {
       if (key.startsWith(`${ifindex}|`)) this.#failed.delete(key);
     }
     if (m === undefined) return;
+    // The IPs with next hops there: those in the map, and those that are their own (the
+    // device's desired rows that reference their own next hop).
+    const ips = new Set(m.keys());
+    for (const row of this.#p.desired.list()) {
+      if (row.ifindex === ifindex && row.refs.has(row.nexthop)) ips.add(row.nexthop);
+    }
     this.#p.desired.write((w) => {
-      for (const ip of [...m.keys()]) this.#assign(w, ifindex, ip, NONE);
+      for (const ip of ips) this.#assign(w, ifindex, ip, NONE);
     });
+    this.#byDevice.delete(ifindex);
   }
 
   // ---- retries and initialization ----------------------------------------------------

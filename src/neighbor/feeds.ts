@@ -64,9 +64,9 @@ export function makeFeeds(d: FeedsDeps): {
   const common = { clock: d.clock, log: d.log, retryMs: d.retryMs };
   const counted = (table: ResyncTable) => (reason: ResyncReason) => d.metrics.resync(table, reason);
   const subscriber =
-    (groups: GroupName[], rcvbuf: number) =>
+    (groups: GroupName[], rcvbuf: number, socket: 'route' | 'neighbor') =>
     (h: SubscriptionHandlers): Subscription =>
-      nl.subscribe(groups, h, { rcvbuf });
+      nl.subscribe(groups, h, { rcvbuf, socket });
   const links: DeviceFeedListener = {
     resyncing: (reason) => {
       if (DEVICE_RESYNCS.has(reason)) d.metrics.resync('devices', reason as ResyncReason);
@@ -81,7 +81,7 @@ export function makeFeeds(d: FeedsDeps): {
   const routes = new Feed<[Route[], Rule[]], ResyncReason>({
     ...common,
     name: 'routes',
-    subscribe: subscriber(['route', 'rule'], t.routeRcvbuf),
+    subscribe: subscriber(['route', 'rule'], t.routeRcvbuf, 'route'),
     dump: async () => [await nl.routeList(), await nl.ruleList()],
     load: ([r, rules]) => {
       // Rules first: the route changes of a reload are then computed under the new rules.
@@ -102,7 +102,7 @@ export function makeFeeds(d: FeedsDeps): {
   const neighbors = new Feed<number, ResyncReason>({
     ...common,
     name: 'neighbors',
-    subscribe: subscriber(['neigh'], t.neighRcvbuf),
+    subscribe: subscriber(['neigh'], t.neighRcvbuf, 'neighbor'),
     dump: async () => {
       const o = d.observed;
       o.beginLoad();

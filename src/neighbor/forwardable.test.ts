@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../errors/index.js';
+import { parseIpLines } from '../config/index.js';
 import { parseIp } from '../ipaddr/index.js';
 import { ForwardableIPs, validateOwner } from './forwardable.js';
 import { messageOf } from '../../test/helpers/errors.js';
@@ -24,6 +25,20 @@ describe('ForwardableIPs', () => {
     expect(messageOf(() => f.check(bad.map((t) => parseIp(t))))).toBe(fromText);
     f.delete('a', [parseIp('192.0.2.1')]);
     expect(f.list().map((r) => r.ip)).toEqual(['192.0.2.2']);
+  });
+
+  it('takes a bulk list checked at the edge as it is, refusing only node addresses', () => {
+    const { f } = table({ '10.0.0.1': 'eth0' });
+    const bulk = parseIpLines(['192.0.2.1', '10.0.0.1', '192.0.2.2', '192.0.2.1'], 'body', 'add');
+    expect(messageOf(() => f.check(bulk))).toMatch(
+      /^forwardable IP rejected: "10\.0\.0\.1": .*address of this node/,
+    );
+    expect(() => f.setOwner('a', bulk)).toThrow(/address of this node/);
+    expect(f.size).toBe(0);
+    const ok = parseIpLines(['192.0.2.1', '192.0.2.2', '192.0.2.1'], 'body', 'add');
+    expect(f.check(ok)).toEqual(['192.0.2.1', '192.0.2.2']);
+    f.setOwner('a', ok);
+    expect(f.list().map((r) => r.ip)).toEqual(['192.0.2.1', '192.0.2.2']);
   });
 
   it('keys rows by canonical address: two spellings are one row', () => {

@@ -13,6 +13,8 @@ import {
   classifyIp,
   IpRangeIndex,
   ipArgText,
+  isCanonicalUnicast,
+  markCanonicalUnicast,
   validateUnicastIp,
   type IpArg,
 } from '../ipaddr/index.js';
@@ -149,6 +151,7 @@ export class ForwardableIPs implements Initializable {
   #validateForAdd(ips: readonly IpArg[]): string[] {
     if (!Array.isArray(ips)) throw new InvalidArgumentError('forwardable IPs: expected a list');
     const nodeAddresses = this.#nodeAddresses();
+    if (isCanonicalUnicast(ips)) return this.#notNodeAddresses(ips as string[], nodeAddresses);
     const out: string[] = [];
     const problems: string[] = [];
     for (const text of ips) {
@@ -162,7 +165,9 @@ export class ForwardableIPs implements Initializable {
         // validateUnicastIp for its explained error.
         const ip = classifyIp(text) === 'unicast' ? canonicalIp(text) : undefined;
         if (ip !== undefined && !nodeAddresses.has(ip)) {
-          out.push(ip);
+          // The caller's string when it is canonical: one string per IP, shared by the
+          // tables (and the state file's set), not a copy each.
+          out.push(ip === text ? text : ip);
           continue;
         }
         out.push(validateUnicastIp(text, { nodeAddresses }).address);
@@ -172,6 +177,22 @@ export class ForwardableIPs implements Initializable {
     }
     if (problems.length > 0) throw rejected(problems);
     return out;
+  }
+
+  /** Checked canonical IPs (a bulk request's): only the node's own addresses are refused. */
+  #notNodeAddresses(ips: readonly string[], nodeAddresses: ReadonlyMap<string, string>): string[] {
+    const problems: string[] = [];
+    for (const ip of ips) {
+      if (nodeAddresses.has(ip)) {
+        try {
+          validateUnicastIp(ip, { nodeAddresses });
+        } catch (err) {
+          problems.push(`${JSON.stringify(ip)}: ${(err as Error).message}`);
+        }
+      }
+    }
+    if (problems.length > 0) throw rejected(problems);
+    return ips as string[];
   }
 
   /** Parses IPs to be released: only the text has to be an address (a parsed one is one). */
@@ -194,7 +215,8 @@ export class ForwardableIPs implements Initializable {
 
   /** Checks IPs as upsert() does, changing nothing; returns them canonical, without duplicates. */
   check(ips: readonly IpArg[]): string[] {
-    return [...new Set(this.#validateForAdd(ips))];
+    const out = [...new Set(this.#validateForAdd(ips))];
+    return isCanonicalUnicast(ips) ? markCanonicalUnicast(out) : out;
   }
 
   /**

@@ -4,7 +4,7 @@
 import { formatV4Number, parseDottedQuad } from '../ipaddr/index.js';
 import { AF_INET, AF_INET6, NeighFields, NTF_PROXY, NUD_FAILED } from '../netlink/index.js';
 import type { Initializable } from '../statedb/index.js';
-import { CHANGED, Entry, familyOf, MARK, type NeighMessage } from './entry.js';
+import { CHANGED, Entries, familyOf, MARK, type Entry, type NeighMessage } from './entry.js';
 import { isForeign, type NeighState } from './ownership.js';
 import { UnresolvedEntries } from './unresolved.js';
 import { FIBKEEPER_NEIGH_PROTOCOL, splitNeighKey, type ObservedNeighbor } from './types.js';
@@ -70,7 +70,7 @@ export class ObservedNeighbors implements Initializable {
   /** fibkeeper's mark: what foreign is judged against. */
   readonly protocol: number;
   /** ifindex → ip (keyOfIp) → entry */
-  readonly #byDevice = new Map<number, Map<IpKey, Entry>>();
+  readonly #byDevice = new Map<number, Entries<IpKey>>();
   #count = 0;
   /** Grows with every change (apply, load): what a cached census is checked against. */
   version = 0;
@@ -181,12 +181,11 @@ export class ObservedNeighbors implements Initializable {
       return cur;
     }
     this.version++;
-    const e = new Entry();
+    const key = typeof k === 'string' ? (this.#intern?.(n.ifindex, k) ?? k) : k;
+    if (m === undefined) this.#byDevice.set(n.ifindex, (m = new Entries<IpKey>()));
+    const e = m.add(key);
     e.set(n, this.protocol);
     e.setMark(this.#mark);
-    const key = typeof k === 'string' ? (this.#intern?.(n.ifindex, k) ?? k) : k;
-    if (m === undefined) this.#byDevice.set(n.ifindex, (m = new Map()));
-    m.set(key, e);
     this.#count++;
     this.#account(e, n.ifindex, key, 1);
     return e;

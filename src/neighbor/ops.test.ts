@@ -12,7 +12,6 @@ import { FakeKernel, neigh } from './testing.js';
 import { ObservedNeighbors } from './observed.js';
 import { NeighborOps, type NeighborOpsParams } from './ops.js';
 import type { RequeueCause } from './reactor.js';
-import { RefSet } from './refset.js';
 import { neighKey, type DesiredNeighbor, type RefreshMode } from './types.js';
 
 const P = 241;
@@ -21,7 +20,7 @@ const want = (ifindex: number, nexthop: string): DesiredNeighbor => ({
   ifindex,
   nexthop,
   family: nexthop.includes(':') ? 6 : 4,
-  refs: new RefSet(),
+  refs: new Set<string>(),
 });
 
 function setup(

@@ -12,7 +12,6 @@ import { FakeClock } from '../sched/testing.js';
 import { link, neigh } from './testing.js';
 import { observedRow } from './observed.js';
 import { Reactor, type RequeueCause } from './reactor.js';
-import { RefSet } from './refset.js';
 import { neighKey, type DesiredNeighbor, type RefreshMode } from './types.js';
 
 const P = 241;
@@ -21,7 +20,7 @@ const KEY = neighKey(2, '10.0.0.1');
 function setup(mode: RefreshMode) {
   const clock = new FakeClock();
   const desired = new Table<DesiredNeighbor>({ name: 'desired', primaryKey: (d) => d.key });
-  desired.upsert({ key: KEY, ifindex: 2, nexthop: '10.0.0.1', family: 4, refs: new RefSet() });
+  desired.upsert({ key: KEY, ifindex: 2, nexthop: '10.0.0.1', family: 4, refs: new Set() });
   const devices = new DeviceTracker({ devices: ['eth*'], holderName: 'x' });
   devices.applyLink('new', link(2, 'eth0'));
   const requeued: string[] = [];

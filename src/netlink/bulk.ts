@@ -269,10 +269,11 @@ export class BulkOp<T> {
   /**
    * After a receive overflow: every batch sent before the probe with send index
    * `probeSendIndex` and still unanswered lost its replies. Its items without a known
-   * failure are reported as failed (ENOBUFS; they may or may not have been applied).
-   * Returns how many items were affected.
+   * failure are reported as failed (ENOBUFS by default, or `error(description)`; they may
+   * or may not have been applied). Returns how many items were affected. With Infinity
+   * (the socket was replaced), every batch in flight is lost and the rest goes on.
    */
-  loseInFlight(probeSendIndex: number): number {
+  loseInFlight(probeSendIndex: number, error?: (what: string) => Error): number {
     let lost = 0;
     while (this.#batches.length > 0 && this.#batches[0]!.sendIndex < probeSendIndex) {
       const b = this.#batches[0]!;
@@ -283,10 +284,12 @@ export class BulkOp<T> {
         lost++;
         this.#failures.push({
           index: i,
-          error: new NetlinkError(this.#describe(i), ENOBUFS, {
-            message:
-              'the reply was dropped: receive buffer overflow (the request may have been applied)',
-          }),
+          error:
+            error?.(this.#describe(i)) ??
+            new NetlinkError(this.#describe(i), ENOBUFS, {
+              message:
+                'the reply was dropped: receive buffer overflow (the request may have been applied)',
+            }),
         });
       }
       this.#retire();

@@ -1,31 +1,34 @@
 // The request side of rtnetlink: one socket, requests matched to replies by sequence
-// number and port id, dumps (serialized, retried on NLM_F_DUMP_INTR), and bulk pipelines
-// that put a window of messages into few sendmsg calls.
+// number and port id, dumps (serialized, retried on NLM_F_DUMP_INTR: dumps.ts), and bulk
+// pipelines that put a window of messages into few sendmsg calls.
+//
+// Errors: replies the kernel dropped (ENOBUFS) or that did not arrive whole (EMSGSIZE, a
+// malformed datagram) are found out with a probe (a NOOP asking for an ack); a dump that lost
+// data is tried again. Any other receive error, a send error that says the descriptor is
+// gone, and a socket that stopped answering the liveness probes (health.ts) close the socket
+// and open a fresh one (reopen): the requests in flight fail as retryable (bulk operations go
+// on, reporting only their lost items), and the callers retry.
 //
 // The kernel handles the messages of one sendmsg synchronously and in order, and answers
 // in order on the socket. The bulk path relies on that: only the last message of a batch
 // asks for an ack; failures are answered individually (the kernel always reports an
 // error); so the ack for the last message proves every message before it was handled.
-import { ClosedError, TimeoutError } from '../errors/index.js';
+import { ClosedError } from '../errors/index.js';
 import type { NetlinkReceiver, SystemError } from '../native/index.js';
-import { backoff } from '../sched/index.js';
 import {
-  DumpInterruptedError,
   NetlinkError,
   NLM_F_ACK,
-  NLM_F_DUMP,
-  NLM_F_DUMP_INTR,
   NLM_F_REQUEST,
-  NLMSG_DONE,
   NLMSG_ERROR,
-  NLMSG_NOOP,
-  NLMSG_OVERRUN,
-  parseDoneMessage,
   parseErrorMessage,
   SIZEOF_NLMSGHDR,
   Writer,
 } from './codec/index.js';
-import { BulkOp, ENOBUFS, type BulkHost, type BulkOutcome, type BulkSpec } from './bulk.js';
+import { BulkOp, type BulkHost, type BulkOutcome, type BulkSpec } from './bulk.js';
+import { DumpCutShortError, Dumps, isDump, type DumpHost } from './dumps.js';
+import type { Probed } from './health.js';
+import { OverflowRecovery } from './overflow.js';
+import { PendingOps } from './pending.js';
 import {
   singleOp,
   type ClientParams,
@@ -39,23 +42,33 @@ import {
 export type { ClientParams, ClientStats, Encode, Op, Parse, Transport } from './ops.js';
 
 const SEQ_LIMIT = 0xffff_ffff;
-/** Probes sent after a receive overflow before giving up (the watchdog then times out). */
-const PROBE_ATTEMPTS = 20;
+/** Receive errors after which the socket works on: replies were dropped, or one did not fit. */
+const LOSSES = new Set(['ENOBUFS', 'EMSGSIZE']);
+/**
+ * Send errors that say the descriptor no longer works. Every other sendmsg error is about
+ * the message (EINVAL, EMSGSIZE, EPERM) or a moment's shortage (ENOBUFS, ENOMEM, EAGAIN,
+ * EBUSY): the request fails and its caller retries.
+ */
+const SEND_BROKEN = new Set(['EBADF', 'ENOTSOCK', 'EPIPE', 'ENOTCONN', 'EFAULT']);
+const ETIMEDOUT = 110;
 
-export class Client implements NetlinkReceiver, BulkHost {
-  readonly #t: Transport;
+export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
+  #t: Transport;
+  /** Which transport the receive callbacks come from (a replaced one's are ignored). */
+  #epoch = 0;
   readonly params: ClientParams;
   readonly #w = new Writer(64 * 1024);
-  readonly #single = new Map<number, Op>();
-  readonly #ranges: Op[] = [];
+  readonly #ops: PendingOps;
   #seq = 1 + Math.floor(Math.random() * 0x1000_0000);
-  #pending = 0;
   #closed = false;
-  #dumpTail: Promise<unknown> = Promise.resolve();
-  #watchdog: NodeJS.Timeout | undefined;
+  readonly #dumps = new Dumps(this);
+  readonly #overflow = new OverflowRecovery(this);
+  readonly socketName = 'request' as const;
+  readonly paused = false;
+  /** Clock time of the last datagram received. */
+  lastHeard: number;
   /** The transport's send thread runs (started by the first queued send). */
   #senderStarted = false;
-  #probeScheduled = false;
   readonly stats: ClientStats = {
     sendCalls: 0,
     messagesSent: 0,
@@ -63,13 +76,41 @@ export class Client implements NetlinkReceiver, BulkHost {
     strayMessages: 0,
     lostAcks: 0,
     failedSends: 0,
+    reopens: 0,
+    malformed: 0,
   };
 
   constructor(params: ClientParams) {
     this.params = params;
+    this.#ops = new PendingOps({
+      timeoutMs: params.timeoutMs,
+      busy: (on) => (on ? this.#t.ref() : this.#t.unref()),
+      timedOut: () => this.pumpAll(), // failed bulk operations gave their room back
+    });
+    this.lastHeard = this.#now();
     this.#t = params.transport;
-    this.#t.unref();
-    this.#t.receive(this);
+    this.#attach(params.transport);
+  }
+
+  #now(): number {
+    return this.params.now?.() ?? Date.now();
+  }
+
+  /** Receives on `t` from now on; what the previous transport still delivers is ignored. */
+  #attach(t: Transport): void {
+    this.#t = t;
+    const epoch = ++this.#epoch;
+    this.#senderStarted = false;
+    if (this.#ops.count > 0) t.ref();
+    else t.unref();
+    t.receive({
+      onData: (chunk) => {
+        if (epoch === this.#epoch) this.onData(chunk);
+      },
+      onError: (err) => {
+        if (epoch === this.#epoch) this.onError(err);
+      },
+    });
   }
 
   get portId(): number {
@@ -110,7 +151,10 @@ export class Client implements NetlinkReceiver, BulkHost {
     try {
       if (queue && t.submit !== undefined && t.startSender !== undefined) {
         if (!this.#senderStarted) {
-          t.startSender((err, first, last) => this.#sendFailed(err, first, last));
+          const epoch = this.#epoch;
+          t.startSender((err, first, last) => {
+            if (epoch === this.#epoch) this.#sendFailed(err, first, last);
+          });
           this.#senderStarted = true;
         }
         t.submit(buf, true);
@@ -118,7 +162,10 @@ export class Client implements NetlinkReceiver, BulkHost {
       else t.send(buf);
     } catch (err) {
       const e = err as Partial<SystemError>;
-      throw new NetlinkError(`${what}: sendmsg`, e.errno ?? 0, {}, { cause: err });
+      const failed = new NetlinkError(`${what}: sendmsg`, e.errno ?? 0, {}, { cause: err });
+      // The descriptor is gone: reopen once the caller has this request's error.
+      if (SEND_BROKEN.has(e.code ?? '')) queueMicrotask(() => this.reopen(e.code!, e.errno));
+      throw failed;
     }
     this.stats.sendCalls++;
     this.stats.messagesSent += messages;
@@ -131,7 +178,8 @@ export class Client implements NetlinkReceiver, BulkHost {
   #sendFailed(err: SystemError, first: number, last: number): void {
     if (this.#closed) return;
     this.stats.failedSends++;
-    for (const op of this.#allOps()) {
+    if (SEND_BROKEN.has(err.code)) queueMicrotask(() => this.reopen(err.code, err.errno));
+    for (const op of this.#ops.all()) {
       if (op.lastSeq < first || op.firstSeq > last) continue;
       if (op instanceof BulkOp) {
         op.sendFailed(first, last, err);
@@ -152,38 +200,15 @@ export class Client implements NetlinkReceiver, BulkHost {
 
   register(op: Op): void {
     this.#checkOpen();
-    if (isSingle(op)) this.#single.set(op.firstSeq, op);
-    else this.#ranges.push(op);
-    if (this.#pending++ === 0) {
-      this.#t.ref();
-      this.#startWatchdog();
-    }
+    this.#ops.add(op);
   }
 
   #unregister(op: Op): void {
-    if (isSingle(op)) {
-      if (this.#single.get(op.firstSeq) !== op) return;
-      this.#single.delete(op.firstSeq);
-    } else {
-      const i = this.#ranges.indexOf(op);
-      if (i < 0) return;
-      this.#ranges.splice(i, 1);
-    }
-    if (--this.#pending === 0) {
-      this.#t.unref();
-      this.#stopWatchdog();
-    }
-  }
-
-  #find(seq: number): Op | undefined {
-    const op = this.#single.get(seq);
-    if (op) return op;
-    for (const r of this.#ranges) if (seq >= r.firstSeq && seq <= r.lastSeq) return r;
-    return undefined;
+    this.#ops.drop(op);
   }
 
   /** Sends one message built by `encode`, with the given seq and extra header flags. */
-  #sendOne(encode: Encode, seq: number, addFlags: number, what: string): void {
+  sendOne(encode: Encode, seq: number, addFlags: number, what: string): void {
     const w = this.writer();
     encode(w);
     const b = w.buf;
@@ -207,7 +232,7 @@ export class Client implements NetlinkReceiver, BulkHost {
         },
         reject,
       );
-      this.#issue(op, () => this.#sendOne(encode, seq, NLM_F_ACK, what), reject);
+      this.issue(op, () => this.sendOne(encode, seq, NLM_F_ACK, what), reject);
     });
   }
 
@@ -229,7 +254,7 @@ export class Client implements NetlinkReceiver, BulkHost {
         },
         reject,
       );
-      this.#issue(op, () => this.#sendOne(encode, seq, 0, what), reject);
+      this.issue(op, () => this.sendOne(encode, seq, 0, what), reject);
     });
   }
 
@@ -261,59 +286,7 @@ export class Client implements NetlinkReceiver, BulkHost {
     what: string,
     begin?: () => void,
   ): Promise<number> {
-    const run = this.#dumpTail.then(async () => {
-      for (let attempt = 1; ; attempt++) {
-        begin?.();
-        const r = await this.#dumpOnce(encode, each, what);
-        if (!r.interrupted) return r.count;
-        if (attempt >= this.params.dumpAttempts) throw new DumpInterruptedError(what, attempt);
-      }
-    });
-    this.#dumpTail = run.catch(() => undefined);
-    return run;
-  }
-
-  #dumpOnce(
-    encode: Encode,
-    each: (buf: Buffer, off: number, len: number) => void,
-    what: string,
-  ): Promise<{ count: number; interrupted: boolean }> {
-    return new Promise((resolve, reject) => {
-      const seq = this.allocSeq(1);
-      let count = 0;
-      let interrupted = false;
-      let parseError: Error | undefined; // reported at NLMSG_DONE: the dump must drain first
-      const op = singleOp(
-        seq,
-        (type, buf, off, len, flags) => {
-          if (flags & NLM_F_DUMP_INTR) interrupted = true;
-          if (type === NLMSG_DONE) {
-            const d = parseDoneMessage(buf, off, len);
-            if (d.error !== 0) reject(new NetlinkError(what, d.error, d.extAck));
-            else if (parseError) reject(parseError);
-            else resolve({ count, interrupted });
-            return true;
-          }
-          if (type === NLMSG_ERROR) {
-            const e = parseErrorMessage(buf, off, len);
-            if (e.error === 0) return false;
-            reject(new NetlinkError(what, e.error, e.extAck));
-            return true;
-          }
-          if (type === NLMSG_NOOP || type === NLMSG_OVERRUN) return false;
-          try {
-            each(buf, off, len);
-            count++;
-          } catch (err) {
-            parseError ??= err as Error;
-          }
-          return false;
-        },
-        reject,
-        true,
-      );
-      this.#issue(op, () => this.#sendOne(encode, seq, NLM_F_DUMP, what), reject);
-    });
+    return this.#dumps.each(encode, each, what, begin);
   }
 
   /** Many requests pipelined; see BulkSpec. Per-message failures are reported, not thrown. */
@@ -329,7 +302,7 @@ export class Client implements NetlinkReceiver, BulkHost {
 
   /** Lets every running bulk operation use the room in the window. */
   pumpAll(): void {
-    for (const op of [...this.#ranges]) if (op instanceof BulkOp) op.pump();
+    for (const op of this.#ops.ranges()) if (op instanceof BulkOp) op.pump();
   }
 
   /** Called by BulkOp when it has completed. */
@@ -337,7 +310,8 @@ export class Client implements NetlinkReceiver, BulkHost {
     this.#unregister(op);
   }
 
-  #issue(op: Op, send: () => void, reject: (err: Error) => void): void {
+  /** Registers `op`, then runs `send`; a throw unregisters it and rejects. */
+  issue(op: Op, send: () => void, reject: (err: Error) => void): void {
     try {
       this.register(op);
       send();
@@ -353,17 +327,24 @@ export class Client implements NetlinkReceiver, BulkHost {
     const end = chunk.length;
     const port = this.#t.portId;
     const now = Date.now();
+    this.lastHeard = this.#now();
     let off = 0;
-    while (end - off >= SIZEOF_NLMSGHDR) {
-      const len = chunk.readUInt32LE(off);
-      if (len < SIZEOF_NLMSGHDR || len > end - off) break; // malformed: drop the rest
+    while (off < end) {
+      const len = end - off >= SIZEOF_NLMSGHDR ? chunk.readUInt32LE(off) : 0;
+      if (len < SIZEOF_NLMSGHDR || len > end - off) {
+        // Cut short: the rest of the datagram is lost, replies and dump data alike.
+        this.stats.malformed++;
+        this.#lost('a malformed datagram');
+        return;
+      }
       const type = chunk.readUInt16LE(off + 4);
       const flags = chunk.readUInt16LE(off + 6);
       const seq = chunk.readUInt32LE(off + 8);
       const pid = chunk.readUInt32LE(off + 12);
-      const op = pid === port ? this.#find(seq) : undefined;
+      const op = pid === port ? this.#ops.find(seq) : undefined;
       if (op) {
         op.lastActivity = now;
+        op.heard = true;
         this.#deliver(op, chunk, off, len, type, flags, seq);
       } else this.stats.strayMessages++;
       off += (len + 3) & ~3;
@@ -383,131 +364,118 @@ export class Client implements NetlinkReceiver, BulkHost {
   }
 
   onError(err: SystemError): void {
-    if (err.fatal === true) this.stoppedBy = err;
-    if (err.code === 'ENOBUFS' || err.code === 'EMSGSIZE') {
-      // Replies were dropped (or truncated). Those already queued still arrive; to tell
-      // which requests lost theirs, send a NOOP that asks for an ack: when it comes back,
-      // whatever was sent before it and is still unanswered never will be.
-      this.stats.receiveOverflows++;
-      this.#scheduleProbe();
+    if (this.#closed) return;
+    if (!LOSSES.has(err.code)) {
+      if (err.fatal === true) this.stoppedBy = err;
+      this.reopen(err.code, err.errno);
       return;
     }
-    const e = new NetlinkError('netlink receive', err.errno, {}, { cause: err });
-    for (const op of this.#allOps()) {
-      this.#unregister(op);
-      op.fail(e);
-    }
-  }
-
-  #scheduleProbe(): void {
-    if (this.#probeScheduled || this.#closed) return;
-    this.#probeScheduled = true;
-    setImmediate(() => {
-      this.#probeScheduled = false;
-      if (!this.#closed) this.#sendProbe(0);
-    });
+    // Replies were dropped (or one did not fit). Those already queued still arrive; to tell
+    // which requests lost theirs, send a NOOP that asks for an ack: when it comes back,
+    // whatever was sent before it and is still unanswered never will be.
+    this.stats.receiveOverflows++;
+    if (err.code === 'ENOBUFS') this.#overflow.schedule();
+    else this.#lost(`${err.code} on receive`);
   }
 
   /**
-   * Sends a probe. Until the receive queue has been drained the socket stays congested
-   * and the kernel drops the probe's ack too, without a new ENOBUFS; so an unanswered
-   * probe is repeated (10 ms, doubling, up to 1 s) until one comes back.
+   * A datagram was lost on the way (EMSGSIZE) or cut short: replies may be gone, and unlike
+   * an overflow (the kernel paces dumps, it never drops their data) so may a dump's data.
+   * The running dump is tried again; the probe finds the requests that lost their replies.
    */
-  #sendProbe(attempt: number): void {
-    const seq = this.allocSeq(1);
-    const before = this.#allOps();
-    let sendIndex = Infinity;
-    const probe = singleOp(
-      seq,
-      (type) => {
-        if (type !== NLMSG_ERROR) return false;
-        for (const op of before) this.#loseAck(op, sendIndex);
-        return true;
-      },
-      () => undefined,
-    );
-    probe.probe = true;
-    this.#issue(
-      probe,
-      () => {
-        this.#sendOne((w) => w.end(w.begin(NLMSG_NOOP, 0, 0)), seq, NLM_F_ACK, 'probe');
-        sendIndex = this.sendCounter;
-      },
-      () => undefined,
-    );
-    const retry = setTimeout(
-      () => {
-        if (!this.#closed && this.#isPending(probe) && attempt < PROBE_ATTEMPTS) {
-          this.#sendProbe(attempt + 1);
-        }
-      },
-      backoff(10, 1000, attempt + 1),
-    );
-    retry.unref();
+  #lost(why: string): void {
+    for (const op of this.#ops.all()) {
+      if (!isDump(op)) continue;
+      this.#unregister(op);
+      op.fail(new DumpCutShortError(op.what, why));
+    }
+    this.#overflow.schedule();
   }
 
-  #isPending(op: Op): boolean {
-    return this.#single.get(op.firstSeq) === op || this.#ranges.includes(op);
+  // --- liveness and reopening -----------------------------------------------------------
+
+  /**
+   * A liveness probe (health.ts): a NOOP asking for an ack, behind anything queued; its ack
+   * also settles the requests sent before it that heard nothing (overflow.ts).
+   */
+  sendProbe(): boolean {
+    if (this.#closed) return false;
+    return this.#overflow.sendLiveness();
   }
 
-  #loseAck(op: Op, probeSendIndex: number): void {
-    if (!this.#isPending(op) || op.survivesOverflow) return; // answered meanwhile, or a dump
-    if (op.probe) {
-      this.#unregister(op); // an earlier probe whose ack was dropped
+  /**
+   * Closes the socket and opens a fresh one, after `cause` (an errno name; ETIMEDOUT: it
+   * stopped answering). Requests in flight fail as retryable; bulk operations lose only
+   * their items in flight and go on. Without `params.reopen`, or when the new socket cannot
+   * be opened, the old one stays (the next liveness round tries again) and the failure is
+   * reported to `params.reopened`.
+   */
+  reopen(cause: string, errno = ETIMEDOUT): void {
+    const open = this.params.reopen;
+    if (this.#closed || open === undefined) return;
+    let fresh: Transport;
+    try {
+      fresh = open();
+    } catch (err) {
+      this.params.reopened?.(cause, err);
       return;
     }
-    if (op instanceof BulkOp) {
-      this.stats.lostAcks += op.loseInFlight(probeSendIndex);
-      return;
+    const old = this.#t;
+    this.#attach(fresh);
+    this.stoppedBy = undefined;
+    this.stats.reopens++;
+    try {
+      old.close();
+    } catch {
+      /* closing a broken socket is best effort */
     }
-    this.stats.lostAcks++;
-    this.#unregister(op);
-    op.fail(
-      new NetlinkError('netlink request', ENOBUFS, {
-        message:
-          'the reply was dropped: receive buffer overflow (the request may have been applied)',
-      }),
-    );
+    this.params.reopened?.(cause);
+    this.#failInFlight(cause, errno);
   }
 
-  #allOps(): Op[] {
-    return [...this.#single.values(), ...this.#ranges];
+  #failInFlight(cause: string, errno: number): void {
+    const message = `the request socket was reopened after ${cause}; the request may or may not have been applied`;
+    for (const op of this.#ops.all()) {
+      if (op.probe) {
+        this.#unregister(op);
+        continue;
+      }
+      if (op instanceof BulkOp) {
+        op.loseInFlight(Infinity, (what) => new NetlinkError(what, errno, { message }));
+        continue;
+      }
+      this.#unregister(op);
+      op.fail(
+        isDump(op)
+          ? new DumpCutShortError(op.what, `socket reopened after ${cause}`)
+          : new NetlinkError('netlink request', errno, { message }),
+      );
+    }
+    this.pumpAll();
+  }
+
+  /** Whether `op` still waits for its reply. */
+  isPending(op: Op): boolean {
+    return this.#ops.has(op);
+  }
+
+  /** Forgets `op` (it will not be answered any more). */
+  drop(op: Op): void {
+    this.#ops.drop(op);
+  }
+
+  /** Every operation waiting for a reply. */
+  ops(): Op[] {
+    return this.#ops.all();
   }
 
   // --- lifetime -------------------------------------------------------------------------
-
-  #startWatchdog(): void {
-    if (this.#watchdog || this.params.timeoutMs <= 0) return;
-    const period = Math.max(10, Math.min(1000, this.params.timeoutMs / 4));
-    this.#watchdog = setInterval(() => this.#checkTimeouts(), period);
-    this.#watchdog.unref();
-  }
-
-  #stopWatchdog(): void {
-    if (this.#watchdog) clearInterval(this.#watchdog);
-    this.#watchdog = undefined;
-  }
-
-  #checkTimeouts(): void {
-    const now = Date.now();
-    for (const op of this.#allOps()) {
-      if (now - op.lastActivity > this.params.timeoutMs) {
-        this.#unregister(op);
-        op.fail(new TimeoutError(`netlink: no reply for ${this.params.timeoutMs} ms`));
-      }
-    }
-    this.pumpAll(); // failed bulk operations gave their room back
-  }
 
   /** Fails every pending request with ClosedError and closes the socket. Idempotent. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    const ops = this.#allOps();
-    this.#single.clear();
-    this.#ranges.length = 0;
-    this.#pending = 0;
-    this.#stopWatchdog();
+    const ops = this.#ops.clear();
     this.#t.close();
     const err = new ClosedError('netlink handle closed');
     for (const op of ops) op.fail(err);
@@ -516,9 +484,4 @@ export class Client implements NetlinkReceiver, BulkHost {
   #checkOpen(): void {
     if (this.#closed) throw new ClosedError('netlink handle closed');
   }
-}
-
-/** Ops answered under one sequence number live in a map; bulk operations in a list. */
-function isSingle(op: Op): boolean {
-  return op.firstSeq === op.lastSeq && !(op instanceof BulkOp);
 }

@@ -158,7 +158,7 @@ describe('DeviceFeed', () => {
     calls.length = 0;
     // lost in the overflow: eth0 appeared
     k.links.push(link(2, 'eth0'));
-    k.subs[0]!.h.onEvent({ kind: 'overflow', count: 1 });
+    k.subs[0]!.h.onEvent({ kind: 'overflow', count: 1, cause: 'ENOBUFS', reopened: false });
     await tick();
     await tick();
     expect(k.subs.map((s) => s.closed)).toEqual([true, false]);

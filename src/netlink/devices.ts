@@ -126,7 +126,7 @@ export class DeviceFeed {
     this.#feed = new Feed<Snapshot, 'refresh'>({
       name: 'links',
       subscribe: (h) => {
-        const sub = p.nl.subscribe(['link', 'address'], h, { rcvbuf });
+        const sub = p.nl.subscribe(['link', 'address'], h, { rcvbuf, socket: 'link' });
         sub.unref(); // the feed alone keeps no process alive
         return sub;
       },

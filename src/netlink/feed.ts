@@ -8,7 +8,9 @@
 // been drained, every further event is dropped without another report, so a dump taken
 // right after the report could miss changes made during the episode. The feed therefore
 // closes the overflowed socket and subscribes afresh before dumping: the new socket starts
-// clean, and any later overflow on it is reported again.
+// clean, and any later overflow on it is reported again. A subscription that replaced its
+// socket itself (after another receive error, or when it stopped answering the liveness
+// probes: subscription.ts) reports the loss the same way, and the feed dumps on that socket.
 //
 // A dump that stays interrupted (NLM_F_DUMP_INTR after the client's retries) is tried
 // again later; until a dump succeeds the table is not (re)initialized, so nothing is pruned
@@ -66,6 +68,8 @@ export class Feed<D, R extends string = never> {
   #retryTimer: unknown = undefined;
   #stopped = false;
   #wakeSleep: (() => void) | undefined = undefined;
+  /** Events were lost on a socket that is still in use (not replaced by the subscription). */
+  #plainLoss = false;
   /** The last dump failure, cleared by a successful dump. */
   lastError: string | undefined = undefined;
   /** Overflows seen (each answered by a fresh subscription and a dump). */
@@ -114,9 +118,10 @@ export class Feed<D, R extends string = never> {
     if (this.#stopped) return;
     if (ev.kind === 'overflow') {
       this.overflows++;
+      if (!ev.reopened) this.#plainLoss = true;
       this.#p.log.warn(
-        { feed: this.#p.name, overflows: this.overflows },
-        'event overflow; resyncing',
+        { feed: this.#p.name, overflows: this.overflows, cause: ev.cause, reopened: ev.reopened },
+        ev.reopened ? 'socket replaced; resyncing' : 'events lost; resyncing',
       );
       void this.resync('overflow');
       return;
@@ -170,7 +175,8 @@ export class Feed<D, R extends string = never> {
       this.#again = undefined;
       this.#p.resynced(reason);
       this.#held ??= [];
-      if (reason === 'overflow') this.#reopen();
+      if (reason === 'overflow' && this.#plainLoss) this.#reopen();
+      this.#plainLoss = false;
       const err = await this.#once();
       if (err !== undefined) {
         if (strict && !(err instanceof DumpInterruptedError)) throw err;

@@ -1,16 +1,19 @@
 // NetlinkHandle: the rtnetlink calls of one network namespace over one request socket,
 // plus subscriptions on sockets of their own. The namespace is an option of the handle,
 // never process-wide state.
-import { InvalidArgumentError } from '../errors/index.js';
+import { describeError, InvalidArgumentError } from '../errors/index.js';
 import { NetlinkSocket, type NetlinkSocketOptions } from '../native/index.js';
+import { systemClock, type Clock } from '../sched/index.js';
 import { stripUndefined } from '../util/index.js';
-import type { Address, Link, Neigh, NetlinkError, Route, Rule } from './codec/index.js';
+import type { Address, Link, Neigh, NetlinkError, Route, Rule, TcObject } from './codec/index.js';
 import * as addr from './calls-addr.js';
 import * as link from './calls-link.js';
 import * as neigh from './calls-neigh.js';
 import * as route from './calls-route.js';
 import * as rule from './calls-rule.js';
+import * as tc from './calls-tc.js';
 import { Client, type ClientStats, type Transport } from './client.js';
+import { defaultHealth, SocketHealth, type HealthParams, type SocketName } from './health.js';
 import {
   groupNumbers,
   Subscription,
@@ -35,6 +38,19 @@ export interface NetlinkHandleOptions {
   timeoutMs?: number;
   /** Opens the sockets; tests pass a fake. Default: the native NetlinkSocket. */
   openSocket?: (opts: NetlinkSocketOptions) => Transport & { setReceiveBuffer?(n: number): number };
+  /**
+   * Probe the sockets and reopen those that stop answering (health.ts); the agent's handle
+   * does, with the defaults of defaultHealth() unless given. Off by default (CLI commands).
+   */
+  health?: Partial<Omit<HealthParams, 'clock'>> | false;
+  /** The prober's clock; default the process clock. */
+  clock?: Clock;
+  /**
+   * A socket was closed and opened afresh after `cause` (an errno name; ETIMEDOUT: it
+   * stopped answering), or could not be (`err`). For the agent's log and
+   * fibkeeper_socket_reopens_total.
+   */
+  onReopen?: (socket: SocketName, cause: string, err?: unknown) => void;
 }
 
 /**
@@ -45,7 +61,9 @@ export interface NetlinkHandleOptions {
  */
 export const REPLY_BUDGET = 2048;
 
-export function defaultOptions(): Required<Omit<NetlinkHandleOptions, 'netns' | 'openSocket'>> {
+export function defaultOptions(): Required<
+  Omit<NetlinkHandleOptions, 'netns' | 'openSocket' | 'health' | 'clock' | 'onReopen'>
+> {
   return {
     // 8 MiB requested, 16 MiB effective: 8192 replies in flight; only used while queued.
     rcvbuf: 8 << 20,
@@ -94,13 +112,19 @@ export class NetlinkHandle {
   readonly #opts: NetlinkHandleOptions;
   /** Subscriptions opened through this handle and not (yet seen) closed. */
   readonly #subscriptions = new Set<Subscription>();
+  readonly #health: SocketHealth | undefined;
   /** The namespace this handle works in (undefined: the caller's own). */
   readonly netns: string | undefined;
 
-  private constructor(client: Client, opts: NetlinkHandleOptions) {
+  private constructor(client: Client, opts: NetlinkHandleOptions, health?: SocketHealth) {
     this.#client = client;
     this.#opts = opts;
     this.netns = opts.netns;
+    this.#health = health;
+    if (health !== undefined) {
+      health.watch(client);
+      health.start();
+    }
   }
 
   /** Opens the request socket (in `netns` when given). Throws SystemError/InvalidArgumentError. */
@@ -113,25 +137,47 @@ export class NetlinkHandle {
     checkPositive('timeoutMs', opts.timeoutMs, 0);
     const o = { ...defaultOptions(), ...stripUndefined(opts) };
     const open = opts.openSocket ?? nativeOpen;
-    const sock = openRequestSocket(open, { netns: opts.netns, sndbuf: o.sndbuf });
-    let window = o.window;
-    try {
-      if (sock.setReceiveBuffer) {
-        const effective = sock.setReceiveBuffer(o.rcvbuf);
-        window = Math.max(1, Math.min(window, Math.floor(effective / REPLY_BUDGET)));
+    const openOne = () => {
+      const sock = openRequestSocket(open, { netns: opts.netns, sndbuf: o.sndbuf });
+      try {
+        return { sock, effective: sock.setReceiveBuffer?.(o.rcvbuf) };
+      } catch (err) {
+        sock.close();
+        throw err;
       }
-    } catch (err) {
-      sock.close();
-      throw err;
-    }
+    };
+    const { sock, effective } = openOne();
+    const window =
+      effective === undefined
+        ? o.window
+        : Math.max(1, Math.min(o.window, Math.floor(effective / REPLY_BUDGET)));
+    const clock = opts.clock ?? systemClock;
+    const health =
+      opts.health === undefined || opts.health === false
+        ? undefined
+        : new SocketHealth({ ...defaultHealth(), ...stripUndefined(opts.health), clock });
+    let handle: NetlinkHandle | undefined = undefined;
     const client = new Client({
       transport: sock,
       window,
       maxSendBytes: o.maxSendBytes,
       dumpAttempts: o.dumpAttempts,
       timeoutMs: o.timeoutMs,
+      reopen: () => openOne().sock,
+      reopened: (cause, err) => handle!.#reopened('request', cause, err),
+      now: () => clock.now(),
     });
-    return new NetlinkHandle(client, opts);
+    handle = new NetlinkHandle(client, opts, health);
+    return handle;
+  }
+
+  /** Sockets whose reopen failed, with why; until one of that name is reopened. */
+  readonly #broken = new Map<SocketName, string>();
+
+  #reopened(socket: SocketName, cause: string, err: unknown): void {
+    if (err === undefined) this.#broken.delete(socket);
+    else this.#broken.set(socket, `could not be reopened after ${cause}: ${describeError(err)}`);
+    this.#opts.onReopen?.(socket, cause, err);
   }
 
   /** The effective bulk window (requests in flight). */
@@ -239,6 +285,16 @@ export class NetlinkHandle {
     return rule.ruleDel(this.#client, spec);
   }
 
+  // --- traffic control (read only) -----------------------------------------------------
+  /** qdiscList — like `tc qdisc show`. */
+  qdiscList(): Promise<TcObject[]> {
+    return tc.qdiscList(this.#client);
+  }
+  /** filterList — like `tc filter show dev DEV ingress` (TC_PARENT_INGRESS) or `egress`. */
+  filterList(ifindex: number, parent: number): Promise<TcObject[]> {
+    return tc.filterList(this.#client, ifindex, parent);
+  }
+
   // --- neighbors ------------------------------------------------------------------------
   /** neighList — like `ip neigh show nud all [dev DEV]`. */
   neighList(filter?: { family?: number; ifindex?: number; proxy?: boolean }): Promise<Neigh[]> {
@@ -283,15 +339,23 @@ export class NetlinkHandle {
   subscribe(
     groups: readonly (GroupName | number)[],
     handlers: SubscriptionHandlers,
-    opts: { rcvbuf?: number } = {},
+    opts: { rcvbuf?: number; socket?: SocketName } = {},
   ): Subscription {
     const nums = groupNumbers(groups);
     if (nums.length === 0) throw new InvalidArgumentError('subscribe: no groups');
     checkPositive('rcvbuf', opts.rcvbuf, 1);
     const open = this.#opts.openSocket ?? nativeOpen;
-    const sock = open({ netns: this.netns, groups: nums, rcvbuf: opts.rcvbuf ?? 4 << 20 });
-    const sub = new Subscription(sock, nums, handlers);
+    const openOne = () => open({ netns: this.netns, groups: nums, rcvbuf: opts.rcvbuf ?? 4 << 20 });
+    const socket = opts.socket ?? 'link';
+    const clock = this.#opts.clock ?? systemClock;
+    const sub = new Subscription(openOne(), nums, handlers, {
+      socketName: socket,
+      reopen: openOne,
+      reopened: (cause, err) => this.#reopened(socket, cause, err),
+      now: () => clock.now(),
+    });
     this.#subscriptions.add(sub);
+    this.#health?.watch(sub);
     return sub;
   }
 
@@ -301,7 +365,8 @@ export class NetlinkHandle {
    * closed one is forgotten). Overflows and other recoverable errors do not count.
    */
   liveness(): { ok: boolean; reasons: string[] } {
-    const reasons: string[] = [];
+    const reasons: string[] = [...(this.#health?.reasons() ?? [])];
+    for (const [name, why] of this.#broken) reasons.push(`netlink: the ${name} socket ${why}`);
     if (this.#client.closed) reasons.push('netlink: the request socket is closed');
     else if (this.#client.stoppedBy) {
       reasons.push(
@@ -319,8 +384,17 @@ export class NetlinkHandle {
     return { ok: reasons.length === 0, reasons };
   }
 
+  /**
+   * Probes every socket now (the round the prober runs every intervalMs): for tests, and for
+   * a watchdog that wants a fresh answer.
+   */
+  probeNow(): void {
+    this.#health?.round();
+  }
+
   /** Fails pending requests with ClosedError and closes the socket. Idempotent. */
   close(): void {
+    this.#health?.stop();
     this.#client.close();
   }
 }

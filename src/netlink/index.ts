@@ -11,6 +11,7 @@ export {
   type NetlinkHandleOptions,
 } from './handle.js';
 export type { Transport, ClientStats } from './client.js';
+export { SOCKET_NAMES, defaultHealth, type SocketName, type HealthParams } from './health.js';
 export type { BulkFailure } from './bulk.js';
 export type { Dev, LinkAddSpec, LinkChanges } from './calls-link.js';
 export type { AddressSpec } from './calls-addr.js';
@@ -25,6 +26,12 @@ export {
   type SubscriptionHandlers,
   type SubscriptionStats,
 } from './subscription.js';
+export {
+  NftHandle,
+  XfrmHandle,
+  type ProtocolHandleOptions,
+  type RawSubscriptionHandlers,
+} from './protocols.js';
 // --- feeds ----------------------------------------------------------------------------------
 export { Feed, type FeedParams, type FeedReason } from './feed.js';
 export {

@@ -56,23 +56,48 @@ describe('NetlinkHandle.liveness', () => {
     nl.close();
   });
 
-  it('reports a subscription that stopped receiving', () => {
-    const { nl, sockets } = open();
-    nl.subscribe(['link', 'address'], { onEvent() {}, onError() {} });
+  it('replaces a subscription socket that fails, and reports one that cannot be replaced', () => {
+    let refuse = false;
+    const sockets: FakeSocket[] = [];
+    const reopens: string[] = [];
+    const nl = NetlinkHandle.open({
+      openSocket: () => {
+        if (refuse) throw Object.assign(new Error('socket: EMFILE'), { code: 'EMFILE' });
+        const s = new FakeSocket();
+        sockets.push(s);
+        return s;
+      },
+      onReopen: (socket, cause, err) => reopens.push(`${socket} ${cause}${err ? ' failed' : ''}`),
+    });
+    const events: string[] = [];
+    nl.subscribe(
+      ['link', 'address'],
+      { onEvent: (e) => events.push(e.kind === 'overflow' ? `overflow ${e.cause}` : e.kind) },
+      { socket: 'link' },
+    );
     sockets[1]?.fail('EBADF', true);
+    expect(sockets[1]?.closed).toBe(true);
+    expect(sockets).toHaveLength(3); // a fresh one, receiving
+    expect(sockets[2]?.receiver).toBeDefined();
+    expect(events).toEqual(['overflow EBADF']); // the reader resyncs
+    expect(reopens).toEqual(['link EBADF']);
+    expect(nl.liveness()).toEqual({ ok: true, reasons: [] });
+    refuse = true;
+    sockets[2]?.fail('EINVAL', false);
+    expect(reopens).toEqual(['link EBADF', 'link EINVAL failed']);
     expect(nl.liveness()).toEqual({
       ok: false,
-      reasons: ['netlink: the subscription to groups 1,5,9 stopped receiving (EBADF)'],
+      reasons: ['netlink: the link socket could not be reopened after EINVAL: socket: EMFILE'],
     });
     nl.close();
   });
 
-  it('reports a request socket that stopped receiving, or was closed', () => {
+  it('replaces a request socket that fails; reports a closed one', () => {
     const { nl, sockets } = open();
     sockets[0]?.fail('EBADF', true);
-    expect(nl.liveness().reasons).toEqual([
-      'netlink: the request socket stopped receiving (EBADF)',
-    ]);
+    expect(sockets[0]?.closed).toBe(true);
+    expect(sockets).toHaveLength(2);
+    expect(nl.liveness()).toEqual({ ok: true, reasons: [] });
     nl.close();
     expect(nl.liveness()).toEqual({
       ok: false,

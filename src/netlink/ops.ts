@@ -38,6 +38,12 @@ export interface ClientParams {
   dumpAttempts: number;
   /** An operation that hears nothing for this long fails with TimeoutError. */
   timeoutMs: number;
+  /** Opens a fresh socket for Client.reopen; without it a broken socket stays broken. */
+  reopen?: () => Transport;
+  /** The socket was replaced after `cause` (an errno name), or could not be (`err`). */
+  reopened?: (cause: string, err?: unknown) => void;
+  /** The clock of lastHeard (the liveness prober's); default Date.now. */
+  now?: () => number;
 }
 
 /** An operation waiting for messages; `handle` returns true when it is complete. */
@@ -47,8 +53,10 @@ export interface Op {
   lastActivity: number;
   /** Dumps: the kernel paces them instead of dropping, so an overflow cannot lose them. */
   readonly survivesOverflow?: boolean;
-  /** An overflow probe (see Client.onError). */
+  /** An overflow or liveness probe (overflow.ts). */
   probe?: boolean;
+  /** Some reply arrived for it (a dump that has begun). */
+  heard?: boolean;
   handle(buf: Buffer, off: number, len: number, type: number, flags: number, seq: number): boolean;
   fail(err: Error): void;
 }
@@ -62,6 +70,10 @@ export interface ClientStats {
   lostAcks: number;
   /** Queued sendmsg calls that failed (their messages reached the kernel not at all). */
   failedSends: number;
+  /** Times the socket was closed and opened afresh after an error or silence. */
+  reopens: number;
+  /** Datagrams that were cut short (their rest lost). */
+  malformed: number;
 }
 
 export type SingleHandler = (

@@ -1,6 +1,10 @@
 // Subscriptions: one socket per subscription, joined to rtnetlink multicast groups, that
 // turns notifications into typed events and a receive overflow (ENOBUFS) into an explicit
-// `overflow` event, after which the caller must resync with a dump.
+// `overflow` event, after which the caller must resync with a dump. Any other loss is an
+// `overflow` too: a datagram that did not fit (EMSGSIZE) or arrived cut short; and after
+// any other receive error, or when the socket stopped answering the liveness probes
+// (health.ts), the subscription replaces its socket with a fresh one first (`cause` names
+// why), so that the caller's dump starts from a socket that works.
 import { InvalidArgumentError } from '../errors/index.js';
 import type { NetlinkReceiver, SystemError } from '../native/index.js';
 import {
@@ -15,9 +19,15 @@ import {
   RTNLGRP_IPV6_RULE,
   RTNLGRP_LINK,
   RTNLGRP_NEIGH,
+  NLM_F_ACK,
+  NLM_F_REQUEST,
+  NLMSG_DONE,
+  NLMSG_ERROR,
+  NLMSG_NOOP,
   SIZEOF_NLMSGHDR,
 } from './codec/index.js';
 import type { Transport } from './client.js';
+import type { Probed, SocketName } from './health.js';
 
 /** Named groups: `address`, `route` and `rule` cover both IPv4 and IPv6. */
 export type GroupName =
@@ -65,13 +75,33 @@ export function groupNumbers(groups: readonly (GroupName | number)[]): number[] 
 
 /**
  * What a subscriber receives: a change (`new` covers add and update) or `overflow`, which
- * means notifications were lost — everything known may be stale; dump again.
+ * means notifications were lost — everything known may be stale; dump again. `cause`: the
+ * errno name (ENOBUFS for a plain overflow; ETIMEDOUT: the socket stopped answering) or
+ * "malformed"; `reopened`: the subscription is on a fresh socket now.
  */
-export type SubscriptionEvent = RtEvent | { kind: 'overflow'; count: number };
+export type SubscriptionEvent =
+  RtEvent | { kind: 'overflow'; count: number; cause: string; reopened: boolean };
+
+/** How a subscription is opened, beyond its groups and handlers (NetlinkHandle.subscribe). */
+export interface SubscriptionOptions {
+  /** Its name for liveness and metrics; default "link". */
+  socketName?: SocketName;
+  /** Opens a fresh socket with the same groups; without it a broken socket stays broken. */
+  reopen?: () => Transport;
+  /** The socket was replaced after `cause`, or could not be (`err`). */
+  reopened?: (cause: string, err?: unknown) => void;
+  /** The clock of lastHeard; default Date.now. */
+  now?: () => number;
+}
+
+/** Receive errors after which the socket works on (events were lost: resync). */
+const LOSSES = new Set(['ENOBUFS', 'EMSGSIZE']);
 
 export interface SubscriptionStats {
   events: number;
   overflows: number;
+  /** Times the socket was replaced after an error or silence. */
+  reopens: number;
   /** Messages that did not parse (reported to onError when given). */
   parseErrors: number;
   /** Messages of types this codec does not decode (ignored). */
@@ -96,21 +126,60 @@ export interface SubscriptionHandlers {
 }
 
 /** A live subscription; close() leaves the groups and closes its socket. Idempotent. */
-export class Subscription {
-  readonly #t: Transport;
+export class Subscription implements Probed {
+  #t: Transport;
   readonly #h: SubscriptionHandlers;
+  readonly #o: SubscriptionOptions;
   readonly groups: readonly number[];
-  readonly stats: SubscriptionStats = { events: 0, overflows: 0, parseErrors: 0, ignored: 0 };
+  readonly socketName: SocketName;
+  readonly stats: SubscriptionStats = {
+    events: 0,
+    overflows: 0,
+    reopens: 0,
+    parseErrors: 0,
+    ignored: 0,
+  };
   #closed = false;
   #paused = false;
-  readonly #receiver: NetlinkReceiver;
+  #referenced = true;
+  #receiver!: NetlinkReceiver;
+  #probeSeq = 1;
+  /** Clock time of the last datagram received (events and probe acks). */
+  lastHeard: number;
 
-  constructor(transport: Transport, groups: readonly number[], handlers: SubscriptionHandlers) {
+  constructor(
+    transport: Transport,
+    groups: readonly number[],
+    handlers: SubscriptionHandlers,
+    opts: SubscriptionOptions = {},
+  ) {
     this.#t = transport;
     this.#h = handlers;
+    this.#o = opts;
     this.groups = groups;
-    this.#receiver = { onData: (c) => this.#onData(c), onError: (e) => this.#onError(e) };
-    transport.receive(this.#receiver);
+    this.socketName = opts.socketName ?? 'link';
+    this.lastHeard = this.#now();
+    this.#attach(transport);
+  }
+
+  #now(): number {
+    return this.#o.now?.() ?? Date.now();
+  }
+
+  /** Receives on `t` from now on; a replaced socket's leftovers are ignored. */
+  #attach(t: Transport): void {
+    this.#t = t;
+    const receiver: NetlinkReceiver = {
+      onData: (c) => {
+        if (receiver === this.#receiver) this.#onData(c);
+      },
+      onError: (e) => {
+        if (receiver === this.#receiver) this.#onError(e);
+      },
+    };
+    this.#receiver = receiver;
+    if (!this.#referenced) t.unref();
+    if (!this.#paused) t.receive(receiver);
   }
 
   /**
@@ -120,8 +189,10 @@ export class Subscription {
   reading(on: boolean): void {
     if (this.#closed || this.#t.pause === undefined || this.#paused === !on) return;
     this.#paused = !on;
-    if (on) this.#t.receive(this.#receiver);
-    else this.#t.pause();
+    if (on) {
+      this.lastHeard = this.#now(); // the silence while paused was ours
+      this.#t.receive(this.#receiver);
+    } else this.#t.pause();
   }
 
   /**
@@ -140,17 +211,25 @@ export class Subscription {
 
   #onData(chunk: Buffer): void {
     const end = chunk.length;
+    this.lastHeard = this.#now();
     let off = 0;
-    while (!this.#closed && end - off >= SIZEOF_NLMSGHDR) {
-      const len = chunk.readUInt32LE(off);
+    while (!this.#closed && off < end) {
+      const len = end - off >= SIZEOF_NLMSGHDR ? chunk.readUInt32LE(off) : 0;
       if (len < SIZEOF_NLMSGHDR || len > end - off) {
+        // Cut short: the event it held is lost.
         this.#parseError(new ParseError(`nlmsg_len ${len} out of bounds`, off));
+        this.#lost('malformed', false);
         return;
+      }
+      const type = chunk.readUInt16LE(off + 4);
+      if (type === NLMSG_ERROR || type === NLMSG_DONE) {
+        off += (len + 3) & ~3; // the ack of a liveness probe
+        continue;
       }
       if (this.#h.onMessage !== undefined) {
         let taken: boolean;
         try {
-          taken = this.#h.onMessage(chunk.readUInt16LE(off + 4), chunk, off, len);
+          taken = this.#h.onMessage(type, chunk, off, len);
         } catch (err) {
           if (!(err instanceof ParseError)) throw err;
           this.#parseError(err);
@@ -188,13 +267,63 @@ export class Subscription {
 
   #onError(err: SystemError): void {
     if (this.#closed) return;
-    if (err.fatal === true) this.stoppedBy = err;
-    if (err.code === 'ENOBUFS') {
-      this.stats.overflows++;
-      this.#h.onEvent({ kind: 'overflow', count: this.stats.overflows });
+    if (LOSSES.has(err.code)) {
+      this.#lost(err.code, false);
       return;
     }
+    if (err.fatal === true) this.stoppedBy = err;
     this.#h.onError?.(err);
+    this.reopen(err.code);
+  }
+
+  /** Events were lost (and the socket replaced, when `reopened`): the reader resyncs. */
+  #lost(cause: string, reopened: boolean): void {
+    this.stats.overflows++;
+    this.#h.onEvent({ kind: 'overflow', count: this.stats.overflows, cause, reopened });
+  }
+
+  /** A liveness probe (health.ts): a NOOP asking for an ack, which the kernel answers here. */
+  sendProbe(): boolean {
+    if (this.#closed) return false;
+    const h = Buffer.alloc(SIZEOF_NLMSGHDR);
+    h.writeUInt32LE(SIZEOF_NLMSGHDR, 0);
+    h.writeUInt16LE(NLMSG_NOOP, 4);
+    h.writeUInt16LE(NLM_F_REQUEST | NLM_F_ACK, 6);
+    h.writeUInt32LE(this.#probeSeq++, 8);
+    try {
+      this.#t.send(h);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Replaces the socket with a fresh one after `cause` (an errno name; ETIMEDOUT: deaf) and
+   * tells the reader that events were lost. When no fresh one can be opened the old one
+   * stays (the next liveness round tries again); the failure goes to `reopened`.
+   */
+  reopen(cause: string): void {
+    const open = this.#o.reopen;
+    if (this.#closed || open === undefined) return;
+    let fresh: Transport;
+    try {
+      fresh = open();
+    } catch (err) {
+      this.#o.reopened?.(cause, err);
+      return;
+    }
+    const old = this.#t;
+    this.#attach(fresh);
+    this.stoppedBy = undefined;
+    this.stats.reopens++;
+    try {
+      old.close();
+    } catch {
+      /* closing a broken socket is best effort */
+    }
+    this.#o.reopened?.(cause);
+    this.#lost(cause, true);
   }
 
   get closed(): boolean {
@@ -206,10 +335,12 @@ export class Subscription {
 
   /** The subscription keeps the event loop alive (default). */
   ref(): void {
+    this.#referenced = true;
     if (!this.#closed) this.#t.ref();
   }
 
   unref(): void {
+    this.#referenced = false;
     if (!this.#closed) this.#t.unref();
   }
 

@@ -18,6 +18,7 @@
 // from the reconciler's clock (pending-on-write times from the table's `now`): give both the
 // same clock.
 export { Table } from './table.js';
+export { RowNode } from './revlog.js';
 export type { TableOptions, TableWriter, ChangeIterator, StatusCounts } from './table.js';
 export type { IndexFn } from './indexes.js';
 export type { Change, Row, RowStatus, StatusKind, Initializable } from './types.js';

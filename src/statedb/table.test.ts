@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ClosedError, ConflictError, InvalidArgumentError } from '../errors/index.js';
-import { Table } from './index.js';
+import { RowNode, Table } from './index.js';
 import type { Change } from './index.js';
 
 interface Neigh {
@@ -366,5 +366,43 @@ describe('Table status', () => {
     t.claimStatus('a');
     t.claimStatus('a');
     expect(() => t.claimStatus('b')).toThrow(ConflictError);
+  });
+});
+
+describe('rows that are their own node (RowNode)', () => {
+  class Own extends RowNode<Neigh> implements Neigh {
+    constructor(
+      readonly ip: string,
+      readonly ifindex: number,
+    ) {
+      super(`${ifindex}/${ip}`);
+    }
+  }
+
+  it('keeps an inserted RowNode as its node; a new version or a second write gets a node of its own', () => {
+    const t = neighTable();
+    const w = t.changes();
+    const a = new Own('10.0.0.1', 1);
+    t.insert(a);
+    expect(t.row('1/10.0.0.1')).toBe(a);
+    expect(t.get('1/10.0.0.1')).toBe(a);
+    expect(t.status('1/10.0.0.1')?.kind).toBe('pending');
+    const first = w.read();
+    expect(fmt(first)).toEqual(['+1/10.0.0.1@1']);
+    expect(first[0]).toBe(a);
+    t.upsert(a); // the same object again: a node of its own; the row stays current
+    expect(t.row('1/10.0.0.1')).not.toBe(a);
+    expect(t.get('1/10.0.0.1')).toBe(a);
+    expect(t.isCurrent(t.row('1/10.0.0.1')!)).toBe(true);
+    const b = new Own('10.0.0.1', 1);
+    t.upsert(b);
+    expect(t.row('1/10.0.0.1')).toBe(b);
+    expect(fmt(w.read())).toEqual(['+1/10.0.0.1@3']);
+    t.delete('1/10.0.0.1');
+    expect(t.isCurrent(b)).toBe(false);
+    const gone = w.read();
+    expect(fmt(gone)).toEqual(['-1/10.0.0.1@4']);
+    expect(gone[0]!.object).toBe(b);
+    expect(t.size).toBe(0);
   });
 });

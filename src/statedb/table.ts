@@ -14,6 +14,7 @@ import { ClosedError, ConflictError, InvalidArgumentError } from '../errors/inde
 import { SecondaryIndexes, type IndexFn } from './indexes.js';
 import {
   Node,
+  ownNode,
   RevisionLog,
   STATUS_DONE,
   STATUS_ERROR,
@@ -322,7 +323,9 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
       if (mustBeNew) throw new ConflictError(`table ${this.name}: ${key} exists`);
       if (this.#equals !== undefined && this.#equals(old.object, obj)) return false;
     }
-    const node = new Node<Obj>(key, obj, ++this.#rev, false, this.#writeAt);
+    const rev = ++this.#rev;
+    const node =
+      ownNode(key, obj, rev, this.#writeAt) ?? new Node<Obj>(key, obj, rev, false, this.#writeAt);
     this.#rowsByKey.set(key, node);
     if (old === undefined) {
       this.#indexes?.add(key, obj);

@@ -59,7 +59,7 @@ function freePort(): Promise<number> {
   });
 }
 
-function writeConfig(extra: string): string {
+function writeConfig(extra: string, xdpExtra = ''): string {
   const path = join(dir, 'config.yaml');
   writeFileSync(
     path,
@@ -69,6 +69,7 @@ function writeConfig(extra: string): string {
       `stateFile: ${join(dir, 'state.json')}`,
       'xdp:',
       `  pinDir: ${join(dir, 'bpf')}`,
+      ...(xdpExtra ? [xdpExtra] : []),
       'extip:',
       '  enabled: true',
       '  holderKind: bridge',
@@ -300,7 +301,16 @@ describe.skipIf(skip)('the agent end to end, through the CLI', () => {
     expect(agent?.exitCode).toBe(null);
     expect(api('forwardable', 'list', '--json').out).toBe(before);
     expect(readFileSync(join(dir, 'agent.log'), 'utf8')).toMatch(/config reload refused/);
+    // xdp.nodePolicy applies at once, both ways
+    const mode = () =>
+      (JSON.parse(api('status', '--json').out) as { xdp: { nodePolicy: string } }).xdp.nodePolicy;
+    expect(mode()).toBe('respect');
+    writeConfig('forwardable:\n  static: ["10.77.4.2", "10.77.2.5"]\n', '  nodePolicy: bypass');
+    agent?.kill('SIGHUP');
+    await waitFor(() => mode() === 'bypass', { what: 'nodePolicy bypass after SIGHUP' });
     writeConfig('forwardable:\n  static: ["10.77.4.2", "10.77.2.5"]\n');
+    agent?.kill('SIGHUP');
+    await waitFor(() => mode() === 'respect', { what: 'nodePolicy respect after SIGHUP' });
   });
 
   it('survives SIGKILL mid-operation: restart restores everything and flushes nothing', async () => {

@@ -99,9 +99,10 @@ export function call(
   method: string,
   path: string,
   body?: unknown,
-  opts: { timeoutMs?: number; headers?: Record<string, string> } = {},
+  opts: { timeoutMs?: number; headers?: Record<string, string>; text?: string } = {},
 ): Promise<Reply> {
-  const payload = body === undefined ? undefined : JSON.stringify(body);
+  const payload = opts.text ?? (body === undefined ? undefined : JSON.stringify(body));
+  const type = opts.text !== undefined ? 'text/plain' : 'application/json';
   return new Promise((resolve, reject) => {
     const req = request(
       {
@@ -112,10 +113,7 @@ export function call(
         timeout: opts.timeoutMs ?? 60_000,
         headers: {
           ...(payload
-            ? {
-                'content-type': 'application/json',
-                'content-length': String(Buffer.byteLength(payload)),
-              }
+            ? { 'content-type': type, 'content-length': String(Buffer.byteLength(payload)) }
             : {}),
           ...opts.headers,
         },
@@ -163,20 +161,33 @@ export interface AgentProc {
  */
 export async function startAgent(
   w: AgentWorld,
-  opts: { wrap?: string[]; args?: string[]; ready?: boolean; timeoutMs?: number } = {},
+  opts: {
+    wrap?: string[];
+    args?: string[];
+    ready?: boolean;
+    timeoutMs?: number;
+    /** Options of `node` itself (the shipped unit gives AGENT_NODE_FLAGS of src/cli/node-flags.ts). */
+    nodeArgs?: string[];
+    /** More environment (FIBKEEPER_TEST_FAULTS). */
+    env?: Record<string, string>;
+  } = {},
 ): Promise<AgentProc> {
   const logPath = join(w.dir, `agent-${Date.now()}-${Math.random().toString(16).slice(2)}.log`);
   const fd = openSync(logPath, 'a');
   const argv = [
     ...(opts.wrap ?? []),
     'node',
+    ...(opts.nodeArgs ?? []),
     BIN,
     'run',
     '--config',
     w.configFile,
     ...(opts.args ?? []),
   ];
-  const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', fd, fd] });
+  const child = spawn(argv[0] as string, argv.slice(1), {
+    stdio: ['ignore', fd, fd],
+    ...(opts.env ? { env: { ...process.env, ...opts.env } } : {}),
+  });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   const proc: AgentProc = {
     child,

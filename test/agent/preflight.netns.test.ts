@@ -20,6 +20,7 @@ import {
   writeConfig,
   type AgentProc,
   type AgentWorld,
+  type ConfigOptions,
 } from './harness.js';
 
 const { skip } = privileged();
@@ -74,6 +75,53 @@ describe.skipIf(skip)('validate, lock, then act', () => {
       expect(await exitsWithin(a, 20_000), what).toBe(1);
       expect(a.log(), what).toMatch(msg);
       untouched(w);
+    }
+  }, 60_000);
+
+  it("refuses a static list with the node's own IP before any kernel change; config check says so too (issue 24)", async () => {
+    /**
+     * What `ip` shows of the namespace that an agent could have changed: its links (a holder,
+     * XDP), their global addresses, and neighbor entries that the kernel did not learn itself
+     * (the kernel's own IPv6 link-local activity goes on meanwhile and is left out).
+     */
+    const kernel = () => [
+      ipJson<{ ifname: string; xdp?: unknown; master?: string }[]>(w.ns, '-d', 'link', 'show').map(
+        (l) => [l.ifname, l.xdp !== undefined, l.master],
+      ),
+      ipJson(w.ns, 'addr', 'show', 'scope', 'global'),
+      ipJson<{ dst: string; protocol?: string; flags?: string[]; state?: string[] }[]>(
+        w.ns,
+        'neigh',
+        'show',
+        'nud',
+        'all',
+      ).filter(
+        (n) =>
+          n.protocol !== undefined ||
+          (n.flags ?? []).some((f) => f === 'extern_learn' || f === 'managed') ||
+          (n.state ?? []).includes('PERMANENT'),
+      ),
+    ];
+    const cases: [string, ConfigOptions][] = [
+      ['extip.static', { forwardableStatic: ['10.88.9.1'], extipStatic: ['10.88.0.1'] }],
+      ['forwardable.static', { forwardableStatic: ['10.88.9.1', '10.88.0.1'] }],
+    ];
+    for (const [list, extra] of cases) {
+      const before = kernel();
+      writeConfig(w, baseConfig(w, extra));
+      const a = await startAgent(w, { ready: false });
+      expect(await exitsWithin(a, 20_000), list).toBe(1);
+      expect(a.log(), list).toMatch(
+        new RegExp(
+          `${list.replace('.', '\\.')}: .*10\\.88\\.0\\.1 is an address of this node \\(on fk-a\\)`,
+        ),
+      );
+      untouched(w);
+      expect(kernel(), list).toEqual(before);
+      // `config check` sees the node too (it may enter the namespace: root).
+      const check = spawnSync('node', [BIN, 'config', 'check', w.configFile], { encoding: 'utf8' });
+      expect(check.status, list).toBe(1);
+      expect(check.stderr, list).toMatch(/10\.88\.0\.1 is an address of this node/);
     }
   }, 60_000);
 

@@ -59,4 +59,40 @@ describe('SystemdNotifier', () => {
     gone.reloading();
     gone.stopping();
   });
+
+  it('pings the watchdog every WATCHDOG_USEC/4 only while the agent is alive', async () => {
+    const r = await notifyReceiver(join(dir, 'w.sock'));
+    const env: NodeJS.ProcessEnv = {
+      NOTIFY_SOCKET: r.socket,
+      WATCHDOG_USEC: '800000',
+      WATCHDOG_PID: String(process.pid),
+    };
+    const n = new SystemdNotifier(silentLogger(), env);
+    expect(n.watchdogMs).toBe(800);
+    expect(env.WATCHDOG_USEC).toBeUndefined(); // not inherited either
+    let reasons: string[] = [];
+    const stop = new AbortController();
+    n.watchdog({ live: () => report(reasons) }, stop.signal);
+    const pings = () => r.messages.filter((m) => m === 'WATCHDOG=1').length;
+    await r.next((m) => m === 'WATCHDOG=1');
+    await new Promise((res) => setTimeout(res, 650)); // three more periods of 200 ms
+    expect(pings()).toBeGreaterThanOrEqual(3);
+    reasons = ['netlink: the request socket has not answered for 21 s'];
+    await new Promise((res) => setTimeout(res, 250)); // a ping already due may still go
+    const held = pings();
+    await new Promise((res) => setTimeout(res, 700));
+    expect(pings()).toBe(held);
+    reasons = [];
+    const from = r.messages.length;
+    await r.next((m) => m === 'WATCHDOG=1', { from });
+    stop.abort();
+    n.stopping();
+  });
+
+  it('sends no WATCHDOG=1 without WatchdogSec, or when WATCHDOG_PID names another process', () => {
+    const r = join(dir, 'x.sock');
+    expect(new SystemdNotifier(silentLogger(), { NOTIFY_SOCKET: r }).watchdogMs).toBeUndefined();
+    const other = { NOTIFY_SOCKET: r, WATCHDOG_USEC: '1000000', WATCHDOG_PID: '1' };
+    expect(new SystemdNotifier(silentLogger(), other).watchdogMs).toBeUndefined();
+  });
 });

@@ -12,7 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { labDown } from '../../src/lab/index.js';
-import { privileged } from '../helpers/netns.js';
+import { POLICY_BOUNDS } from '../../src/fib/index.js';
+import { privileged, waitFor } from '../helpers/netns.js';
 import {
   IMAGE_PATH,
   base,
@@ -176,6 +177,27 @@ describe.skipIf(skip)('deploy/kubernetes/daemonset.yaml as shipped', () => {
       expect(add.err).toBe('');
       expect(add.code).toBe(0);
       expectForwardingInXdp(node, metrics);
+
+      // kube-proxy on the node: its Service DNAT (iptables, the nft backend) makes every
+      // IPv4 frame the kernel's, which the agent says within the bound; IPv6 stays in XDP
+      const nat = (op: '-A' | '-D') =>
+        spawnSync('ip', [
+          ...['netns', 'exec', node!.router, 'iptables', '-t', 'nat', op, 'PREROUTING'],
+          ...['-d', '10.96.0.10/32', '-p', 'udp', '--dport', '53', '-j', 'DNAT'],
+          ...['--to-destination', `${node!.lab.addr.server1}:53`],
+        ]);
+      expect(nat('-A').status).toBe(0);
+      const passed = (text: string) =>
+        sample(text, 'fibkeeper_xdp_policy_passed', /direction="ipv4",reason="netfilter"/);
+      await waitFor(() => passed(httpIn(node!.router, `${metrics}/metrics`).body) > 0, {
+        timeoutMs: POLICY_BOUNDS.eventMs + 2000,
+        what: 'the DNAT rule counted as netfilter on IPv4',
+      });
+      const mt = httpIn(node.router, `${metrics}/metrics`).body;
+      expect(sample(mt, 'fibkeeper_xdp_node_policy', /mode="respect"/)).toBe(1);
+      expect(sample(mt, 'fibkeeper_xdp_policy_passed', /direction="ipv6"/)).toBe(0);
+      expect(kexec('status').out).toMatch(/ipv4 +kernel: netfilter +nft ip nat chain PREROUTING/);
+      expect(nat('-D').status).toBe(0);
 
       // An operator detaches XDP on purpose: health says so, liveness does not restart it.
       expect(kexec('xdp', 'detach').code).toBe(0);

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { labDown } from '../../src/lab/index.js';
-import { ipJson, makeNetns, privileged } from '../helpers/netns.js';
+import { ipJson, makeNetns, privileged, waitFor } from '../helpers/netns.js';
 import { notifyReceiver, type NotifyReceiver } from '../helpers/notify.js';
 import { expectForwardingInXdp, httpIn, nodeLabUp, type NodeLab } from './lab.js';
 import { execLine, readUnit, type Unit } from './manifests.js';
@@ -64,6 +64,7 @@ function exec(
   netns: string,
   notify: NotifyReceiver,
   extraCaps: string[] = [],
+  extraEnv: Record<string, string> = {},
 ): ChildProcess {
   const line = unit.get(key)?.at(-1);
   expect(line, key).toBeDefined();
@@ -77,7 +78,7 @@ function exec(
   const sub = join(dir, key);
   mkdirSync(sub, { recursive: true });
   return startSandbox(
-    unitSandbox({ unit, netns, dir: sub, binds, argv, extraCaps }),
+    unitSandbox({ unit, netns, dir: sub, binds, argv, extraCaps, extraEnv }),
     openSync(join(dir, 'agent.log'), 'a'),
   );
 }
@@ -152,6 +153,60 @@ describe.skipIf(skip)('deploy/systemd/fibkeeper.service as shipped', () => {
     expect(await exited).toBe(0);
     expect(notify.messages.some((m) => /^STOPPING=1$/m.test(m))).toBe(true);
   }, 90_000);
+
+  it('pings the watchdog while every kernel socket answers; a socket that stays deaf stops the pings, and the restart heals it', async () => {
+    const unit = readUnit();
+    // The shipped interval; the test runs a copy with a shorter one (the agent pings at a
+    // quarter of whatever systemd asks for) so that a restart comes within seconds.
+    expect(unit.get('WatchdogSec')).toEqual(['30s']);
+    expect(unit.get('Restart')).toEqual(['on-failure']);
+    const fast: Unit = new Map(unit);
+    fast.set('WatchdogSec', ['6s']);
+    node = nodeLabUp(`fkw${randomBytes(2).toString('hex')}`);
+    dir = mkdtempSync(join(tmpdir(), 'fkt-unitwd-'));
+    etc();
+    const notify = await notifyReceiver(join(dir, 'notify.sock'));
+    // From 8 s on, every netlink receive begins a deaf period of 10 minutes (reopened sockets
+    // too): nothing the agent does can cure it. Health timings shortened for the test.
+    const faults =
+      'classes=timeout,rate=1,sockets=netlink,deafMs=600000,delayMs=8000,probeMs=500,silentMs=1500,liveMs=4000';
+    agent = exec(fast, 'ExecStart', node.router, notify, [], { FIBKEEPER_TEST_FAULTS: faults });
+    await notify.next((m) => /^READY=1$/m.test(m), { timeoutMs: 30_000 });
+    const pings = () => notify.messages.filter((m) => /^WATCHDOG=1$/m.test(m)).length;
+    const first = pings();
+    await waitFor(() => pings() >= first + 2, {
+      timeoutMs: 10_000,
+      what: 'WATCHDOG=1 while alive',
+    });
+    // The faults begin; /livez fails once the sockets stayed silent for liveMs.
+    await waitFor(() => httpIn(node!.router, `${METRICS}/livez`).status === 503, {
+      timeoutMs: 30_000,
+      what: '/livez 503',
+    });
+    expect(httpIn(node.router, `${METRICS}/livez`).body).toMatch(/socket has not answered/);
+    // As systemd would: no WATCHDOG=1 for WatchdogSec, then SIGABRT (WatchdogSignal's default).
+    let last = pings();
+    let since = Date.now();
+    await waitFor(
+      () => {
+        if (pings() !== last) [last, since] = [pings(), Date.now()];
+        return Date.now() - since >= 6000;
+      },
+      { timeoutMs: 30_000, intervalMs: 100, what: 'WatchdogSec without WATCHDOG=1' },
+    );
+    const killed = exitOf(agent);
+    agent.kill('SIGABRT');
+    await killed;
+    // Restart=on-failure: the same ExecStart, without the faults this time.
+    const from = notify.messages.length;
+    agent = exec(fast, 'ExecStart', node.router, notify);
+    await notify.next((m) => /^READY=1$/m.test(m), { from, timeoutMs: 30_000 });
+    await notify.next((m) => /^WATCHDOG=1$/m.test(m), { from, timeoutMs: 10_000 });
+    expect(httpIn(node.router, `${METRICS}/livez`).status).toBe(200);
+    const exited = exitOf(agent);
+    agent.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  }, 120_000);
 
   it('manages another network namespace (`netns`) with CAP_SYS_ADMIN added as documented', async () => {
     const unit = readUnit();

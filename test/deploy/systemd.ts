@@ -90,6 +90,16 @@ export interface UnitSandboxParams {
   argv: string[];
   /** Capabilities added to both lists (the documented CAP_SYS_ADMIN for `netns`). */
   extraCaps?: string[];
+  /** More environment (a test's FIBKEEPER_TEST_FAULTS). */
+  extraEnv?: Record<string, string>;
+}
+
+/** A systemd time span ("30s", "2min", "500ms", "30") in microseconds. */
+export function timespanUsec(v: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*(us|ms|s|sec|m|min|h)?$/.exec(v.trim());
+  if (!m) throw new Error(`time span ${v} is not emulated`);
+  const unit = { us: 1, ms: 1e3, s: 1e6, sec: 1e6, m: 6e7, min: 6e7, h: 3.6e9 }[m[2] ?? 's'] ?? 1e6;
+  return Math.round(Number(m[1]) * unit);
 }
 
 /** The sandbox systemd would give `argv` (an Exec*= command line) of `unit`. */
@@ -119,6 +129,13 @@ export function unitSandbox(p: UnitSandboxParams): SandboxSpec {
     SHELL: '/bin/sh',
     INVOCATION_ID: 'f1b0c0ffee0000000000000000000001',
   };
+  // WatchdogSec=: systemd tells the service its interval (WATCHDOG_PID too, which the
+  // sandbox's PID namespace would make wrong; the agent accepts its absence).
+  const watchdog = unit.get('WatchdogSec')?.at(-1);
+  if (watchdog !== undefined && timespanUsec(watchdog) > 0) {
+    env.WATCHDOG_USEC = String(timespanUsec(watchdog));
+  }
+  Object.assign(env, p.extraEnv ?? {});
   for (const name of unitList(unit, 'RuntimeDirectory')) env.RUNTIME_DIRECTORY = `/run/${name}`;
   for (const name of unitList(unit, 'StateDirectory')) env.STATE_DIRECTORY = `/var/lib/${name}`;
   const memlock = unit.get('LimitMEMLOCK')?.at(-1);

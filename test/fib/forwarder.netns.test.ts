@@ -98,7 +98,13 @@ function devmap(pinDir: string, ns: string): number[] {
   }
 }
 
-const MAP_PINS = [...Object.values(SHARED_MAP_NAMES), 'fk_rerr'].sort();
+// the shared maps, the tracer's and the watch's (its timer and the agent's deadline)
+const MAP_PINS = [
+  ...Object.values(SHARED_MAP_NAMES),
+  'fk_rerr',
+  'fk_watch',
+  'fk_watch_until',
+].sort();
 
 describe.skipIf(skip)('XdpForwarder: attach and pins', () => {
   it('attaches to every selected device (auto: native on veth), pins links/programs/maps, fills the devmap', async () => {

@@ -194,7 +194,7 @@ describe.skipIf(skip)('subscriptions', () => {
     await waitFor(() => events.some((e) => e.kind === 'overflow'), { what: 'overflow event' });
     expect(sub.stats.overflows).toBeGreaterThanOrEqual(1);
     const overflow = events.find((e) => e.kind === 'overflow');
-    expect(overflow).toEqual({ kind: 'overflow', count: 1 });
+    expect(overflow).toEqual({ kind: 'overflow', count: 1, cause: 'ENOBUFS', reopened: false });
     // The subscription still delivers, and the request side still answers: resync works.
     ip(
       ns,

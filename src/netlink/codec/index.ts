@@ -61,3 +61,25 @@ export {
   scopeName,
   tableName,
 } from './names.js';
+export {
+  RTM_NEWQDISC,
+  RTM_DELQDISC,
+  RTM_GETQDISC,
+  RTM_NEWTFILTER,
+  RTM_DELTFILTER,
+  RTM_GETTFILTER,
+  SIZEOF_TCMSG,
+  TC_H_INGRESS,
+  TC_H_ROOT,
+  TC_PARENT_EGRESS,
+  TC_PARENT_INGRESS,
+  formatFilterDump,
+  formatQdiscDump,
+  parseTcObject,
+  tcHandle,
+  type TcObject,
+} from './tc.js';
+export * as nft from './nftables.js';
+export type { NftChain, NftRule, NftTable } from './nftables.js';
+export * as xfrm from './xfrm.js';
+export type { XfrmDefault, XfrmPolicy } from './xfrm.js';

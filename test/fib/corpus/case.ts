@@ -1,5 +1,5 @@
 // What a corpus case is, and the frame shorthands every case file uses.
-import { CMAC, RMAC } from './lab.js';
+import { CMAC, RMAC, type DiffLab, type Sink } from './lab.js';
 import { ETH_P_IP, ETH_P_IPV6, PROTO, eth, ipv4, ipv6, udp } from './packets.js';
 
 /**
@@ -20,6 +20,13 @@ export interface Case {
    * expected to differ, and the test checks that they still do (so the README stays true).
    */
   deviation?: string;
+  /** The sink whose device sends the frame (default c0: it enters the router's r1). */
+  from?: Sink;
+  /**
+   * A change of the router made before this frame, in both runs (a route, a rule, a
+   * sysctl); in the XDP run the frame waits until the forwarder has applied it.
+   */
+  before?: (lab: DiffLab) => void;
 }
 
 export interface Scenario {
@@ -27,8 +34,21 @@ export interface Scenario {
   /** Router sysctls for this scenario (set before both runs). */
   sysctls: [string, string | number][];
   /** Forwarder options that differ from the defaults. */
-  config?: { ipv4Options?: boolean };
+  config?: { ipv4Options?: boolean; nodePolicy?: 'respect' | 'bypass' };
   cases: Case[];
+  /** The router's policy for this scenario (nft, iptables, tc, xfrm), made before both runs. */
+  setup?: (lab: DiffLab) => void;
+  /** Undoes setup (and whatever the cases' `before` changed), after both runs. */
+  teardown?: (lab: DiffLab) => void;
+  /** Between the kernel-only and the XDP run (forget connection tracking state, say). */
+  between?: (lab: DiffLab) => void;
+  /** Why this kernel cannot run the scenario (asked first), or undefined when it can. */
+  unsupported?: (lab: DiffLab) => string | undefined;
+  /**
+   * Counters of the node's policy (nft rule counters, say), read before and after each run:
+   * each must move as much in the XDP run as in the kernel-only run.
+   */
+  counters?: (lab: DiffLab) => Record<string, number>;
 }
 
 export interface F4 {

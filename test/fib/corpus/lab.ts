@@ -64,8 +64,17 @@ export interface DiffLab {
   client: string;
   /** Router device ifindexes. */
   dev: Record<'r1' | 'r2' | 'r3' | 'r4', number>;
-  /** Sends a frame from the client and returns what every sink received meanwhile. */
-  send(frame: Buffer): Promise<Captured[]>;
+  /** Sink namespaces by their device name. */
+  sinks: Record<Sink, string>;
+  /**
+   * Sends a frame from the client (or from another sink's device) and returns what every
+   * sink received meanwhile.
+   */
+  send(frame: Buffer, from?: Sink): Promise<Captured[]>;
+  /** Sends a frame and returns at once (traffic that flows while something changes). */
+  transmit(frame: Buffer, from?: Sink): void;
+  /** Frames (not chatter) each sink has received since the lab was made. */
+  received(sink: Sink): number;
 }
 
 export interface Captured {
@@ -242,6 +251,7 @@ export function makeDiffLab(tag: string): DiffLab {
     });
   }
   const captured: Captured[] = [];
+  const counts: Record<Sink, number> = { c0: 0, s0: 0, a0: 0, b0: 0 };
   let lastAt = 0;
   for (const [sink] of pairs) {
     const s = PacketSocket.open({
@@ -254,27 +264,46 @@ export function makeDiffLab(tag: string): DiffLab {
     s.receive({
       onFrame: (f: Buffer, _info: FrameInfo) => {
         lastAt = Date.now();
-        if (!chatter(f)) captured.push({ sink, frame: Buffer.from(f) });
+        if (chatter(f)) return;
+        counts[sink]++;
+        captured.push({ sink, frame: Buffer.from(f) });
+        if (captured.length > 10_000) captured.splice(0, 5_000); // traffic nobody reads
       },
       onError: (err) => {
         throw err;
       },
     });
   }
-  const tx = PacketSocket.open({ ifindex: ifindexOf(sinks.c0, 'c0'), netns: sinks.c0 });
-  cleanupLater(() => tx.close());
+  // one sending socket per sink, for the whole file (opened here, outside any test)
+  const txs = new Map<Sink, PacketSocket>();
+  for (const [sink] of pairs) {
+    const t = PacketSocket.open({ ifindex: ifindexOf(sinks[sink], sink), netns: sinks[sink] });
+    cleanupLater(() => t.close());
+    txs.set(sink, t);
+  }
+  const txOf = (sink: Sink): PacketSocket => txs.get(sink)!;
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   return {
     router,
     client: sinks.c0,
+    sinks,
     dev: {
       r1: ifindexOf(router, 'r1'),
       r2: ifindexOf(router, 'r2'),
       r3: ifindexOf(router, 'r3'),
       r4: ifindexOf(router, 'r4'),
     },
-    async send(frame: Buffer): Promise<Captured[]> {
+    transmit(frame: Buffer, from: Sink = 'c0'): void {
+      try {
+        txOf(from).send(frame);
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'ENOBUFS') throw err;
+      }
+    },
+    received: (sink) => counts[sink],
+    async send(frame: Buffer, from: Sink = 'c0'): Promise<Captured[]> {
       captured.length = 0;
+      const tx = txOf(from);
       for (let tries = 0; ; tries++) {
         try {
           tx.send(frame);
