@@ -134,6 +134,15 @@ const NOTES = {
     'last final run. testrun_ipv4_rp_filter is the rp_filter emulation (the reverse ' +
     'bpf_fib_lookup, cached per CPU and flow: one lookup per flow and generation of the ' +
     "agent's kernel state) against the same program without it.",
+  cluster:
+    'Command: `node bench/cluster/run.mjs --rounds 20`. Three nodes ' +
+    'and a client on one bridge; fibkeeper (three agents, default cluster settings, a local ' +
+    'etcd) and Debian keepalived 2.2.7 (VRRPv3, priorities 100/90/80, advert_int 0.01 and 1) ' +
+    'one after the other in the same run, with the same client (ping every 10 ms) and the ' +
+    'same faults on the node answering for the IP. A figure is the time from the fault to ' +
+    'the first echo reply from another node; dual answers are rounds (10 ms) in which two ' +
+    'nodes answered one ARP request, or one IP-level probe (ICMP echo and TCP SYN through ' +
+    'every node MAC). The table below lists every system and fault of the run.',
   faults:
     'Command: `node bench/faults/run.mjs --seconds 120`. Per error class, two minutes of ' +
     '`fibkeeper run` in the lab router with that class injected at the native boundary ' +
@@ -183,6 +192,8 @@ for (const f of files) {
   }
   lines.push('');
   if (NOTES[json.benchmark]) lines.push(NOTES[json.benchmark], '');
+  // A result may carry its own table (bench/cluster: every system and fault of the run).
+  if (typeof json.table === 'string') lines.push(json.table, '');
 }
 
 // Neighbor convergence time against N: fibkeeper and ip -batch.

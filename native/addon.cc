@@ -19,6 +19,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   fk::InitNodePolicy(env, exports);
   fk::InitFaults(env, exports);
   fk::InitProcess(env, exports);
+  fk::InitClusterIo(env, exports);
   return exports;
 }
 

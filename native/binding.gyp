@@ -10,6 +10,7 @@
         "bpf_object.cc",
         "bpf_program.cc",
         "bpf_system.cc",
+        "cluster_io.cc",
         "errors.cc",
         "faults.cc",
         "lock.cc",

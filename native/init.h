@@ -15,5 +15,6 @@ void InitNotify(Napi::Env env, Napi::Object exports);
 void InitNodePolicy(Napi::Env env, Napi::Object exports);
 void InitFaults(Napi::Env env, Napi::Object exports);
 void InitProcess(Napi::Env env, Napi::Object exports);
+void InitClusterIo(Napi::Env env, Napi::Object exports);
 
 }  // namespace fk

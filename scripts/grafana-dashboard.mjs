@@ -389,6 +389,24 @@ ts(
   ],
   's',
 );
+ts(
+  'Peers: deaths, silences, takeovers',
+  12,
+  [
+    [by('fibkeeper_cluster_peer_events_total', 'event'), 'peer {{event}}'],
+    [by('fibkeeper_cluster_takeovers_total', 'kind'), 'takeover ({{kind}})'],
+    [total('fibkeeper_cluster_dad_conflicts_total'), 'DAD conflicts'],
+  ],
+  'ops',
+  'The peer heartbeat: a dead peer (its process gone) has its lease revoked at once, a silent one (hung, cut off) with a cool-down; DAD conflicts: cluster IPs another host uses, not taken.',
+);
+ts(
+  'Holding on grace (etcd out of reach for every member)',
+  12,
+  [[`sum by (instance) (fibkeeper_cluster_grace_holding${sel})`, '{{instance}}']],
+  'short',
+  "1 while a node keeps its cluster IPs past its lease on the other members' promises not to claim.",
+);
 
 const dashboard = {
   title: 'fibkeeper',

@@ -294,7 +294,13 @@ export class Agent implements AgentView {
       log: this.log.child({ component: 'extip' }),
       onSocketReopen: (cause, err) => this.socketReopened('packet', cause, err),
       ...(this.cfg.cluster.enabled
-        ? { cluster: { mayHold: (ip: string) => this.cluster?.member.mayHold(ip) === true } }
+        ? {
+            cluster: {
+              mayHold: (ip: string) => this.cluster?.member.mayHold(ip) === true,
+              holderName: this.cfg.cluster.holderName,
+            },
+            onExternalUp: (up: boolean) => this.cluster?.member.setAble(up),
+          }
         : {}),
     });
     this.extip = x;
@@ -315,6 +321,8 @@ export class Agent implements AgentView {
       registry: this.registry,
       log: this.log.child({ component: 'cluster' }),
       hold: (ips) => x.setClusterIps(ips),
+      deadline: (until) => x.setClusterDeadline(until),
+      probe: (ip) => x.probe(ip),
       peers: (ips) =>
         void this.control.exclusive('cluster peers', () =>
           setPeers(this.neighbor, ips, this.log.child({ component: 'cluster' })),
@@ -322,6 +330,7 @@ export class Agent implements AgentView {
     });
     this.cluster = c;
     this.#stoppers.push(() => c.stop());
+    if (x.externalInterface?.up === false) c.member.setAble(false);
     await c.start(this.cfg.cluster.static, this.#peersLoaded);
   }
 

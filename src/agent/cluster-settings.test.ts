@@ -22,6 +22,10 @@ describe('clusterSettings (config file → member and store options)', () => {
       fenceMargin: 250,
       prefix: '/fibkeeper/',
     });
-    expect(s.store).toEqual({ endpoints: ['127.0.0.1:2379'], requestTimeoutMs: 500 });
+    expect(s.store).toEqual({
+      endpoints: ['127.0.0.1:2379'],
+      requestTimeoutMs: 500,
+      keepAliveTimeoutMs: 300,
+    });
   });
 });

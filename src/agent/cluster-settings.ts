@@ -12,7 +12,17 @@ export function clusterSettings(
   cfg: FibkeeperConfig['cluster'],
   fallback: { nodeIP?: string; hostname?: string } = {},
 ): { options: ClusterOptions; store: EtcdStoreOptions } {
-  const { enabled: _e, static: _s, etcd, labels, nodeIPs, nodeName, ...same } = cfg;
+  const {
+    enabled: _e,
+    static: _s,
+    holderName: _h,
+    heartbeatPort: _p,
+    etcd,
+    labels,
+    nodeIPs,
+    nodeName,
+    ...same
+  } = cfg;
   const fromNode = fallback.nodeIP ? [fallback.nodeIP] : [];
   const options = resolveOptions({
     ...same,
@@ -23,6 +33,12 @@ export function clusterSettings(
   const store: EtcdStoreOptions = {
     endpoints: etcd.endpoints,
     requestTimeoutMs: etcd.requestTimeout,
+    // A keep-alive unanswered for 40% of the hold window moves to the next endpoint, and the
+    // keep-alive sent at once there still lands before the fence (docs/cluster.md).
+    keepAliveTimeoutMs: Math.min(
+      etcd.requestTimeout,
+      Math.round(0.4 * (cfg.leaseTTL - cfg.fenceMargin)),
+    ),
     ...(etcd.caFile
       ? {
           tls: {

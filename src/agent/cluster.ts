@@ -8,6 +8,7 @@ import {
   ClusterAdmin,
   ClusterMember,
   EtcdStore,
+  UdpPeerTransport,
   registerClusterMetrics,
   type ClusterStatus,
   type Eligibility,
@@ -28,8 +29,12 @@ export interface AgentClusterParams {
   log: Logger;
   /** Applies a hold set (the external-IP subsystem's setClusterIps). */
   hold: (ips: readonly string[]) => Promise<void>;
+  /** Every hold set's deadline, synchronously (the kernel fence: setClusterDeadline). */
+  deadline: (untilMs: number) => void;
   /** The other members' node IPs changed. */
   peers: (ips: readonly string[]) => void;
+  /** Duplicate address detection on the external interface (ExternalIpSubsystem.probe). */
+  probe?: (ip: string) => Promise<void>;
 }
 
 /** How long the neighbor subsystem's first prune waits for the cluster's node IPs. */
@@ -49,6 +54,13 @@ export class AgentCluster {
     this.#log = p.log;
     this.#store = new EtcdStore(store);
     this.admin = new ClusterAdmin(this.#store, options.prefix);
+    const hbIp = options.nodeIPs[0];
+    if (hbIp === undefined) {
+      p.log.warn(
+        'cluster: no node IP (cluster.nodeIPs, extip.nodeIP): no peer heartbeat; a dead or silent peer is seen only when its lease expires',
+      );
+    }
+    const netns = p.cfg.netns || undefined;
     this.member = new ClusterMember({
       store: this.#store,
       options,
@@ -56,9 +68,22 @@ export class AgentCluster {
       metrics: registerClusterMetrics(p.registry),
       // every set in the log, as computed: the applying listener skips sets while it waits
       // for a removal, and the log is the record of what this node held when
-      onSet: (set) => this.#logHold(set),
+      onSet: (set) => {
+        p.deadline(set.deadline);
+        this.#logHold(set);
+      },
       onHold: (set) => p.hold(set.ips),
       onPeers: p.peers,
+      ...(hbIp === undefined
+        ? {}
+        : {
+            peers: new UdpPeerTransport({
+              local: { ip: hbIp, port: p.cfg.cluster.heartbeatPort },
+              ...(netns ? { netns } : {}),
+              log: (msg, err) => p.log.debug({ err: err && describeError(err) }, msg),
+            }),
+          }),
+      ...(p.probe ? { probe: p.probe } : {}),
     });
   }
 
@@ -122,6 +147,15 @@ export class AgentCluster {
 
   status(): ClusterStatus {
     return this.member.status();
+  }
+
+  /** Drains `node` (cordon), or lets it hold IPs again (uncordon). */
+  drain(node: string): Promise<boolean> {
+    return this.admin.cordon(node);
+  }
+
+  uncordon(node: string): Promise<boolean> {
+    return this.admin.uncordon(node);
   }
 
   /** For /readyz: registered, the cluster read, and the lease provably valid now. */

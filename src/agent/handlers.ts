@@ -11,6 +11,7 @@ import {
   TimeoutError,
   describeError,
 } from '../errors/index.js';
+import { DuplicateAddressError } from '../extip/index.js';
 import type { AgentView } from './view.js';
 import { staticSets } from './restore.js';
 import { buildStatus, clusterStatus } from './status.js';
@@ -71,6 +72,28 @@ export function handlersFor(agent: AgentView): ControlHandlers {
       }
     }
     agent.extip?.validate(ips, { forCluster: true });
+  };
+  /**
+   * Duplicate address detection on this node's external interface for the IPs that are new
+   * to the desired set: one that another host uses is refused with its MAC, never stored.
+   */
+  const probeNew = async (ips: readonly string[], known: ReadonlySet<string>): Promise<void> => {
+    const x = agent.extip;
+    if (x === undefined) return;
+    await Promise.all(
+      ips
+        .filter((ip) => !known.has(ip))
+        .map((ip) =>
+          x.probe(ip).catch((err: unknown) => {
+            if (!(err instanceof DuplicateAddressError)) throw err;
+            const e = new ConflictError(
+              `${ip} is in use on the segment: ${err.what} from ${err.mac}; not added to the cluster (a cluster IP is announced and defended by its holder, and would take this address from that host); free it there, or choose another`,
+              { cause: err },
+            );
+            throw Object.assign(e, { details: { ip, mac: err.mac, what: err.what } });
+          }),
+        ),
+    );
   };
   const submit = (...args: Parameters<AgentView['control']['submit']>) => {
     agent.assertRunning();
@@ -134,12 +157,21 @@ export function handlersFor(agent: AgentView): ControlHandlers {
       // extip add of the same IP can pass in between.
       await agent.control.exclusive('a cluster extip add', async () => {
         checkClusterIps(ips);
+        await probeNew(ips, c.member.desiredIps());
         await etcd('cluster extip add', () => c.add(ips, eligible));
       });
     },
     async clusterExtipDelete(ips) {
       const c = cluster();
       return etcd('cluster extip del', () => c.del(ips));
+    },
+    async clusterDrain(node) {
+      const c = cluster();
+      return etcd('cluster drain', () => c.drain(node));
+    },
+    async clusterUncordon(node) {
+      const c = cluster();
+      return etcd('cluster uncordon', () => c.uncordon(node));
     },
     async xdpDetach() {
       agent.assertRunning();

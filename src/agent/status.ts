@@ -39,7 +39,7 @@ export type NeighborSection = NeighborStatus;
 /** External IPs: the holder device, the interface they are announced from, each IP. */
 export interface ExtipSection {
   holder: { name: string; ifindex: number };
-  externalInterface: { name: string; ifindex: number; mac: string } | null;
+  externalInterface: { name: string; ifindex: number; mac: string; up: boolean } | null;
   ips: ExternalIpStatus[];
 }
 

@@ -74,6 +74,14 @@ function handlers(): ControlHandlers {
       calls.push(`cluster del ${ips.join(',')}`);
       return ips.slice(0, 1);
     },
+    async clusterDrain(node) {
+      calls.push(`cluster drain ${node}`);
+      return true;
+    },
+    async clusterUncordon(node) {
+      calls.push(`cluster uncordon ${node}`);
+      return false;
+    },
   };
 }
 

@@ -85,6 +85,10 @@ export interface ControlHandlers {
   clusterExtipAdd(ips: string[], eligible: ClusterEligibility, signal?: AbortSignal): Promise<void>;
   /** Removes cluster IPs from the desired set; resolves with those that were there. */
   clusterExtipDelete(ips: string[], signal?: AbortSignal): Promise<string[]>;
+  /** Drains a node (it hands its IPs over and takes none); resolves whether it was new. */
+  clusterDrain(node: string): Promise<boolean>;
+  /** Lets a drained node hold IPs again; resolves whether it was drained. */
+  clusterUncordon(node: string): Promise<boolean>;
 }
 
 export interface RequestContext {
@@ -219,6 +223,20 @@ export const ROUTES: readonly Route[] = [
           ctx.signal,
         );
         return { ok: true, deleted };
+      },
+    },
+  },
+  {
+    path: /^\/v1\/cluster\/(?<verb>drain|uncordon)$/,
+    methods: {
+      POST: async (h, ctx) => {
+        const b = obj(ctx.body);
+        if (typeof b.node !== 'string')
+          throw new InvalidArgumentError('"node" must be a node name');
+        const node = validateNodeName(b.node, 'node');
+        if (ctx.params['verb'] === 'drain')
+          return { ok: true, node, new: await h.clusterDrain(node) };
+        return { ok: true, node, was: await h.clusterUncordon(node) };
       },
     },
   },

@@ -182,7 +182,15 @@ export class ApiServer {
         this.#p.log.error({ err }, 'control API request failed');
       }
       if (status === 401) res.setHeader('www-authenticate', 'Bearer');
-      send(status, { error: { code, message: err instanceof Error ? err.message : String(err) } });
+      const details = (err as { details?: unknown } | undefined)?.details;
+      send(status, {
+        error: {
+          code,
+          message: err instanceof Error ? err.message : String(err),
+          // what a caller can act on without parsing the message (a conflict's MAC)
+          ...(typeof details === 'object' && details !== null ? { details } : {}),
+        },
+      });
     };
     const timeoutMs = this.#p.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     const deadline = new AbortController();

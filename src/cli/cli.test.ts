@@ -317,7 +317,9 @@ describe('cli', () => {
       expect(st.out).toMatch(/192\.0\.2\.10 +b +b +1500ms ago/);
       const group = await run('cluster');
       expect(group.code).toBe(2);
-      expect(group.err).toMatch(/^Usage: fibkeeper cluster <extip\|status\|prepare> \.\.\./);
+      expect(group.err).toMatch(
+        /^Usage: fibkeeper cluster <extip\|status\|drain\|uncordon\|prepare> \.\.\./,
+      );
     } finally {
       await server.stop();
       rmSync(dir, { recursive: true, force: true });

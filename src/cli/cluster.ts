@@ -118,6 +118,76 @@ const listCommand: Command = {
   },
 };
 
+interface DrainView {
+  node?: string;
+  ips?: { ip: string; owner?: string | null }[];
+}
+
+const drainCommand: Command = {
+  name: 'cluster drain',
+  summary: 'Move every cluster IP off a node with graceful handovers; it takes none until uncordon',
+  usage: 'NODE [--wait] [--timeout SECONDS]',
+  help: [
+    'Options:',
+    '  --wait            wait until the node holds no cluster IP (as this agent sees it)',
+    '  --timeout S       give up waiting after S seconds (default 30)',
+    ...COMMON_HELP,
+    '',
+    'Writes cordon/NODE in etcd: every member places the IPs without NODE, so NODE hands',
+    'each of its IPs over (it drops the address, then deletes its owner key; the next owner',
+    'claims at once), and it takes none until `fibkeeper cluster uncordon NODE`. `cluster',
+    'status` shows the node as cordoned. Any agent of the cluster can drain any node.',
+  ].join('\n'),
+  options: { ...COMMON, wait: { type: 'boolean' }, timeout: { type: 'string' } },
+  positionals: true,
+  async run(args, io) {
+    const node = args.positionals[0];
+    if (node === undefined || args.positionals.length > 1) throw new UsageError('give one NODE');
+    const client = clientFor(args);
+    const r = await client.call<{ new: boolean }>('POST', '/v1/cluster/drain', { node });
+    io.out(
+      `${node} drained${r.new ? '' : ' (it was already)'}; it takes no cluster IP until uncordon\n`,
+    );
+    if (!flag(args, 'wait')) return EXIT_OK;
+    const timeoutS = Number(str(args, 'timeout') ?? '30');
+    if (!(timeoutS > 0)) throw new UsageError('--timeout must be a positive number of seconds');
+    const end = Date.now() + timeoutS * 1000;
+    for (;;) {
+      const st = await client.call<DrainView>('GET', '/v1/cluster/status');
+      const left = (st.ips ?? []).filter((i) => i.owner === node).map((i) => i.ip);
+      if (left.length === 0) {
+        io.out(`${node} holds no cluster IP\n`);
+        return EXIT_OK;
+      }
+      if (Date.now() > end) {
+        io.err(
+          `${node} still holds ${left.length} cluster IP(s) after ${timeoutS} s: ${left.slice(0, 5).join(' ')}\n`,
+        );
+        return 1;
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  },
+};
+
+const uncordonCommand: Command = {
+  name: 'cluster uncordon',
+  summary: 'Let a drained node hold cluster IPs again (placement gives it its share back)',
+  usage: 'NODE',
+  help: ['Options:', ...COMMON_HELP].join('\n'),
+  options: { ...COMMON },
+  positionals: true,
+  async run(args, io) {
+    const node = args.positionals[0];
+    if (node === undefined || args.positionals.length > 1) throw new UsageError('give one NODE');
+    const r = await clientFor(args).call<{ was: boolean }>('POST', '/v1/cluster/uncordon', {
+      node,
+    });
+    io.out(r.was ? `${node} may hold cluster IPs again\n` : `${node} was not drained\n`);
+    return EXIT_OK;
+  },
+};
+
 const statusCommand = documentCommand(
   'cluster status',
   "This member's view: members and their lease age, every cluster IP with its owner",
@@ -177,5 +247,7 @@ export const clusterCommands: Command[] = [
   delCommand,
   listCommand,
   statusCommand,
+  drainCommand,
+  uncordonCommand,
   prepareCommand,
 ];

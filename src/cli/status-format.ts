@@ -211,17 +211,30 @@ export function formatClusterStatus(c: Loose<ClusterSection>): string {
       )
       .join(', ')}\n`;
   } else if (typeof sys === 'string') out += `  sysctls: ${sys}\n`;
+  if (c.holding !== undefined) {
+    out += `  holds ${c.holding === 'grace' ? "on the peers' promises (etcd out of reach for every member)" : c.holding === 'lease' ? 'by its lease' : 'nothing'}${c.holdDeadlineInMs !== undefined ? `; kernel fence in ${s(c.holdDeadlineInMs)} ms` : ''}${c.able === false ? '; UNABLE (external interface without link)' : ''}\n`;
+  }
+  const heard = new Map(arr(c.peers).map((p) => [s(p.node), p]));
   out += '\nMembers\n';
   out += table(
-    ['NODE', 'SEEN FOR', 'LABELS', 'NODE IPS'],
-    arr(c.members).map((m) => [
-      s(m.name),
-      ago(m.seenForMs),
-      Object.entries(m.labels ?? {})
-        .map(([k, v]) => `${k}=${s(v)}`)
-        .join(',') || '-',
-      s(m.ips),
-    ]),
+    ['NODE', 'STATE', 'SEEN FOR', 'HEARD', 'LABELS', 'NODE IPS'],
+    arr(c.members).map((m) => {
+      const p = heard.get(s(m.name));
+      return [
+        s(m.name),
+        m.cordoned ? 'cordoned' : m.able === false ? 'unable' : 'ok',
+        ago(m.seenForMs),
+        m.name === c.node
+          ? '(self)'
+          : p?.heardAgoMs === undefined
+            ? '-'
+            : `${ago(p.heardAgoMs)} ago${p.grace ? ' grace' : ''}${p.promising ? ' no-etcd' : ''}`,
+        Object.entries(m.labels ?? {})
+          .map(([k, v]) => `${k}=${s(v)}`)
+          .join(',') || '-',
+        s(m.ips),
+      ];
+    }),
   );
   const ips = arr(c.ips);
   out += `\nCluster external IPs${c.totalIps !== undefined && c.totalIps !== ips.length ? ` (first ${ips.length} of ${s(c.totalIps)})` : ''}\n`;
@@ -232,7 +245,13 @@ export function formatClusterStatus(c: Loose<ClusterSection>): string {
       s(i.owner),
       s(i.placement),
       i.lastMoveAgoMs === undefined ? '-' : `${ago(i.lastMoveAgoMs)} ago`,
-      i.heldHere ? 'held' : '',
+      [
+        i.heldHere ? 'held' : '',
+        i.conflict ? `CONFLICT ${s(i.conflict.mac)}` : '',
+        i.coolingForMs !== undefined ? `cooling ${s(i.coolingForMs)} ms` : '',
+      ]
+        .filter(Boolean)
+        .join(' '),
     ]),
   );
   const problems = arr(c.problems);

@@ -62,6 +62,26 @@ export class ClusterAdmin {
     return this.#store.delete(this.#layout.ip(canonical));
   }
 
+  /**
+   * Drains `node`: `cordon/<node>` makes every member's placement pass it over, so its owner
+   * keys are released with graceful handovers and it takes nothing until uncordon(). Names
+   * that no member uses now are accepted (a node that is down). Returns whether it was new.
+   */
+  async cordon(node: string): Promise<boolean> {
+    const name = validateNodeName(node, 'node');
+    const rev = await this.#store.createIfAbsent(
+      this.#layout.cordon(name),
+      JSON.stringify({ at: new Date().toISOString() }),
+      '0',
+    );
+    return rev > 0;
+  }
+
+  /** Lets `node` hold IPs again. False when it was not drained. */
+  async uncordon(node: string): Promise<boolean> {
+    return this.#store.delete(this.#layout.cordon(validateNodeName(node, 'node')));
+  }
+
   /** The desired cluster IPs with their owners (as etcd has them now). */
   async list(): Promise<(DesiredIp & { owner: string | undefined })[]> {
     const { kvs } = await this.#store.getPrefix(this.#layout.prefix);

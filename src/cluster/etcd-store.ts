@@ -8,6 +8,9 @@
 // cockatiel's no-op policy; each unary call carries a gRPC deadline; a keep-alive that
 // times out resets the connection (a black-holed TCP connection is never noticed by
 // gRPC on its own within a lease TTL; etcd refuses client pings more often than 5 s).
+// With several endpoints the store talks to one member at a time and moves to the next on
+// a timeout or an unavailable member (etcd3's pool would pick a member at random for every
+// call and stream, the cut-off one again as likely as not).
 //
 // `etcd3` and its gRPC stack (~35 MiB of RSS once loaded) are required when the first store
 // is built, so an agent without cluster mode never loads them.
@@ -39,6 +42,11 @@ export interface EtcdStoreOptions {
   endpoints: readonly string[];
   /** Deadline of each request in ms. */
   requestTimeoutMs: number;
+  /**
+   * How long a keep-alive may go unanswered before the stream is reset (and the next
+   * endpoint tried), ms; default requestTimeoutMs.
+   */
+  keepAliveTimeoutMs?: number;
   /** PEM files for TLS (ca alone: server-verified TLS; with cert+key: client certificates). */
   tls?: { ca: string; cert?: string; key?: string };
 }
@@ -51,9 +59,9 @@ interface PendingKeepAlive {
   timer: ReturnType<typeof setTimeout>;
 }
 
-function buildClient(o: EtcdStoreOptions): Etcd3 {
+function buildClient(o: EtcdStoreOptions, endpoint: string): Etcd3 {
   const options: IOptions = {
-    hosts: [...o.endpoints],
+    hosts: [endpoint],
     dialTimeout: o.requestTimeoutMs,
     faultHandling: { host: () => noop, global: noop },
     grpcOptions: {
@@ -92,6 +100,7 @@ function kvOf(kv: {
 export class EtcdStore implements ClusterStore {
   readonly #opts: EtcdStoreOptions;
   #client: Etcd3;
+  #current = 0;
   #closed = false;
   #ka: KeepAliveStream | undefined;
   #kaOpening: Promise<KeepAliveStream> | undefined;
@@ -101,7 +110,12 @@ export class EtcdStore implements ClusterStore {
 
   constructor(options: EtcdStoreOptions) {
     this.#opts = options;
-    this.#client = buildClient(options);
+    if (options.endpoints.length === 0) throw new Error('etcd store: no endpoints');
+    this.#client = buildClient(options, options.endpoints[0]!);
+  }
+
+  get #kaTimeout(): number {
+    return this.#opts.keepAliveTimeoutMs ?? this.#opts.requestTimeoutMs;
   }
 
   #deadline(): { deadline: Date } {
@@ -110,9 +124,8 @@ export class EtcdStore implements ClusterStore {
   }
 
   async grantLease(ttlSeconds: number): Promise<{ id: string; ttlSeconds: number }> {
-    const res = await this.#client.leaseClient.leaseGrant(
-      { TTL: ttlSeconds, ID: 0 },
-      this.#deadline(),
+    const res = await this.#unary((c) =>
+      c.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }, this.#deadline()),
     );
     if (res.error) throw new Error(`etcd lease grant: ${res.error}`);
     return { id: String(res.ID), ttlSeconds: Number(res.TTL) };
@@ -127,19 +140,19 @@ export class EtcdStore implements ClusterStore {
         // The stream's answers are matched in order: one lost answer breaks the order.
         this.#resetKeepAlive(new TimeoutError('etcd keep-alive stream reset after a timeout'));
         this.#reconnect();
-        reject(
-          new TimeoutError(
-            `etcd lease keep-alive: no answer within ${this.#opts.requestTimeoutMs} ms`,
-          ),
-        );
-      }, this.#opts.requestTimeoutMs);
+        reject(new TimeoutError(`etcd lease keep-alive: no answer within ${this.#kaTimeout} ms`));
+      }, this.#kaTimeout);
       const entry: PendingKeepAlive = { resolve, reject, timer };
       this.#kaPending.push(entry);
+      const client = this.#client;
       this.#keepAliveStream().then(
         (s) => {
           if (this.#kaPending.includes(entry)) s.write({ ID: id });
         },
-        (err: Error) => this.#resetKeepAlive(err),
+        (err: Error) => {
+          this.#resetKeepAlive(err);
+          if (client === this.#client) this.#reconnect(); // that member: the next one
+        },
       );
     });
   }
@@ -161,9 +174,12 @@ export class EtcdStore implements ClusterStore {
         clearTimeout(p.timer);
         p.resolve(Number(res.TTL));
       });
+      const client = this.#client;
       const fail = (err?: Error): void => {
         if (this.#ka !== s) return;
         this.#resetKeepAlive(err ?? new Error('etcd keep-alive stream ended'));
+        // The member went away (or closed the stream): talk to the next one.
+        if (client === this.#client) this.#reconnect();
       };
       s.on('error', fail);
       s.on('end', () => fail());
@@ -188,17 +204,37 @@ export class EtcdStore implements ClusterStore {
     }
   }
 
-  /** Drops every connection and opens new ones (open watches end with an error). */
+  /**
+   * Drops every connection and opens new ones, to the next endpoint (open watches end with
+   * an error).
+   */
   #reconnect(): void {
     if (this.#closed) return;
     const old = this.#client;
-    this.#client = buildClient(this.#opts);
+    const eps = this.#opts.endpoints;
+    this.#current = (this.#current + 1) % eps.length;
+    this.#client = buildClient(this.#opts, eps[this.#current]!);
     old.close();
+  }
+
+  /** A unary call; a deadline or an unavailable member moves to the next endpoint. */
+  async #unary<T>(fn: (c: Etcd3) => Promise<T>): Promise<T> {
+    const c = this.#client;
+    try {
+      return await fn(c);
+    } catch (err) {
+      const text = String((err as Error)?.message ?? err);
+      if (c === this.#client && /deadline|unavailable|ECONNREFUSED|No connection/i.test(text)) {
+        this.#resetKeepAlive(new TimeoutError(`etcd: ${text}`));
+        this.#reconnect();
+      }
+      throw err;
+    }
   }
 
   async revokeLease(id: string): Promise<void> {
     try {
-      await this.#client.leaseClient.leaseRevoke({ ID: id }, this.#deadline());
+      await this.#unary((c) => c.leaseClient.leaseRevoke({ ID: id }, this.#deadline()));
     } catch (err) {
       if (/requested lease not found/.test(String((err as Error).message))) return;
       throw err;
@@ -207,36 +243,48 @@ export class EtcdStore implements ClusterStore {
 
   async getPrefix(prefix: string): Promise<{ revision: number; kvs: StoredKv[] }> {
     const key = Buffer.from(prefix);
-    const res = await this.#client.kv.range({ key, range_end: prefixEnd(key) }, this.#deadline());
+    const res = await this.#unary((c) =>
+      c.kv.range({ key, range_end: prefixEnd(key) }, this.#deadline()),
+    );
     return { revision: Number(res.header.revision), kvs: res.kvs.map(kvOf) };
   }
 
-  async #txnOnLease(key: string, lease: string, op: 'put' | 'delete', value = ''): Promise<number> {
+  async #txnOnLease(
+    key: string,
+    lease: string,
+    op: 'put' | 'delete',
+    value = '',
+    toLease = lease,
+  ): Promise<number> {
     const k = Buffer.from(key);
-    const res = await this.#client.kv.txn(
-      {
-        compare: [{ key: k, target: 'Lease', result: 'Equal', lease }],
-        success: [
-          op === 'put'
-            ? { request_put: { key: k, value: Buffer.from(value), lease } }
-            : { request_delete_range: { key: k } },
-        ],
-        failure: [],
-      },
-      this.#deadline(),
+    const res = await this.#unary((c) =>
+      c.kv.txn(
+        {
+          compare: [{ key: k, target: 'Lease', result: 'Equal', lease }],
+          success: [
+            op === 'put'
+              ? { request_put: { key: k, value: Buffer.from(value), lease: toLease } }
+              : { request_delete_range: { key: k } },
+          ],
+          failure: [],
+        },
+        this.#deadline(),
+      ),
     );
     return res.succeeded ? Number(res.header.revision) : 0;
   }
 
   async createIfAbsent(key: string, value: string, lease: string): Promise<number> {
     const k = Buffer.from(key);
-    const res = await this.#client.kv.txn(
-      {
-        compare: [{ key: k, target: 'Create', result: 'Equal', create_revision: 0 }],
-        success: [{ request_put: { key: k, value: Buffer.from(value), lease } }],
-        failure: [],
-      },
-      this.#deadline(),
+    const res = await this.#unary((c) =>
+      c.kv.txn(
+        {
+          compare: [{ key: k, target: 'Create', result: 'Equal', create_revision: 0 }],
+          success: [{ request_put: { key: k, value: Buffer.from(value), lease } }],
+          failure: [],
+        },
+        this.#deadline(),
+      ),
     );
     return res.succeeded ? Number(res.header.revision) : 0;
   }
@@ -245,25 +293,30 @@ export class EtcdStore implements ClusterStore {
     return this.#txnOnLease(key, lease, 'put', value);
   }
 
+  moveIfLease(key: string, value: string, fromLease: string, toLease: string): Promise<number> {
+    return this.#txnOnLease(key, fromLease, 'put', value, toLease);
+  }
+
   deleteIfLease(key: string, lease: string): Promise<number> {
     return this.#txnOnLease(key, lease, 'delete');
   }
 
   async put(key: string, value: string): Promise<number> {
-    const res = await this.#client.kv.put(
-      { key: Buffer.from(key), value: Buffer.from(value) },
-      this.#deadline(),
+    const res = await this.#unary((c) =>
+      c.kv.put({ key: Buffer.from(key), value: Buffer.from(value) }, this.#deadline()),
     );
     return Number(res.header.revision);
   }
 
   async delete(key: string): Promise<boolean> {
-    const res = await this.#client.kv.deleteRange({ key: Buffer.from(key) }, this.#deadline());
+    const res = await this.#unary((c) =>
+      c.kv.deleteRange({ key: Buffer.from(key) }, this.#deadline()),
+    );
     return Number(res.deleted) > 0;
   }
 
   async compact(revision: number): Promise<void> {
-    await this.#client.kv.compact({ revision, physical: true }, this.#deadline());
+    await this.#unary((c) => c.kv.compact({ revision, physical: true }, this.#deadline()));
   }
 
   watchPrefix(prefix: string, fromRevision: number, handlers: WatchHandlers): WatchHandle {

@@ -11,6 +11,7 @@ export type HoldReason =
   | 'renew' // the lease was renewed: the deadline moved
   | 'restore' // a late keep-alive answer proved the lease valid again
   | 'fence' // the lease can no longer be proven valid: drop everything now
+  | 'grace' // past the lease's proof, held on the peers' promises (etcd out of reach for all)
   | 'lost' // etcd says the lease is gone (so is its ownership)
   | 'sync' // the view of the cluster changed
   | 'stop'; // the component is stopping

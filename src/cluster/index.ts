@@ -26,6 +26,13 @@
 // are gone and the announcer/responder no longer speak for them. `mayHold(ip)` is the
 // check to make right before answering or announcing, as timers can fire late.
 export { ClusterMember, type ClusterMemberParams } from './member.js';
+export {
+  PeerMonitor,
+  type PeerAddress,
+  type PeerTransport,
+  type PeerTransportHandlers,
+} from './peers.js';
+export { UdpPeerTransport, type UdpPeerTransportOptions } from './peer-udp.js';
 export { ClusterAdmin } from './admin.js';
 export type { HoldSet, HoldListener, HoldReason } from './hold.js';
 export type { ClusterStatus } from './status.js';
@@ -48,7 +55,13 @@ export {
   type WatchHandle,
   type WatchHandlers,
 } from './store.js';
-export { LocalEtcd, findEtcd, freePort, type LocalEtcdOptions } from './local-etcd.js';
+export {
+  LocalEtcd,
+  LocalEtcdCluster,
+  findEtcd,
+  freePort,
+  type LocalEtcdOptions,
+} from './local-etcd.js';
 export {
   findOverlaps,
   holdIntervals,

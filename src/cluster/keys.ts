@@ -3,10 +3,15 @@
 //   <prefix>members/<node>   {"labels":{…},"ips":[…]}       bound to the node's lease
 //   <prefix>ips/<ip>         {"nodes":[…],"labels":{…}}     desired, no lease (operators)
 //   <prefix>owners/<ip>      {"node":"<node>"}               bound to the owner's lease
+//   <prefix>fenced/<node>    {"lease":"…","ips":[…],"coolMs":N}  bound to a short lease of
+//                            the node that wrote it: <node> went silent and its lease was
+//                            revoked; its IPs may be answered by its kernel for coolMs more
+//   <prefix>cordon/<node>    {"at":"…"}                      no lease (operators: drain)
 //
 // An owner key is written (created, deleted) only by the node it names, and only with a
-// transaction that checks its lease; operators add and remove `ips/` keys. Values are
-// JSON; a key or value that does not parse is ignored (and reported), never trusted.
+// transaction that checks its lease; operators add and remove `ips/` and `cordon/` keys.
+// Values are JSON; a key or value that does not parse is ignored (and reported), never
+// trusted.
 import { canonicalIp, validateUnicastIp } from '../ipaddr/index.js';
 import { isNodeName, normalizePrefix } from '../config/index.js';
 import type { Eligibility } from './placement.js';
@@ -16,6 +21,20 @@ export interface MemberInfo {
   readonly labels: Readonly<Record<string, string>>;
   /** The node's own IPs (forwardable cluster-wide, owner `cluster`). */
   readonly ips: readonly string[];
+  /** It can hold IPs now (false: its external interface is down); absent: true. */
+  readonly able?: boolean;
+  /** Where its peer heartbeat listens (UDP), if it has one. */
+  readonly hb?: { readonly ip: string; readonly port: number };
+}
+
+/** A silent member whose lease another member revoked: its IPs cool down before a claim. */
+export interface FencedInfo {
+  readonly node: string;
+  /** The revoked lease. */
+  readonly lease: string;
+  readonly ips: readonly string[];
+  /** How long after the revoke the fenced node's kernel may still answer for them, ms. */
+  readonly coolMs: number;
 }
 
 export interface DesiredIp {
@@ -24,7 +43,11 @@ export interface DesiredIp {
 }
 
 export type ParsedKey =
-  { kind: 'member'; name: string } | { kind: 'ip'; ip: string } | { kind: 'owner'; ip: string };
+  | { kind: 'member'; name: string }
+  | { kind: 'ip'; ip: string }
+  | { kind: 'owner'; ip: string }
+  | { kind: 'fenced'; name: string }
+  | { kind: 'cordon'; name: string };
 
 export class KeyLayout {
   readonly prefix: string;
@@ -40,6 +63,12 @@ export class KeyLayout {
   owner(ip: string): string {
     return `${this.prefix}owners/${ip}`;
   }
+  fenced(name: string): string {
+    return `${this.prefix}fenced/${name}`;
+  }
+  cordon(name: string): string {
+    return `${this.prefix}cordon/${name}`;
+  }
   get ipsPrefix(): string {
     return `${this.prefix}ips/`;
   }
@@ -53,6 +82,9 @@ export class KeyLayout {
     const kind = rest.slice(0, slash);
     const name = rest.slice(slash + 1);
     if (kind === 'members') return isNodeName(name) ? { kind: 'member', name } : undefined;
+    if (kind === 'fenced' || kind === 'cordon') {
+      return isNodeName(name) ? { kind, name } : undefined;
+    }
     if (kind !== 'ips' && kind !== 'owners') return undefined;
     const ip = canonicalOrUndefined(name);
     if (ip === undefined || ip !== name) return undefined;
@@ -85,7 +117,12 @@ function stringRecord(x: unknown): Record<string, string> | undefined {
 }
 
 export function encodeMember(m: Omit<MemberInfo, 'name'>): string {
-  return JSON.stringify({ labels: m.labels, ips: m.ips });
+  return JSON.stringify({
+    labels: m.labels,
+    ips: m.ips,
+    ...(m.able === false ? { able: false } : {}),
+    ...(m.hb ? { hb: m.hb } : {}),
+  });
 }
 
 /** A member value, or an Error saying what is wrong with it. */
@@ -101,7 +138,42 @@ export function decodeMember(name: string, value: string): MemberInfo | Error {
   const ips = stringArray(doc['ips'] ?? []);
   if (!labels || !ips) return new Error(`member ${name}: labels or ips malformed`);
   const good = ips.map(canonicalOrUndefined).filter((s): s is string => s !== undefined);
-  return { name, labels, ips: good };
+  const hb = doc['hb'];
+  const hbOk =
+    isObject(hb) &&
+    typeof hb['ip'] === 'string' &&
+    canonicalOrUndefined(hb['ip']) !== undefined &&
+    Number.isInteger(hb['port']) &&
+    (hb['port'] as number) > 0 &&
+    (hb['port'] as number) < 65536;
+  return {
+    name,
+    labels,
+    ips: good,
+    ...(doc['able'] === false ? { able: false } : {}),
+    ...(hbOk ? { hb: { ip: canonicalIp(hb['ip'] as string), port: hb['port'] as number } } : {}),
+  };
+}
+
+export function encodeFenced(f: Omit<FencedInfo, 'node'>): string {
+  return JSON.stringify({ lease: f.lease, ips: f.ips, coolMs: f.coolMs });
+}
+
+export function decodeFenced(node: string, value: string): FencedInfo | Error {
+  try {
+    const doc: unknown = JSON.parse(value);
+    if (isObject(doc)) {
+      const ips = stringArray(doc['ips']);
+      const { lease, coolMs } = doc;
+      if (typeof lease === 'string' && ips && typeof coolMs === 'number' && coolMs >= 0) {
+        const good = ips.map(canonicalOrUndefined).filter((s): s is string => s !== undefined);
+        return { node, lease, ips: good, coolMs: Math.min(coolMs, 60_000) };
+      }
+    }
+  } catch {
+    // fall through
+  }
+  return new Error(`fenced ${node}: value malformed`);
 }
 
 export function encodeDesired(e: Eligibility): string {

@@ -42,6 +42,9 @@ export class LeaseKeeper {
   #retry = 0;
   #granting = false;
   #fenced = true;
+  #lastAnswerAt = -Infinity;
+  /** Immediate retries since the last answered keep-alive. */
+  #retryNow = 0;
 
   constructor(params: LeaseKeeperParams) {
     this.#p = params;
@@ -64,6 +67,11 @@ export class LeaseKeeper {
 
   get grantedAt(): number {
     return this.#grantedAt;
+  }
+
+  /** Clock ms of the last answer etcd gave to a grant or keep-alive (−∞: none yet). */
+  get lastAnswerAt(): number {
+    return this.#lastAnswerAt;
   }
 
   /** The TTL etcd granted, ms. */
@@ -115,6 +123,7 @@ export class LeaseKeeper {
     store.grantLease(this.#p.ttlSeconds).then(
       ({ id, ttlSeconds }) => {
         this.#granting = false;
+        this.#lastAnswerAt = clock.now();
         metrics.request('grant', clock.now() - sent, true);
         if (this.#stopped) {
           store.revokeLease(id).catch(() => undefined);
@@ -149,6 +158,7 @@ export class LeaseKeeper {
     store.keepAlive(id).then(
       (ttl) => {
         this.#inFlight--;
+        this.#lastAnswerAt = clock.now();
         metrics.request('keepalive', clock.now() - sent, true);
         if (this.#id !== id || this.#stopped) return;
         if (ttl <= 0) {
@@ -156,6 +166,7 @@ export class LeaseKeeper {
           this.#lose();
           return;
         }
+        this.#retryNow = 0;
         const until = sent + ttl * 1000;
         if (until <= this.#validUntil) return;
         const wasFenced = this.#fenced;
@@ -169,6 +180,8 @@ export class LeaseKeeper {
         if (this.#id !== id || this.#stopped) return;
         metrics.renewFailure(/timeout|deadline/i.test(String(err)) ? 'timeout' : 'error');
         this.#p.log?.('lease keep-alive failed', err);
+        // The store reconnected (to the next endpoint): try there now, not at the next tick.
+        if (this.#inFlight === 0 && this.#retryNow++ < 2) this.#renew();
       },
     );
   }

@@ -3,8 +3,9 @@
 // ports, a temporary data dir (in memory where /dev/shm exists), short raft timers;
 // stopped (or killed) by its own PID. Never a system service, never anything but 127.0.0.1.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request } from 'node:https';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NotFoundError, TimeoutError } from '../errors/index.js';
@@ -22,6 +23,18 @@ export interface LocalEtcdOptions {
   /** Called with the PID of every etcd process started (start and each restart) and its data
    * dir, e.g. for a watchdog that ends it and removes the dir should the caller die first. */
   onSpawn?: (pid: number, dataDir: string) => void;
+  /**
+   * Clients over TLS (PEM files): the server's certificate and key, and the CA that client
+   * certificates must be signed by (--client-cert-auth). Peers stay plain (loopback).
+   */
+  tls?: { cert: string; key: string; ca: string };
+  /**
+   * A member of a cluster: its name, and every member's name and peer port (this one's
+   * included). Default: a cluster of one.
+   */
+  member?: { name: string; peers: { name: string; peerPort: number }[]; token: string };
+  /** Fixed ports (a cluster's members must know each other's peer ports in advance). */
+  ports?: { client: number; peer: number };
 }
 
 /** A running (or stopped) local etcd; `restart()` keeps the data dir and ports. */
@@ -34,11 +47,17 @@ export class LocalEtcd {
   readonly #binary: string;
   readonly #startTimeoutMs: number;
   readonly #onSpawn: ((pid: number, dataDir: string) => void) | undefined;
+  readonly #tls: LocalEtcdOptions['tls'];
+  readonly #member: LocalEtcdOptions['member'];
+  #started = false;
   #child: ChildProcess | undefined;
   #log: string[] = [];
 
   private constructor(
-    opts: Required<Omit<LocalEtcdOptions, 'onSpawn'>> & LocalEtcdOptions,
+    opts: Required<
+      Pick<LocalEtcdOptions, 'binary' | 'heartbeatMs' | 'electionMs' | 'startTimeoutMs'>
+    > &
+      LocalEtcdOptions,
     ports: [number, number],
     dir: string,
   ) {
@@ -47,6 +66,8 @@ export class LocalEtcd {
     this.electionMs = opts.electionMs;
     this.#startTimeoutMs = opts.startTimeoutMs;
     this.#onSpawn = opts.onSpawn;
+    this.#tls = opts.tls;
+    this.#member = opts.member;
     [this.clientPort, this.peerPort] = ports;
     this.dataDir = dir;
   }
@@ -62,7 +83,18 @@ export class LocalEtcd {
       onSpawn: options.onSpawn,
     };
     const dir = mkdtempSync(join(memoryDir(), 'fk-etcd-'));
-    const etcd = new LocalEtcd(opts, [await freePort(), await freePort()], dir);
+    const ports: [number, number] = options.ports
+      ? [options.ports.client, options.ports.peer]
+      : [await freePort(), await freePort()];
+    const etcd = new LocalEtcd(
+      {
+        ...opts,
+        ...(options.tls ? { tls: options.tls } : {}),
+        ...(options.member ? { member: options.member } : {}),
+      },
+      ports,
+      dir,
+    );
     try {
       await etcd.resume();
     } catch (err) {
@@ -72,9 +104,14 @@ export class LocalEtcd {
     return etcd;
   }
 
-  /** `127.0.0.1:PORT`, the endpoint clients use. */
+  /** `127.0.0.1:PORT` (or `https://127.0.0.1:PORT` with TLS), the endpoint clients use. */
   get endpoint(): string {
-    return `127.0.0.1:${this.clientPort}`;
+    return `${this.#tls ? 'https://' : ''}127.0.0.1:${this.clientPort}`;
+  }
+
+  /** The member's name (`fk` alone). */
+  get name(): string {
+    return this.#member?.name ?? 'fk';
   }
 
   get pid(): number | undefined {
@@ -94,20 +131,35 @@ export class LocalEtcd {
   async resume(): Promise<void> {
     if (this.#child) return;
     const peer = `http://127.0.0.1:${this.peerPort}`;
-    const client = `http://127.0.0.1:${this.clientPort}`;
+    const client = `${this.#tls ? 'https' : 'http'}://127.0.0.1:${this.clientPort}`;
+    const m = this.#member;
+    const cluster = m
+      ? m.peers.map((p) => `${p.name}=http://127.0.0.1:${p.peerPort}`).join(',')
+      : `fk=${peer}`;
     const args = [
-      '--name=fk',
+      `--name=${this.name}`,
       `--data-dir=${this.dataDir}`,
       `--listen-client-urls=${client}`,
       `--advertise-client-urls=${client}`,
       `--listen-peer-urls=${peer}`,
       `--initial-advertise-peer-urls=${peer}`,
-      `--initial-cluster=fk=${peer}`,
+      `--initial-cluster=${cluster}`,
+      ...(m ? [`--initial-cluster-token=${m.token}`] : []),
+      ...(m && this.#started ? ['--initial-cluster-state=existing'] : []),
       `--heartbeat-interval=${this.heartbeatMs}`,
       `--election-timeout=${this.electionMs}`,
       '--logger=zap',
       '--log-level=warn',
+      ...(this.#tls
+        ? [
+            `--cert-file=${this.#tls.cert}`,
+            `--key-file=${this.#tls.key}`,
+            `--trusted-ca-file=${this.#tls.ca}`,
+            '--client-cert-auth',
+          ]
+        : []),
     ];
+    this.#started = true;
     const child = spawn(this.#binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     this.#child = child;
     if (child.pid !== undefined) this.#onSpawn?.(child.pid, this.dataDir);
@@ -159,10 +211,75 @@ export class LocalEtcd {
       if (child.exitCode !== null || child.signalCode !== null) {
         throw new Error(`etcd exited (${child.exitCode ?? child.signalCode}): ${this.recentLog()}`);
       }
-      if (await healthy(this.clientPort)) return;
+      if (this.#member ? await this.#listening() : await healthy(this.clientPort, this.#tls)) {
+        return;
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
     throw new TimeoutError(`etcd on ${this.endpoint} not ready after ${this.#startTimeoutMs} ms`);
+  }
+
+  /** The client port accepts connections (a cluster member answers once it has a quorum). */
+  #listening(): Promise<boolean> {
+    return new Promise((resolve) => {
+      const s = connect({ host: '127.0.0.1', port: this.clientPort }, () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.on('error', () => resolve(false));
+    });
+  }
+
+  /** etcd's /health: a leader, and this member answers (the TLS client certificate if any). */
+  healthy(): Promise<boolean> {
+    return healthy(this.clientPort, this.#tls);
+  }
+}
+
+/**
+ * A local etcd cluster of `size` members (default 3) on loopback: each a LocalEtcd with
+ * ports of its own, started together; `endpoints` for clients. Members can be stopped,
+ * SIGSTOPped (cut off from the others and from their clients) or killed one by one.
+ */
+export class LocalEtcdCluster {
+  readonly members: LocalEtcd[];
+
+  private constructor(members: LocalEtcd[]) {
+    this.members = members;
+  }
+
+  static async start(
+    size = 3,
+    options: Omit<LocalEtcdOptions, 'member' | 'ports'> = {},
+  ): Promise<LocalEtcdCluster> {
+    const ports = [];
+    for (let i = 0; i < size; i++) ports.push({ client: await freePort(), peer: await freePort() });
+    const token = `fk-${process.pid}-${ports[0]!.client}`;
+    const peers = ports.map((p, i) => ({ name: `fk${i}`, peerPort: p.peer }));
+    const members = await Promise.all(
+      ports.map((p, i) =>
+        LocalEtcd.start({ ...options, ports: p, member: { name: `fk${i}`, peers, token } }),
+      ),
+    );
+    const cluster = new LocalEtcdCluster(members);
+    const deadline = Date.now() + (options.startTimeoutMs ?? 15_000);
+    while (!(await Promise.all(members.map((m) => m.healthy()))).every(Boolean)) {
+      if (Date.now() > deadline) {
+        await cluster.destroy();
+        throw new TimeoutError('the etcd cluster has no leader');
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return cluster;
+  }
+
+  get endpoints(): string[] {
+    return this.members.map((m) => m.endpoint);
+  }
+
+  /** Kills every member and removes their data. Idempotent. */
+  async destroy(): Promise<void> {
+    await Promise.all(this.members.map((m) => m.destroy()));
   }
 }
 
@@ -181,7 +298,8 @@ function memoryDir(): string {
 }
 
 /** etcd's HTTP /health says the member has a leader and answers. */
-async function healthy(port: number): Promise<boolean> {
+async function healthy(port: number, tls?: LocalEtcdOptions['tls']): Promise<boolean> {
+  if (tls) return healthyTls(port, tls);
   try {
     const res = await fetch(`http://127.0.0.1:${port}/health`, {
       signal: AbortSignal.timeout(500),
@@ -215,5 +333,31 @@ export function freePort(): Promise<number> {
         typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port')),
       );
     });
+  });
+}
+
+/** /health over TLS, with the client certificate (the server asks for one). */
+function healthyTls(port: number, tls: NonNullable<LocalEtcdOptions['tls']>): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/health',
+        ca: readFileSync(tls.ca),
+        cert: readFileSync(tls.cert),
+        key: readFileSync(tls.key),
+        timeout: 500,
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (body += d));
+        res.on('end', () => resolve(res.statusCode === 200 && body.includes('"true"')));
+      },
+    );
+    req.on('error', () => resolve(false));
+    req.on('timeout', () => req.destroy());
+    req.end();
   });
 }

@@ -1,11 +1,15 @@
 // One node's cluster component: keeps its lease and member key, mirrors the cluster keys,
-// places the desired IPs over the live members, claims its share, hands IPs over, and
-// publishes the set of IPs it may hold now (fenced by its lease). See index.ts for the
-// seam and docs/cluster.md for the argument.
+// places the desired IPs over the live members, claims its share, hands IPs over, hears its
+// peers (peers.ts: a dead peer's IPs are taken at once, a silent one's after a cool-down,
+// and an etcd outage that every member shares keeps the holders holding), and publishes the
+// set of IPs it may hold now (fenced by its lease, or by its peers' promises). See index.ts
+// for the seam and docs/cluster.md for the argument.
 import type { Logger } from 'pino';
 import { describeError } from '../errors/index.js';
 import { noopClusterMetrics, type ClusterMetrics } from './metrics.js';
 import { backoff, monotonicClock, type Clock, type TimerHandle } from '../sched/index.js';
+import { ClaimGate, ClaimProber } from './claims.js';
+import { computeHold, handoverMoves } from './holding.js';
 import {
   HoldPublisher,
   sameIps,
@@ -15,9 +19,14 @@ import {
 } from './hold.js';
 import { encodeMember, encodeOwner, KeyLayout } from './keys.js';
 import { LeaseKeeper, type LeaseChange } from './lease.js';
+import { countChanges, holdable, peerIps, trackMoves } from './member-util.js';
 import { resolveOptions, type ClusterOptions } from './options.js';
+import { PeerMonitor, type PeerTransport } from './peers.js';
 import { isEligible, place } from './placement.js';
-import { CompactedError, type ClusterStore, type WatchHandle } from './store.js';
+import type { ClusterStore } from './store.js';
+import { Registration } from './registration.js';
+import { ViewSync } from './sync.js';
+import { moveAll, Takeover, type Move } from './takeover.js';
 import { ClusterView } from './view.js';
 import { describeStatus, type ClusterStatus } from './status.js';
 
@@ -34,42 +43,52 @@ export interface ClusterMemberParams {
   onHold?: HoldListener;
   /**
    * Called synchronously with every hold set as it is computed, none skipped: for a record of
-   * what the node held when (the log), not for applying them.
+   * what the node held when (the log), and for the kernel fence's deadline.
    */
   onSet?: (set: HoldSet) => void;
   /** Called with the other members' node IPs whenever they change (owner `cluster`). */
   onPeers?: (ips: readonly string[]) => void;
+  /** The peer heartbeat's sockets; without one, peers are not heard (lease expiry only). */
+  peers?: PeerTransport;
+  /**
+   * Duplicate address detection on the segment before an IP whose previous holder is not
+   * proven to have been a fibkeeper node is claimed: rejects with an error carrying `mac`
+   * and `what` when another host uses it. Absent: no detection.
+   */
+  probe?: (ip: string) => Promise<void>;
+  /** Tests: run `fn` after pending I/O (the heartbeat's silence check). */
+  defer?: (fn: () => void) => void;
 }
 
-/** Reasons that stand when the lease can no longer be proven valid (the others become fence). */
-const FINAL_REASONS: ReadonlySet<HoldReason> = new Set(['start', 'stop', 'fence', 'lost']);
+/** A claim refused by duplicate address detection is tried again after this, ms. */
+const CONFLICT_RETRY_MS = 10_000;
 
 export class ClusterMember {
   readonly options: ClusterOptions;
+  readonly #p: ClusterMemberParams;
   readonly #store: ClusterStore;
   readonly #clock: Clock;
   readonly #metrics: ClusterMetrics;
   readonly #log: Logger | undefined;
   readonly #layout: KeyLayout;
   readonly #view: ClusterView;
+  readonly #sync: ViewSync;
   readonly #lease: LeaseKeeper;
   readonly #hold: HoldPublisher;
-  readonly #onSet: ((set: HoldSet) => void) | undefined;
-  readonly #onPeers: ((ips: readonly string[]) => void) | undefined;
-  #peers: readonly string[] = [];
+  readonly #heard: PeerMonitor | undefined;
+  readonly #takeover: Takeover;
+  readonly #claims = new ClaimGate({ conflictRetryMs: CONFLICT_RETRY_MS });
+  readonly #prober: ClaimProber;
+  #peerIps: readonly string[] = [];
   #started = false;
   #stopping = false;
-  #registeredLease: string | undefined;
-  #registering = false;
-  #registerSince = 0;
+  readonly #reg: Registration;
   /** Clock time before which this node claims nothing (it registered a moment ago). */
   #claimFrom = 0;
-  #viewReady = false;
-  #watch: WatchHandle | undefined;
-  #syncRetry = 0;
-  #syncTimer: TimerHandle | undefined;
-  #syncing = false;
-  #fullRead = true;
+  /** It can hold IPs: its external interface has a link, and it hears its peers. */
+  #able = true;
+  #linkUp = true;
+  #graceTimer: TimerHandle | undefined;
   #kicked = false;
   #timers = new Set<TimerHandle>();
   readonly #claiming = new Set<string>();
@@ -79,6 +98,7 @@ export class ClusterMember {
   #readyWaiters: (() => void)[] = [];
 
   constructor(params: ClusterMemberParams) {
+    this.#p = params;
     this.options = resolveOptions(params.options);
     this.#store = params.store;
     this.#clock = params.clock ?? monotonicClock;
@@ -86,7 +106,6 @@ export class ClusterMember {
     this.#log = params.log;
     this.#layout = new KeyLayout(this.options.prefix);
     this.#view = new ClusterView(this.#layout);
-    this.#onPeers = params.onPeers;
     const o = this.options;
     this.#lease = new LeaseKeeper({
       store: this.#store,
@@ -100,12 +119,96 @@ export class ClusterMember {
       onChange: (c) => this.#onLease(c),
       log: (msg, err) => this.#log?.debug({ err: describeError(err) }, msg),
     });
+    this.#sync = new ViewSync({
+      store: this.#store,
+      view: this.#view,
+      prefix: this.#layout.prefix,
+      clock: this.#clock,
+      metrics: this.#metrics,
+      retryMinMs: o.retryMinMs,
+      retryMaxMs: o.retryMaxMs,
+      onChange: () => (this.#checkReady(), this.#kick()),
+      timed: (op, fn) => this.#timed(op, fn),
+      ...(this.#log ? { log: this.#log } : {}),
+    });
     const empty: HoldSet = { ips: [], deadline: -Infinity, reason: 'start', at: this.#clock.now() };
     this.#hold = new HoldPublisher(empty, (err) =>
       this.#log?.error({ err: describeError(err) }, 'cluster hold listener failed'),
     );
     if (params.onHold) this.#hold.subscribe(params.onHold);
-    this.#onSet = params.onSet;
+    this.#takeover = new Takeover({
+      store: this.#store,
+      layout: this.#layout,
+      clock: this.#clock,
+      // the silent node's fence (TTL − margin) or its grace (a promise lasts as long)
+      coolMs: o.leaseTTL - o.fenceMargin + 50,
+      log: (msg, fields) => this.#log?.info(fields, msg),
+      view: this.#view,
+      metrics: this.#metrics,
+      mayAct: () => !this.#stopping && this.#lease.mayHold(),
+      hearsMostBesides: (node) => this.#heard?.hearsMostBesides(node) ?? false,
+      moves: (ips, without) => this.#moves(ips, without),
+    });
+    this.#heard = params.peers && this.#peerMonitor(params.peers);
+    this.#prober = new ClaimProber({
+      gate: this.#claims,
+      probe: params.probe,
+      now: () => this.#clock.now(),
+      onConflict: () => this.#metrics.conflict(),
+      kick: (ms) => (ms === undefined ? this.#kick() : this.#later(ms, () => this.#kick())),
+      retryMs: o.retryMaxMs,
+      log: this.#log,
+    });
+    this.#reg = new Registration({
+      node: o.nodeName,
+      store: this.#store,
+      layout: this.#layout,
+      view: this.#view,
+      lease: this.#lease,
+      clock: this.#clock,
+      log: this.#log,
+      value: () => this.#memberValue(),
+      stopping: () => this.#stopping,
+      later: (ms, fn) => this.#later(ms, fn),
+      backoff: (a) => this.#backoff(a),
+      timed: (fn) => this.#timed('txn', fn),
+      onChange: (registered) => {
+        // Nodes that lost their leases together (etcd stalled, or was down past every TTL)
+        // register again one after the other: the first must not take every IP only to
+        // hand most of them over a moment later.
+        if (registered) this.#claimFrom = this.#clock.now() + this.options.rebalanceDelay;
+        this.#checkReady();
+        this.#kick();
+      },
+    });
+  }
+
+  #peerMonitor(transport: PeerTransport): PeerMonitor {
+    const o = this.options;
+    return new PeerMonitor({
+      node: o.nodeName,
+      transport,
+      clock: this.#clock,
+      intervalMs: o.heartbeatInterval,
+      timeoutMs: o.peerTimeout,
+      graceMs: this.#graceMs(),
+      local: () => ({
+        lease: this.#lease.id,
+        promising: this.#promising(),
+        grace: this.#hold.current.reason === 'grace',
+      }),
+      events: {
+        onDead: (node, lease) => this.#takeover.onDead(node, lease),
+        onSilent: (node, lease) => this.#takeover.onSilent(node, lease),
+        onChange: () => {
+          // Promises (or their end) matter only while this node promises too: etcd is away.
+          if (this.#lease.id !== undefined && this.#promising()) this.#publish('grace');
+        },
+        onIsolated: () => this.#refreshAble(),
+      },
+      ...(this.#p.defer ? { defer: this.#p.defer } : {}),
+      log: (msg, fields) => this.#log?.info(fields ?? {}, msg),
+    });
   }
 
   /** Adds a hold-set listener; it is called with the current set at once. */
@@ -122,11 +225,13 @@ export class ClusterMember {
 
   /**
    * Synchronous fencing check for anything that speaks for an IP (ARP/NDP responder,
-   * announcer): true only while the IP is in the hold set and the lease is provably valid
-   * by the clock *now*, even when timers run late (a stopped or starved process).
+   * announcer): true only while the IP is in the hold set and its deadline (the lease's
+   * proof, or the peers' promises) lies ahead by the clock *now*, even when timers run late
+   * (a stopped or starved process).
    */
   mayHold(ip: string): boolean {
-    return !this.#stopping && this.#hold.current.ips.includes(ip) && this.#lease.mayHold();
+    const h = this.#hold.current;
+    return !this.#stopping && this.#clock.now() < h.deadline && h.ips.includes(ip);
   }
 
   /** The desired cluster IPs as this node last read them from etcd (canonical). */
@@ -136,7 +241,7 @@ export class ClusterMember {
 
   /** The other live members' node IPs (for forwardable IPs with owner `cluster`). */
   peerNodeIps(): readonly string[] {
-    return this.#peers;
+    return this.#peerIps;
   }
 
   /** Resolves once the member is registered and has read the cluster keys. */
@@ -146,17 +251,13 @@ export class ClusterMember {
   }
 
   #isReady(): boolean {
-    return (
-      this.#viewReady &&
-      this.#registeredLease !== undefined &&
-      this.#registeredLease === this.#lease.id
-    );
+    return this.#sync.ready && this.#reg.lease !== undefined && this.#reg.lease === this.#lease.id;
   }
 
   /**
    * Publishes the empty hold set and waits until the listeners have applied it (a restarted
-   * agent drops IPs it no longer owns before anything else), then joins the cluster in the
-   * background (see ready()).
+   * agent drops IPs it no longer owns before anything else), starts hearing its peers, then
+   * joins the cluster in the background (see ready()).
    */
   async start(): Promise<void> {
     if (this.#started) return;
@@ -164,8 +265,9 @@ export class ClusterMember {
     this.#publish('start');
     await this.#hold.applied();
     if (this.#stopping) return;
+    await this.#heard?.start();
     this.#lease.start();
-    this.#sync();
+    this.#sync.start();
   }
 
   /**
@@ -176,19 +278,54 @@ export class ClusterMember {
   async stop(): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
-    this.#watch?.cancel();
+    this.#sync.stop();
     for (const t of this.#timers) this.#clock.clearTimeout(t);
     this.#timers.clear();
+    if (this.#graceTimer !== undefined) this.#clock.clearTimeout(this.#graceTimer);
+    const lease = this.#lease.id;
+    const mine = lease === undefined ? [] : this.#ownedAll(lease);
     this.#publish('stop');
     await this.#hold.applied();
     try {
+      // Each IP straight to its next owner (one write, no claim of theirs), then the lease.
+      if (this.options.handoverOnStop && lease !== undefined && this.#lease.mayHold()) {
+        const moved = await moveAll(this.#store, lease, this.#moves(mine, this.options.nodeName));
+        this.#log?.debug({ moved, of: mine.length }, 'cluster: stopping: IPs handed over');
+      }
       await this.#lease.stop(this.options.handoverOnStop);
+      this.#log?.debug('cluster: stopping: lease revoked');
     } catch (err) {
       this.#log?.warn(
         { err: describeError(err) },
         'cluster lease revoke failed; it expires by itself',
       );
     }
+    this.#heard?.stop();
+  }
+
+  /**
+   * Whether the external interface has a link. Without one — or cut off from every peer on
+   * the segment (peers.ts) — the node holds nothing from now on, says so in its member key
+   * (placement passes it over) and hands its IPs over; able again, it takes its share back.
+   */
+  setAble(linkUp: boolean): void {
+    this.#linkUp = linkUp;
+    this.#refreshAble();
+  }
+
+  #refreshAble(): void {
+    const able = this.#linkUp && !(this.#heard?.isolated ?? false);
+    if (this.#able === able) return;
+    this.#able = able;
+    this.#log?.info(
+      { able, linkUp: this.#linkUp, isolated: this.#heard?.isolated ?? false },
+      able
+        ? 'cluster: this node can hold IPs again (a link, peers heard): it takes its share back'
+        : 'cluster: this node cannot hold IPs (no link, or no peer heard): it hands its IPs over',
+    );
+    this.#publish('sync');
+    this.#reg.update();
+    this.#kick();
   }
 
   status(): ClusterStatus {
@@ -201,6 +338,10 @@ export class ClusterMember {
       placement: this.#placement(),
       hold: this.#hold.current,
       lastMove: this.#lastMove,
+      able: this.#able,
+      peers: this.#heard?.status() ?? [],
+      conflicts: this.#claims.conflicts(),
+      cooling: this.#claims.cooling(),
     });
   }
 
@@ -217,11 +358,21 @@ export class ClusterMember {
     return backoff(this.options.retryMinMs, this.options.retryMaxMs, attempt + 1);
   }
 
+  /** How long a promise not to claim lasts: as long as a lease's proof (TTL − margin). */
+  #graceMs(): number {
+    return this.options.leaseTTL - this.options.fenceMargin;
+  }
+
+  /** etcd has not answered this node for three keep-alive intervals: it promises its peers. */
+  #promising(): boolean {
+    return this.#clock.now() - this.#lease.lastAnswerAt > 3 * this.options.renewInterval;
+  }
+
   #onLease(change: LeaseChange): void {
     this.#metrics.setLeaseValid(this.#lease.mayHold());
     if (change === 'granted' || change === 'lost') {
-      this.#registeredLease = undefined;
-      if (change === 'granted') this.#register(0);
+      this.#reg.forget();
+      if (change === 'granted') this.#reg.register();
     }
     const reason: Record<LeaseChange, HoldReason> = {
       granted: 'sync',
@@ -233,130 +384,15 @@ export class ClusterMember {
     this.#publish(reason[change]);
     if (change === 'restored') this.#kick();
     // etcd answers again: read the keys now rather than at the next backoff step.
-    if ((change === 'granted' || change === 'restored') && !this.#watch) {
-      this.#syncRetry = 0;
-      this.#syncNow();
-    }
+    if ((change === 'granted' || change === 'restored') && !this.#sync.watching) this.#sync.now();
   }
 
-  /** Creates this node's member key bound to the current lease. */
-  #register(attempt: number): void {
-    const id = this.#lease.id;
-    if (this.#registering || this.#stopping || id === undefined || this.#registeredLease === id)
-      return;
-    this.#registering = true;
-    if (attempt === 0) this.#registerSince = this.#clock.now();
-    const key = this.#layout.member(this.options.nodeName);
-    const value = encodeMember({ labels: this.options.labels, ips: this.options.nodeIPs });
-    this.#timed('txn', () => this.#store.createIfAbsent(key, value, id)).then(
-      (rev) => {
-        this.#registering = false;
-        if (this.#lease.id !== id) return this.#register(0);
-        if (rev > 0) {
-          this.#registeredLease = id;
-          // Nodes that lost their leases together (etcd stalled, or was down past every
-          // TTL) register again one after the other: the first must not take every IP
-          // only to hand most of them over a moment later.
-          this.#claimFrom = this.#clock.now() + this.options.rebalanceDelay;
-          this.#view.local(key, value, id, rev, this.#clock.now());
-          this.#log?.info({ node: this.options.nodeName, lease: id }, 'cluster member registered');
-          this.#checkReady();
-          this.#kick();
-          return;
-        }
-        // The key exists with another lease: an earlier run of this node whose lease has
-        // not expired yet, or another agent using the same name.
-        const waited = this.#clock.now() - this.#registerSince;
-        if (waited > 3 * this.#lease.ttlMs) {
-          this.#log?.error(
-            { node: this.options.nodeName, waitedMs: Math.round(waited) },
-            'cluster member key is held by another lease and stays: is another agent running with the same cluster.nodeName?',
-          );
-        }
-        this.#later(this.#backoff(Math.min(attempt, 4)), () => this.#register(attempt + 1));
-      },
-      (err: unknown) => {
-        this.#registering = false;
-        this.#log?.debug({ err: describeError(err) }, 'cluster member registration failed');
-        this.#later(this.#backoff(attempt), () => this.#register(attempt + 1));
-      },
-    );
-  }
-
-  #syncNow(): void {
-    if (this.#syncTimer === undefined) return; // reading, or watching
-    this.#clock.clearTimeout(this.#syncTimer);
-    this.#timers.delete(this.#syncTimer);
-    this.#syncTimer = undefined;
-    this.#syncStep();
-  }
-
-  #syncLater(ms: number): void {
-    const t = this.#clock.setTimeout(() => {
-      this.#timers.delete(t);
-      this.#syncTimer = undefined;
-      if (!this.#stopping) this.#syncStep();
-    }, ms);
-    this.#timers.add(t);
-    this.#syncTimer = t;
-  }
-
-  /** The next step towards a current view: a full read, or resuming the watch. */
-  #syncStep(): void {
-    if (this.#viewReady && !this.#fullRead) this.#watchFrom(this.#view.revision + 1);
-    else this.#sync();
-  }
-
-  /** Reads every key under the prefix and watches from the next revision. */
-  #sync(): void {
-    if (this.#stopping || this.#syncing) return;
-    this.#syncing = true;
-    this.#timed('get', () => this.#store.getPrefix(this.#layout.prefix)).then(
-      ({ revision, kvs }) => {
-        this.#syncing = false;
-        if (this.#stopping) return;
-        this.#syncRetry = 0;
-        this.#fullRead = false;
-        this.#view.reset(kvs, revision, this.#clock.now());
-        this.#viewReady = true;
-        this.#watchFrom(revision + 1);
-        this.#checkReady();
-        this.#kick();
-      },
-      (err: unknown) => {
-        this.#syncing = false;
-        this.#log?.debug({ err: describeError(err) }, 'cluster read failed');
-        this.#syncLater(this.#backoff(this.#syncRetry++));
-      },
-    );
-  }
-
-  /**
-   * Watches from `revision`. When the watch ends on an error it resumes from the last
-   * revision seen (nothing is missed); when that revision was compacted away, everything
-   * is read again.
-   */
-  #watchFrom(revision: number): void {
-    if (this.#stopping) return;
-    this.#watch = this.#store.watchPrefix(this.#layout.prefix, revision, {
-      onEvents: (events, rev) => {
-        this.#syncRetry = 0;
-        if (this.#view.apply(events, rev, this.#clock.now())) this.#kick();
-      },
-      onEnd: (err) => {
-        this.#watch = undefined;
-        if (this.#stopping) return;
-        const compacted = err instanceof CompactedError;
-        this.#metrics.resync(compacted ? 'compacted' : 'error');
-        this.#log?.info(
-          { err: describeError(err), revision: this.#view.revision },
-          compacted
-            ? 'cluster watch compacted; reading everything again'
-            : 'cluster watch ended; resuming',
-        );
-        if (compacted) this.#fullRead = true;
-        this.#syncLater(compacted ? 0 : this.#backoff(this.#syncRetry++));
-      },
+  #memberValue(): string {
+    return encodeMember({
+      labels: this.options.labels,
+      ips: this.options.nodeIPs,
+      ...(this.#able ? {} : { able: false }),
+      ...(this.#heard ? { hb: this.#heard.local } : {}),
     });
   }
 
@@ -377,7 +413,7 @@ export class ClusterMember {
 
   #placement(): Map<string, string> {
     const ips = [...this.#view.desired.values()].map((d) => ({ ip: d.ip, eligible: d.eligible }));
-    return place(ips, [...this.#view.members.values()]);
+    return place(ips, holdable(this.#view));
   }
 
   #reconcile(): void {
@@ -386,11 +422,14 @@ export class ClusterMember {
     const lease = this.#lease.id;
     const view = this.#view;
     this.#metrics.setMembers(view.members.size);
-    this.#updatePeers();
-    this.#trackMoves(now);
+    this.#claims.observe(view, now);
+    this.#heard?.setMembers(view.members);
+    this.#updatePeerIps();
+    trackMoves(view, this.#lastMove, now);
     if (!this.#isReady() || lease === undefined) return this.#publish('sync');
     const placement = this.#placement();
     const self = view.members.get(me);
+    const selfHolds = self !== undefined && this.#able && !view.cordoned.has(me);
     let wake = Infinity;
     for (const ip of this.#releasing) {
       const o = view.owners.get(ip);
@@ -401,9 +440,15 @@ export class ClusterMember {
       const target = placement.get(ip);
       if (!owner) {
         if (!this.#unownedSince.has(ip)) this.#unownedSince.set(ip, now);
-        if (target !== me || !this.#lease.mayHold()) continue;
-        if (now < this.#claimFrom) wake = Math.min(wake, this.#claimFrom);
-        else this.#claim(ip, lease);
+        if (target !== me || !selfHolds || !this.#lease.mayHold()) continue;
+        if (now < this.#claimFrom) {
+          wake = Math.min(wake, this.#claimFrom);
+          continue;
+        }
+        const v = this.#claims.check(ip, now, this.#heard?.noClaimUntil ?? -Infinity);
+        if (v.kind === 'now') this.#claim(ip, lease);
+        else if (v.kind === 'probe') this.#prober.run(ip);
+        else wake = Math.min(wake, v.until);
         continue;
       }
       const since = this.#unownedSince.get(ip);
@@ -412,7 +457,7 @@ export class ClusterMember {
       // Our claim, seen in the watch before (or instead of) its answer: a lost answer is
       // a timeout, but the claim won.
       if (since !== undefined) this.#metrics.failover(now - since);
-      if (!self || !isEligible(self, desired.eligible)) {
+      if (!selfHolds || !self || !isEligible(self, desired.eligible)) {
         this.#release(ip, lease);
       } else if (target !== undefined && target !== me) {
         const t = view.members.get(target);
@@ -456,15 +501,32 @@ export class ClusterMember {
     );
   }
 
-  /** Stops holding `ip`, waits until the listeners dropped it, then deletes the owner key. */
+  /**
+   * Stops holding `ip`, waits until the listeners dropped it, then hands its owner key to the
+   * member placement names (one write: that member holds without a claim of its own), or
+   * deletes it when there is none.
+   */
   #release(ip: string, lease: string): void {
     if (this.#releasing.has(ip)) return;
     this.#releasing.add(ip);
     this.#publish('release');
     const key = this.#layout.owner(ip);
+    const hand = async (): Promise<number> => {
+      const [move] = this.#view.desired.has(ip) ? this.#moves([ip], this.options.nodeName) : [];
+      if (move !== undefined) {
+        const rev = await this.#timed('txn', () =>
+          this.#store.moveIfLease(key, move.value, lease, move.toLease),
+        ).catch(() => 0);
+        if (rev > 0) {
+          this.#view.local(key, move.value, move.toLease, rev, this.#clock.now());
+          return -rev; // already applied to the view
+        }
+      }
+      return this.#timed('txn', () => this.#store.deleteIfLease(key, lease));
+    };
     this.#hold
       .applied()
-      .then(() => this.#timed('txn', () => this.#store.deleteIfLease(key, lease)))
+      .then(hand)
       .then(
         (rev) => {
           if (rev > 0) this.#view.local(key, undefined, '0', rev, this.#clock.now());
@@ -482,76 +544,81 @@ export class ClusterMember {
       );
   }
 
+  #moves(ips: readonly string[], without: string): Move[] {
+    return handoverMoves(this.#view, this.#layout, ips, without);
+  }
+
   /** Computes the hold set and publishes it when the IPs or the deadline changed. */
   #publish(reason: HoldReason): void {
     const lease = this.#lease.id;
-    const valid = lease !== undefined && this.#lease.mayHold();
-    // Past holdUntil before the fence timer ran (a hung process woken by the watch's data or
-    // a claim's answer first): the drop is the fence's, whatever woke us.
-    if (lease !== undefined && !valid && !FINAL_REASONS.has(reason)) reason = 'fence';
-    const ips: string[] = [];
-    if (!this.#stopping && valid && this.#isReady()) {
-      for (const [ip, o] of this.#view.owners) {
-        if (
-          o.node === this.options.nodeName &&
-          o.lease === lease &&
-          this.#view.desired.has(ip) &&
-          !this.#releasing.has(ip)
-        ) {
-          ips.push(ip);
-        }
-      }
-    }
-    ips.sort();
-    const deadline = ips.length > 0 ? this.#lease.holdUntil : -Infinity;
     const prev = this.#hold.current;
-    if (reason !== 'start' && sameIps(prev.ips, ips) && prev.deadline === deadline) return;
-    this.#countChanges(prev.ips, ips, reason);
-    this.#metrics.setHeld(ips.length);
-    const set: HoldSet = {
-      ips,
-      deadline,
-      reason: sameIps(prev.ips, ips) && reason === 'sync' ? 'renew' : reason,
-      at: this.#clock.now(),
-    };
+    const { set, onGrace, changed } = computeHold({
+      now: this.#clock.now(),
+      reason,
+      lease,
+      byLease: lease !== undefined && this.#lease.mayHold(),
+      holdUntil: this.#lease.holdUntil,
+      grace: lease !== undefined ? this.#heard?.graceUntil() : undefined,
+      graceMs: this.#graceMs(),
+      mayHoldAny: !this.#stopping && this.#isReady() && this.#able,
+      owned: (l) => this.#owned(l),
+      prev,
+    });
+    this.#metrics.setGrace(onGrace);
+    this.#armGrace(onGrace ? set.deadline : undefined);
+    if (!changed) return;
+    countChanges(this.#metrics, prev.ips, set.ips, set.reason);
+    this.#metrics.setHeld(set.ips.length);
     this.#hold.publish(set);
     try {
-      this.#onSet?.(set);
+      this.#p.onSet?.(set);
     } catch (err) {
       this.#log?.error({ err: describeError(err) }, 'cluster hold record failed');
     }
   }
 
-  #countChanges(before: readonly string[], after: readonly string[], reason: HoldReason): void {
-    const had = new Set(before);
-    const gained = after.filter((ip) => !had.delete(ip)).length;
-    const lostN = had.size;
-    if (gained > 0) this.#metrics.ownership(reason === 'restore' ? 'restored' : 'acquired', gained);
-    if (lostN > 0) {
-      const change = reason === 'fence' ? 'fenced' : reason === 'lost' ? 'lost' : 'released';
-      this.#metrics.ownership(change, lostN);
-    }
+  /** Every IP this node owns under `lease`. */
+  #ownedAll(lease: string): string[] {
+    return [...this.#view.owners]
+      .filter(([, o]) => o.node === this.options.nodeName && o.lease === lease)
+      .map(([ip]) => ip);
   }
 
-  #updatePeers(): void {
-    const ips = new Set<string>();
-    for (const m of this.#view.members.values()) {
-      if (m.name !== this.options.nodeName) for (const ip of m.ips) ips.add(ip);
+  /** The IPs this node owns under `lease`, desired and not being released. */
+  #owned(lease: string): string[] {
+    const out: string[] = [];
+    for (const [ip, o] of this.#view.owners) {
+      if (
+        o.node === this.options.nodeName &&
+        o.lease === lease &&
+        this.#view.desired.has(ip) &&
+        !this.#releasing.has(ip)
+      ) {
+        out.push(ip);
+      }
     }
-    const next = [...ips].sort();
-    if (sameIps(next, this.#peers)) return;
-    this.#peers = next;
-    this.#onPeers?.(next);
+    return out;
   }
 
-  #trackMoves(now: number): void {
-    for (const ip of this.#view.desired.keys()) {
-      const node = this.#view.owners.get(ip)?.node;
-      const last = this.#lastMove.get(ip);
-      if (!last || last.node !== node) this.#lastMove.set(ip, { node, at: now });
-    }
-    for (const ip of this.#lastMove.keys())
-      if (!this.#view.desired.has(ip)) this.#lastMove.delete(ip);
+  /** Holding on grace until `until`: publish again then (the fence, unless extended). */
+  #armGrace(until: number | undefined): void {
+    if (this.#graceTimer !== undefined) this.#clock.clearTimeout(this.#graceTimer);
+    this.#graceTimer = undefined;
+    if (until === undefined || this.#stopping) return;
+    this.#graceTimer = this.#clock.setTimeout(
+      () => {
+        this.#graceTimer = undefined;
+        this.#publish('fence');
+      },
+      Math.max(0, until - this.#clock.now()),
+    );
+  }
+
+  #updatePeerIps(): void {
+    const next = peerIps(this.#view, this.options.nodeName);
+    if (sameIps(next, this.#peerIps)) return;
+    this.#peerIps = next;
+    this.#p.onPeers?.(next);
   }
 
   async #timed<T>(op: 'get' | 'txn', fn: () => Promise<T>): Promise<T> {

@@ -22,6 +22,13 @@ export type RenewFailure = (typeof RENEW_FAILURES)[number];
 export const CLUSTER_RESYNC_REASONS = ['compacted', 'error'] as const;
 export type ClusterResyncReason = (typeof CLUSTER_RESYNC_REASONS)[number];
 
+export const PEER_EVENTS = ['dead', 'silent'] as const;
+/** dead: a peer's process is gone (heartbeat refused, or a new incarnation) · silent: no heartbeat for cluster.peerTimeout. */
+export type PeerEvent = (typeof PEER_EVENTS)[number];
+
+export const TAKEOVERS = ['dead', 'silent'] as const;
+export type TakeoverKind = (typeof TAKEOVERS)[number];
+
 export interface ClusterMetrics {
   /** One etcd request took `ms` and succeeded or failed. */
   request(op: ClusterOp, ms: number, ok: boolean): void;
@@ -34,6 +41,14 @@ export interface ClusterMetrics {
   setMembers(n: number): void;
   setHeld(n: number): void;
   setLeaseValid(valid: boolean): void;
+  /** The heartbeat told of a peer. */
+  peer(event: PeerEvent): void;
+  /** This node revoked a peer's lease (dead: at once; silent: with a cool-down). */
+  takeover(kind: TakeoverKind): void;
+  /** Duplicate address detection before a claim found another host on the IP. */
+  conflict(): void;
+  /** Holding on the peers' promises (etcd out of reach for every member). */
+  setGrace(holding: boolean): void;
 }
 
 /** Registers the `fibkeeper_cluster_*` metrics on `registry` and returns their updater. */
@@ -76,7 +91,32 @@ export function registerClusterMetrics(registry: Registry): ClusterMetrics {
     labelNames: ['reason'],
     registers,
   });
-  const state = { members: 0, held: 0, valid: 0 };
+  const peers = new Counter({
+    name: 'fibkeeper_cluster_peer_events_total',
+    help: 'What the heartbeat told of peers: dead (its process is gone: a heartbeat refused, or a new incarnation), silent (no heartbeat for cluster.peerTimeout).',
+    labelNames: ['event'],
+    registers,
+  });
+  const takeovers = new Counter({
+    name: 'fibkeeper_cluster_takeovers_total',
+    help: 'Peer leases this node revoked: dead (at once) or silent (fenced: its IPs cool down for the lease TTL minus the fence margin before a claim).',
+    labelNames: ['kind'],
+    registers,
+  });
+  const conflicts = new Counter({
+    name: 'fibkeeper_cluster_dad_conflicts_total',
+    help: 'Cluster IPs not claimed because duplicate address detection found another host using them.',
+    registers,
+  });
+  const state = { members: 0, held: 0, valid: 0, grace: 0 };
+  new Gauge({
+    name: 'fibkeeper_cluster_grace_holding',
+    help: '1 while this node holds its cluster IPs beyond its lease on the promises of every other member (etcd out of reach for all of them), else 0.',
+    registers,
+    collect() {
+      this.set(state.grace);
+    },
+  });
   new Gauge({
     name: 'fibkeeper_cluster_members',
     help: 'Live members (nodes with a lease-bound member key) this node sees.',
@@ -108,6 +148,8 @@ export function registerClusterMetrics(registry: Registry): ClusterMetrics {
   for (const reason of RENEW_FAILURES) renew.inc({ reason }, 0);
   for (const change of OWNERSHIP_CHANGES) changes.inc({ change }, 0);
   for (const reason of CLUSTER_RESYNC_REASONS) resyncs.inc({ reason }, 0);
+  for (const event of PEER_EVENTS) peers.inc({ event }, 0);
+  for (const kind of TAKEOVERS) takeovers.inc({ kind }, 0);
   return {
     request: (op, ms, ok) => {
       latency.observe({ op }, ms / 1000);
@@ -120,6 +162,10 @@ export function registerClusterMetrics(registry: Registry): ClusterMetrics {
     setMembers: (n) => void (state.members = n),
     setHeld: (n) => void (state.held = n),
     setLeaseValid: (v) => void (state.valid = v ? 1 : 0),
+    peer: (event) => peers.inc({ event }),
+    takeover: (kind) => takeovers.inc({ kind }),
+    conflict: () => conflicts.inc(),
+    setGrace: (v) => void (state.grace = v ? 1 : 0),
   };
 }
 
@@ -135,5 +181,9 @@ export function noopClusterMetrics(): ClusterMetrics {
     setMembers: nop,
     setHeld: nop,
     setLeaseValid: nop,
+    peer: nop,
+    takeover: nop,
+    conflict: nop,
+    setGrace: nop,
   };
 }

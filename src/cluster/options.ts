@@ -11,8 +11,9 @@ type ClusterSection = FibkeeperConfig['cluster'];
  * entries), prefix (of the keys in etcd), leaseTTL (whole seconds, in ms), renewInterval,
  * fenceMargin (how long before its lease could expire a node stops holding its IPs),
  * rebalanceDelay (how long a new member must have been seen before IPs are handed over to
- * it), handoverOnStop (revoke the lease on stop so the next owners claim at once); labels
- * as a map (the config's key=value list, parsed).
+ * it), handoverOnStop (revoke the lease on stop so the next owners claim at once),
+ * heartbeatInterval and peerTimeout (the peer heartbeat, peers.ts; peerTimeout is also how
+ * long a promise not to claim lasts); labels as a map (the config's key=value list, parsed).
  */
 export type ClusterOptions = Pick<
   ClusterSection,
@@ -24,6 +25,8 @@ export type ClusterOptions = Pick<
   | 'fenceMargin'
   | 'rebalanceDelay'
   | 'handoverOnStop'
+  | 'heartbeatInterval'
+  | 'peerTimeout'
 > & {
   /** Labels IPs can select eligible nodes by. */
   labels: Record<string, string>;
@@ -44,6 +47,8 @@ export function defaultOptions(): Omit<ClusterOptions, 'nodeName'> {
     fenceMargin: c.fenceMargin,
     rebalanceDelay: c.rebalanceDelay,
     handoverOnStop: c.handoverOnStop,
+    heartbeatInterval: c.heartbeatInterval,
+    peerTimeout: c.peerTimeout,
     retryMinMs: 50,
     retryMaxMs: 1000,
   };

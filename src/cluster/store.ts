@@ -80,6 +80,12 @@ export interface ClusterStore {
   createIfAbsent(key: string, value: string, lease: string): Promise<number>;
   /** Txn: if `key` exists bound to `lease`, put the new value (same lease). Revision or 0. */
   replaceIfLease(key: string, value: string, lease: string): Promise<number>;
+  /**
+   * Txn: if `key` exists bound to `fromLease`, put `value` bound to `toLease` (another
+   * member's: a handover in one write). Revision, or 0 when the key is not bound to
+   * `fromLease`; rejects when `toLease` does not exist.
+   */
+  moveIfLease(key: string, value: string, fromLease: string, toLease: string): Promise<number>;
   /** Txn: if `key` exists bound to `lease`, delete it. Revision of the delete, or 0. */
   deleteIfLease(key: string, lease: string): Promise<number>;
   /** Put without a lease (desired state written by operators). Returns the revision. */

@@ -3,6 +3,7 @@
 // transactions ClusterStore needs, prefix watches with history and compaction, and faults
 // (a partitioned client, latency) per client. Several FakeStoreClients share one FakeEtcd.
 import { ClosedError, TimeoutError } from '../errors/index.js';
+import type { PeerTransport, PeerTransportHandlers } from './peers.js';
 import type { Clock, TimerHandle } from '../sched/index.js';
 import {
   CompactedError,
@@ -281,6 +282,14 @@ export class FakeStoreClient implements ClusterStore {
     });
   }
 
+  moveIfLease(key: string, value: string, fromLease: string, toLease: string): Promise<number> {
+    return this.#call(`move ${key}`, () => {
+      if (this.etcd.data.get(key)?.lease !== fromLease) return 0;
+      if (!this.etcd.leases.has(toLease)) throw new Error('etcdserver: requested lease not found');
+      return this.etcd.write([{ key, value, lease: toLease }]);
+    });
+  }
+
   deleteIfLease(key: string, lease: string): Promise<number> {
     return this.#call(`release ${key}`, () => {
       if (this.etcd.data.get(key)?.lease !== lease) return 0;
@@ -333,5 +342,74 @@ export class FakeStoreClient implements ClusterStore {
   close(): void {
     this.#closed = true;
     for (const w of [...this.etcd.watchers]) if (w.client === this) this.etcd.watchers.delete(w);
+  }
+}
+
+/**
+ * The segment for the peer heartbeat, in memory: each node's transport sends datagrams that
+ * arrive in a microtask. Faults: `kill(node)` (its sockets are gone: the kernel refuses what
+ * is sent to it), `cut(node)` (nothing reaches it or leaves it: a lost link, a hung process
+ * as seen from outside), `heal(node)`.
+ */
+export class FakePeerNet {
+  readonly #listeners = new Map<string, PeerTransportHandlers>();
+  readonly #dead = new Set<string>();
+  readonly #cut = new Set<string>();
+  readonly #rejecting = new Set<string>();
+  #port = 7000;
+
+  transport(node: string): PeerTransport {
+    const net = this;
+    const local = { ip: `10.9.9.${this.#port - 6999}`, port: this.#port++ };
+    const peers = new Map<string, string>(); // node → its address key
+    return {
+      local,
+      open(handlers) {
+        net.#listeners.set(node, handlers);
+        net.#dead.delete(node);
+        return Promise.resolve();
+      },
+      connect(peer) {
+        peers.set(peer, peer);
+      },
+      disconnect(peer) {
+        peers.delete(peer);
+      },
+      send(peer, msg) {
+        if (!peers.has(peer) || net.#dead.has(node)) return;
+        queueMicrotask(() => {
+          if (net.#cut.has(node) || net.#cut.has(peer)) return;
+          const to = net.#listeners.get(peer);
+          if (to === undefined || net.#dead.has(peer) || net.#rejecting.has(peer)) {
+            net.#listeners.get(node)?.onRefused(peer);
+            return;
+          }
+          to.onMessage(Buffer.from(msg));
+        });
+      },
+      close() {
+        if (net.#listeners.get(node) !== undefined) net.#dead.add(node);
+        net.#listeners.delete(node);
+      },
+    };
+  }
+
+  /** The node's process died: its port refuses from now on. */
+  kill(node: string): void {
+    this.#dead.add(node);
+    this.#listeners.delete(node);
+  }
+
+  cut(node: string): void {
+    this.#cut.add(node);
+  }
+
+  /** A firewall on the node rejects the heartbeat port: refused, while it goes on sending. */
+  reject(node: string): void {
+    this.#rejecting.add(node);
+  }
+
+  heal(node: string): void {
+    this.#cut.delete(node);
   }
 }

@@ -4,9 +4,11 @@
 // that started before our own write can never roll a key back.
 import {
   decodeDesired,
+  decodeFenced,
   decodeMember,
   decodeOwner,
   type DesiredIp,
+  type FencedInfo,
   type KeyLayout,
   type MemberInfo,
 } from './keys.js';
@@ -39,6 +41,10 @@ export class ClusterView {
   members = new Map<string, ViewMember>();
   desired = new Map<string, DesiredIp>();
   owners = new Map<string, ViewOwner>();
+  /** Silent members whose lease was revoked (node → what and how long to cool). */
+  fenced = new Map<string, FencedInfo>();
+  /** Members drained by an operator (cordon/<node>): they hold nothing. */
+  cordoned = new Set<string>();
 
   constructor(layout: KeyLayout) {
     this.#layout = layout;
@@ -104,6 +110,8 @@ export class ClusterView {
     const members = new Map<string, ViewMember>();
     const desired = new Map<string, DesiredIp>();
     const owners = new Map<string, ViewOwner>();
+    const fenced = new Map<string, FencedInfo>();
+    const cordoned = new Set<string>();
     this.#problems.clear();
     for (const [key, raw] of this.#raw) {
       if (raw.value === undefined) continue;
@@ -125,10 +133,16 @@ export class ClusterView {
         const d = decodeDesired(k.ip, raw.value);
         if (d instanceof Error) this.#problems.set(key, d.message);
         else desired.set(k.ip, d);
-      } else {
+      } else if (k.kind === 'owner') {
         const node = decodeOwner(k.ip, raw.value);
         if (node instanceof Error) this.#problems.set(key, node.message);
         else owners.set(k.ip, { node, lease: raw.lease, revision: raw.revision });
+      } else if (k.kind === 'fenced') {
+        const f = decodeFenced(k.name, raw.value);
+        if (f instanceof Error) this.#problems.set(key, f.message);
+        else fenced.set(k.name, f);
+      } else {
+        cordoned.add(k.name);
       }
     }
     this.#seen.clear();
@@ -136,5 +150,7 @@ export class ClusterView {
     this.members = members;
     this.desired = desired;
     this.owners = owners;
+    this.fenced = fenced;
+    this.cordoned = cordoned;
   }
 }

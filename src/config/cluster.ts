@@ -23,6 +23,15 @@ export function checkClusterOptions(cfg: FibkeeperConfig, host: () => string = h
   as('cluster.labels', () => parseLabelList(c.labels));
   as('cluster.prefix', () => normalizePrefix(c.prefix));
   as('cluster.nodeIPs', () => c.nodeIPs.forEach((ip) => checkIp(ip)));
+  if (!/^[A-Za-z0-9_.-]{1,15}$/.test(c.holderName)) {
+    throw new ConfigError('cluster.holderName', `"${c.holderName}" is not a device name`);
+  }
+  if ([cfg.extip.holderName, cfg.extip.interface, ...cfg.devices].includes(c.holderName)) {
+    throw new ConfigError(
+      'cluster.holderName',
+      `${c.holderName} is another device of the configuration (extip.holderName, extip.interface or devices): the cluster holder is a TUN device of its own`,
+    );
+  }
   if (c.leaseTTL % 1000 !== 0) {
     throw new ConfigError('cluster.leaseTTL', `${c.leaseTTL} ms: etcd leases have whole seconds`);
   }
@@ -37,6 +46,12 @@ export function checkClusterOptions(cfg: FibkeeperConfig, host: () => string = h
     throw new ConfigError(
       'cluster.renewInterval',
       `${c.renewInterval} ms: at least two keep-alives must fit in the hold window (lease TTL − fence margin = ${hold} ms)`,
+    );
+  }
+  if (c.peerTimeout < 5 * c.heartbeatInterval) {
+    throw new ConfigError(
+      'cluster.peerTimeout',
+      `${c.peerTimeout} ms: give at least 5 heartbeat intervals (cluster.heartbeatInterval ${c.heartbeatInterval} ms), or a few late heartbeats make a live peer silent`,
     );
   }
   if ((c.etcd.certFile === '') !== (c.etcd.keyFile === '')) {

@@ -328,6 +328,14 @@ const TABLE = [
     doc: 'etcd key prefix of the cluster (members/, ips/, owners/ under it).',
   },
   {
+    path: 'cluster.holderName',
+    type: 'string',
+    // A TUN device this agent creates and holds open: the kernel deletes it, with every
+    // cluster IP on it, when the agent's process ends (docs/cluster.md, fencing).
+    default: 'fkcluster0',
+    doc: "The device that carries this node's cluster IPs: a TUN device the agent creates and the kernel deletes with the agent's process (so a dead agent's node answers for none of them). Must differ from extip.holderName.",
+  },
+  {
     path: 'cluster.static',
     type: 'list',
     default: [],
@@ -407,6 +415,35 @@ const TABLE = [
     min: 0,
     max: HOUR,
     doc: 'How long a new member must have been seen before IPs are handed over to it.',
+  },
+  {
+    path: 'cluster.heartbeatPort',
+    type: 'int',
+    // Each node listens on its first node IP (cluster.nodeIPs) for the others' heartbeats.
+    default: 7947,
+    min: 1,
+    max: 65535,
+    doc: "UDP port of the peer heartbeat on this node's first node IP (cluster.nodeIPs): how the members on a segment see a peer's process die at once, a peer go silent, and an etcd outage that every member shares.",
+  },
+  {
+    path: 'cluster.heartbeatInterval',
+    type: 'duration',
+    // 10 ms: a killed agent is seen dead at the first heartbeat its kernel refuses, at most
+    // an interval after its sockets closed; 3 nodes send 600 small datagrams a second in all.
+    default: 10,
+    min: 5,
+    max: SECOND,
+    doc: 'Gap between two heartbeats to each peer.',
+  },
+  {
+    path: 'cluster.peerTimeout',
+    type: 'duration',
+    // 400 ms: above the worst event-loop stall measured on a loaded 2-core machine (163 ms)
+    // with room; a hung holder's IPs move after it plus the cool-down (TTL - fence margin).
+    default: 400,
+    min: 50,
+    max: MINUTE,
+    doc: 'How long a peer may stay unheard before it counts as silent (hung, cut off): its lease is revoked and its IPs taken over after a cool-down. Also how long a promise not to claim lasts (etcd outages).',
   },
   {
     path: 'cluster.handoverOnStop',

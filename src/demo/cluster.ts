@@ -70,7 +70,7 @@ function run(cmd: string, args: string[]): Promise<{ code: number | null; out: s
 
 async function holderOf(nodes: readonly Node[], ip: string): Promise<Node | undefined> {
   for (const n of nodes) {
-    const r = await run('ip', ['-n', n.netns, '-j', 'addr', 'show', 'dev', 'fibkeeper0']);
+    const r = await run('ip', ['-n', n.netns, '-j', 'addr', 'show', 'dev', 'fkcluster0']);
     if (r.out.includes(`"${ip}"`)) return n;
   }
   return undefined;
@@ -229,6 +229,6 @@ export async function clusterAct(
   io.out(
     `  ${next.name} took the IP over: its gratuitous ARP ${announced.toFixed(0)} ms after the kill, the first echo reply from it ${answered.toFixed(0)} ms after the kill\n` +
       `  the client's neighbor entry now points to ${next.mac} (${next.name}); the client kept reaching ${ip} (longest gap between replies: ${gap.toFixed(0)} ms)\n` +
-      `  until then the killed node's kernel answered the pings that still came to it, and no ARP for the IP (arp_ignore=1)\n`,
+      `  the killed node's cluster holder went with its process: from then on nothing of it answered for the IP, at the ARP level or the IP level\n`,
   );
 }

@@ -35,6 +35,8 @@ export interface ExternalWatchParams {
   onConflict(c: Conflict): void;
   /** A burst is due for every IP. */
   onLinkChange(): void;
+  /** The interface gained or lost its link (up with a carrier), or was deleted. */
+  onUpChange?(up: boolean): void;
   openSocket?: (o: PacketSocketOptions) => FrameSocket;
   /** The packet sockets were replaced after `cause`, or could not be (`err`). */
   onSocketReopen?: (cause: string, err?: unknown) => void;
@@ -175,6 +177,7 @@ export class ExternalWatch implements AnnounceSink {
     if (l.index === this.#link.ifindex && this.present) {
       if (kind === 'del') {
         this.present = false;
+        if (this.#link.up) this.#p.onUpChange?.(false);
         this.#io.close();
         this.dad.abortAll(new FibkeeperError(`external interface ${this.#link.name} deleted`));
         this.#p.log.warn({ interface: this.#link.name }, 'extip: external interface deleted');
@@ -200,6 +203,7 @@ export class ExternalWatch implements AnnounceSink {
       // nothing can be heard while it is down: what was being probed is not proven unique
       this.dad.abortAll(new FibkeeperError(`external interface ${next.name} went down`));
     }
+    if (next.up !== prev.up) this.#p.onUpChange?.(next.up);
     const macChanged = next.mac !== prev.mac;
     if (macChanged || (next.up && !prev.up)) {
       this.#p.log.info(
@@ -224,6 +228,7 @@ export class ExternalWatch implements AnnounceSink {
       this.#io.configure(this.#settings());
       this.#io.open();
       this.present = true;
+      if (this.#link.up) this.#p.onUpChange?.(true);
       this.#p.log.info({ interface: this.#link.name }, 'extip: external interface back');
       if (this.#link.up) this.#p.onLinkChange();
     } catch (err) {

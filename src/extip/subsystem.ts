@@ -54,6 +54,8 @@ export interface ExternalIpParams {
    * gate allows; the external interface's arp_ignore/arp_announce are set and kept.
    */
   cluster?: ClusterGate;
+  /** The external interface gained or lost its link (up with a carrier), or was deleted. */
+  onExternalUp?: (up: boolean) => void;
 }
 
 /** Same shape as the metrics server's HealthReport. */
@@ -105,7 +107,14 @@ export class ExternalIpSubsystem {
     this.#log = p.log;
     this.#clock = p.clock ?? systemClock;
     this.#metrics = p.registry ? registerExtipMetrics(p.registry) : noopExtipMetrics();
-    this.#cluster = p.cluster && new ClusterIps(p.cluster, this.#log);
+    this.#cluster =
+      p.cluster &&
+      new ClusterIps({
+        gate: p.cluster,
+        log: this.#log,
+        clock: this.#clock,
+        metrics: this.#metrics,
+      });
   }
 
   /** The resolved options. */
@@ -118,10 +127,10 @@ export class ExternalIpSubsystem {
     return { name: this.#cfg.holderName, ifindex: this.#holder?.ifindex ?? 0 };
   }
 
-  /** The external interface, once started. */
-  get externalInterface(): { name: string; ifindex: number; mac: string } | undefined {
+  /** The external interface, once started; `up`: up with a carrier, frames can leave. */
+  get externalInterface(): { name: string; ifindex: number; mac: string; up: boolean } | undefined {
     const e = this.#ext?.link;
-    return e && { name: e.name, ifindex: e.ifindex, mac: e.mac };
+    return e && { name: e.name, ifindex: e.ifindex, mac: e.mac, up: this.#ext!.present && e.up };
   }
 
   // --- lifecycle --------------------------------------------------------------------------
@@ -186,8 +195,15 @@ export class ExternalIpSubsystem {
       clock: this.#clock,
       log: this.#log,
       metrics: this.#metrics,
-      ...(cfg.dad ? { dad: (ip: ParsedIp) => this.#probe(ip) } : {}),
+      ...(cfg.dad ? { dad: (ip: ParsedIp) => this.#ext!.dad.probe(ip) } : {}),
     });
+    await this.#cluster?.start({
+      nl,
+      netns: this.#p.netns,
+      announcer: this.#announcer,
+      extIfindex: this.#ext.link.ifindex,
+    });
+    this.#throwIfStopped();
     this.#loadAll(feed);
     const queued = this.#queued;
     this.#queued = undefined;
@@ -224,16 +240,22 @@ export class ExternalIpSubsystem {
         this.#announcer?.burstAll('link');
         this.#assigner?.retryFailed(); // probes can go out again
       },
+      ...(this.#p.onExternalUp ? { onUpChange: this.#p.onExternalUp } : {}),
       openSocket: this.#p.openSocket,
       onSocketReopen: this.#p.onSocketReopen,
       clusterMode: this.#cluster !== undefined,
     });
   }
 
-  /** Duplicate address detection, but never for a cluster IP (its previous holder is fenced). */
-  #probe(ip: ParsedIp): Promise<void> {
-    if (this.#cluster?.isCluster(ip.address)) return Promise.resolve();
-    return this.#ext!.dad.probe(ip);
+  /**
+   * Duplicate address detection on the external interface, as for a node-local IP, without
+   * assigning anything: resolves when no other host answers for `ip`, rejects with
+   * DuplicateAddressError (naming the MAC) when one does. Cluster mode runs it before a node
+   * takes an IP whose previous holder no lease proves to have been a fibkeeper node.
+   */
+  async probe(ip: string): Promise<void> {
+    await this.#ready();
+    return this.#ext!.dad.probe(parseIp(ip));
   }
 
   /** The feed's view at start: links, node addresses, the holder's addresses (adopted). */
@@ -245,7 +267,9 @@ export class ExternalIpSubsystem {
   /** Records the node's addresses from a dump; returns the holder's (external IPs). */
   #takeAddresses(addrs: readonly Address[]): ObservedAddress[] {
     const onHolder: ObservedAddress[] = [];
+    const cluster = this.#cluster?.holderIfindex ?? 0;
     for (const a of addrs) {
+      if (cluster !== 0 && a.index === cluster) continue; // the cluster holder's: not the node's
       const o = a.index === this.#holder!.ifindex ? observe(a) : undefined;
       if (o !== undefined) onHolder.push(o);
       else if (a.index !== this.#holder!.ifindex) this.#node.address('new', a);
@@ -262,6 +286,7 @@ export class ExternalIpSubsystem {
     this.#checkTimer = undefined;
     for (const wake of [...this.#sleepers]) wake();
     this.#assigner?.stop();
+    this.#cluster?.stop();
     this.#announcer?.stop();
     this.#conflictLog?.stop();
     this.#ext?.close();
@@ -308,22 +333,35 @@ export class ExternalIpSubsystem {
     const valid = this.#validate(ips, 'setDesired');
     this.#local.clear();
     for (const ip of valid) this.#local.add(ip.address);
-    const cluster = (this.#cluster?.held() ?? []).map((ip) => parseIp(ip));
-    return a.setDesired([...valid, ...cluster]);
+    return a.setDesired(valid);
   }
 
   /**
-   * Cluster mode: the IPs this node may hold now (the cluster component's hold set). Removes
-   * those that left the set and resolves once they are off the holder and nothing announces
-   * or answers for them; then adds the new ones (no duplicate address detection) in the
-   * background. IPs that are node-local here, or that this node cannot hold (one of its own
-   * addresses, IPv6 without IPv6 on the interface), are refused and reported in health().
+   * Cluster mode: the IPs this node may hold now (the cluster component's hold set), on the
+   * cluster holder. Removes those that left the set (fenced at once) and resolves once they
+   * are off the holder and nothing announces or answers for them; then adds the new ones in
+   * the background. IPs that are node-local here, or that this node cannot hold (one of its
+   * own addresses, IPv6 without IPv6 on the interface), are refused and reported in health().
    */
   async setClusterIps(ips: readonly string[]): Promise<void> {
     const c = this.#cluster;
     if (c === undefined) throw new ClosedError('extip: not in cluster mode');
-    const a = await this.#ready();
-    await c.apply(ips, (ip) => this.#clusterProblem(ip), a);
+    await this.#ready();
+    await c.apply(ips, (ip) => this.#clusterProblem(ip));
+  }
+
+  /**
+   * Cluster mode: the hold set's deadline (monotonic ms; −∞: nothing may be held). The kernel
+   * fence answers for the cluster IPs until then and drops everything after it. Synchronous,
+   * with every hold set (the deadline moves with every lease renewal).
+   */
+  setClusterDeadline(untilMs: number): void {
+    this.#cluster?.setDeadline(untilMs);
+  }
+
+  /** Cluster mode: the fence's drop counts (packets to/from fenced cluster IPs). */
+  clusterFenceDrops(): { ingress: number; egress: number } | undefined {
+    return this.#cluster?.fenceDrops();
   }
 
   #clusterProblem(ip: string): string | undefined {
@@ -350,10 +388,10 @@ export class ExternalIpSubsystem {
 
   /** A copy of the external IPs with their state, sorted by IP text. */
   list(): ExternalIpStatus[] {
-    const out = (this.#assigner?.list() ?? []).map((s) => ({
-      ...s,
-      cluster: this.#cluster?.isCluster(s.ip) ?? false,
-    }));
+    const out = [
+      ...(this.#assigner?.list() ?? []).map((s) => ({ ...s, cluster: false })),
+      ...(this.#cluster?.list() ?? []),
+    ];
     return out.sort((x, y) => (x.ip < y.ip ? -1 : x.ip > y.ip ? 1 : 0));
   }
 
@@ -381,7 +419,9 @@ export class ExternalIpSubsystem {
 
   /** Assigned, and (a cluster IP) held with a valid lease right now: answer and defend it. */
   #owns(ip: string): boolean {
-    return this.#assigner?.isAssigned(ip) === true && (this.#cluster?.mayAnswer(ip) ?? true);
+    if (this.#assigner?.isAssigned(ip) === true) return this.#cluster?.mayAnswer(ip) ?? true;
+    const c = this.#cluster;
+    return c !== undefined && c.isAssigned(ip) && c.mayAnswer(ip);
   }
 
   // --- events -----------------------------------------------------------------------------
@@ -420,9 +460,15 @@ export class ExternalIpSubsystem {
       void this.#recreateHolder(); // someone else created it meanwhile: adopt it
     }
     this.#ext!.onLink(kind, l);
+    this.#cluster?.onLink(kind, l, this.#ext!.present ? this.#ext!.link.ifindex : 0);
   }
 
   #onAddress(kind: 'new' | 'del', a: Address): void {
+    const c = this.#cluster;
+    if (c !== undefined && a.index === c.holderIfindex && a.index !== 0) {
+      c.onAddress(kind, a);
+      return;
+    }
     if (a.index === this.#holder!.ifindex && a.index !== 0) {
       const o = observe(a);
       if (o !== undefined) this.#assigner!.onAddress(kind, o);
@@ -549,6 +595,7 @@ export class ExternalIpSubsystem {
     this.#metrics.resync(reason);
     try {
       const since = this.#assigner!.epoch();
+      const clusterSince = this.#cluster?.epoch() ?? 0;
       await feed.refresh();
       if (this.#stopped) return;
       const [links, addrs] = [feed.links(), feed.addresses()];
@@ -564,6 +611,8 @@ export class ExternalIpSubsystem {
       const onHolder = this.#takeAddresses(addrs);
       this.#ext!.resync(links);
       this.#assigner!.reconcile(onHolder, since);
+      this.#cluster?.reconcile(addrs, clusterSince);
+      if (this.#ext!.present) this.#cluster?.externalAt(this.#ext!.link.ifindex);
     } catch (err) {
       if (this.#stopped) return;
       this.#metrics.error('resync');
@@ -603,11 +652,9 @@ export class ExternalIpSubsystem {
     const down = `extip: external interface ${ext.link.name} is down; nothing can go out`;
     if (ext.present && !ext.link.up) reasons.push(down);
     if (ext.lastError !== undefined) reasons.push(`extip: ${ext.lastError}`);
-    const { failed } = this.#assigner!.counts();
+    const failed = this.#assigner!.counts().failed + (this.#cluster?.counts().failed ?? 0);
     if (failed > 0) reasons.push(`extip: ${failed} external IP(s) failed (see list)`);
-    for (const r of this.#cluster?.refused() ?? []) {
-      reasons.push(`extip: cluster IP ${r.ip} is owned by this node but not held: ${r.reason}`);
-    }
+    reasons.push(...(this.#cluster?.problems() ?? []));
     return { ok: reasons.length === 0, reasons };
   }
 }

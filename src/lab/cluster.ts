@@ -147,8 +147,8 @@ export function clusterLabDown(prefix: string, nodes = 3): string[] {
 }
 
 export interface ClusterAgentOptions {
-  /** etcd client endpoint (host:port) this node's agent uses. */
-  etcd: string;
+  /** etcd client endpoint(s) (host:port, or https://host:port) this node's agent uses. */
+  etcd: string | readonly string[];
   /** The agent's own directory: control socket, state file. */
   dir: string;
   /** etcd key prefix (default /fibkeeper/). */
@@ -183,7 +183,7 @@ export function clusterAgentConfig(node: ClusterLabNode, o: ClusterAgentOptions)
     `  nodeIPs: ["${node.v4}", "${node.v6}"]`,
     `  prefix: ${o.keyPrefix ?? '/fibkeeper/'}`,
     '  etcd:',
-    `    endpoints: ["${o.etcd}"]`,
+    `    endpoints: [${(typeof o.etcd === 'string' ? [o.etcd] : o.etcd).map((e) => `"${e}"`).join(', ')}]`,
     ...(o.cluster ?? []).map((l) => `  ${l}`),
     'api:',
     `  socket: ${o.dir}/api.sock`,

@@ -22,3 +22,4 @@ export { Reaper, processStartTime } from './reaper.js';
 
 export { labExists, labUp, labDown } from './lab.js';
 export { faultSoak, type SoakOptions, type SoakResult } from './faults.js';
+export { AnswerProbe, type Answer, type AnswerProbeOptions, type DualInterval } from './answers.js';

@@ -264,6 +264,9 @@ export interface Binding {
     netns: string | undefined,
     entries: boolean,
   ): { info: Buffer; entries: Buffer } | null;
+  openTun(name: string, netns?: string): { fd: number; name: string };
+  udpSocket(family: 4 | 6, address: string, port: number, netns?: string): number;
+  attachTcx(progFd: number, ifindex: number, direction: string, netns?: string): number;
 }
 
 const ADDON_PATH = '../../native/build/Release/fibkeeper.node';

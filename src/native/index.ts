@@ -75,3 +75,4 @@ export {
   type LibbpfLogLevel,
 } from './bpf-system.js';
 export { tcxQuery, iptablesTable } from './node-policy.js';
+export { openTun, udpSocketIn, attachTcx, closeFd } from './cluster-io.js';

@@ -5,7 +5,9 @@
 // the IP moves, the client's neighbor entry follows, the client reaches it — and never do
 // two nodes hold it: checked on the agents' own hold-set histories and on the segment
 // (tcpdump on the bridge: every ARP reply, gratuitous ARP and NA lies inside a hold interval
-// of the node that sent it), while the client keeps asking for the IP.
+// of the node that sent it), while the client keeps asking for the IP — and at the IP level:
+// every 10 ms the client sends an ICMP echo and a TCP SYN for the IP through each node's MAC
+// (src/lab/answers.ts), and no round is ever answered by two nodes.
 import { execFileSync } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ipJson, privileged } from '../helpers/netns.js';
@@ -157,6 +159,12 @@ describe.skipIf(skip)('cluster mode: three agents and a client on one segment', 
     expect(await w.clientPing(ip)).toBe(true);
     expect(w.clientEntry(ip)).toBe(old.mac);
     w.askFor([X, X6]);
+    const probe = w.probeAnswers([ip]);
+    await until(
+      () => probe.firstAnswer(ip, old.mac, -Infinity) !== undefined,
+      5000,
+      'an IP-level answer',
+    );
     const before = new Map(
       await Promise.all(w.nodes.map(async (n) => [n, await w.metrics(n)] as const)),
     );
@@ -179,27 +187,44 @@ describe.skipIf(skip)('cluster mode: three agents and a client on one segment', 
     const grew = (k: string) => (m.get(k) ?? 0) - (was.get(k) ?? 0);
     expect(grew('fibkeeper_cluster_ownership_changes_total{change="acquired"}')).toBeGreaterThan(0);
     expect(grew('fibkeeper_cluster_failover_duration_seconds_count')).toBeGreaterThan(0);
+    await until(
+      () => probe.firstAnswer(ip, next.mac, t0) !== undefined,
+      5000,
+      'the new holder answers',
+    );
     await after(old, next);
     w.stopAsking();
-    // After the new holder's first word, the old one never spoke for the IP again.
+    probe.stop();
+    // After the new holder's first word, the old one never spoke for the IP again: no ARP, no
+    // NA, and no echo reply or RST through its MAC after the new holder's first IP answer.
     expect(w.spoke(old.mac, ip, firstWord).map((s) => s.line)).toEqual([]);
+    const firstNew = probe.firstAnswer(ip, next.mac, t0)!;
+    const lateOld = probe.answers.filter(
+      (a) => a.ip === ip && a.mac === old.mac && a.round !== firstNew.round && a.at > firstNew.at,
+    );
+    expect(lateOld).toEqual([]);
     expect(w.expectNeverTwoHolders()).toBeGreaterThan(0);
   }
 
-  it('SIGKILL of a holder: the IP moves and the dead agent leaves nothing answering', async () => {
-    await failover(
-      X,
-      (old) => w.signal(old, 'SIGKILL'),
-      async (old) => {
-        // Its kernel still has the address on the holder, and answers no ARP for it while
-        // the client keeps asking.
-        expect(w.held(old)).toContain(X);
-        await sleep(500);
-        await w.start(old); // a restarted agent removes it before anything else
-        expect(w.held(old)).not.toContain(X);
-      },
-    );
-  });
+  it.each([
+    ['IPv4', X],
+    ['IPv6', X6],
+  ])(
+    'SIGKILL of a holder (%s): the IP moves, the dead agent leaves nothing answering',
+    async (_family, ip) => {
+      await failover(
+        ip,
+        (old) => w.signal(old, 'SIGKILL'),
+        async (old) => {
+          // Its cluster holder went with its process, and every address on it: nothing of the
+          // dead agent's node answers for the IP, ARP or IP (the client keeps asking).
+          expect(w.held(old)).toEqual([]);
+          await sleep(500);
+          await w.start(old);
+        },
+      );
+    },
+  );
 
   it('SIGSTOP of a holder (a hung agent): the IP moves; resumed, it stays silent', async () => {
     await failover(

@@ -20,6 +20,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, expect } from 'vitest';
 import {
   LocalEtcd,
+  LocalEtcdCluster,
   findOverlaps,
   freePort,
   holdIntervals,
@@ -28,6 +29,7 @@ import {
 import { monotonicClock } from '../../src/sched/index.js';
 import { buildArp } from '../../src/extip/index.js';
 import {
+  AnswerProbe,
   clusterAgentConfig,
   Reaper,
   clusterLabDown,
@@ -150,6 +152,8 @@ export interface AgentNode extends ClusterLabNode {
   configFile: string;
   logFile: string;
   proxy: ProxyProc;
+  /** More `fibkeeper run` flags (the TLS files of etcd). */
+  flags: string[];
   /** The agent's Prometheus endpoint (http://127.0.0.1:PORT/metrics). */
   metricsUrl: string;
   proc: ChildProcess | undefined;
@@ -177,12 +181,16 @@ function realMinusMono(): number {
 export class ClusterWorld {
   readonly lab: ClusterLab;
   readonly etcd: LocalEtcd;
+  /** The etcd members, when the world has a cluster of them (create's `members`). */
+  etcdCluster: LocalEtcdCluster | undefined;
   readonly nodes: AgentNode[];
   readonly dir: string;
   readonly speakers: Speaker[] = [];
   /** Every agent process started (all runs of every node), ended by PID at teardown. */
   readonly agents: ChildProcess[] = [];
   readonly #wire: ChildProcess;
+  /** The IP-level answers (echo replies, RSTs) to probes through every node's MAC. */
+  probe: AnswerProbe | undefined;
   #asker: { timer: ReturnType<typeof setInterval>; sock: PacketSocket } | undefined;
 
   private constructor(lab: ClusterLab, etcd: LocalEtcd, nodes: AgentNode[], dir: string) {
@@ -199,10 +207,20 @@ export class ClusterWorld {
    * never run), and should that never happen — the worker died, the run was killed — the
    * reaper ends the processes by PID and deletes the namespaces.
    */
-  static async create(tag: string, cluster: string[] = []): Promise<ClusterWorld> {
+  static async create(
+    tag: string,
+    cluster: string[] = [],
+    opts: {
+      /** etcd's clients over TLS: these files (agents get them as flags). */
+      tls?: { ca: string; cert: string; key: string };
+      /** A cluster of this many etcd members, which the agents reach directly (no proxy). */
+      members?: number;
+    } = {},
+  ): Promise<ClusterWorld> {
     const prefix = `fk${tag}${randomBytes(2).toString('hex')}`.slice(0, 8);
     reaper.netns(...clusterLabNamespaces(describeClusterLab(prefix)));
     let etcd: LocalEtcd | undefined;
+    let members: LocalEtcdCluster | undefined;
     let lab: ClusterLab | undefined;
     const nodes: AgentNode[] = [];
     const proxies: ProxyProc[] = [];
@@ -211,6 +229,7 @@ export class ClusterWorld {
     reaper.dir(dir);
     teardowns.push(async () => {
       world?.stopAsking();
+      world?.probe?.close();
       for (const p of world?.agents ?? []) {
         if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
       }
@@ -218,17 +237,26 @@ export class ClusterWorld {
       for (const p of proxies) p.close();
       clusterLabDown(prefix);
       await etcd?.destroy();
+      await members?.destroy();
       rmSync(dir, { recursive: true, force: true });
     });
-    etcd = await LocalEtcd.start({
-      onSpawn: (pid, dataDir) => (reaper.process(pid), reaper.dir(dataDir)),
-    });
+    const onSpawn = (pid: number, dataDir: string) => (reaper.process(pid), reaper.dir(dataDir));
+    if (opts.members !== undefined) {
+      members = await LocalEtcdCluster.start(opts.members, { onSpawn });
+      etcd = members.members[0]!;
+    } else {
+      etcd = await LocalEtcd.start({ onSpawn, ...(opts.tls ? { tls: opts.tls } : {}) });
+    }
     lab = clusterLabUp(prefix);
     for (const n of lab.nodes) {
       const d = join(dir, n.name);
       mkdirSync(d, { mode: 0o750 });
       const proxy = await ProxyProc.start(etcd.clientPort);
       proxies.push(proxy);
+      const endpoints = members
+        ? members.endpoints
+        : [`${opts.tls ? 'https://' : ''}${proxy.endpoint}`];
+      const t = opts.tls;
       const metrics = `127.0.0.1:${await freePort()}`;
       const node: AgentNode = {
         ...n,
@@ -237,13 +265,20 @@ export class ClusterWorld {
         configFile: join(d, 'config.yaml'),
         logFile: join(d, 'agent.log'),
         proxy,
+        flags: t
+          ? [
+              `--cluster-etcd-ca-file=${t.ca}`,
+              `--cluster-etcd-cert-file=${t.cert}`,
+              `--cluster-etcd-key-file=${t.key}`,
+            ]
+          : [],
         metricsUrl: `http://${metrics}/metrics`,
         proc: undefined,
       };
       writeFileSync(
         node.configFile,
         clusterAgentConfig(n, {
-          etcd: proxy.endpoint,
+          etcd: endpoints,
           dir: d,
           logLevel: 'debug',
           cluster,
@@ -253,6 +288,7 @@ export class ClusterWorld {
       nodes.push(node);
     }
     world = new ClusterWorld(lab, etcd, nodes, dir);
+    world.etcdCluster = members;
     await waitFor(() => world.#listening, { what: 'tcpdump to listen', timeoutMs: 10_000 });
     return world;
   }
@@ -273,7 +309,7 @@ export class ClusterWorld {
   async start(n: AgentNode): Promise<void> {
     const fd = openSync(n.logFile, 'a');
     n.proc = reaper.agent(
-      spawn(process.execPath, [BIN, 'run', '--config', n.configFile], {
+      spawn(process.execPath, [BIN, 'run', '--config', n.configFile, ...n.flags], {
         stdio: ['ignore', fd, fd],
       }),
     );
@@ -298,12 +334,23 @@ export class ClusterWorld {
     );
   }
 
+  /**
+   * Processes that ended without a last hold set of their own (SIGKILL): when each was
+   * killed. Its cluster holder (a TUN device) went with it, so it held nothing from then on.
+   */
+  readonly deaths: { node: string; at: number }[] = [];
+
   /** Sends a signal to the node's agent; SIGKILL and SIGTERM wait for its exit. */
   async signal(n: AgentNode, sig: NodeJS.Signals): Promise<void> {
     const p = n.proc;
     if (!p || p.exitCode !== null || p.signalCode !== null) return;
     const exited = new Promise((r) => p.once('exit', r));
+    // The kernel ends a SIGKILLed process (and deletes its holder) before its sockets can
+    // tell its peers anything: the signal's moment is when it stopped holding, for the
+    // history. The wire (expectNeverTwoHolders's capture) checks that independently.
+    const sentAt = now();
     p.kill(sig);
+    if (sig === 'SIGKILL') this.deaths.push({ node: n.name, at: sentAt });
     if (sig === 'SIGKILL' || sig === 'SIGTERM') await exited;
   }
 
@@ -344,7 +391,7 @@ export class ClusterWorld {
 
   // --- what the kernel shows ---------------------------------------------------------------
 
-  /** The global addresses on a node's holder device (ip -j addr show dev fibkeeper0). */
+  /** The global addresses on a node's cluster holder (ip -j addr show dev fkcluster0). */
   held(n: AgentNode): string[] {
     try {
       const links = ipJson<{ addr_info: { local: string; scope: string }[] }[]>(
@@ -352,7 +399,7 @@ export class ClusterWorld {
         'addr',
         'show',
         'dev',
-        'fibkeeper0',
+        'fkcluster0',
       );
       return (links[0]?.addr_info ?? [])
         .filter((a) => a.scope === 'global')
@@ -386,6 +433,66 @@ export class ClusterWorld {
       );
       c.on('exit', (code) => done(code === 0));
     });
+  }
+
+  /**
+   * The client pings each of `ips` every `everyMs` (`ping -O -D` per IP, 1 s to answer);
+   * stop() returns the pings that got no answer at all (the last second's excluded: still
+   * in flight), as `IP seq N at T`.
+   */
+  keepPinging(ips: readonly string[], everyMs: number): { stop(): string[] } {
+    const runs = ips.map((ip) => {
+      const child = spawn(
+        'ip',
+        [
+          'netns',
+          'exec',
+          this.lab.client.netns,
+          'ping',
+          '-n',
+          '-O',
+          '-D',
+          '-W',
+          '1',
+          '-i',
+          String(everyMs / 1000),
+          ip,
+        ],
+        { stdio: ['ignore', 'pipe', 'ignore'] },
+      );
+      reaper.child(child);
+      const answered = new Set<number>();
+      const missed = new Map<number, string>();
+      let buf = '';
+      child.stdout!.setEncoding('utf8');
+      child.stdout!.on('data', (d: string) => {
+        buf += d;
+        const lines = buf.split('\n');
+        buf = lines.pop() ?? '';
+        for (const l of lines) {
+          const seq = /icmp_seq=(\d+)/.exec(l);
+          if (!seq) continue;
+          if (l.includes('no answer yet')) missed.set(Number(seq[1]), l.slice(1, 18));
+          else answered.add(Number(seq[1]));
+        }
+      });
+      return { ip, child, answered, missed };
+    });
+    return {
+      stop: () => {
+        const lost: string[] = [];
+        for (const r of runs) {
+          if (r.child.exitCode === null) r.child.kill('SIGINT');
+          const last = Math.max(0, ...r.answered, ...r.missed.keys());
+          const inFlight = Math.ceil(1000 / everyMs) + 1;
+          for (const [seq, at] of r.missed) {
+            if (!r.answered.has(seq) && seq <= last - inFlight)
+              lost.push(`${r.ip} seq ${seq} at ${at}`);
+          }
+        }
+        return lost;
+      },
+    };
   }
 
   // --- the segment -------------------------------------------------------------------------
@@ -468,6 +575,28 @@ export class ClusterWorld {
     this.#asker = undefined;
   }
 
+  /**
+   * Starts probing `ips` at the IP level through every node's MAC every `everyMs` (an ICMP
+   * echo and a TCP SYN each, src/lab/answers.ts); replaces an earlier probe.
+   */
+  probeAnswers(ips: readonly string[], everyMs = 10): AnswerProbe {
+    this.probe?.close();
+    const c = this.lab.client;
+    const p = new AnswerProbe({
+      netns: c.netns,
+      ifindex: ifindexOf(c.netns, c.dev),
+      mac: c.mac,
+      v4: c.v4,
+      v6: c.v6,
+      targets: this.nodes.map((n) => n.mac),
+      ips,
+      everyMs,
+    });
+    p.start();
+    this.probe = p;
+    return p;
+  }
+
   /** Frames on the segment from `mac` speaking for `ip` at or after `since` (monotonic ms). */
   spoke(mac: string, ip: string, since = -Infinity): Speaker[] {
     return this.speakers.filter((s) => s.mac === mac && s.ip === ip && s.at >= since);
@@ -475,19 +604,27 @@ export class ClusterWorld {
 
   // --- the checks ----------------------------------------------------------------------------
 
-  /** Every hold set every agent published (debug log lines), as history.ts takes them. */
+  /**
+   * Every hold set every agent published (debug log lines), as history.ts takes them, and for
+   * each SIGKILL an empty set when the process was seen gone (its holder went with it).
+   */
   holdRecords(): HoldRecord[] {
     const out: HoldRecord[] = [];
     for (const n of this.nodes) {
+      const mine: HoldRecord[] = [];
       for (const l of this.logLines(n)) {
         if (l.msg !== 'cluster hold set') continue;
-        out.push({
+        mine.push({
           node: n.name,
           at: l.at as number,
           ips: l.ips as string[],
           deadline: (l.deadline as number | null) ?? -Infinity,
         });
       }
+      for (const d of this.deaths.filter((x) => x.node === n.name)) {
+        mine.push({ node: n.name, at: d.at, ips: [], deadline: -Infinity });
+      }
+      out.push(...mine.sort((a, b) => a.at - b.at));
     }
     return out;
   }
@@ -522,6 +659,8 @@ export class ClusterWorld {
       }
     }
     expect(outside).toEqual([]);
+    // At the IP level: no probe round answered by two nodes for one IP.
+    expect(this.probe?.dualIntervals() ?? []).toEqual([]);
     return this.speakers.filter((s) => cluster(s) && this.byMac(s.mac)).length;
   }
 }

@@ -1,15 +1,18 @@
 // Cluster mode of the external-IP subsystem on one node, checked on the wire against the
-// peer's own kernel: cluster IPs go on the holder without duplicate address detection, are
-// announced and answered for only while the cluster gate (the lease) allows, leave the
-// holder before setClusterIps resolves; and the kernel itself never speaks for a holder
-// address (arp_ignore, arp_announce; IPv6 by the kernel's own rules) — so a node whose agent
-// is gone stays silent. The references: the peer's kernel resolving the IP, and the same
-// checks with the sysctls at the kernel defaults, where the kernel does answer.
+// peer's own kernel: cluster IPs go on the cluster holder (a TUN device of the process)
+// without duplicate address detection, are announced and answered for only while the
+// cluster gate (the lease) allows, leave the holder before setClusterIps resolves; the
+// kernel itself never speaks for them at the ARP/NDP level (arp_ignore, arp_announce; IPv6
+// by the kernel's own rules) and, past the hold deadline, not at the IP level either (the
+// fence) — so a hung agent's node stays silent, and a stopped one leaves nothing. The
+// references: the peer's kernel resolving the IP, and the same checks with the sysctls at
+// the kernel defaults, where the kernel does answer.
 import { spawnSync } from 'node:child_process';
 import { Registry } from 'prom-client';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ExternalIpSubsystem, decodeFrame, type ClusterGate } from '../../src/extip/index.js';
 import { silentLogger } from '../../src/log/index.js';
+import { monotonicClock } from '../../src/sched/index.js';
 import { ip, nsExec, privileged, sysctl, waitFor } from '../helpers/netns.js';
 import {
   NODE_MAC,
@@ -29,6 +32,8 @@ const { skip } = privileged();
 
 const C4 = '10.20.0.50';
 const C6 = '2001:db8:20::50';
+const HOLDER = 'fkxc0';
+const AHEAD = () => monotonicClock.now() + 3_600_000;
 
 interface TestGate extends ClusterGate {
   valid: boolean;
@@ -40,6 +45,7 @@ function gate(): TestGate {
     valid: true,
     held: new Set(),
     mayHold: (ipText) => g.valid && g.held.has(ipText),
+    holderName: HOLDER,
   };
   return g;
 }
@@ -56,6 +62,7 @@ async function startCluster(lab: Lab, g: ClusterGate) {
   onTestFinished(() => extip.stop());
   await extip.start();
   await extip.setDesired([]);
+  extip.setClusterDeadline(AHEAD()); // the lease's proof: the fence lets the kernel answer
   return { extip, registry };
 }
 
@@ -105,8 +112,11 @@ describe.skipIf(skip)('extip in cluster mode', () => {
     const cap = capture(lab.peer, 'peer0');
     g.held = new Set([C4, C6]);
     await extip.setClusterIps([C4, C6]);
-    await waitFor(() => holderAddrs(lab.node, 'fkx0').length === 2, { what: 'both on the holder' });
-    expect(holderAddrs(lab.node, 'fkx0')).toEqual([`${C4}/32`, `${C6}/128 nodad`]);
+    await waitFor(() => holderAddrs(lab.node, HOLDER).length === 2, {
+      what: 'both on the cluster holder',
+    });
+    expect(holderAddrs(lab.node, HOLDER)).toEqual([`${C4}/32`, `${C6}/128 nodad`]);
+    expect(holderAddrs(lab.node, 'fkx0')).toEqual([]);
     await waitFor(() => answersFor(cap.frames, C4) >= 2 && answersFor(cap.frames, C6) >= 1, {
       what: 'the first announcements',
     });
@@ -140,27 +150,36 @@ describe.skipIf(skip)('extip in cluster mode', () => {
     // Released: off the holder before setClusterIps resolves.
     g.held = new Set([C6]);
     await extip.setClusterIps([C6]);
-    expect(holderAddrs(lab.node, 'fkx0')).toEqual([`${C6}/128 nodad`]);
+    expect(holderAddrs(lab.node, HOLDER)).toEqual([`${C6}/128 nodad`]);
     expect(extip.list().map((s) => s.ip)).toEqual([C6]);
     g.held = new Set();
     await extip.setClusterIps([]);
-    expect(holderAddrs(lab.node, 'fkx0')).toEqual([]);
+    expect(holderAddrs(lab.node, HOLDER)).toEqual([]);
   });
 
-  it('the kernel never speaks for holder addresses: a node whose agent is gone is silent', async () => {
+  it('the kernel never speaks for cluster IPs by itself: a hung agent goes silent, a stopped one leaves nothing', async () => {
     const lab = await makeLab('xc3');
     const g = gate();
     const { extip } = await startCluster(lab, g);
     g.held = new Set([C4, C6]);
     await extip.setClusterIps([C4, C6]);
-    await waitFor(() => holderAddrs(lab.node, 'fkx0').length === 2, { what: 'both held' });
-    await extip.stop(); // as after a SIGKILL: the addresses stay, nothing of ours runs
-    expect(holderAddrs(lab.node, 'fkx0')).toHaveLength(2);
+    await waitFor(() => holderAddrs(lab.node, HOLDER).length === 2, { what: 'both held' });
+    g.valid = false; // as a hung agent: its addresses stay, it speaks for nothing
     const cap = capture(lab.peer, 'peer0');
     expect(await peerReaches(lab, C4)).toBe(false);
     expect(await peerReaches(lab, C6)).toBe(false);
     expect(answersFor(cap.frames, C4)).toBe(0);
     expect(answersFor(cap.frames, C6)).toBe(0);
+    // A peer that still knows where the IPs were (a static entry, a missed announcement)
+    // reaches them at the IP level until the deadline the lease proved, and not after it:
+    // the kernel fence, with no help from the agent.
+    ip(lab.peer, 'neigh', 'replace', C4, 'lladdr', NODE_MAC, 'dev', 'peer0');
+    expect(await pings(lab, C4)).toBe(true);
+    extip.setClusterDeadline(monotonicClock.now() - 1);
+    expect(await pings(lab, C4)).toBe(false);
+    expect(extip.clusterFenceDrops()?.ingress).toBeGreaterThan(0);
+    ip(lab.peer, 'neigh', 'del', C4, 'dev', 'peer0');
+    extip.setClusterDeadline(AHEAD());
 
     // The kernel's own ARP requests (the node talking from a holder address) carry the
     // interface's address as sender, never the cluster IP.
@@ -175,12 +194,11 @@ describe.skipIf(skip)('extip in cluster mode', () => {
     await waitFor(() => requests().length > 0, { what: "the node's ARP request" });
     expect(requests().map((d) => (d.kind === 'arp' ? d.senderIp : ''))).toContain(NODE_V4);
     expect(requests().map((d) => (d.kind === 'arp' ? d.senderIp : ''))).not.toContain(C4);
-    const solicits = sent.frames.filter(
-      (f) => f.readUInt16BE(12) === 0x86dd && f[20] === 58 && f[54] === 135,
-    );
-    expect(solicits.length).toBeGreaterThan(0);
+    const solicits = () =>
+      sent.frames.filter((f) => f.readUInt16BE(12) === 0x86dd && f[20] === 58 && f[54] === 135);
+    await waitFor(() => solicits().length > 0, { what: "the node's neighbor solicitation" });
     const c6 = Buffer.from('20010db8002000000000000000000050', 'hex'); // C6
-    for (const f of solicits) expect(f.subarray(22, 38).equals(c6)).toBe(false);
+    for (const f of solicits()) expect(f.subarray(22, 38).equals(c6)).toBe(false);
 
     // The references: at the kernel's defaults the same node does answer ARP for the holder
     // address, and its own requests carry the cluster IP — what cluster mode turns off.
@@ -198,6 +216,10 @@ describe.skipIf(skip)('extip in cluster mode', () => {
           .some((d) => d.kind === 'arp' && d.op === 1 && d.senderIp === C4),
       { what: 'an ARP request from the cluster IP at arp_announce=0' },
     );
+    // Stopped (as killed): the cluster holder is gone with its addresses, nothing answers.
+    await extip.stop();
+    expect(holderAddrs(lab.node, HOLDER)).toEqual([]);
+    expect(await peerReaches(lab, C4)).toBe(false);
   });
 
   it('refuses an IP that is both node-local and a cluster IP, either way round', async () => {
@@ -208,7 +230,7 @@ describe.skipIf(skip)('extip in cluster mode', () => {
     await extip.assign([LOCAL]);
     g.held = new Set([LOCAL, C4]);
     await extip.setClusterIps([LOCAL, C4]);
-    await waitFor(() => holderAddrs(lab.node, 'fkx0').length === 2, { what: 'C4 held' });
+    await waitFor(() => holderAddrs(lab.node, HOLDER).length === 1, { what: 'C4 held' });
     expect(extip.list()).toMatchObject([
       { ip: C4, cluster: true },
       { ip: LOCAL, cluster: false },
@@ -223,7 +245,18 @@ describe.skipIf(skip)('extip in cluster mode', () => {
     // the refused one stays node-local when the cluster lets go of it
     g.held = new Set([C4]);
     await extip.setClusterIps([C4]);
-    expect(holderAddrs(lab.node, 'fkx0')).toEqual([`${C4}/32`, `${LOCAL}/32`]);
+    expect(holderAddrs(lab.node, HOLDER)).toEqual([`${C4}/32`]);
+    expect(holderAddrs(lab.node, 'fkx0')).toEqual([`${LOCAL}/32`]);
     expect(extip.health().ok).toBe(true);
   });
 });
+
+/** One ping from the peer (its neighbor entry as it is). */
+async function pings(lab: Lab, target: string): Promise<boolean> {
+  try {
+    await nsExecAsync(lab.peer, 'ping', '-c', '1', '-W', '1', target);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -200,9 +200,14 @@ export async function tcpdump(
 
 /** `ip -j addr show dev DEV` as [address, prefixlen, nodad] triples (global scope only). */
 export function holderAddrs(ns: string, dev = 'fkx0'): string[] {
-  const links = ipJson<
-    { addr_info: { local: string; prefixlen: number; scope: string; nodad?: boolean }[] }[]
-  >(ns, 'addr', 'show', 'dev', dev);
+  let links: {
+    addr_info: { local: string; prefixlen: number; scope: string; nodad?: boolean }[];
+  }[];
+  try {
+    links = ipJson(ns, 'addr', 'show', 'dev', dev);
+  } catch {
+    return []; // no such device (the cluster holder of a stopped agent)
+  }
   return (links[0]?.addr_info ?? [])
     .filter((a) => a.scope === 'global')
     .map((a) => `${a.local}/${a.prefixlen}${a.nodad ? ' nodad' : ''}`)
