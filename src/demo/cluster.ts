@@ -221,14 +221,23 @@ export async function clusterAct(
     5000,
     'a reply from the new holder',
   );
+  // Watch the wire a little longer: replies from the killed node after the new holder's
+  // first one would mean two answerers.
+  await new Promise((r) => setTimeout(r, 500));
   const announced = (garps.find((g) => g.mac === next.mac && g.at > t0)?.at ?? t0) - t0;
-  const answered = (replies.find((r) => r.mac === next.mac && r.at > t0)?.at ?? t0) - t0;
-  const after = replies.filter((r) => r.at > t0);
-  let gap = 0;
-  for (let i = 1; i < after.length; i++) gap = Math.max(gap, after[i]!.at - after[i - 1]!.at);
+  const firstNew = replies.find((r) => r.mac === next.mac && r.at > t0)?.at ?? t0;
+  const answered = firstNew - t0;
+  // The client's outage: from its last reply before the kill to the first one after it.
+  const lastBefore = replies.filter((r) => r.at <= t0).at(-1)?.at ?? t0;
+  const firstAfter = replies.find((r) => r.at > t0)?.at ?? firstNew;
+  const outage = firstAfter - lastBefore;
+  const stale = replies.filter((r) => r.mac === holder.mac && r.at > firstNew).length;
+  const holderGone = !(await run('ip', ['-n', holder.netns, 'link', 'show', 'dev', 'fkcluster0']))
+    .out;
   io.out(
     `  ${next.name} took the IP over: its gratuitous ARP ${announced.toFixed(0)} ms after the kill, the first echo reply from it ${answered.toFixed(0)} ms after the kill\n` +
-      `  the client's neighbor entry now points to ${next.mac} (${next.name}); the client kept reaching ${ip} (longest gap between replies: ${gap.toFixed(0)} ms)\n` +
-      `  the killed node's cluster holder went with its process: from then on nothing of it answered for the IP, at the ARP level or the IP level\n`,
+      `  the client's neighbor entry now points to ${next.mac} (${next.name}); the client went ${outage.toFixed(0)} ms without a reply (pings every 20 ms), ` +
+      `and ${stale === 0 ? 'no' : stale} echo repl${stale === 1 ? 'y' : 'ies'} came from ${holder.name} after ${next.name}'s first\n` +
+      `  ${holder.name}'s cluster holder ${holderGone ? 'went with its process: fkcluster0 is gone from its namespace' : 'is still there (fkcluster0 exists)'}\n`,
   );
 }

@@ -30,7 +30,8 @@ describe.skipIf(skip)('fibkeeper demo', () => {
       /unsolicited NA fd77:1::100 is-at \S+ \(override on, hop limit 255, checksum ok\)/,
     );
     // The cluster act (etcd is installed where this runs): the holder killed, another node
-    // announced the IP, the client's entry followed and its pings kept being answered.
+    // announced the IP, the client's entry followed, the killed node never answered after the
+    // new holder, and its holder went with its process.
     expect(out).toContain('[6/6] cluster mode:');
     const killed = /SIGKILL to the agent of (n\d)/.exec(out)?.[1];
     const took = /(n\d) took the IP over: its gratuitous ARP \d+ ms after the kill/.exec(out)?.[1];
@@ -39,9 +40,10 @@ describe.skipIf(skip)('fibkeeper demo', () => {
     expect(took).not.toBe(killed);
     expect(out).toMatch(
       new RegExp(
-        `the client's neighbor entry now points to \\S+ \\(${took}\\); the client kept reaching 10\\.78\\.0\\.200`,
+        `the client's neighbor entry now points to \\S+ \\(${took}\\); the client went \\d+ ms without a reply \\(pings every 20 ms\\), and no echo replies came from ${killed} after ${took}'s first`,
       ),
     );
+    expect(out).toContain(`${killed}'s cluster holder went with its process`);
     // This demo's lab namespaces are gone (another demo may run beside it).
     const prefix = /lab "(fkd[0-9a-f]+)"/.exec(out)?.[1];
     expect(prefix, out).toBeDefined();
