@@ -62,6 +62,36 @@ async function settled(
   }
 }
 
+/** Successful keep-alives a node has had answered (its etcd request histogram's count). */
+async function keepalives(n: AgentNode): Promise<number> {
+  return (
+    (await w.metrics(n)).get(
+      'fibkeeper_cluster_etcd_request_duration_seconds_count{op="keepalive"}',
+    ) ?? 0
+  );
+}
+
+/**
+ * Waits until every node holds on its own lease again and has had `k` more keep-alives
+ * answered since: by then a promise or grace from before has run out (a promise lasts
+ * TTL − margin, under 1 s; 10 renewals are 1.5 s), so a late fence or claim would have shown.
+ */
+async function backOnLeases(k = 10): Promise<void> {
+  const base = await Promise.all(w.nodes.map((n) => keepalives(n)));
+  await until(
+    async () => {
+      for (const [i, n] of w.nodes.entries()) {
+        const st = (await w.api(n, 'GET', '/v1/cluster/status')) as { holding: string };
+        if (st.holding === 'grace') return false;
+        if ((await keepalives(n)) < base[i]! + k) return false;
+      }
+      return true;
+    },
+    15_000,
+    `every node on its own lease, ${k} keep-alives answered`,
+  );
+}
+
 /** Since `mark`, every hold set of every agent held only IPs that `before` gives to it. */
 function onlyTheirOwn(before: Map<string, string>, mark: number): void {
   const wrong = w
@@ -90,7 +120,7 @@ describe.skipIf(skip)('cluster mode when etcd fails', () => {
     const mark = now();
     await w.etcd.restart('SIGTERM');
     await Promise.all(w.nodes.map((n) => w.ready(n)));
-    await sleep(1500); // a late fence or claim would show by now
+    await backOnLeases(); // a late fence or claim would show by then
     expect(await settled(IPS)).toEqual(before);
     onlyTheirOwn(before, mark);
     w.expectNeverTwoHolders();
@@ -123,7 +153,7 @@ describe.skipIf(skip)('cluster mode when etcd fails', () => {
       15_000,
       'the same nodes hold the same IPs again',
     );
-    await sleep(1500); // a late fence or claim would show by now
+    await backOnLeases(); // a late fence or claim would show by then
     expect(owners(IPS)).toEqual(before);
     const lost = pings.stop();
     // Every IP answered the client all along (50 ms apart; a ping gets 200 ms).

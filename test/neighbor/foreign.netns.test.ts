@@ -6,11 +6,19 @@
 import { describe, expect, it } from 'vitest';
 import { formatStatus } from '../../src/cli/status-format.js';
 import { ip, ipJson, privileged, waitFor } from '../helpers/netns.js';
-import { buildLab, entry, hasMarks, PROTO, startAgent, waitEntry, type IpNeigh } from './lab.js';
+import {
+  afterPrunes,
+  buildLab,
+  entry,
+  hasMarks,
+  PROTO,
+  startAgent,
+  waitEntry,
+  type IpNeigh,
+} from './lab.js';
 import type { NeighborSubsystem } from '../../src/neighbor/index.js';
 
 const { skip } = privileged();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function foreignGauge(n: NeighborSubsystem): Promise<number> {
   const text = await n.metrics.registry.metrics();
@@ -56,7 +64,8 @@ describe.skipIf(skip)('neighbor: entries that belong to someone else', () => {
     n.upsert('test', ['10.1.0.3', '10.1.0.20']);
     await n.waitReady();
     await waitEntry(lab.r, '10.1.0.20', 'ra0', hasMarks);
-    await sleep(2500); // writes, two periodic prunes
+    await n.settled(); // the writes
+    await afterPrunes(n, 2); // and two periodic prunes
     expect(unchanged(anyEntry(lab.r, '10.1.0.3', 'ra0'), '02:00:00:00:00:03', 'NOARP')).toBe(true);
     expect(n.status({ ip: '10.1.0.3' }).desired[0]?.kernel?.owner).toBe('foreign');
     expect(n.status().summary.foreignEntries).toBe(1);
@@ -66,7 +75,7 @@ describe.skipIf(skip)('neighbor: entries that belong to someone else', () => {
     // Not wanted any more: still not ours to delete.
     n.delete('test', ['10.1.0.3']);
     await n.settled();
-    await sleep(1500); // and another prune
+    await afterPrunes(n, 1); // and another prune
     expect(unchanged(anyEntry(lab.r, '10.1.0.3', 'ra0'), '02:00:00:00:00:03', 'NOARP')).toBe(true);
     expect(await foreignGauge(n)).toBe(0); // no desired next hop is held by a foreign entry
     expect(n.status().counters.deletes).toEqual({ reconcile: 0, prune: 0 });
@@ -91,7 +100,11 @@ describe.skipIf(skip)('neighbor: entries that belong to someone else', () => {
       'nud',
       'permanent',
     );
-    await sleep(2500); // events, two prunes
+    // The agent sees the event, then two prunes run.
+    await waitFor(() => n.status({ ip: '10.1.0.3' }).desired[0]?.kernel?.owner === 'foreign', {
+      what: 'the pinned entry seen as foreign',
+    });
+    await afterPrunes(n, 2);
     const pinned = entry(lab.r, '10.1.0.3', 'ra0');
     expect(pinned).toMatchObject({ lladdr: '02:00:00:00:00:33', state: ['PERMANENT'] });
     expect(pinned?.extern_learn).toBeUndefined();
@@ -127,10 +140,12 @@ describe.skipIf(skip)('neighbor: entries that belong to someone else', () => {
       'nud',
       'permanent',
     );
-    await sleep(200);
+    await waitFor(() => n.status({ ip: '10.1.0.3' }).desired[0]?.kernel?.owner === 'foreign', {
+      what: 'the pinned entry seen as foreign again',
+    });
     n.delete('test', ['10.1.0.3']);
     await n.settled();
-    await sleep(1500);
+    await afterPrunes(n, 1);
     expect(entry(lab.r, '10.1.0.3', 'ra0')).toMatchObject({
       lladdr: '02:00:00:00:00:34',
       state: ['PERMANENT'],
@@ -156,7 +171,11 @@ describe.skipIf(skip)('neighbor: entries that belong to someone else', () => {
       'nud',
       'stale',
     );
-    await sleep(2500);
+    await waitFor(() => n.status({ ip: '10.1.0.20' }).desired[0]?.kernel?.owner === 'foreign', {
+      what: "the other writer's entry seen as foreign",
+    });
+    await n.settled();
+    await afterPrunes(n, 2);
     const theirs = entry(lab.r, '10.1.0.20', 'ra0');
     expect(theirs).toMatchObject({ lladdr: '02:00:00:00:00:20', state: ['STALE'] });
     expect(theirs?.extern_learn).toBeUndefined();

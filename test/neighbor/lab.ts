@@ -150,3 +150,26 @@ export function waitGone(ns: string, dst: string, dev: string, timeoutMs = 5000)
     what: `neighbor ${dst} dev ${dev} to go`,
   });
 }
+
+/** Prune rounds the subsystem has finished (the count of its prune duration histogram). */
+export async function pruneRounds(n: NeighborSubsystem): Promise<number> {
+  const text = await n.metrics.registry.metrics();
+  const m = /^fibkeeper_neighbor_reconcile_duration_seconds_count\{op="prune"\} (\d+)$/m.exec(text);
+  return m === null ? 0 : Number(m[1]);
+}
+
+/**
+ * Waits until `k` more prune rounds have finished than when it was called: what "nothing
+ * happened" is proven against (a round that did not run proves nothing).
+ */
+export async function afterPrunes(
+  n: NeighborSubsystem,
+  k: number,
+  timeoutMs = 15_000,
+): Promise<void> {
+  const base = await pruneRounds(n);
+  await waitFor(async () => (await pruneRounds(n)) >= base + k, {
+    timeoutMs,
+    what: `${k} more prune rounds after round ${base}`,
+  });
+}

@@ -6,19 +6,20 @@ import { InvalidArgumentError } from '../../src/errors/index.js';
 import { NetlinkHandle, type Neigh } from '../../src/netlink/index.js';
 import { ifindexOf, ip, privileged, waitFor } from '../helpers/netns.js';
 import {
+  afterPrunes,
   buildLab,
   entry,
   hasMarks,
   neighs,
   owned,
   PROTO,
+  pruneRounds,
   startAgent,
   waitEntry,
   waitGone,
 } from './lab.js';
 
 const { skip } = privileged();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Records neighbor deletions in `ns` (as "dst ifindex"). */
 function recordDeletes(ns: string): string[] {
@@ -101,7 +102,7 @@ describe.skipIf(skip)('neighbor ownership', () => {
     await n.waitReady();
     await waitGone(lab.r, '10.1.0.77', 'ra0'); // the initial prune took fibkeeper's stale entry
     await waitEntry(lab.r, '10.1.0.20', 'ra0', hasMarks);
-    await sleep(2500); // at least two periodic prunes (every resyncInterval = 1 s)
+    await afterPrunes(n, 2); // two periodic prunes (every resyncInterval = 1 s)
     expect(entry(lab.r, '10.1.0.99', 'ra0')).toMatchObject({
       lladdr: '02:00:00:00:00:99',
       state: ['PERMANENT'],
@@ -134,8 +135,17 @@ describe.skipIf(skip)('neighbor ownership', () => {
     const second = await startAgent(lab.r, {
       before: (n) => (configLoaded = n.registerInitializer('config')),
     });
-    await sleep(500); // started, but the config has not been loaded yet
+    // Started with its tables dumped, but the config has not been loaded yet: no prune ran.
+    await waitFor(
+      () =>
+        ['devices', 'routes', 'neighbors'].every(
+          (t) => (second.status().counters.resyncs[`${t}/startup`] ?? 0) >= 1,
+        ),
+      { what: 'the startup dumps' },
+    );
+    await second.settled();
     expect(second.ready()).toBe(false);
+    expect(await pruneRounds(second)).toBe(0);
     expect(owned(lab.r)).toEqual(['10.1.0.2 ra0', '10.1.0.20 ra0']);
     second.setOwner('config', ['10.9.0.5', '10.1.0.20']);
     configLoaded();
@@ -145,7 +155,8 @@ describe.skipIf(skip)('neighbor ownership', () => {
     expect(owned(lab.r)).toEqual(['10.1.0.20 ra0', '10.1.0.3 ra0']);
     const ra0 = ifindexOf(lab.r, 'ra0');
     await waitFor(() => deleted.length > 0, { what: 'the delete event' });
-    await sleep(100);
+    await second.settled();
+    expect(second.status().counters.deletes).toEqual({ reconcile: 0, prune: 1 });
     expect(deleted).toEqual([`10.1.0.2 ${ra0}`]); // the entry in use was never deleted
   });
 
@@ -162,7 +173,7 @@ describe.skipIf(skip)('neighbor ownership', () => {
     expect(n.list()).toHaveLength(2);
     await waitEntry(lab.r, 'fd00:a::2', 'ra0', hasMarks);
     n.delete('a', ['fd00:0099::0:5']);
-    await sleep(200);
+    await n.settled();
     expect(hasMarks(entry(lab.r, 'fd00:a::2', 'ra0'))).toBe(true);
     expect(n.list().find((f) => f.ip === 'fd00:99::5')?.owners).toEqual(['b']);
     // All or nothing: one bad IP and nothing of the call is applied.
