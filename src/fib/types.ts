@@ -30,7 +30,7 @@ export interface XdpForwarderConfig extends Pick<
   holderName: string;
   /** Record NO_NEIGH destinations in the miss map (default true). */
   missTrack?: boolean;
-  /** Forward IPv4 packets that carry IP options (default true; false passes them to the stack). */
+  /** Forward IPv4 packets that carry IP options (default false: they go to the stack, as `xdp.ipv4Options` says). */
   ipv4Options?: boolean;
   /** The node's policy: respect (default) or bypass. */
   nodePolicy?: XdpNodePolicyMode;
