@@ -4,7 +4,7 @@
 // before the rest. Only then are `forwardable.static`, `extip.static`, `cluster.static`
 // (seeded into etcd) and the log level applied; the state file's entries are applied again (those skipped before may pass now).
 // Other changes are logged as needing a restart. Runs alone in the write queue.
-import { checkRunnable, loadConfig, type FibkeeperConfig } from '../config/index.js';
+import { OPTIONS, checkRunnable, loadConfig, type FibkeeperConfig } from '../config/index.js';
 import { describeError } from '../errors/index.js';
 import type { AgentView } from './view.js';
 import { planExtip, planForwardable, staticSets } from './restore.js';
@@ -15,7 +15,10 @@ export interface ReloadResult {
   needRestart: string[];
 }
 
-const XDP_LIVE_KEYS = ['mode', 'keepOnStop', 'force', 'ipv6', 'ipv4Options', 'nodePolicy'] as const;
+/** The XDP options marked `reload: 'live'` in the option table (programs swapped at once). */
+const XDP_LIVE_KEYS = OPTIONS.filter((o) => o.reload === 'live' && o.path.startsWith('xdp.')).map(
+  (o) => o.path.slice('xdp.'.length) as keyof FibkeeperConfig['xdp'],
+);
 
 function flat(o: unknown, prefix = ''): [string, string][] {
   return Object.entries(o as Record<string, unknown>).flatMap(([k, v]) =>

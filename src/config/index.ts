@@ -272,6 +272,7 @@ export function optionsMarkdown(): string {
   return OPTIONS.map((spec) => {
     const allowed = spec.values ? ` One of: ${spec.values.join(', ')}.` : '';
     const dflt = yamlValue(spec).replace(/\|/g, '\\|');
-    return `| \`${spec.path}\` | \`${dflt}\` | ${spec.doc.replace(/\|/g, '\\|')}${allowed}${rangeDoc(spec)} |`;
+    const reload = spec.reload === 'live' ? 'live' : 'restart';
+    return `| \`${spec.path}\` | \`${dflt}\` | ${reload} | ${spec.doc.replace(/\|/g, '\\|')}${allowed}${rangeDoc(spec)} |`;
   }).join('\n');
 }

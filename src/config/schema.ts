@@ -16,6 +16,11 @@ export interface OptionSpec {
   /** Inclusive bounds of an int, or of a duration in milliseconds. */
   readonly min?: number;
   readonly max?: number;
+  /**
+   * How a change of the option takes effect on SIGHUP: `live` at once (src/agent/reload.ts
+   * applies it), else after a restart (the reload logs it as needing one).
+   */
+  readonly reload?: 'live';
 }
 
 const SECOND = 1000;
@@ -40,6 +45,7 @@ const TABLE = [
   { path: 'xdp.enabled', type: 'bool', default: true, doc: 'Load and attach the XDP forwarder.' },
   {
     path: 'xdp.mode',
+    reload: 'live',
     type: 'enum',
     values: ['auto', 'native', 'generic'],
     default: 'auto',
@@ -53,30 +59,35 @@ const TABLE = [
   },
   {
     path: 'xdp.keepOnStop',
+    reload: 'live',
     type: 'bool',
     default: true,
     doc: "Leave the XDP program attached when the agent stops, so forwarding continues while it restarts: in XDP for 5s (then, with nobody watching the node's policy, by the kernel until an agent is back).",
   },
   {
     path: 'xdp.force',
+    reload: 'live',
     type: 'bool',
     default: false,
     doc: 'Replace an XDP program that fibkeeper did not attach. Off: such a device is left alone and reported.',
   },
   {
     path: 'xdp.ipv6',
+    reload: 'live',
     type: 'bool',
     default: true,
     doc: 'Forward IPv6 in XDP (off: IPv6 goes to the kernel stack).',
   },
   {
     path: 'xdp.ipv4Options',
+    reload: 'live',
     type: 'bool',
     default: false,
     doc: 'Forward in XDP IPv4 packets whose options the kernel forwards unchanged (NOP, end of list, unknown kinds; needs Linux 5.18). Off: every packet with options goes to the kernel stack. Source routes, record route, timestamps, router alert and malformed options always go to the kernel.',
   },
   {
     path: 'xdp.nodePolicy',
+    reload: 'live',
     type: 'enum',
     values: ['respect', 'bypass'],
     default: 'respect',
@@ -160,6 +171,7 @@ const TABLE = [
   },
   {
     path: 'forwardable.static',
+    reload: 'live',
     type: 'list',
     default: [],
     doc: 'Forwardable IPs from the config file (owner "config").',
@@ -294,7 +306,13 @@ const TABLE = [
     default: 'auto',
     doc: 'Answer ARP requests for external IPs: auto when arp_ignore keeps the kernel from answering, always, or never.',
   },
-  { path: 'extip.static', type: 'list', default: [], doc: 'External IPs from the config file.' },
+  {
+    path: 'extip.static',
+    reload: 'live',
+    type: 'list',
+    default: [],
+    doc: 'External IPs from the config file.',
+  },
   // Cluster mode (src/cluster; docs/cluster.md)
   {
     path: 'cluster.enabled',
@@ -337,6 +355,7 @@ const TABLE = [
   },
   {
     path: 'cluster.static',
+    reload: 'live',
     type: 'list',
     default: [],
     doc: 'Cluster external IPs to seed: each is added to the desired set in etcd at start and reload when it is not there yet (eligibility: any node). `fibkeeper cluster extip del` removes one until the next start or reload; remove it here too.',
@@ -498,6 +517,7 @@ const TABLE = [
   },
   {
     path: 'log.level',
+    reload: 'live',
     type: 'enum',
     values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace'],
     default: 'info',

@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STATUS_SCHEMA_VERSION } from '../../src/agent/index.js';
+import { OPTIONS } from '../../src/config/index.js';
 import { decodeFrame } from '../../src/extip/index.js';
 import { labDown, labUp, type Lab } from '../../src/lab/index.js';
 import { PacketSocket, isBpffs, unmount } from '../../src/native/index.js';
@@ -311,6 +312,42 @@ describe.skipIf(skip)('the agent end to end, through the CLI', () => {
     writeConfig('forwardable:\n  static: ["10.77.4.2", "10.77.2.5"]\n');
     agent?.kill('SIGHUP');
     await waitFor(() => mode() === 'respect', { what: 'nodePolicy respect after SIGHUP' });
+    // What a reload applies and what it leaves for a restart is the option table's `reload`
+    // column (README): a live option and a restart-only one changed together.
+    writeConfig(
+      'forwardable:\n  static: ["10.77.4.2", "10.77.2.5"]\nlog:\n  level: debug\nneighbor:\n  rateLimit: 900\n',
+    );
+    agent?.kill('SIGHUP');
+    const reloaded = await waitFor(
+      () =>
+        readFileSync(join(dir, 'agent.log'), 'utf8')
+          .split('\n')
+          .filter((l) => l.includes('"config reloaded"'))
+          .map((l) => JSON.parse(l) as { applied: string[]; needRestart: string[] })
+          .find((r) => r.needRestart.includes('neighbor.rateLimit')),
+      { what: 'the reload with neighbor.rateLimit' },
+    );
+    expect(reloaded.applied).toEqual(['log.level']);
+    expect(reloaded.needRestart).toEqual(['neighbor.rateLimit']);
+    // Every reload of this test: applied only live options, left only restart ones.
+    const live = new Set(OPTIONS.filter((o) => o.reload === 'live').map((o) => o.path));
+    const reloads = readFileSync(join(dir, 'agent.log'), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"config reloaded"'))
+      .map((l) => JSON.parse(l) as { applied: string[]; needRestart: string[] });
+    expect(reloads.length).toBeGreaterThanOrEqual(4);
+    expect(reloads.flatMap((r) => r.applied).filter((k) => !live.has(k))).toEqual([]);
+    expect(reloads.flatMap((r) => r.needRestart).filter((k) => live.has(k))).toEqual([]);
+    // Back to the file the other tests expect (and the log level with it).
+    writeConfig('forwardable:\n  static: ["10.77.4.2", "10.77.2.5"]\n');
+    agent?.kill('SIGHUP');
+    await waitFor(
+      () =>
+        readFileSync(join(dir, 'agent.log'), 'utf8')
+          .split('\n')
+          .filter((l) => l.includes('"config reloaded"')).length > reloads.length,
+      { what: 'the reload back' },
+    );
   });
 
   it('survives SIGKILL mid-operation: restart restores everything and flushes nothing', async () => {
