@@ -59,7 +59,7 @@ describe('config', () => {
     expect(() => buildConfig('xdp: [unclosed')).toThrow(/config file/);
   });
 
-  it('bounds every duration and count, with the bound in the error (finding 5)', () => {
+  it('bounds every duration and count, with the bound in the error', () => {
     for (const o of OPTIONS.filter((x) => x.type === 'duration' || x.type === 'int')) {
       expect(o.min, o.path).toBeDefined();
       expect(o.max, o.path).toBeDefined();
@@ -93,7 +93,7 @@ describe('config', () => {
     );
   });
 
-  it('refuses api.tcp on a non-loopback address without a token file (finding 7)', () => {
+  it('refuses api.tcp on a non-loopback address without a token file', () => {
     expect(() => buildConfig('api:\n  tcp: "0.0.0.0:9471"\n')).toThrow(
       /api\.tcp: "0\.0\.0\.0:9471" is not a loopback address.*api\.tokenFile/,
     );

@@ -45,7 +45,7 @@ describe.skipIf(skip)('acknowledged control-plane changes are kept', () => {
     agent = await startAgent(w);
   };
 
-  it('keeps every external IP of 200 concurrent adds and 100 concurrent deletes (finding 1)', async () => {
+  it('keeps every external IP of 200 concurrent adds and 100 concurrent deletes', async () => {
     const ips = extips(200);
     const adds = await Promise.all(
       ips.map((ip) => call(w.sock, 'POST', '/v1/extip', { ips: [ip] })),
@@ -69,7 +69,7 @@ describe.skipIf(skip)('acknowledged control-plane changes are kept', () => {
     expect(holderIps(w.ns)).toEqual([]);
   }, 60_000);
 
-  it('serves owners named like JavaScript properties, and refuses a bad path escape with 400 (finding 6)', async () => {
+  it('serves owners named like JavaScript properties, and refuses a bad path escape with 400', async () => {
     const owners = ['constructor', 'toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf'];
     for (const [i, owner] of owners.entries()) {
       const r = await call(w.sock, 'POST', '/v1/forwardable', { owner, ips: [`10.88.6.${i + 1}`] });
@@ -101,7 +101,7 @@ describe.skipIf(skip)('acknowledged control-plane changes are kept', () => {
     }
   }, 60_000);
 
-  it('refuses an external IP that is forwardable, and skips only the bad entries of a state file (findings 3, 9)', async () => {
+  it('refuses an external IP that is forwardable, and skips only the bad entries of a state file', async () => {
     const add = await call(w.sock, 'POST', '/v1/forwardable', {
       owner: 'ops',
       ips: ['10.88.3.1', '10.88.3.2'],
@@ -148,7 +148,7 @@ describe.skipIf(skip)('acknowledged control-plane changes are kept', () => {
   }, 60_000);
 });
 
-describe.skipIf(skip)('a state file on a disk that fills up (finding 2)', () => {
+describe.skipIf(skip)('a state file on a disk that fills up', () => {
   it('answers 507 and leaves the file and the kernel as they were; never acknowledges a truncated file', async () => {
     // A mount namespace of our own that outlives agent restarts, with a 64 KiB tmpfs in it
     // (made after the network namespaces, so that their /run/netns mounts are seen in it).

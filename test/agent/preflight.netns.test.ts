@@ -61,7 +61,7 @@ describe.skipIf(skip)('validate, lock, then act', () => {
     if (existsSync(bpf) && isBpffs(bpf)) unmount(bpf, { lazy: true });
   });
 
-  it('refuses an unusable socket directory before any kernel change (findings 5, 7)', async () => {
+  it('refuses an unusable socket directory before any kernel change', async () => {
     const extra = { forwardableStatic: ['10.88.9.1'] };
     for (const [what, prepare, msg] of [
       ['open to others', (d: string) => chmodSync(d, 0o777), /accessible to others/],
@@ -78,7 +78,7 @@ describe.skipIf(skip)('validate, lock, then act', () => {
     }
   }, 60_000);
 
-  it("refuses a static list with the node's own IP before any kernel change; config check says so too (issue 24)", async () => {
+  it("refuses a static list with the node's own IP before any kernel change; config check says so too", async () => {
     /**
      * What `ip` shows of the namespace that an agent could have changed: its links (a holder,
      * XDP), their global addresses, and neighbor entries that the kernel did not learn itself
@@ -125,7 +125,7 @@ describe.skipIf(skip)('validate, lock, then act', () => {
     }
   }, 60_000);
 
-  it('refuses api.tcp on a non-loopback address without a token file, and binds nothing (finding 7)', async () => {
+  it('refuses api.tcp on a non-loopback address without a token file, and binds nothing', async () => {
     // Inside the namespace, so that even a wrong bind is not on the host.
     writeConfig(w, baseConfig(w, { api: ['tcp: "0.0.0.0:47991"'] }));
     const a = await startAgent(w, { ready: false, wrap: ['ip', 'netns', 'exec', w.ns] });
@@ -136,7 +136,7 @@ describe.skipIf(skip)('validate, lock, then act', () => {
     untouched(w);
   }, 30_000);
 
-  it('runs one agent per namespace: a second refuses with the PID of the first and changes nothing (finding 4)', async () => {
+  it('runs one agent per namespace: a second refuses with the PID of the first and changes nothing', async () => {
     writeConfig(
       w,
       baseConfig(w, { xdp: true, forwardableStatic: ['10.88.9.1'], extipStatic: ['10.89.9.1'] }),
@@ -171,7 +171,7 @@ describe.skipIf(skip)('validate, lock, then act', () => {
     }
   }, 90_000);
 
-  it('waits for the start when SIGHUP comes during it (finding 5)', async () => {
+  it('waits for the start when SIGHUP comes during it', async () => {
     writeConfig(w, baseConfig(w, { forwardableStatic: ['10.88.9.1'] }));
     const a = await startAgent(w, { ready: false });
     try {
@@ -193,7 +193,7 @@ describe.skipIf(skip)('validate, lock, then act', () => {
     }
   }, 60_000);
 
-  it('reloads all or nothing: a refused reload applies no part of the new file (finding 5)', async () => {
+  it('reloads all or nothing: a refused reload applies no part of the new file', async () => {
     writeConfig(w, baseConfig(w, { forwardableStatic: ['10.88.9.1'] }));
     const a = await startAgent(w);
     try {
@@ -219,7 +219,7 @@ describe.skipIf(skip)('validate, lock, then act', () => {
     }
   }, 60_000);
 
-  it('answers an external-IP request within its deadline while the holder is unusable (finding 9)', async () => {
+  it('answers an external-IP request within its deadline while the holder is unusable', async () => {
     writeConfig(w, baseConfig(w));
     const a = await startAgent(w);
     try {
@@ -253,7 +253,7 @@ describe.skipIf(skip)('validate, lock, then act', () => {
   }, 60_000);
 });
 
-describe.skipIf(skip)('a verifier refusal fails the start (finding 8)', () => {
+describe.skipIf(skip)('a verifier refusal fails the start', () => {
   it('names the refusal and the fix, and nothing else was changed', async () => {
     const w = makeWorld('verif');
     mkdirSync(join(w.dir, 'bpf'), { recursive: true });
@@ -292,7 +292,7 @@ describe.skipIf(skip)('a verifier refusal fails the start (finding 8)', () => {
   }, 40_000);
 });
 
-describe.skipIf(skip)('capabilities are checked before anything is changed (finding 8)', () => {
+describe.skipIf(skip)('capabilities are checked before anything is changed', () => {
   const CAPS = ['net_admin', 'bpf', 'perfmon', 'net_raw'];
   for (const drop of ['perfmon', 'bpf', 'net_admin']) {
     it(`refuses to start without CAP_${drop.toUpperCase()}, naming it and the real fix`, async () => {

@@ -36,3 +36,27 @@ describe('private members', () => {
     ]);
   });
 });
+
+/** Test names (`it(`/`describe(` titles) in `text` that cite a finding or an issue number. */
+function namedByNumber(text: string): string[] {
+  return [...text.matchAll(/\b(?:it|describe)(?:\.\w+\([^)]*\))?\(\s*(['"`])(.*?)\1/g)]
+    .map((m) => m[2]!)
+    .filter((t) => /\((?:findings?|issues?) [0-9]/.test(t));
+}
+
+describe('test names', () => {
+  it('say the behaviour, not which finding or issue they came from', () => {
+    const found = [...sourceFiles('src'), ...sourceFiles('test')]
+      .filter((f) => f.endsWith('.test.ts') && f !== 'test/build/style.test.ts') // its examples
+      .flatMap((f) => namedByNumber(readFileSync(join(ROOT, f), 'utf8')).map((t) => `${f}: ${t}`));
+    expect(found).toEqual([]);
+  });
+
+  it('the check finds a name that cites a finding', () => {
+    expect(
+      namedByNumber(
+        "it('keeps every IP (finding 1)', () => {});\nit.skipIf(x)('waits (issue 24)', f);\nit('fine', f);",
+      ),
+    ).toEqual(['keeps every IP (finding 1)', 'waits (issue 24)']);
+  });
+});
