@@ -30,6 +30,8 @@ export interface AgentClusterParams {
   hold: (ips: readonly string[]) => Promise<void>;
   /** The other members' node IPs changed. */
   peers: (ips: readonly string[]) => void;
+  /** Told of every hold set (events: IPs taken and given up, fences, moves). */
+  onHoldSet?: (set: HoldSet, status: () => ClusterStatus) => void;
 }
 
 /** How long the neighbor subsystem's first prune waits for the cluster's node IPs. */
@@ -56,7 +58,10 @@ export class AgentCluster {
       metrics: registerClusterMetrics(p.registry),
       // every set in the log, as computed: the applying listener skips sets while it waits
       // for a removal, and the log is the record of what this node held when
-      onSet: (set) => this.#logHold(set),
+      onSet: (set) => {
+        this.#logHold(set);
+        p.onHoldSet?.(set, () => this.member.status());
+      },
       onHold: (set) => p.hold(set.ips),
       onPeers: p.peers,
     });

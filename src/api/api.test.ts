@@ -55,6 +55,12 @@ function handlers(): ControlHandlers {
     async status() {
       return { ready: true };
     },
+    events() {
+      return { initial: [] };
+    },
+    async xdpMisses() {
+      return { misses: [] };
+    },
     async probe() {
       return { features: [] };
     },

@@ -4,6 +4,7 @@ import { extipCommands, forwardableCommands, statusCommand } from './client-comm
 import { clusterCommands } from './cluster.js';
 import { configCheckCommand, configExampleCommand } from './config.js';
 import { demoCommand } from './demo.js';
+import { eventsCommand } from './events.js';
 import { labDownCommand, labUpCommand } from './lab.js';
 import { probeCommand } from './probe.js';
 import { runCommand } from './run.js';
@@ -13,6 +14,7 @@ import { xdpDetachCommand } from './xdp.js';
 export const COMMANDS: readonly Command[] = [
   runCommand,
   statusCommand,
+  eventsCommand,
   ...forwardableCommands,
   ...extipCommands,
   ...clusterCommands,

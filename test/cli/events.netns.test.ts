@@ -1,0 +1,122 @@
+// `fibkeeper events` against a real agent in a namespace: a change made behind the agent's
+// back (`ip neigh del`, `ip addr del`) and one made through the CLI (`extip add`) each arrive
+// on a running `fibkeeper events -f`, and the kernel shows the repair the event reports.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  BIN,
+  baseConfig,
+  cli,
+  holderIps,
+  makeWorld,
+  ownedNeighbors,
+  startAgent,
+  stopAgent,
+  writeConfig,
+  type AgentProc,
+  type AgentWorld,
+} from '../agent/harness.js';
+import { ip, privileged, waitFor } from '../helpers/netns.js';
+
+const { skip } = privileged();
+
+/** A running `fibkeeper events ...`: its output so far, and how to end it (by its PID). */
+function follow(...args: string[]): { child: ChildProcess; out: () => string; err: () => string } {
+  const child = spawn('node', [BIN, 'events', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout?.setEncoding('utf8').on('data', (c: string) => (out += c));
+  child.stderr?.setEncoding('utf8').on('data', (c: string) => (err += c));
+  return { child, out: () => out, err: () => err };
+}
+
+describe.skipIf(skip)('fibkeeper events', () => {
+  let w: AgentWorld;
+  let agent: AgentProc;
+  const followers: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    w = makeWorld('ev');
+    writeConfig(w, baseConfig(w, { forwardableStatic: ['10.88.0.2'] }));
+    agent = await startAgent(w);
+    await waitFor(() => ownedNeighbors(w.ns, w.dev).includes('10.88.0.2'), {
+      timeoutMs: 15_000,
+      what: 'the entry for 10.88.0.2',
+    });
+  }, 60_000);
+  afterAll(async () => {
+    for (const f of followers) if (f.exitCode === null) f.kill('SIGTERM');
+    await stopAgent(agent);
+  });
+
+  it('shows the repair of an entry deleted with `ip neigh del` as it happens', async () => {
+    const f = follow('-f', '--socket', w.sock);
+    followers.push(f.child);
+    // The events kept come first: the agent started, the entry written at start.
+    await waitFor(
+      () => /neighbor\.written +1 neighbor entry written: 10\.88\.0\.2 on fk-a/.test(f.out()),
+      {
+        timeoutMs: 10_000,
+        what: () => `the start's events, got: ${f.out()} ${f.err()}`,
+      },
+    );
+    const before = f.out().length;
+    ip(w.ns, 'neigh', 'del', '10.88.0.2', 'dev', 'fk-a');
+    const line = await waitFor(
+      () =>
+        f
+          .out()
+          .slice(before)
+          .split('\n')
+          .find((l) => l.includes('neighbor.repaired')),
+      { timeoutMs: 10_000, what: () => `a neighbor.repaired line, got: ${f.out().slice(before)}` },
+    );
+    expect(line).toMatch(
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z neighbor\.repaired +1 neighbor entry written again after the kernel lost them: 10\.88\.0\.2 on fk-a \(deleted\)$/,
+    );
+    // The entry the event reports is back in the kernel, as fibkeeper's (proto 241).
+    expect(ownedNeighbors(w.ns, w.dev)).toContain('10.88.0.2');
+    f.child.kill('SIGTERM');
+  });
+
+  it('-o json: one JSON object a line; an external IP assigned and repaired', async () => {
+    const f = follow('--follow', '-o', 'json', '--type', 'extip', '--socket', w.sock);
+    followers.push(f.child);
+    // No race with the follower's connection: what happened before it came is in the kept
+    // events, which the agent sends first.
+    expect(cli('extip', 'add', '10.88.7.7', '--socket', w.sock)).toMatchObject({ code: 0 });
+    expect(holderIps(w.ns)).toContain('10.88.7.7');
+    ip(w.ns, 'addr', 'del', '10.88.7.7/32', 'dev', 'fibkeeper0');
+    const events = await waitFor(
+      () => {
+        const lines = f.out().split('\n').filter(Boolean);
+        const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+        return parsed.some((e) => e.type === 'extip.repaired') ? parsed : undefined;
+      },
+      { timeoutMs: 10_000, what: () => `extip events, got: ${f.out()} ${f.err()}` },
+    );
+    expect(events.map((e) => e.type)).toEqual(['extip.assigned', 'extip.repaired']);
+    expect(events[0]).toMatchObject({
+      ip: '10.88.7.7',
+      summary: expect.stringContaining('assigned'),
+    });
+    expect(typeof events[0]!.seq).toBe('number');
+    expect(holderIps(w.ns)).toContain('10.88.7.7');
+    f.child.kill('SIGTERM');
+  });
+
+  it('without --follow prints the kept events and exits; a bad --type is a usage error', () => {
+    const r = cli('events', '--type', 'neighbor', '--socket', w.sock);
+    expect(r.code).toBe(0);
+    expect(
+      r.out
+        .split('\n')
+        .filter(Boolean)
+        .every((l) => / neighbor\.\w+ /.test(l)),
+    ).toBe(true);
+    expect(r.out).toMatch(/neighbor\.repaired/);
+    const bad = cli('events', '--type', 'Neigh bor', '--socket', w.sock);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/--type Neigh bor: give types or subsystems/);
+  });
+});
