@@ -1,5 +1,5 @@
-// `fibkeeper xdp misses`: the destinations XDP found without a neighbor entry (NO_NEIGH)
-// lately, from the miss map fk_miss. With the miss tracker on, the map is emptied each
+// The destinations XDP found without a neighbor entry (NO_NEIGH) lately, from the miss map
+// fk_miss. With the miss tracker on, the map is emptied each
 // interval, so what it took is added up here (hits per destination and egress device, the
 // latest time seen), for up to `capacity` destinations, forgetting those not seen for
 // `keepMs`; the entries still in the map are added on top when asked. Without the tracker the

@@ -37,7 +37,7 @@ export interface AgentView {
   readonly control: ControlPlane;
   /** What the agent did and saw, for GET /v1/events. */
   readonly events: AgentEvents;
-  /** NO_NEIGH destinations taken from the miss map lately (xdp misses). */
+  /** NO_NEIGH destinations taken from the miss map lately (`status IP`). */
   readonly misses: RecentMisses;
   /** The namespace's links and addresses (after start). */
   readonly devices: DeviceFeed | undefined;

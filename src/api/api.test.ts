@@ -58,9 +58,6 @@ function handlers(): ControlHandlers {
     events() {
       return { initial: [] };
     },
-    async xdpMisses() {
-      return { misses: [] };
-    },
     async probe() {
       return { features: [] };
     },
