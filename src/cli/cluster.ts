@@ -5,7 +5,7 @@ import type { ClusterIpEntry } from '../api/index.js';
 import { OPTIONS, flagName, loadConfig } from '../config/index.js';
 import { enforceClusterSysctls, findExternal, readClusterSysctls } from '../extip/index.js';
 import { NetlinkHandle } from '../netlink/index.js';
-import { clientFor, documentCommand } from './client-commands.js';
+import { checkedIps, clientFor, documentCommand } from './client-commands.js';
 import {
   EXIT_OK,
   UsageError,
@@ -19,14 +19,12 @@ import { columns, formatClusterStatus } from './status-format.js';
 
 const COMMON: OptionsSpec = { socket: { type: 'string' }, config: { type: 'string' } };
 const COMMON_HELP = [
-  '  --socket PATH   control socket of the agent (default: api.socket of --config)',
+  '  --socket PATH   control socket of the agent (default: api.socket of --config, else',
+  '                  $FIBKEEPER_SOCKET)',
   '  --config FILE   read api.socket from this config file',
 ];
 
-function needIps(args: ParsedArgs): string[] {
-  if (args.positionals.length === 0) throw new UsageError('give at least one IP address');
-  return args.positionals;
-}
+const needIps = (args: ParsedArgs): string[] => checkedIps(args);
 
 /** --label k=v (repeated) as an object; a malformed one is a usage error. */
 function labelsOf(args: ParsedArgs): Record<string, string> {
