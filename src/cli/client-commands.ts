@@ -16,9 +16,8 @@ import {
 import { describeError } from '../errors/index.js';
 import { formatStatus } from './status-format.js';
 import { formatExplain } from './explain-format.js';
-import { outputOf } from './output.js';
+import { OUTPUT_HELP, OUTPUT_OPTIONS, outputOf, printData } from './output.js';
 import { canonicalIp } from '../ipaddr/index.js';
-import { stringify as stringifyYaml } from 'yaml';
 
 const COMMON: OptionsSpec = {
   socket: { type: 'string' },
@@ -185,16 +184,16 @@ export const forwardableCommands: Command[] = [
   {
     name: 'forwardable list',
     summary: 'List the forwardable IPs and their owners',
-    usage: '[--json]',
-    help: ['Options:', '  --json          machine-readable output', ...COMMON_HELP].join('\n'),
-    options: { ...COMMON, json: { type: 'boolean' } },
+    usage: '[-o text|json|yaml]',
+    help: ['Options:', ...OUTPUT_HELP, ...COMMON_HELP].join('\n'),
+    options: { ...COMMON, ...OUTPUT_OPTIONS },
     async run(args, io) {
+      const o = outputOf(args, ['text', 'json', 'yaml']);
       const r = await clientFor(args).call<{ forwardable: ForwardableEntry[] }>(
         'GET',
         '/v1/forwardable',
       );
-      if (flag(args, 'json')) io.out(JSON.stringify(r.forwardable, null, 2) + '\n');
-      else {
+      if (!printData(io, o, r.forwardable)) {
         const w = Math.max(2, ...r.forwardable.map((e) => e.ip.length));
         io.out(`${'IP'.padEnd(w)}  OWNERS\n`);
         for (const e of r.forwardable) io.out(`${e.ip.padEnd(w)}  ${e.owners.join(',')}\n`);
@@ -236,13 +235,13 @@ export const extipCommands: Command[] = [
   {
     name: 'extip list',
     summary: 'List the external IPs with their state and last announcement',
-    usage: '[--json]',
-    help: ['Options:', '  --json          machine-readable output', ...COMMON_HELP].join('\n'),
-    options: { ...COMMON, json: { type: 'boolean' } },
+    usage: '[-o text|json|yaml]',
+    help: ['Options:', ...OUTPUT_HELP, ...COMMON_HELP].join('\n'),
+    options: { ...COMMON, ...OUTPUT_OPTIONS },
     async run(args, io) {
+      const o = outputOf(args, ['text', 'json', 'yaml']);
       const r = await clientFor(args).call<{ extip: ExternalIpEntry[] }>('GET', '/v1/extip');
-      if (flag(args, 'json')) io.out(JSON.stringify(r.extip, null, 2) + '\n');
-      else {
+      if (!printData(io, o, r.extip)) {
         const w = Math.max(2, ...r.extip.map((e) => e.ip.length));
         io.out(`${'IP'.padEnd(w)}  ${'STATE'.padEnd(10)}  ${'ANNOUNCED'.padEnd(24)}  ERROR\n`);
         for (const e of r.extip) {
@@ -266,12 +265,13 @@ export function documentCommand<T extends object>(
   return {
     name,
     summary,
-    usage: '[--json]',
-    help: ['Options:', '  --json          the full document', ...COMMON_HELP].join('\n'),
-    options: { ...COMMON, json: { type: 'boolean' } },
+    usage: '[-o text|json|yaml]',
+    help: ['Options:', ...OUTPUT_HELP, ...COMMON_HELP].join('\n'),
+    options: { ...COMMON, ...OUTPUT_OPTIONS },
     async run(args, io) {
+      const o = outputOf(args, ['text', 'json', 'yaml']);
       const s = await clientFor(args).call<T>('GET', path);
-      io.out(flag(args, 'json') ? JSON.stringify(s, null, 2) + '\n' : format(s));
+      if (!printData(io, o, s)) io.out(format(s));
       return EXIT_OK;
     },
   };
@@ -351,9 +351,9 @@ export const statusCommand: Command = {
       return STATUS_EXIT.notReady;
     }
     if (!quiet) {
-      if (output === 'json') io.out(JSON.stringify(s, null, 2) + '\n');
-      else if (output === 'yaml') io.out(stringifyYaml(s));
-      else io.out(ip !== undefined ? formatExplain(s) : formatStatus(s));
+      if (!printData(io, output, s)) {
+        io.out(ip !== undefined ? formatExplain(s) : formatStatus(s));
+      }
     }
     if (s.ready !== true) return STATUS_EXIT.notReady;
     return s.healthy === true ? STATUS_EXIT.ok : STATUS_EXIT.degraded;

@@ -9,13 +9,13 @@ import { checkedIps, clientFor, documentCommand } from './client-commands.js';
 import {
   EXIT_OK,
   UsageError,
-  flag,
   str,
   type Command,
   type OptionsSpec,
   type ParsedArgs,
 } from './command.js';
 import { columns, formatClusterStatus } from './status-format.js';
+import { OUTPUT_HELP, OUTPUT_OPTIONS, outputOf, printData } from './output.js';
 
 const COMMON: OptionsSpec = { socket: { type: 'string' }, config: { type: 'string' } };
 const COMMON_HELP = [
@@ -94,15 +94,13 @@ const delCommand: Command = {
 const listCommand: Command = {
   name: 'cluster extip list',
   summary: 'List the cluster external IPs as etcd has them, with eligibility and owner',
-  usage: '[--json]',
-  help: ['Options:', '  --json          machine-readable output', ...COMMON_HELP].join('\n'),
-  options: { ...COMMON, json: { type: 'boolean' } },
+  usage: '[-o text|json|yaml]',
+  help: ['Options:', ...OUTPUT_HELP, ...COMMON_HELP].join('\n'),
+  options: { ...COMMON, ...OUTPUT_OPTIONS },
   async run(args, io) {
+    const o = outputOf(args, ['text', 'json', 'yaml']);
     const r = await clientFor(args).call<{ extip: ClusterIpEntry[] }>('GET', '/v1/cluster/extip');
-    if (flag(args, 'json')) {
-      io.out(JSON.stringify(r.extip, null, 2) + '\n');
-      return EXIT_OK;
-    }
+    if (printData(io, o, r.extip)) return EXIT_OK;
     const rows = r.extip.map((e) => [
       e.ip,
       e.owner ?? '-',

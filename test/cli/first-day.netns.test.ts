@@ -4,6 +4,7 @@
 // agent error in its log, and a reason is prefixed with its subsystem once.
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import {
   BIN,
   baseConfig,
@@ -41,6 +42,34 @@ describe.skipIf(skip)('first-day habits against a running agent', () => {
     });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^\[/);
+  });
+
+  it('-o json|yaml on the lists: the same data, YAML as a YAML parser reads it', () => {
+    expect(cli('extip', 'add', '10.88.6.9', '--socket', w.sock).code).toBe(0);
+    expect(cli('forwardable', 'add', '10.88.0.2', '--owner', 'ops', '--socket', w.sock).code).toBe(
+      0,
+    );
+    for (const cmd of [
+      ['extip', 'list'],
+      ['forwardable', 'list'],
+    ]) {
+      const j = cli(...cmd, '-o', 'json', '--socket', w.sock);
+      const y = cli(...cmd, '--output', 'yaml', '--socket', w.sock);
+      expect([j.code, y.code], j.err + y.err).toEqual([0, 0]);
+      expect(parseYaml(y.out)).toEqual(JSON.parse(j.out));
+      expect(JSON.parse(j.out)).toEqual(JSON.parse(cli(...cmd, '--json', '--socket', w.sock).out));
+    }
+    expect(JSON.parse(cli('extip', 'list', '-o', 'json', '--socket', w.sock).out)).toMatchObject([
+      { ip: '10.88.6.9', state: 'assigned' },
+    ]);
+    expect(holderIps(w.ns)).toEqual(['10.88.6.9']);
+    const bad = cli('extip', 'list', '-o', 'xml', '--socket', w.sock);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/-o xml: give one of text, json, yaml/);
+    expect(cli('extip', 'del', '10.88.6.9', '--socket', w.sock).code).toBe(0);
+    expect(cli('forwardable', 'del', '10.88.0.2', '--owner', 'ops', '--socket', w.sock).code).toBe(
+      0,
+    );
   });
 
   it('extip del of an IP never assigned fails naming it; the assigned one is removed', () => {
