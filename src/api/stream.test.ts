@@ -8,7 +8,13 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EventLog, typeMatches } from '../events/index.js';
 import { silentLogger } from '../log/index.js';
-import { ApiClient, ApiServer, MAX_UNREAD_BYTES, type ControlHandlers } from './index.js';
+import {
+  ApiClient,
+  ApiServer,
+  MAX_UNREAD_BYTES,
+  parseSince,
+  type ControlHandlers,
+} from './index.js';
 
 let dir: string;
 let server: ApiServer;
@@ -116,5 +122,17 @@ describe('GET /v1/events', () => {
     expect(text).toMatch(
       /"type":"stream.cut","summary":"the client read too slowly"}\n\r\n0\r\n\r\n$/,
     );
+  });
+});
+
+describe('?since=', () => {
+  it('takes a duration back from now or an ISO 8601 time, and nothing else', () => {
+    const now = Date.parse('2026-01-01T12:00:00Z');
+    expect(parseSince('90s', now)).toBe(now - 90_000);
+    expect(parseSince('1h30m', now)).toBe(now - 5_400_000);
+    expect(parseSince('2026-01-01T11:00:00Z', now)).toBe(now - 3_600_000);
+    for (const bad of ['', '5', 'yesterday', '5x', '1h 30m']) {
+      expect(() => parseSince(bad, now), bad).toThrow(/give a duration back from now/);
+    }
   });
 });

@@ -120,3 +120,49 @@ describe.skipIf(skip)('fibkeeper events', () => {
     expect(bad.err).toMatch(/--type Neigh bor: give types or subsystems/);
   });
 });
+
+describe.skipIf(skip)('fibkeeper events: kernel sockets reopened', () => {
+  it('an injected EBUSY on netlink receives: one event per reopen the agent logs', async () => {
+    const w = makeWorld('evs');
+    writeConfig(w, baseConfig(w, { forwardableStatic: ['10.88.0.2'] }));
+    const agent = await startAgent(w, {
+      env: {
+        FIBKEEPER_TEST_FAULTS:
+          'classes=EBUSY,rate=0.02,sockets=netlink,seed=7,phase=ready,probeMs=200,silentMs=2000',
+      },
+    });
+    try {
+      const events = await waitFor(
+        () => {
+          const r = cli('events', '--type', 'socket', '-o', 'json', '--socket', w.sock);
+          const e = r.out
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => JSON.parse(l) as Record<string, unknown>);
+          return e.length > 0 ? e : undefined;
+        },
+        {
+          timeoutMs: 20_000,
+          what: () => `a socket.reopened event; log: ${agent.log().slice(-800)}`,
+        },
+      );
+      expect(events[0]).toMatchObject({ type: 'socket.reopened', cause: 'EBUSY', ok: true });
+      // As many events as the agent's log has reopen lines: counted between two reads of
+      // the log (more reopens may come meanwhile).
+      const logged = () =>
+        agent
+          .log()
+          .split('\n')
+          .filter((l) => / reopened after EBUSY/.test(l)).length;
+      const before = logged();
+      const n = cli('events', '--type', 'socket.reopened', '-o', 'json', '--socket', w.sock)
+        .out.split('\n')
+        .filter(Boolean).length;
+      expect(before).toBeGreaterThan(0);
+      expect(n).toBeGreaterThanOrEqual(before);
+      expect(n).toBeLessThanOrEqual(logged());
+    } finally {
+      await stopAgent(agent);
+    }
+  }, 60_000);
+});

@@ -116,4 +116,26 @@ describe.skipIf(skip)('fibkeeper status IP', () => {
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/^fibkeeper status: .*10\.89\.0\.300.*\n\nUsage: fibkeeper status /);
   });
+
+  it('events: the XDP attach as `ip link` shows it, and `xdp detach` as xdp.detached', async () => {
+    const [link] = ipJson<{ xdp?: { prog?: { id: number } } }[]>(w.ns, 'link', 'show', w.dev);
+    const read = () =>
+      cli('events', '--type', 'xdp', '-o', 'json', '--socket', w.sock)
+        .out.split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(read()).toContainEqual(
+      expect.objectContaining({ type: 'xdp.attached', device: w.dev, progId: link!.xdp!.prog!.id }),
+    );
+    expect(cli('xdp', 'detach', '--socket', w.sock).code).toBe(0);
+    const [after] = ipJson<{ xdp?: unknown }[]>(w.ns, 'link', 'show', w.dev);
+    expect(after!.xdp).toBeUndefined();
+    const detached = read().filter((e) => e.type === 'xdp.detached');
+    expect(detached).toEqual([
+      expect.objectContaining({
+        device: w.dev,
+        summary: `${w.dev}: program detached (fibkeeper xdp detach)`,
+      }),
+    ]);
+  });
 });
