@@ -7,6 +7,13 @@ import type { EventSink } from '../events/index.js';
 const list = (ips: readonly string[], max = 8) =>
   ips.slice(0, max).join(' ') + (ips.length > max ? ` (+${ips.length - max} more)` : '');
 
+/** IPs an event carries as fields (the ring's memory stays bounded); `count` has them all. */
+export const EVENT_IPS_MAX = 64;
+const ipFields = (ips: readonly string[]) => ({
+  ips: ips.slice(0, EVENT_IPS_MAX),
+  count: ips.length,
+});
+
 export class ClusterEvents {
   readonly #sink: EventSink;
   #held = new Set<string>();
@@ -31,18 +38,18 @@ export class ClusterEvents {
         set.reason === 'fence'
           ? `lease can no longer be proven valid: every cluster IP dropped${dropped.length ? ` (${list(dropped)})` : ''}`
           : `etcd says the lease is gone: every cluster IP dropped${dropped.length ? ` (${list(dropped)})` : ''}`,
-        { ...fields, ips: dropped },
+        { ...fields, ...ipFields(dropped) },
       );
     } else if (dropped.length > 0) {
       this.#sink.emit('cluster.released', `gave up ${list(dropped)} (${set.reason})`, {
         ...fields,
-        ips: dropped,
+        ...ipFields(dropped),
       });
     }
     if (taken.length > 0) {
       this.#sink.emit('cluster.held', `took ${list(taken)} (${set.reason})`, {
         ...fields,
-        ips: taken,
+        ...ipFields(taken),
       });
     }
     let s: ClusterStatus;
@@ -54,21 +61,38 @@ export class ClusterEvents {
     this.#view(s);
   }
 
+  /** One event for the moves of one view: a node that dies moves all its IPs at once. */
+  #moved(moves: readonly { ip: string; from: string | null; to: string }[]): void {
+    const text = (m: (typeof moves)[number]) =>
+      `${m.ip} moved from ${m.from ?? 'nobody'} to ${m.to}`;
+    if (moves.length === 1) {
+      this.#sink.emit('cluster.moved', text(moves[0]!), { ...moves[0]! });
+    } else if (moves.length > 1) {
+      const shown = moves.slice(0, 8).map((m) => `${m.ip} ${m.from ?? 'nobody'}→${m.to}`);
+      this.#sink.emit(
+        'cluster.moved',
+        `${moves.length} cluster IPs moved between nodes: ${shown.join(', ')}${moves.length > 8 ? ', …' : ''}`,
+        {
+          count: moves.length,
+          moves: moves.slice(0, EVENT_IPS_MAX).map((m) => `${m.ip} ${m.from ?? '-'} ${m.to}`),
+        },
+      );
+    }
+  }
+
   /** Owners that changed between other nodes, members that joined or left. */
   #view(s: ClusterStatus): void {
     const owners = new Map<string, string | undefined>();
+    const moves: { ip: string; from: string | null; to: string }[] = [];
     for (const i of s.ips) {
       owners.set(i.ip, i.owner);
       const before = this.#owners.get(i.ip);
       if (this.#owners.has(i.ip) && before !== i.owner && i.owner !== undefined) {
-        this.#sink.emit('cluster.moved', `${i.ip} moved from ${before ?? 'nobody'} to ${i.owner}`, {
-          ip: i.ip,
-          from: before ?? null,
-          to: i.owner,
-        });
+        moves.push({ ip: i.ip, from: before ?? null, to: i.owner });
       }
     }
     this.#owners = owners;
+    this.#moved(moves);
     const members = new Set(s.members.map((m) => m.name));
     const was = this.#members;
     this.#members = members;

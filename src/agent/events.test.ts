@@ -5,7 +5,7 @@ import type { ClusterStatus, HoldReason, HoldSet } from '../cluster/index.js';
 import { EventLog } from '../events/index.js';
 import type { XdpDeviceStatus } from '../fib/index.js';
 import { AgentEvents } from './events.js';
-import { ClusterEvents } from './cluster-events.js';
+import { ClusterEvents, EVENT_IPS_MAX } from './cluster-events.js';
 
 const hold = (reason: HoldReason, ips: string[]): HoldSet => ({ ips, reason, deadline: 0, at: 0 });
 
@@ -47,8 +47,7 @@ describe('ClusterEvents', () => {
     expect(log.read().map((e) => [e.type, e.summary])).toEqual([
       ['cluster.held', 'took 10.0.0.1 10.0.0.2 (claim)'],
       ['cluster.released', 'gave up 10.0.0.2 (release)'],
-      ['cluster.moved', '10.0.0.2 moved from a to b'],
-      ['cluster.moved', '10.0.0.3 moved from b to c'],
+      ['cluster.moved', '2 cluster IPs moved between nodes: 10.0.0.2 a→b, 10.0.0.3 b→c'],
       ['cluster.members', 'joined: c (3 members)'],
       [
         'cluster.fenced',
@@ -59,7 +58,26 @@ describe('ClusterEvents', () => {
     expect(log.read({ types: ['cluster.fenced'] })[0]).toMatchObject({
       reason: 'fence',
       ips: ['10.0.0.1'],
+      count: 1,
     });
+  });
+
+  it('carries at most EVENT_IPS_MAX IPs in an event (the count has them all)', () => {
+    const log = new EventLog({ capacity: 100 });
+    const c = new ClusterEvents(log);
+    const many = Array.from({ length: 10_000 }, (_, i) => `10.1.${i >> 8}.${i & 255}`);
+    c.hold(hold('claim', many), () => view({}, ['a']));
+    const [e] = log.read();
+    expect(e).toMatchObject({ type: 'cluster.held', count: 10_000 });
+    expect(e!.ips).toHaveLength(EVENT_IPS_MAX);
+    expect(e!.summary).toBe(`took ${many.slice(0, 8).join(' ')} (+9992 more) (claim)`);
+    // The node dies: its 10,000 IPs move to b in one event.
+    c.hold(hold('sync', []), () => view(Object.fromEntries(many.map((ip) => [ip, 'a'])), ['a']));
+    c.hold(hold('sync', []), () => view(Object.fromEntries(many.map((ip) => [ip, 'b'])), ['b']));
+    const moved = log.read({ types: ['cluster.moved'] });
+    expect(moved).toHaveLength(1);
+    expect(moved[0]).toMatchObject({ count: 10_000 });
+    expect(moved[0]!.moves).toHaveLength(EVENT_IPS_MAX);
   });
 });
 
