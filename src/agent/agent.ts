@@ -109,6 +109,7 @@ export class Agent implements AgentView {
       () => this.ready().ok,
       () => this.skipped.length,
       () => this.health().ok,
+      () => this.events.log.followers,
     );
     this.control = new ControlPlane({
       store: this.store,

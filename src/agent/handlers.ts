@@ -140,6 +140,7 @@ export function handlersFor(agent: AgentView): ControlHandlers {
           log.follow((e) => {
             if (typeMatches(e.type, q.types)) push(e);
           }),
+        onCut: () => agent.metrics.eventFollowersCut.inc(),
       };
     },
     async probe() {

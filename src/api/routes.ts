@@ -112,6 +112,8 @@ export interface EventsRequest {
 export interface EventsAnswer {
   initial: readonly StreamItem[];
   follow?: (push: (item: StreamItem) => void) => () => void;
+  /** Told when a follower is cut off for reading too slowly (counted). */
+  onCut?: () => void;
 }
 
 export interface RequestContext {
@@ -322,7 +324,7 @@ export const ROUTES: readonly Route[] = [
       GET: async (h, ctx) => {
         noBody(ctx);
         const a = h.events(eventsRequest(ctx.query));
-        return new StreamReply(a.initial, a.follow);
+        return new StreamReply(a.initial, a.follow, a.onCut);
       },
     },
   },

@@ -19,6 +19,7 @@ import {
 let dir: string;
 let server: ApiServer;
 let log: EventLog;
+let cuts = 0;
 
 /** Resolves once `cond` holds (checked every 5 ms, for up to 5 s). */
 async function waitUntil(cond: () => boolean): Promise<void> {
@@ -33,6 +34,7 @@ const unused = async () => {
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fk-stream-'));
   log = new EventLog({ capacity: 3 });
+  cuts = 0;
   const handlers = new Proxy({} as ControlHandlers, {
     get: (_, name) =>
       name === 'events'
@@ -42,6 +44,7 @@ beforeEach(async () => {
               ? {
                   follow: (push: (e: { seq: number; type: string }) => void) =>
                     log.follow((e) => typeMatches(e.type, q.types) && push(e)),
+                  onCut: () => cuts++,
                 }
               : {}),
           })
@@ -112,6 +115,7 @@ describe('GET /v1/events', () => {
     }
     expect(log.followers).toBe(0);
     expect(emitted).toBeLessThan((2 * MAX_UNREAD_BYTES) / big.length);
+    expect(cuts).toBe(1); // counted (fibkeeper_events_followers_cut_total)
     // What it reads at last ends with the line that says why.
     let text = '';
     sock.setEncoding('latin1');

@@ -20,6 +20,8 @@ export class StreamReply {
     readonly initial: readonly StreamItem[],
     /** Subscribes `push` to new items; returns the unsubscribe function. Absent: no follow. */
     readonly follow?: (push: (item: StreamItem) => void) => () => void,
+    /** Told when the client is cut off for leaving MAX_UNREAD_BYTES unread. */
+    readonly onCut?: () => void,
   ) {}
 }
 
@@ -49,6 +51,7 @@ export function sendStream(req: IncomingMessage, res: ServerResponse, reply: Str
   stop = reply.follow((item) => {
     if (res.writableLength > MAX_UNREAD_BYTES) {
       end();
+      reply.onCut?.();
       const why = { seq: item.seq, type: 'stream.cut', summary: 'the client read too slowly' };
       res.end(format(why));
       return;

@@ -2,6 +2,7 @@
 // back (`ip neigh del`, `ip addr del`) and one made through the CLI (`extip add`) each arrive
 // on a running `fibkeeper events -f`, and the kernel shows the repair the event reports.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   BIN,
@@ -20,6 +21,15 @@ import { ip, privileged, waitFor } from '../helpers/netns.js';
 
 const { skip } = privileged();
 
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
+    });
+  });
+}
+
 /** A running `fibkeeper events ...`: its output so far, and how to end it (by its PID). */
 function follow(...args: string[]): { child: ChildProcess; out: () => string; err: () => string } {
   const child = spawn('node', [BIN, 'events', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -33,12 +43,14 @@ function follow(...args: string[]): { child: ChildProcess; out: () => string; er
 describe.skipIf(skip)('fibkeeper events', () => {
   let w: AgentWorld;
   let agent: AgentProc;
+  let port: number;
   const followers: ChildProcess[] = [];
 
   beforeAll(async () => {
     w = makeWorld('ev');
     writeConfig(w, baseConfig(w, { forwardableStatic: ['10.88.0.2'] }));
-    agent = await startAgent(w);
+    port = await freePort();
+    agent = await startAgent(w, { args: [`--metrics-address=127.0.0.1:${port}`] });
     await waitFor(() => ownedNeighbors(w.ns, w.dev).includes('10.88.0.2'), {
       timeoutMs: 15_000,
       what: 'the entry for 10.88.0.2',
@@ -76,7 +88,14 @@ describe.skipIf(skip)('fibkeeper events', () => {
     );
     // The entry the event reports is back in the kernel, as fibkeeper's (proto 241).
     expect(ownedNeighbors(w.ns, w.dev)).toContain('10.88.0.2');
+    // The agent counts its follower; gone, it no longer does.
+    const followersNow = async () =>
+      /^fibkeeper_events_followers (\d+)$/m.exec(
+        await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(),
+      )?.[1];
+    expect(await followersNow()).toBe('1');
     f.child.kill('SIGTERM');
+    await waitFor(async () => (await followersNow()) === '0', { what: 'the follower gone' });
   });
 
   it('-o json: one JSON object a line; an external IP assigned and repaired', async () => {
@@ -102,6 +121,37 @@ describe.skipIf(skip)('fibkeeper events', () => {
     });
     expect(typeof events[0]!.seq).toBe('number');
     expect(holderIps(w.ns)).toContain('10.88.7.7');
+    f.child.kill('SIGTERM');
+  });
+
+  it('an IP made forwardable and released: its entry written and deleted, as `ip neigh` shows', async () => {
+    const f = follow('-f', '-o', 'json', '--type', 'neighbor,forwardable', '--socket', w.sock);
+    followers.push(f.child);
+    const seen = (type: string, what: string) =>
+      f
+        .out()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { type: string; summary: string; sample?: string[] })
+        .some((e) => e.type === type && (e.sample ?? []).some((x) => x.startsWith(what)));
+    expect(cli('forwardable', 'add', '10.88.0.3', '--owner', 'ev', '--socket', w.sock).code).toBe(
+      0,
+    );
+    await waitFor(() => seen('neighbor.written', '10.88.0.3 on fk-a'), {
+      timeoutMs: 10_000,
+      what: () => `neighbor.written for 10.88.0.3, got ${f.out()}`,
+    });
+    expect(seen('forwardable.added', '10.88.0.3')).toBe(true);
+    expect(ownedNeighbors(w.ns, w.dev)).toContain('10.88.0.3');
+    expect(cli('forwardable', 'del', '10.88.0.3', '--owner', 'ev', '--socket', w.sock).code).toBe(
+      0,
+    );
+    await waitFor(() => seen('neighbor.deleted', '10.88.0.3 on fk-a'), {
+      timeoutMs: 10_000,
+      what: () => `neighbor.deleted for 10.88.0.3, got ${f.out()}`,
+    });
+    expect(seen('forwardable.removed', '10.88.0.3')).toBe(true);
+    expect(ownedNeighbors(w.ns, w.dev)).not.toContain('10.88.0.3');
     f.child.kill('SIGTERM');
   });
 
