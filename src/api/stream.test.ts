@@ -2,6 +2,7 @@
 // each new one, and a follower that does not read cut off once MAX_UNREAD_BYTES wait for it
 // (the agent holds no more for it, and stops calling it).
 import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,6 +78,28 @@ describe('GET /v1/events', () => {
       status: 400,
       message: expect.stringMatching(/since=yesterday: give a duration/),
     });
+  });
+
+  it('answers server-sent events to a client that asks for text/event-stream', async () => {
+    log.emit('extip.assigned', 'a', { ip: '192.0.2.1' });
+    const { type, text } = await new Promise<{ type: string; text: string }>((resolve, reject) => {
+      const req = request(
+        {
+          socketPath: join(dir, 'api.sock'),
+          path: '/v1/events',
+          headers: { accept: 'text/event-stream' },
+        },
+        (res) => {
+          let t = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (t += c));
+          res.on('end', () => resolve({ type: String(res.headers['content-type']), text: t }));
+        },
+      );
+      req.on('error', reject).end();
+    });
+    expect(type).toBe('text/event-stream');
+    expect(text).toBe(`id: 1\nevent: extip.assigned\ndata: ${JSON.stringify(log.read()[0])}\n\n`);
   });
 
   it('follows: each new event reaches the client; hanging up stops the following', async () => {
