@@ -129,10 +129,11 @@ export class ApiClient {
     );
     req.on('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT' || err.code === 'ECONNREFUSED') {
+        // The errno is in the message; the cause ("connect ENOENT PATH") would say it again.
         reject(
           new FibkeeperError(
-            `cannot reach the agent at ${this.#socketPath} (${err.code}): is \`fibkeeper run\` running? (--socket sets the path)`,
-            { code: 'FIBKEEPER_ERR_NOT_FOUND', cause: err },
+            `cannot reach the agent at ${this.#socketPath} (${err.code}): is \`fibkeeper run\` running? (--socket, --config or FIBKEEPER_SOCKET name its socket)`,
+            { code: 'FIBKEEPER_ERR_NOT_FOUND' },
           ),
         );
       } else if (err.code === 'EACCES') {

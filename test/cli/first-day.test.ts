@@ -23,6 +23,11 @@ describe('first-day CLI habits', () => {
     const r = await run('config', 'check', join(dir, 'absent.yaml'));
     expect(r.code).toBe(1);
     expect(r.err.match(/ENOENT/g)).toHaveLength(1);
+    const noAgent = await run('extip', 'list', '--socket', join(dir, 'none.sock'));
+    expect(noAgent.code).toBe(1);
+    expect(noAgent.err).toBe(
+      `fibkeeper extip list: cannot reach the agent at ${join(dir, 'none.sock')} (ENOENT): is \`fibkeeper run\` running? (--socket, --config or FIBKEEPER_SOCKET name its socket)\n`,
+    );
     const inner = new Error('ENOENT: no such file');
     expect(describeError(new Error(`cannot read x: ${inner.message}`, { cause: inner }))).toBe(
       'cannot read x: ENOENT: no such file',
