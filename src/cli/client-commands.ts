@@ -17,6 +17,8 @@ import { describeError } from '../errors/index.js';
 import { formatStatus } from './status-format.js';
 import { formatExplain } from './explain-format.js';
 import { OUTPUT_HELP, OUTPUT_OPTIONS, outputOf, printData } from './output.js';
+import { watchChanges } from './watch.js';
+import { stringify as stringifyYaml } from 'yaml';
 import { canonicalIp } from '../ipaddr/index.js';
 
 const COMMON: OptionsSpec = {
@@ -311,7 +313,7 @@ function statusQuery(args: ParsedArgs): { ip?: string; qs: string } {
 export const statusCommand: Command = {
   name: 'status',
   summary: 'Show what the agent does: XDP, neighbor entries, external IPs, health, counters',
-  usage: '[IP] [--owner NAME] [--device DEV] [-o text|json|yaml] [--quiet]',
+  usage: '[IP] [--owner NAME] [--device DEV] [-o text|json|yaml] [--watch] [--quiet]',
   help: [
     'With IP: that IP explained — its owners, whether it is an external IP here, the',
     "kernel's route for it (as `ip route get IP fibmatch`), the next hop per device with its",
@@ -323,6 +325,9 @@ export const statusCommand: Command = {
     '  -o, --output F  text (default), json (the full document, docs/status.md) or yaml',
     '  --json          the same as -o json',
     '  --quiet, -q     print nothing: only the exit status tells',
+    '  --watch, -w     print again on each change the agent reports (its event stream, not',
+    '                  polling) until interrupted: redrawn in place on a terminal; -o json:',
+    '                  one document a line; -o yaml: documents separated by ---',
     ...COMMON_HELP,
     '',
     'Exit status: 0 ready and healthy; 1 ready but degraded (the unhealthy reasons are',
@@ -336,26 +341,44 @@ export const statusCommand: Command = {
     owner: { type: 'string' },
     device: { type: 'string' },
     quiet: { type: 'boolean', short: 'q' },
+    watch: { type: 'boolean', short: 'w' },
   },
   positionals: true,
   async run(args, io) {
     const quiet = flag(args, 'quiet');
+    const watch = flag(args, 'watch');
+    if (quiet && watch) throw new UsageError('--watch prints: it cannot be --quiet');
     const output = outputOf(args, ['text', 'json', 'yaml']);
     const { ip, qs } = statusQuery(args);
     const client = clientFor(args);
     let s: Partial<StatusDocument>;
-    try {
+    let frames = 0;
+    const draw = async () => {
       s = await client.call<Partial<StatusDocument>>('GET', `/v1/status${qs}`);
+      if (quiet) return;
+      const text = ip !== undefined ? formatExplain(s) : formatStatus(s);
+      if (!watch) {
+        if (!printData(io, output, s)) io.out(text);
+      } else if (output === 'json')
+        io.out(JSON.stringify(s) + '\n'); // one document a line
+      else if (output === 'yaml') io.out('---\n' + stringifyYaml(s));
+      else if (process.stdout.isTTY)
+        io.out('\x1b[H\x1b[2J' + text); // redrawn in place
+      else io.out(`${frames > 0 ? '\n' : ''}--- ${new Date().toISOString()}\n${text}`);
+      frames++;
+    };
+    try {
+      const since = new Date();
+      await draw();
+      if (watch && !(await watchChanges(client, since, draw))) {
+        io.err('fibkeeper status: the agent ended the event stream (it stopped)\n');
+        return STATUS_EXIT.notReady;
+      }
     } catch (err) {
       if (!quiet) io.err(`fibkeeper status: ${describeError(err)}\n`);
       return STATUS_EXIT.notReady;
     }
-    if (!quiet) {
-      if (!printData(io, output, s)) {
-        io.out(ip !== undefined ? formatExplain(s) : formatStatus(s));
-      }
-    }
-    if (s.ready !== true) return STATUS_EXIT.notReady;
-    return s.healthy === true ? STATUS_EXIT.ok : STATUS_EXIT.degraded;
+    if (s!.ready !== true) return STATUS_EXIT.notReady;
+    return s!.healthy === true ? STATUS_EXIT.ok : STATUS_EXIT.degraded;
   },
 };

@@ -17,6 +17,7 @@ import {
   type AgentProc,
   type AgentWorld,
 } from '../agent/harness.js';
+import type { StatusDocument } from '../../src/agent/index.js';
 import { ip, privileged, waitFor } from '../helpers/netns.js';
 
 const { skip } = privileged();
@@ -32,7 +33,15 @@ function freePort(): Promise<number> {
 
 /** A running `fibkeeper events ...`: its output so far, and how to end it (by its PID). */
 function follow(...args: string[]): { child: ChildProcess; out: () => string; err: () => string } {
-  const child = spawn('node', [BIN, 'events', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawnCli('events', ...args);
+}
+
+function spawnCli(...args: string[]): {
+  child: ChildProcess;
+  out: () => string;
+  err: () => string;
+} {
+  const child = spawn('node', [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout?.setEncoding('utf8').on('data', (c: string) => (out += c));
@@ -153,6 +162,35 @@ describe.skipIf(skip)('fibkeeper events', () => {
     expect(seen('forwardable.removed', '10.88.0.3')).toBe(true);
     expect(ownedNeighbors(w.ns, w.dev)).not.toContain('10.88.0.3');
     f.child.kill('SIGTERM');
+  });
+
+  it('status --watch prints the document again when a change happens, driven by the events', async () => {
+    const wt = spawnCli('status', '--watch', '-o', 'json', '--socket', w.sock);
+    followers.push(wt.child);
+    const docs = () =>
+      wt
+        .out()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as StatusDocument);
+    await waitFor(() => docs().length === 1, { what: () => `the first document: ${wt.err()}` });
+    const has = (d: StatusDocument) => d.neighbor!.forwardable.some((f) => f.ip === '10.88.0.5');
+    expect(has(docs()[0]!)).toBe(false);
+    expect(
+      cli('forwardable', 'add', '10.88.0.5', '--owner', 'watch', '--socket', w.sock).code,
+    ).toBe(0);
+    const later = await waitFor(() => docs().slice(1).find(has), {
+      timeoutMs: 10_000,
+      what: () => `a document with 10.88.0.5, got ${docs().length}: ${wt.err()}`,
+    });
+    expect(later.neighbor!.forwardable.find((f) => f.ip === '10.88.0.5')!.owners).toEqual([
+      'watch',
+    ]);
+    await waitFor(() => ownedNeighbors(w.ns, w.dev).includes('10.88.0.5'), { what: 'its entry' });
+    wt.child.kill('SIGTERM');
+    expect(
+      cli('forwardable', 'del', '10.88.0.5', '--owner', 'watch', '--socket', w.sock).code,
+    ).toBe(0);
   });
 
   it('without --follow prints the kept events and exits; a bad --type is a usage error', () => {
