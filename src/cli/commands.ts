@@ -3,6 +3,7 @@ import type { Command } from './command.js';
 import { extipCommands, forwardableCommands, statusCommand } from './client-commands.js';
 import { clusterCommands } from './cluster.js';
 import { configCheckCommand, configExampleCommand } from './config.js';
+import { completionCommand } from './completion.js';
 import { demoCommand } from './demo.js';
 import { eventsCommand } from './events.js';
 import { labDownCommand, labUpCommand } from './lab.js';
@@ -26,4 +27,5 @@ export const COMMANDS: readonly Command[] = [
   configExampleCommand,
   configCheckCommand,
   versionCommand,
+  completionCommand(() => COMMANDS),
 ];
