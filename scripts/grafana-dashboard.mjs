@@ -157,6 +157,19 @@ ts(
   'short',
   'Sockets closed and opened afresh after an error, or after they stopped answering the liveness probes (the agent log names the errno). One reopened again and again points at the kernel or the node.',
 );
+ts(
+  'Event stream followers',
+  8,
+  [
+    [`sum by (instance) (fibkeeper_events_followers${sel})`, 'following on {{instance}}'],
+    [
+      `sum by (instance) (increase(fibkeeper_events_followers_cut_total${sel}[$__rate_interval]))`,
+      'cut off on {{instance}}',
+    ],
+  ],
+  'short',
+  'Clients of fibkeeper events -f (GET /v1/events?follow=1); a follower that leaves 4 MiB unread is cut off and counted.',
+);
 
 row('XDP forwarding');
 ts(

@@ -18,7 +18,7 @@ import { ExternalIpSubsystem } from '../extip/index.js';
 import { XdpForwarder, type XdpForwarderConfig } from '../fib/index.js';
 import type { Logger } from '../log/index.js';
 import { MetricsServer, createRegistry, type HealthReport } from '../metrics/index.js';
-import { NeighborSubsystem, type NeighborHealth } from '../neighbor/index.js';
+import { NeighborSubsystem } from '../neighbor/index.js';
 import { DeviceFeed, NetlinkHandle, type HealthParams, type SocketName } from '../netlink/index.js';
 import {
   buildReport,
@@ -29,10 +29,13 @@ import {
 } from '../probe/index.js';
 import { AgentCluster, dropLeftovers, setPeers } from './cluster.js';
 import { ControlPlane } from './control.js';
+import { AgentEvents } from './events.js';
+import { neighborProblems, prefixed } from './health.js';
 import { handlersFor } from './handlers.js';
 import { acquireAgentLock, type AgentLock } from './lock.js';
 import { registerAgentMetrics, type AgentMetrics } from './metrics.js';
 import { MISS_OWNER, MissTracker } from './miss-tracker.js';
+import { RecentMisses } from './misses.js';
 import { checkStaticsOnNode } from './node-check.js';
 import { checkCapabilities, verifierRefusal } from './preflight.js';
 import { reportReopen } from './sockets.js';
@@ -87,6 +90,10 @@ export class Agent implements AgentView {
   #lock: AgentLock | undefined;
   readonly #stoppers: Stopper[] = [];
   readonly metrics: AgentMetrics;
+  /** What the agent did and saw (GET /v1/events). */
+  readonly events = new AgentEvents();
+  /** NO_NEIGH destinations the miss tracker took from the miss map lately. */
+  readonly misses = new RecentMisses();
   #phase: AgentPhase = 'new';
   #starting: Promise<void> | undefined;
   readonly startedAt = new Date();
@@ -102,6 +109,7 @@ export class Agent implements AgentView {
       () => this.ready().ok,
       () => this.skipped.length,
       () => this.health().ok,
+      () => this.events.log.followers,
     );
     this.control = new ControlPlane({
       store: this.store,
@@ -117,6 +125,7 @@ export class Agent implements AgentView {
       clusterIps: () => this.cluster?.clusterIps(),
       log: this.log.child({ component: 'control' }),
       onSave: (ok) => this.metrics.stateSaves.inc({ result: ok ? 'ok' : 'error' }),
+      onApplied: (change, changed) => this.events.forwardable(change, changed),
     });
   }
 
@@ -192,6 +201,9 @@ export class Agent implements AgentView {
       if (this.cfg.xdp.enabled && this.cfg.xdp.missTracker.enabled) this.#startMissTracker();
       this.reportSkipped('state file entries not applied');
       this.#phase = 'running';
+      this.events.sink.emit('agent.started', `fibkeeper ${this.version} started`, {
+        netns: this.netns ?? null,
+      });
       this.log.info(
         {
           netns: this.netns ?? '(own)',
@@ -270,6 +282,7 @@ export class Agent implements AgentView {
       managedSupported: featureAvailable(report, 'managed_neighbors'),
       registry: this.registry,
       log: this.log, // the subsystem names itself (component: neighbor)
+      events: this.events.sink,
     });
     const configLoaded = n.registerInitializer('config');
     if (this.cfg.cluster.enabled) this.#peersLoaded = n.registerInitializer(CLUSTER_OWNER);
@@ -293,6 +306,7 @@ export class Agent implements AgentView {
       registry: this.registry,
       log: this.log.child({ component: 'extip' }),
       onSocketReopen: (cause, err) => this.socketReopened('packet', cause, err),
+      events: this.events.sink,
       ...(this.cfg.cluster.enabled
         ? {
             cluster: {
@@ -327,6 +341,7 @@ export class Agent implements AgentView {
         void this.control.exclusive('cluster peers', () =>
           setPeers(this.neighbor, ips, this.log.child({ component: 'cluster' })),
         ),
+      onHoldSet: (set, status) => this.events.cluster.hold(set, status),
     });
     this.cluster = c;
     this.#stoppers.push(() => c.stop());
@@ -342,6 +357,7 @@ export class Agent implements AgentView {
       ...(this.#p.objectPath ? { objectPath: this.#p.objectPath } : {}),
       config: this.xdpConfig(this.cfg),
       onSocketReopen: (cause, err) => this.socketReopened('genl', cause, err),
+      onPass: (devices) => this.events.xdpPass(devices),
       registry: this.registry,
       log: this.log.child({ component: 'xdp' }),
     });
@@ -367,7 +383,13 @@ export class Agent implements AgentView {
     if (!x || !neighbor) return;
     const c = this.cfg.xdp.missTracker;
     const t = new MissTracker({
-      source: { takeMisses: () => x.takeMisses() },
+      source: {
+        takeMisses: () => {
+          const taken = x.takeMisses();
+          this.misses.record(taken);
+          return taken;
+        },
+      },
       // Through the write queue, so its changes are ordered with the API's.
       sink: {
         upsert: (o, ips) =>
@@ -426,6 +448,7 @@ export class Agent implements AgentView {
   /** A kernel socket was replaced after `cause`, or could not be (`err`): logged, counted. */
   socketReopened(socket: SocketName, cause: string, err?: unknown): void {
     reportReopen(this.log, this.metrics, socket, cause, err);
+    this.events.socketReopened(socket, cause, err !== undefined);
   }
 
   /**
@@ -452,9 +475,9 @@ export class Agent implements AgentView {
     if (this.neighbor && !this.neighbor.ready())
       reasons.push('neighbor: initial dumps or first reconciliation not done');
     const ex = this.extip?.ready();
-    if (ex && !ex.ok) reasons.push(...ex.reasons.map((r) => `extip: ${r}`));
+    if (ex && !ex.ok) reasons.push(...ex.reasons.map((r) => prefixed('extip', r)));
     const xr = this.xdp?.ready();
-    if (xr && !xr.ok) reasons.push(...xr.reasons.map((r) => `xdp: ${r}`));
+    if (xr && !xr.ok) reasons.push(...xr.reasons.map((r) => prefixed('xdp', r)));
     reasons.push(...(this.cluster?.ready() ?? []));
     return { ok: reasons.length === 0, reasons };
   }
@@ -465,9 +488,9 @@ export class Agent implements AgentView {
     const n = this.neighbor?.health();
     if (n && n.level !== 'ok') reasons.push(`neighbor: ${neighborProblems(n)}`);
     const e = this.extip?.health();
-    if (e && !e.ok) reasons.push(...e.reasons.map((r) => `extip: ${r}`));
+    if (e && !e.ok) reasons.push(...e.reasons.map((r) => prefixed('extip', r)));
     const x = this.xdp?.health();
-    if (x && !x.ok) reasons.push(...x.reasons.map((r) => `xdp: ${r}`));
+    if (x && !x.ok) reasons.push(...x.reasons.map((r) => prefixed('xdp', r)));
     reasons.push(...(this.cluster?.health() ?? []));
     return { ok: reasons.length === 0, reasons };
   }
@@ -481,14 +504,25 @@ export class Agent implements AgentView {
     if (this.#phase !== 'running') {
       throw new ClosedError(`reload: the agent is ${this.#phase}`);
     }
-    return this.control.exclusive('a config reload', () =>
-      reloadAgent(this, { configPath: this.#p.configPath, flags: this.#p.flags ?? {} }),
-    );
+    return this.control.exclusive('a config reload', async () => {
+      try {
+        const r = await reloadAgent(this, {
+          configPath: this.#p.configPath,
+          flags: this.#p.flags ?? {},
+        });
+        this.events.reloaded(r);
+        return r;
+      } catch (err) {
+        this.events.reloadRefused(describeError(err));
+        throw err;
+      }
+    });
   }
 
   /** Graceful, reverse order, idempotent. */
   async stop(): Promise<void> {
     if (this.#phase === 'stopped' || this.#phase === 'stopping') return;
+    if (this.#phase === 'running') this.events.sink.emit('agent.stopping', 'the agent stops');
     this.#phase = 'stopping';
     while (this.#stoppers.length > 0) {
       const stop = this.#stoppers.pop() as Stopper;
@@ -504,26 +538,3 @@ export class Agent implements AgentView {
 }
 
 export { MISS_OWNER };
-
-/** What a degraded neighbor subsystem's health says, as one line. */
-function neighborProblems(n: NeighborHealth): string {
-  const parts: string[] = [];
-  if (n.reconciler.errorCount > 0 || n.reconciler.level !== 'ok')
-    parts.push(`${n.reconciler.errorCount} entries failing`);
-  if (n.failingLookups) parts.push(`${n.failingLookups} next-hop lookups failing`);
-  for (const [feed, why] of Object.entries(n.feeds)) parts.push(`${feed}: ${why}`);
-  if (n.unusableCount > 0) {
-    const named = n.unusable
-      .map(
-        (u) =>
-          `${u.nexthop} on ${u.device} (${u.state} for ${u.forSeconds} s` +
-          (u.forwardable.length > 0 ? `; forwardable ${u.forwardable.join(' ')}` : '') +
-          ')',
-      )
-      .join(', ');
-    const more =
-      n.unusableCount > n.unusable.length ? ` and ${n.unusableCount - n.unusable.length} more` : '';
-    parts.push(`${n.unusableCount} next hops unusable (no ARP/NDP answer): ${named}${more}`);
-  }
-  return parts.join(', ');
-}

@@ -35,6 +35,8 @@ export interface AgentClusterParams {
   peers: (ips: readonly string[]) => void;
   /** Duplicate address detection on the external interface (ExternalIpSubsystem.probe). */
   probe?: (ip: string) => Promise<void>;
+  /** Told of every hold set (events: IPs taken and given up, fences, moves). */
+  onHoldSet?: (set: HoldSet, status: () => ClusterStatus) => void;
 }
 
 /** How long the neighbor subsystem's first prune waits for the cluster's node IPs. */
@@ -71,6 +73,7 @@ export class AgentCluster {
       onSet: (set) => {
         p.deadline(set.deadline);
         this.#logHold(set);
+        p.onHoldSet?.(set, () => this.member.status());
       },
       onHold: (set) => p.hold(set.ips),
       onPeers: p.peers,

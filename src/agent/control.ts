@@ -62,14 +62,20 @@ export interface ControlPlaneParams {
   log: Logger;
   /** Called after each save attempt. */
   onSave?: (ok: boolean) => void;
+  /** Called with each change once it is applied (events). */
+  onApplied?: (change: Change, changed: OwnerChange | undefined) => void;
   /** Most requests in one batch (one write). */
   maxBatch?: number;
 }
 
-/** What a forwardable change did to its owner's set: IPs taken that it lacked, IPs given up. */
+/**
+ * What a change did: for a forwardable one, IPs its owner took that it lacked and IPs it gave
+ * up; for an extip del, the IPs that were not external IPs of this agent (`absent`).
+ */
 export interface OwnerChange {
   added: number;
   removed: number;
+  absent?: string[];
 }
 
 interface Request {
@@ -255,6 +261,7 @@ export class ControlPlane {
     for (const a of accepted) {
       try {
         const done = this.#apply(a.req.change);
+        this.#p.onApplied?.(a.req.change, a.req.changed);
         if (done) waits.push({ req: a.req, done });
         else ((a.req.phase = 'done'), a.req.resolve());
       } catch (err) {
@@ -320,6 +327,11 @@ export class ControlPlane {
   #plan(req: Request, draft: Draft): { ips: string[]; undo: UndoStep } {
     const c = req.change;
     const ips = this.#check(c, draft);
+    if (c.op === 'extip.del') {
+      const statics = this.#p.statics().extip;
+      const absent = ips.filter((ip) => !draft.extip.has(ip) && !statics.has(ip));
+      req.changed = { added: 0, removed: ips.length - absent.length, absent };
+    }
     const undo = this.#p.store.record(journalOp(c, ips));
     if (undo.kind === 'fw')
       req.changed = { added: undo.added.length, removed: undo.removed.length };

@@ -7,11 +7,14 @@ import { conflictError } from '../config/index.js';
 import {
   ConflictError,
   FibkeeperError,
+  NotFoundError,
   NotSupportedError,
   TimeoutError,
   describeError,
 } from '../errors/index.js';
 import { DuplicateAddressError } from '../extip/index.js';
+import { explainIp } from './explain.js';
+import { typeMatches } from '../events/index.js';
 import type { AgentView } from './view.js';
 import { staticSets } from './restore.js';
 import { buildStatus, clusterStatus } from './status.js';
@@ -118,7 +121,8 @@ export function handlersFor(agent: AgentView): ControlHandlers {
       await submit({ op: 'extip.add', ips }, signal);
     },
     async extipDelete(ips, signal) {
-      await submit({ op: 'extip.del', ips }, signal);
+      const r = await submit({ op: 'extip.del', ips }, signal);
+      return { absent: r?.absent ?? [] };
     },
     async extipList() {
       return extip()
@@ -131,8 +135,36 @@ export function handlersFor(agent: AgentView): ControlHandlers {
           conflict: s.conflict ?? null,
         }));
     },
-    async status() {
-      return buildStatus(agent);
+    async status(q) {
+      if (q === undefined) return buildStatus(agent);
+      let ifindex: number | undefined;
+      if (q.device !== undefined) {
+        ifindex = agent.devices?.linkByName(q.device)?.index;
+        if (ifindex === undefined) {
+          throw new NotFoundError(
+            `no device ${q.device} in the namespace the agent manages (ip link shows them)`,
+          );
+        }
+      }
+      const explain = q.ip === undefined ? undefined : await explainIp(agent, q.ip);
+      return buildStatus(agent, {
+        ...(q.limit !== undefined ? { limit: q.limit } : {}),
+        query: { ...q, ...(ifindex !== undefined ? { ifindex } : {}) },
+        ...(explain ? { explain } : {}),
+      });
+    },
+    events(q) {
+      const log = agent.events.log;
+      const initial = log.read(q);
+      if (!q.follow) return { initial };
+      return {
+        initial,
+        follow: (push) =>
+          log.follow((e) => {
+            if (typeMatches(e.type, q.types)) push(e);
+          }),
+        onCut: () => agent.metrics.eventFollowersCut.inc(),
+      };
     },
     async probe() {
       agent.assertRunning();
@@ -176,7 +208,9 @@ export function handlersFor(agent: AgentView): ControlHandlers {
     async xdpDetach() {
       agent.assertRunning();
       if (!agent.xdp) throw new NotSupportedError('xdp', 'XDP is off (xdp.enabled: false)');
-      return { detached: await agent.xdp.detach() };
+      const detached = await agent.xdp.detach();
+      agent.events.xdpDetached(detached);
+      return { detached };
     },
   };
 }

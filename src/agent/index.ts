@@ -32,6 +32,7 @@ export {
   type KernelSection,
   type MissTrackerSection,
   type NeighborSection,
+  type QuerySection,
   type StateFileSection,
   type StatusDocument,
   type StatusOptions,
@@ -47,3 +48,6 @@ export {
 } from './metrics.js';
 export { MissTracker, MISS_OWNER, type MissTrackerParams } from './miss-tracker.js';
 export { checkStaticsOnNode } from './node-check.js';
+export { AgentEvents, EVENT_LOG_CAPACITY } from './events.js';
+export { RecentMisses, type MissRow } from './misses.js';
+export { explainIp, type IpExplanation, type RouteExplanation } from './explain.js';

@@ -1,5 +1,5 @@
-// Metric group of the agent itself: readiness, config reloads, kernel sockets replaced, and
-// the XDP miss tracker.
+// Metric group of the agent itself: readiness, config reloads, kernel sockets replaced, the
+// event stream's followers, and the XDP miss tracker.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { SOCKET_NAMES } from '../netlink/index.js';
 
@@ -9,6 +9,8 @@ export interface AgentMetrics {
   stateSaves: Counter<'result'>;
   /** Kernel sockets closed and opened afresh after an error or silence, by socket. */
   socketReopens: Counter<'socket'>;
+  /** Followers of GET /v1/events cut off for leaving too much unread. */
+  eventFollowersCut: Counter;
 }
 
 export function registerAgentMetrics(
@@ -16,6 +18,7 @@ export function registerAgentMetrics(
   ready: () => boolean,
   stateSkipped: () => number = () => 0,
   healthy: () => boolean = () => true,
+  followers: () => number = () => 0,
 ): AgentMetrics {
   new Gauge({
     name: 'fibkeeper_agent_ready',
@@ -62,7 +65,20 @@ export function registerAgentMetrics(
     registers: [registry],
   });
   for (const socket of SOCKET_NAMES) socketReopens.inc({ socket }, 0);
-  return { reloads, stateSaves, socketReopens };
+  new Gauge({
+    name: 'fibkeeper_events_followers',
+    help: 'Clients following the event stream now (fibkeeper events -f, GET /v1/events?follow=1).',
+    registers: [registry],
+    collect() {
+      this.set(followers());
+    },
+  });
+  const eventFollowersCut = new Counter({
+    name: 'fibkeeper_events_followers_cut_total',
+    help: 'Followers of the event stream cut off because they left more than 4 MiB unread (the agent holds no more for a slow client; it is told so in a last line).',
+    registers: [registry],
+  });
+  return { reloads, stateSaves, socketReopens, eventFollowersCut };
 }
 
 export interface MissTrackerMetrics {

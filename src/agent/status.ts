@@ -7,6 +7,7 @@ import { readClusterSysctls, type ExternalIpStatus, type SysctlState } from '../
 import type { XdpDeviceCounters, XdpDeviceStatus, XdpNodePolicyMode } from '../fib/index.js';
 import type { ClusterStatus } from '../cluster/index.js';
 import type { NeighborStatus } from '../neighbor/index.js';
+import type { IpExplanation } from './explain.js';
 import type { SkippedEntry } from './state.js';
 import type { AgentPhase, AgentView } from './view.js';
 
@@ -63,6 +64,13 @@ export interface StateFileSection {
   queued: number;
 }
 
+/** What a filtered document was asked for (GET /v1/status?ip=&owner=&device=). */
+export interface QuerySection {
+  ip: string | null;
+  owner: string | null;
+  device: string | null;
+}
+
 /** The whole document; a section is null while its subsystem is off (or not started). */
 export interface StatusDocument {
   schemaVersion: typeof STATUS_SCHEMA_VERSION;
@@ -82,11 +90,19 @@ export interface StatusDocument {
   missTracker: MissTrackerSection | null;
   cluster: ClusterSection | null;
   stateFile: StateFileSection;
+  /** The filter of the neighbor rows, or null for the whole document. */
+  query: QuerySection | null;
+  /** With ?ip=: that IP explained (route, external IP state, XDP, misses), else null. */
+  explain: IpExplanation | null;
 }
 
 export interface StatusOptions {
   /** Most rows per table. */
   limit?: number;
+  /** Only the neighbor rows of this IP, owner or device (ifindex resolved by the caller). */
+  query?: { ip?: string; owner?: string; device?: string; ifindex?: number };
+  /** The explanation of query.ip, made by the caller (it asks the kernel). */
+  explain?: IpExplanation;
 }
 
 export function buildStatus(agent: AgentView, opts: StatusOptions = {}): StatusDocument {
@@ -118,7 +134,7 @@ export function buildStatus(agent: AgentView, opts: StatusOptions = {}): StatusD
           counters: agent.xdp.counters(),
         }
       : null,
-    neighbor: agent.neighbor ? agent.neighbor.status({ limit }) : null,
+    neighbor: agent.neighbor ? agent.neighbor.status({ ...neighborQuery(opts), limit }) : null,
     extip: agent.extip
       ? {
           holder: agent.extip.holder,
@@ -133,6 +149,24 @@ export function buildStatus(agent: AgentView, opts: StatusOptions = {}): StatusD
       skipped: agent.skipped.slice(0, limit),
       queued: agent.control.depth,
     },
+    query: opts.query
+      ? {
+          ip: opts.query.ip ?? null,
+          owner: opts.query.owner ?? null,
+          device: opts.query.device ?? null,
+        }
+      : null,
+    explain: opts.explain ?? null,
+  };
+}
+
+function neighborQuery(opts: StatusOptions): { ip?: string; owner?: string; ifindex?: number } {
+  const q = opts.query;
+  if (q === undefined) return {};
+  return {
+    ...(q.ip !== undefined ? { ip: q.ip } : {}),
+    ...(q.owner !== undefined ? { owner: q.owner } : {}),
+    ...(q.ifindex !== undefined ? { ifindex: q.ifindex } : {}),
   };
 }
 

@@ -7,11 +7,14 @@ import type { XdpForwarder, XdpForwarderConfig } from '../fib/index.js';
 import type { Logger } from '../log/index.js';
 import type { HealthReport } from '../metrics/index.js';
 import type { NeighborSubsystem } from '../neighbor/index.js';
+import type { DeviceFeed, NetlinkHandle } from '../netlink/index.js';
 import type { ProbeReport } from '../probe/index.js';
 import type { AgentCluster } from './cluster.js';
 import type { ControlPlane } from './control.js';
+import type { AgentEvents } from './events.js';
 import type { AgentMetrics } from './metrics.js';
 import type { MissTracker } from './miss-tracker.js';
+import type { RecentMisses } from './misses.js';
 import type { SkippedEntry, StateStore } from './state.js';
 
 export type AgentPhase = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -32,6 +35,14 @@ export interface AgentView {
   readonly cluster: AgentCluster | undefined;
   readonly store: StateStore;
   readonly control: ControlPlane;
+  /** What the agent did and saw, for GET /v1/events. */
+  readonly events: AgentEvents;
+  /** NO_NEIGH destinations taken from the miss map lately (`status IP`). */
+  readonly misses: RecentMisses;
+  /** The namespace's links and addresses (after start). */
+  readonly devices: DeviceFeed | undefined;
+  /** The request socket (after start). */
+  readonly netlink: NetlinkHandle | undefined;
   /** The configuration in force (a reload replaces it). */
   cfg: FibkeeperConfig;
   /** Entries of the state file not applied at the last start or reload (a reload sets them). */

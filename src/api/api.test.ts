@@ -55,6 +55,9 @@ function handlers(): ControlHandlers {
     async status() {
       return { ready: true };
     },
+    events() {
+      return { initial: [] };
+    },
     async probe() {
       return { features: [] };
     },

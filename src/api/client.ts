@@ -1,5 +1,6 @@
-// The CLI's side of the control API: JSON requests over the unix socket.
-import { request } from 'node:http';
+// The CLI's side of the control API: JSON requests over the unix socket, and streams of JSON
+// lines (GET /v1/events).
+import { request, type ClientRequest } from 'node:http';
 import { FibkeeperError, type ErrorCode } from '../errors/index.js';
 
 export class ApiError extends FibkeeperError {
@@ -32,6 +33,45 @@ export class ApiClient {
     return this.#send<T>(method, path, lines, 'text/plain');
   }
 
+  /**
+   * A streamed GET: `onItem` gets each JSON line of the answer as it arrives; resolves when
+   * the agent ends the stream, or when `signal` aborts (the connection is closed then). The
+   * timeout applies until the answer starts: a followed stream may be quiet for long.
+   */
+  stream(path: string, onItem: (item: unknown) => void, signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const req = request(
+        { socketPath: this.#socketPath, method: 'GET', path, timeout: this.#timeoutMs },
+        (res) => {
+          req.setTimeout(0);
+          if ((res.statusCode ?? 500) >= 400) {
+            this.#collect(res, res.statusCode ?? 500, () => resolve(), reject);
+            return;
+          }
+          let rest = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            const lines = (rest + chunk).split('\n');
+            rest = lines.pop() ?? '';
+            try {
+              for (const line of lines) if (line.trim() !== '') onItem(JSON.parse(line));
+            } catch (err) {
+              req.destroy(err as Error);
+            }
+          });
+          res.on('end', () => resolve());
+          res.on('error', reject);
+        },
+      );
+      if (signal) {
+        if (signal.aborted) return resolve();
+        signal.addEventListener('abort', () => (req.destroy(), resolve()), { once: true });
+      }
+      this.#onError(req, reject);
+      req.end();
+    });
+  }
+
   #send<T>(
     method: string,
     path: string,
@@ -49,64 +89,61 @@ export class ApiClient {
             ? { 'content-type': type, 'content-length': Buffer.byteLength(payload) }
             : {},
         },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            let parsed: unknown;
-            try {
-              parsed = JSON.parse(text);
-            } catch {
-              reject(
-                new ApiError(
-                  res.statusCode ?? 0,
-                  'FIBKEEPER_ERR_INTERNAL',
-                  `bad reply: ${text.slice(0, 200)}`,
-                ),
-              );
-              return;
-            }
-            if ((res.statusCode ?? 500) >= 400) {
-              const e = (parsed as { error?: { code?: string; message?: string } }).error ?? {};
-              reject(
-                new ApiError(
-                  res.statusCode ?? 500,
-                  e.code ?? 'FIBKEEPER_ERR_INTERNAL',
-                  e.message ?? text,
-                ),
-              );
-            } else {
-              resolve(parsed as T);
-            }
-          });
-        },
+        (res) => this.#collect(res, res.statusCode ?? 500, resolve, reject),
       );
-      req.on('timeout', () =>
-        req.destroy(new Error(`no answer from ${this.#socketPath} in ${this.#timeoutMs} ms`)),
-      );
-      req.on('error', (err: NodeJS.ErrnoException) => {
-        if (err.code === 'ENOENT' || err.code === 'ECONNREFUSED') {
-          reject(
-            new FibkeeperError(
-              `cannot reach the agent at ${this.#socketPath} (${err.code}): is \`fibkeeper run\` running? (--socket sets the path)`,
-              { code: 'FIBKEEPER_ERR_NOT_FOUND', cause: err },
-            ),
-          );
-        } else if (err.code === 'EACCES') {
-          reject(
-            new FibkeeperError(
-              `permission denied on ${this.#socketPath}: run as root or as a member of its group`,
-              {
-                code: 'FIBKEEPER_ERR_PERMISSION',
-                cause: err,
-              },
-            ),
-          );
-        } else reject(err);
-      });
+      this.#onError(req, reject);
       if (payload) req.write(payload);
       req.end();
+    });
+  }
+
+  /** The whole answer, parsed: resolves a 2xx, rejects others with the agent's error. */
+  #collect<T>(
+    res: NodeJS.ReadableStream,
+    status: number,
+    resolve: (v: T) => void,
+    reject: (e: Error) => void,
+  ): void {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(Buffer.from(c)));
+    res.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        reject(new ApiError(status, 'FIBKEEPER_ERR_INTERNAL', `bad reply: ${text.slice(0, 200)}`));
+        return;
+      }
+      if (status >= 400) {
+        const e = (parsed as { error?: { code?: string; message?: string } }).error ?? {};
+        reject(new ApiError(status, e.code ?? 'FIBKEEPER_ERR_INTERNAL', e.message ?? text));
+      } else resolve(parsed as T);
+    });
+  }
+
+  /** Turns a failed connection into the error that says what to do. */
+  #onError(req: ClientRequest, reject: (e: Error) => void): void {
+    req.on('timeout', () =>
+      req.destroy(new Error(`no answer from ${this.#socketPath} in ${this.#timeoutMs} ms`)),
+    );
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT' || err.code === 'ECONNREFUSED') {
+        // The errno is in the message; the cause ("connect ENOENT PATH") would say it again.
+        reject(
+          new FibkeeperError(
+            `cannot reach the agent at ${this.#socketPath} (${err.code}): is \`fibkeeper run\` running? (--socket, --config or FIBKEEPER_SOCKET name its socket)`,
+            { code: 'FIBKEEPER_ERR_NOT_FOUND' },
+          ),
+        );
+      } else if (err.code === 'EACCES') {
+        reject(
+          new FibkeeperError(
+            `permission denied on ${this.#socketPath}: run as root or as a member of its group`,
+            { code: 'FIBKEEPER_ERR_PERMISSION', cause: err },
+          ),
+        );
+      } else reject(err);
     });
   }
 }

@@ -16,3 +16,5 @@ export {
   type ForwardableEntry,
   type ExternalIpEntry,
 } from './routes.js';
+export { StreamReply, MAX_UNREAD_BYTES, type StreamItem } from './stream.js';
+export { parseSince, type EventsAnswer, type EventsRequest, type StatusRequest } from './routes.js';

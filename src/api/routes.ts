@@ -9,8 +9,9 @@ import {
   validateNodeName,
 } from '../config/index.js';
 import { InvalidArgumentError } from '../errors/index.js';
-import type { IpArg, ParsedIp } from '../ipaddr/index.js';
+import { canonicalIp, type IpArg, type ParsedIp } from '../ipaddr/index.js';
 import { IpLines } from './lines.js';
+import { StreamReply, type StreamItem } from './stream.js';
 
 export interface ForwardableEntry {
   ip: string;
@@ -73,9 +74,13 @@ export interface ControlHandlers {
   ): Promise<ForwardableChange | void>;
   forwardableList(): Promise<ForwardableEntry[]>;
   extipAdd(ips: ParsedIp[], signal?: AbortSignal): Promise<void>;
-  extipDelete(ips: ParsedIp[], signal?: AbortSignal): Promise<void>;
+  /** Unassigns; answers which of the IPs were not external IPs of this agent. */
+  extipDelete(ips: ParsedIp[], signal?: AbortSignal): Promise<{ absent?: string[] } | void>;
   extipList(): Promise<ExternalIpEntry[]>;
-  status(): Promise<unknown>;
+  /** The status document; with a query, its neighbor rows filtered (and the IP explained). */
+  status(query?: StatusRequest): Promise<unknown>;
+  /** The events kept that match, and (follow) how to hear the next ones. */
+  events(query: EventsRequest): EventsAnswer;
   probe(): Promise<unknown>;
   xdpDetach(): Promise<unknown>;
   /** Cluster mode: this member's view (members, lease, every cluster IP). */
@@ -89,6 +94,30 @@ export interface ControlHandlers {
   clusterDrain(node: string): Promise<boolean>;
   /** Lets a drained node hold IPs again; resolves whether it was drained. */
   clusterUncordon(node: string): Promise<boolean>;
+}
+
+/** GET /v1/status?ip=&owner=&device=&limit= */
+export interface StatusRequest {
+  /** One IP, canonical. */
+  ip?: string;
+  owner?: string;
+  device?: string;
+  limit?: number;
+}
+
+/** GET /v1/events?after=SEQ&since=DURATION|TIME&type=A,B&follow=1 */
+export interface EventsRequest {
+  afterSeq?: number;
+  sinceMs?: number;
+  types?: string[];
+  follow: boolean;
+}
+
+export interface EventsAnswer {
+  initial: readonly StreamItem[];
+  follow?: (push: (item: StreamItem) => void) => () => void;
+  /** Told when a follower is cut off for reading too slowly (counted). */
+  onCut?: () => void;
 }
 
 export interface RequestContext {
@@ -169,6 +198,65 @@ function noBody(ctx: RequestContext): void {
   if (ctx.body !== undefined) throw new InvalidArgumentError('this endpoint takes no body');
 }
 
+/** A query parameter that must be a whole number in [min, max], or undefined when absent. */
+function intParam(q: URLSearchParams, name: string, min: number, max: number): number | undefined {
+  const v = q.get(name);
+  if (v === null) return undefined;
+  if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) {
+    throw new InvalidArgumentError(`?${name}= must be a whole number from ${min} to ${max}`);
+  }
+  return Number(v);
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** ?since=: a duration back from now (90s, 5m, 1h30m) or an ISO 8601 time; as wall-clock ms. */
+export function parseSince(v: string, now = Date.now()): number {
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/gy;
+  let total = 0;
+  let end = 0;
+  for (let m = re.exec(v); m; m = re.exec(v)) {
+    total += Number(m[1]) * UNIT_MS[m[2]!]!;
+    end = re.lastIndex;
+  }
+  if (end === v.length && end > 0) return now - total;
+  const t = Date.parse(v);
+  if (/^\d{4}-\d\d-\d\d/.test(v) && !Number.isNaN(t)) return t;
+  throw new InvalidArgumentError(
+    `?since=${v}: give a duration back from now (30s, 5m, 1h) or an ISO 8601 time (2025-06-01T10:00:00Z)`,
+  );
+}
+
+function statusRequest(q: URLSearchParams): StatusRequest | undefined {
+  const out: StatusRequest = {};
+  const ip = q.get('ip');
+  if (ip !== null) {
+    try {
+      out.ip = canonicalIp(ip);
+    } catch (err) {
+      throw new InvalidArgumentError(`?ip=: ${(err as Error).message}`);
+    }
+  }
+  const owner = q.get('owner');
+  if (owner !== null) out.owner = owner;
+  const device = q.get('device');
+  if (device !== null) out.device = device;
+  const limit = intParam(q, 'limit', 1, 1_000_000);
+  if (limit !== undefined) out.limit = limit;
+  return Object.keys(out).length === 0 ? undefined : out;
+}
+
+function eventsRequest(q: URLSearchParams): EventsRequest {
+  const out: EventsRequest = { follow: ['1', 'true', 'yes'].includes(q.get('follow') ?? '') };
+  const after = intParam(q, 'after', 0, Number.MAX_SAFE_INTEGER);
+  if (after !== undefined) out.afterSeq = after;
+  const since = q.get('since');
+  if (since !== null) out.sinceMs = parseSince(since);
+  const type = q.get('type');
+  if (type !== null && type !== '') out.types = type.split(',').map((t) => t.trim());
+  return out;
+}
+
 export const ROUTES: readonly Route[] = [
   {
     path: /^\/v1\/forwardable$/,
@@ -202,8 +290,8 @@ export const ROUTES: readonly Route[] = [
         return { ok: true };
       },
       DELETE: async (h, ctx) => {
-        await h.extipDelete(ips(obj(ctx.body), 'release'), ctx.signal);
-        return { ok: true };
+        const r = await h.extipDelete(ips(obj(ctx.body), 'release'), ctx.signal);
+        return { ok: true, absent: (r && r.absent) ?? [] };
       },
     },
   },
@@ -244,7 +332,20 @@ export const ROUTES: readonly Route[] = [
     path: /^\/v1\/cluster\/status$/,
     methods: { GET: async (h, ctx) => (noBody(ctx), h.clusterStatus()) },
   },
-  { path: /^\/v1\/status$/, methods: { GET: async (h, ctx) => (noBody(ctx), h.status()) } },
+  {
+    path: /^\/v1\/status$/,
+    methods: { GET: async (h, ctx) => (noBody(ctx), h.status(statusRequest(ctx.query))) },
+  },
+  {
+    path: /^\/v1\/events$/,
+    methods: {
+      GET: async (h, ctx) => {
+        noBody(ctx);
+        const a = h.events(eventsRequest(ctx.query));
+        return new StreamReply(a.initial, a.follow, a.onCut);
+      },
+    },
+  },
   { path: /^\/v1\/probe$/, methods: { GET: async (h, ctx) => (noBody(ctx), h.probe()) } },
   {
     path: /^\/v1\/xdp\/detach$/,

@@ -10,11 +10,13 @@ import {
   FibkeeperError,
   InvalidArgumentError,
   TimeoutError,
+  describeError,
 } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { parseHostPort } from '../metrics/index.js';
 import { IpLines } from './lines.js';
 import { ROUTES, type ControlHandlers } from './routes.js';
+import { StreamReply, sendStream } from './stream.js';
 
 /** Largest JSON request body accepted (a list of a few thousand IPs fits). */
 export const MAX_BODY_BYTES = 1 << 20;
@@ -178,9 +180,12 @@ export class ApiServer {
     };
     const sendError = (err: unknown) => {
       const { status, code } = statusOf(err);
-      if (status >= 500 && status !== 503 && status !== 507) {
-        this.#p.log.error({ err }, 'control API request failed');
-      }
+      // Only the agent's own failures are errors of the agent; a request it answers with
+      // 4xx, 501 (a subsystem that is off), 503 (starting, deadline) or 507 (disk) is the
+      // caller's business and goes to the debug log.
+      if (status === 500) this.#p.log.error({ err }, 'control API request failed');
+      else
+        this.#p.log.debug({ status, code, err: describeError(err) }, 'control API request refused');
       if (status === 401) res.setHeader('www-authenticate', 'Bearer');
       const details = (err as { details?: unknown } | undefined)?.details;
       send(status, {
@@ -240,6 +245,15 @@ export class ApiServer {
         query: url.searchParams,
         signal: deadline.signal,
       });
+      if (result instanceof StreamReply) {
+        // A stream has no deadline: it lasts until the client hangs up.
+        clearTimeout(timer);
+        clearTimeout(backstop);
+        if (answered || res.headersSent) return;
+        answered = true;
+        sendStream(req, res, result);
+        return;
+      }
       send(200, result ?? { ok: true });
     } catch (err) {
       sendError(err);

@@ -4,6 +4,7 @@ import type { StatusDocument } from '../agent/index.js';
 import { ApiClient, type ExternalIpEntry, type ForwardableEntry } from '../api/index.js';
 import { defaultConfig, loadConfig } from '../config/index.js';
 import {
+  EXIT_FAILED,
   EXIT_OK,
   UsageError,
   flag,
@@ -14,27 +15,55 @@ import {
 } from './command.js';
 import { describeError } from '../errors/index.js';
 import { formatStatus } from './status-format.js';
+import { formatExplain } from './explain-format.js';
+import { OUTPUT_HELP, OUTPUT_OPTIONS, outputOf, printData } from './output.js';
+import { watchChanges } from './watch.js';
+import { stringify as stringifyYaml } from 'yaml';
+import { canonicalIp } from '../ipaddr/index.js';
 
 const COMMON: OptionsSpec = {
   socket: { type: 'string' },
   config: { type: 'string' },
 };
 const COMMON_HELP = [
-  '  --socket PATH   control socket of the agent (default: api.socket of --config, else ' +
-    defaultConfig().api.socket +
-    ')',
+  '  --socket PATH   control socket of the agent (default: api.socket of --config, else',
+  `                  $FIBKEEPER_SOCKET, else ${defaultConfig().api.socket})`,
   '  --config FILE   read api.socket from this config file',
 ];
 
+/** The variable that names the control socket, as KUBECONFIG names kubectl's config. */
+export const SOCKET_ENV = 'FIBKEEPER_SOCKET';
+
+/** The agent's client: --socket, else api.socket of --config, else $FIBKEEPER_SOCKET, else the default config's. */
 export function clientFor(args: ParsedArgs): ApiClient {
-  const socket = str(args, 'socket') ?? loadConfig(str(args, 'config')).api.socket;
+  const config = str(args, 'config');
+  const env = process.env[SOCKET_ENV];
+  const socket =
+    str(args, 'socket') ??
+    (config === undefined && env ? env : undefined) ??
+    loadConfig(config).api.socket;
   return new ApiClient(socket);
 }
 
-function needIps(args: ParsedArgs): string[] {
-  if (args.positionals.length === 0) throw new UsageError('give at least one IP address');
+/**
+ * The IPs given as arguments, each checked to be an IP address at all (a malformed one is a
+ * usage error, exit 2, and nothing is sent); whether the agent takes it is the agent's call.
+ */
+export function checkedIps(args: ParsedArgs, atLeastOne = true): string[] {
+  if (atLeastOne && args.positionals.length === 0) {
+    throw new UsageError('give at least one IP address');
+  }
+  for (const ip of args.positionals) {
+    try {
+      canonicalIp(ip);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
   return args.positionals;
 }
+
+const needIps = (args: ParsedArgs): string[] => checkedIps(args);
 
 function needOwner(args: ParsedArgs): string {
   const owner = str(args, 'owner');
@@ -126,7 +155,7 @@ function forwardable(verb: 'add' | 'del' | 'set', summary: string, method: strin
         io.out(changeLine(verb, owner, given, res));
         return EXIT_OK;
       }
-      const ips = verb === 'set' ? args.positionals : needIps(args);
+      const ips = checkedIps(args, verb !== 'set');
       const c = clientFor(args);
       const res =
         verb === 'set'
@@ -157,16 +186,16 @@ export const forwardableCommands: Command[] = [
   {
     name: 'forwardable list',
     summary: 'List the forwardable IPs and their owners',
-    usage: '[--json]',
-    help: ['Options:', '  --json          machine-readable output', ...COMMON_HELP].join('\n'),
-    options: { ...COMMON, json: { type: 'boolean' } },
+    usage: '[-o text|json|yaml]',
+    help: ['Options:', ...OUTPUT_HELP, ...COMMON_HELP].join('\n'),
+    options: { ...COMMON, ...OUTPUT_OPTIONS },
     async run(args, io) {
+      const o = outputOf(args, ['text', 'json', 'yaml']);
       const r = await clientFor(args).call<{ forwardable: ForwardableEntry[] }>(
         'GET',
         '/v1/forwardable',
       );
-      if (flag(args, 'json')) io.out(JSON.stringify(r.forwardable, null, 2) + '\n');
-      else {
+      if (!printData(io, o, r.forwardable)) {
         const w = Math.max(2, ...r.forwardable.map((e) => e.ip.length));
         io.out(`${'IP'.padEnd(w)}  OWNERS\n`);
         for (const e of r.forwardable) io.out(`${e.ip.padEnd(w)}  ${e.owners.join(',')}\n`);
@@ -186,9 +215,18 @@ function extip(verb: 'add' | 'del', summary: string, method: string): Command {
     positionals: true,
     async run(args, io) {
       const ips = needIps(args);
-      await clientFor(args).call(method, '/v1/extip', { ips });
-      io.out(`${verb === 'add' ? 'assigned and announced' : 'unassigned'}: ${ips.join(' ')}\n`);
-      return EXIT_OK;
+      const r = await clientFor(args).call<{ absent?: string[] }>(method, '/v1/extip', { ips });
+      // The agent names the IPs it did not have (a typo, another node's IP): an error here.
+      const absent = new Set(verb === 'del' && Array.isArray(r?.absent) ? r.absent : []);
+      const done = ips.filter((ip) => !absent.has(canonicalIp(ip)));
+      if (done.length > 0) {
+        io.out(`${verb === 'add' ? 'assigned and announced' : 'unassigned'}: ${done.join(' ')}\n`);
+      }
+      if (absent.size === 0) return EXIT_OK;
+      io.err(
+        `fibkeeper extip del: not an external IP of this agent, nothing to remove: ${[...absent].join(' ')} (fibkeeper extip list shows them)\n`,
+      );
+      return EXIT_FAILED;
     },
   };
 }
@@ -199,13 +237,13 @@ export const extipCommands: Command[] = [
   {
     name: 'extip list',
     summary: 'List the external IPs with their state and last announcement',
-    usage: '[--json]',
-    help: ['Options:', '  --json          machine-readable output', ...COMMON_HELP].join('\n'),
-    options: { ...COMMON, json: { type: 'boolean' } },
+    usage: '[-o text|json|yaml]',
+    help: ['Options:', ...OUTPUT_HELP, ...COMMON_HELP].join('\n'),
+    options: { ...COMMON, ...OUTPUT_OPTIONS },
     async run(args, io) {
+      const o = outputOf(args, ['text', 'json', 'yaml']);
       const r = await clientFor(args).call<{ extip: ExternalIpEntry[] }>('GET', '/v1/extip');
-      if (flag(args, 'json')) io.out(JSON.stringify(r.extip, null, 2) + '\n');
-      else {
+      if (!printData(io, o, r.extip)) {
         const w = Math.max(2, ...r.extip.map((e) => e.ip.length));
         io.out(`${'IP'.padEnd(w)}  ${'STATE'.padEnd(10)}  ${'ANNOUNCED'.padEnd(24)}  ERROR\n`);
         for (const e of r.extip) {
@@ -229,12 +267,13 @@ export function documentCommand<T extends object>(
   return {
     name,
     summary,
-    usage: '[--json]',
-    help: ['Options:', '  --json          the full document', ...COMMON_HELP].join('\n'),
-    options: { ...COMMON, json: { type: 'boolean' } },
+    usage: '[-o text|json|yaml]',
+    help: ['Options:', ...OUTPUT_HELP, ...COMMON_HELP].join('\n'),
+    options: { ...COMMON, ...OUTPUT_OPTIONS },
     async run(args, io) {
+      const o = outputOf(args, ['text', 'json', 'yaml']);
       const s = await clientFor(args).call<T>('GET', path);
-      io.out(flag(args, 'json') ? JSON.stringify(s, null, 2) + '\n' : format(s));
+      if (!printData(io, o, s)) io.out(format(s));
       return EXIT_OK;
     },
   };
@@ -250,32 +289,96 @@ export const STATUS_EXIT = {
   notReady: 2,
 } as const;
 
+/** The query of `status [IP] [--owner NAME] [--device DEV]`, checked here (a bad IP is a usage error). */
+function statusQuery(args: ParsedArgs): { ip?: string; qs: string } {
+  if (args.positionals.length > 1) throw new UsageError('give at most one IP to explain');
+  const q = new URLSearchParams();
+  let ip: string | undefined;
+  if (args.positionals.length === 1) {
+    try {
+      ip = canonicalIp(args.positionals[0]!);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+    q.set('ip', ip);
+  }
+  for (const k of ['owner', 'device'] as const) {
+    const v = str(args, k);
+    if (v !== undefined) q.set(k, v);
+  }
+  const qs = q.toString();
+  return { ...(ip !== undefined ? { ip } : {}), qs: qs ? `?${qs}` : '' };
+}
+
 export const statusCommand: Command = {
   name: 'status',
   summary: 'Show what the agent does: XDP, neighbor entries, external IPs, health, counters',
-  usage: '[--json] [--quiet]',
+  usage: '[IP] [--owner NAME] [--device DEV] [-o text|json|yaml] [--watch] [--quiet]',
   help: [
+    'With IP: that IP explained — its owners, whether it is an external IP here, the',
+    "kernel's route for it (as `ip route get IP fibmatch`), the next hop per device with its",
+    "kernel entry (as `ip neigh` shows it), XDP on the route's devices, its XDP misses.",
+    '',
     'Options:',
-    '  --json          the full document',
+    '  --owner NAME    only the forwardable IPs of this owner',
+    '  --device DEV    only next hops on this device',
+    '  -o, --output F  text (default), json (the full document, docs/status.md) or yaml',
+    '  --json          the same as -o json',
     '  --quiet, -q     print nothing: only the exit status tells',
+    '  --watch, -w     print again on each change the agent reports (its event stream, not',
+    '                  polling) until interrupted: redrawn in place on a terminal; -o json:',
+    '                  one document a line; -o yaml: documents separated by ---',
     ...COMMON_HELP,
     '',
     'Exit status: 0 ready and healthy; 1 ready but degraded (the unhealthy reasons are',
-    'printed); 2 not ready, or the agent did not answer (not running, starting, stuck).',
+    'printed); 2 not ready, or the agent did not answer (not running, starting, stuck), or',
+    'a usage error (a malformed IP).',
   ].join('\n'),
-  options: { ...COMMON, json: { type: 'boolean' }, quiet: { type: 'boolean', short: 'q' } },
+  options: {
+    ...COMMON,
+    json: { type: 'boolean' },
+    output: { type: 'string', short: 'o' },
+    owner: { type: 'string' },
+    device: { type: 'string' },
+    quiet: { type: 'boolean', short: 'q' },
+    watch: { type: 'boolean', short: 'w' },
+  },
+  positionals: true,
   async run(args, io) {
     const quiet = flag(args, 'quiet');
+    const watch = flag(args, 'watch');
+    if (quiet && watch) throw new UsageError('--watch prints: it cannot be --quiet');
+    const output = outputOf(args, ['text', 'json', 'yaml']);
+    const { ip, qs } = statusQuery(args);
     const client = clientFor(args);
     let s: Partial<StatusDocument>;
+    let frames = 0;
+    const draw = async () => {
+      s = await client.call<Partial<StatusDocument>>('GET', `/v1/status${qs}`);
+      if (quiet) return;
+      const text = ip !== undefined ? formatExplain(s) : formatStatus(s);
+      if (!watch) {
+        if (!printData(io, output, s)) io.out(text);
+      } else if (output === 'json')
+        io.out(JSON.stringify(s) + '\n'); // one document a line
+      else if (output === 'yaml') io.out('---\n' + stringifyYaml(s));
+      else if (process.stdout.isTTY)
+        io.out('\x1b[H\x1b[2J' + text); // redrawn in place
+      else io.out(`${frames > 0 ? '\n' : ''}--- ${new Date().toISOString()}\n${text}`);
+      frames++;
+    };
     try {
-      s = await client.call<Partial<StatusDocument>>('GET', '/v1/status');
+      const since = new Date();
+      await draw();
+      if (watch && !(await watchChanges(client, since, draw))) {
+        io.err('fibkeeper status: the agent ended the event stream (it stopped)\n');
+        return STATUS_EXIT.notReady;
+      }
     } catch (err) {
       if (!quiet) io.err(`fibkeeper status: ${describeError(err)}\n`);
       return STATUS_EXIT.notReady;
     }
-    if (!quiet) io.out(flag(args, 'json') ? JSON.stringify(s, null, 2) + '\n' : formatStatus(s));
-    if (s.ready !== true) return STATUS_EXIT.notReady;
-    return s.healthy === true ? STATUS_EXIT.ok : STATUS_EXIT.degraded;
+    if (s!.ready !== true) return STATUS_EXIT.notReady;
+    return s!.healthy === true ? STATUS_EXIT.ok : STATUS_EXIT.degraded;
   },
 };

@@ -5,28 +5,27 @@ import type { ClusterIpEntry } from '../api/index.js';
 import { OPTIONS, flagName, loadConfig } from '../config/index.js';
 import { enforceClusterSysctls, findExternal, readClusterSysctls } from '../extip/index.js';
 import { NetlinkHandle } from '../netlink/index.js';
-import { clientFor, documentCommand } from './client-commands.js';
+import { checkedIps, clientFor, documentCommand } from './client-commands.js';
 import {
   EXIT_OK,
-  UsageError,
   flag,
+  UsageError,
   str,
   type Command,
   type OptionsSpec,
   type ParsedArgs,
 } from './command.js';
 import { columns, formatClusterStatus } from './status-format.js';
+import { OUTPUT_HELP, OUTPUT_OPTIONS, outputOf, printData } from './output.js';
 
 const COMMON: OptionsSpec = { socket: { type: 'string' }, config: { type: 'string' } };
 const COMMON_HELP = [
-  '  --socket PATH   control socket of the agent (default: api.socket of --config)',
+  '  --socket PATH   control socket of the agent (default: api.socket of --config, else',
+  '                  $FIBKEEPER_SOCKET)',
   '  --config FILE   read api.socket from this config file',
 ];
 
-function needIps(args: ParsedArgs): string[] {
-  if (args.positionals.length === 0) throw new UsageError('give at least one IP address');
-  return args.positionals;
-}
+const needIps = (args: ParsedArgs): string[] => checkedIps(args);
 
 /** --label k=v (repeated) as an object; a malformed one is a usage error. */
 function labelsOf(args: ParsedArgs): Record<string, string> {
@@ -96,15 +95,13 @@ const delCommand: Command = {
 const listCommand: Command = {
   name: 'cluster extip list',
   summary: 'List the cluster external IPs as etcd has them, with eligibility and owner',
-  usage: '[--json]',
-  help: ['Options:', '  --json          machine-readable output', ...COMMON_HELP].join('\n'),
-  options: { ...COMMON, json: { type: 'boolean' } },
+  usage: '[-o text|json|yaml]',
+  help: ['Options:', ...OUTPUT_HELP, ...COMMON_HELP].join('\n'),
+  options: { ...COMMON, ...OUTPUT_OPTIONS },
   async run(args, io) {
+    const o = outputOf(args, ['text', 'json', 'yaml']);
     const r = await clientFor(args).call<{ extip: ClusterIpEntry[] }>('GET', '/v1/cluster/extip');
-    if (flag(args, 'json')) {
-      io.out(JSON.stringify(r.extip, null, 2) + '\n');
-      return EXIT_OK;
-    }
+    if (printData(io, o, r.extip)) return EXIT_OK;
     const rows = r.extip.map((e) => [
       e.ip,
       e.owner ?? '-',

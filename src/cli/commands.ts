@@ -3,7 +3,9 @@ import type { Command } from './command.js';
 import { extipCommands, forwardableCommands, statusCommand } from './client-commands.js';
 import { clusterCommands } from './cluster.js';
 import { configCheckCommand, configExampleCommand } from './config.js';
+import { completionCommand } from './completion.js';
 import { demoCommand } from './demo.js';
+import { eventsCommand } from './events.js';
 import { labDownCommand, labUpCommand } from './lab.js';
 import { probeCommand } from './probe.js';
 import { runCommand } from './run.js';
@@ -13,6 +15,7 @@ import { xdpDetachCommand } from './xdp.js';
 export const COMMANDS: readonly Command[] = [
   runCommand,
   statusCommand,
+  eventsCommand,
   ...forwardableCommands,
   ...extipCommands,
   ...clusterCommands,
@@ -24,4 +27,5 @@ export const COMMANDS: readonly Command[] = [
   configExampleCommand,
   configCheckCommand,
   versionCommand,
+  completionCommand(() => COMMANDS),
 ];

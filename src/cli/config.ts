@@ -1,5 +1,7 @@
 import { StateStore, checkStaticsOnNode, staticSets } from '../agent/index.js';
+import { readFileSync } from 'node:fs';
 import {
+  buildConfig,
   checkRunnable,
   exampleConfigYaml,
   loadConfig,
@@ -24,11 +26,13 @@ export const configExampleCommand: Command = {
 export const configCheckCommand: Command = {
   name: 'config check',
   summary: 'Validate a config file as `run` does and print the resulting configuration as JSON',
-  usage: 'FILE',
+  usage: 'FILE | -',
   help: [
     'Exit code 1 with an error naming the option when `fibkeeper run` would refuse the file:',
     'the same checks (options, their bounds and the rules between them, the token file, the',
-    'state file). Entries of the state file that the agent would skip are listed on stderr.',
+    'state file). Every option with a bad value or an unknown name is reported at once; the',
+    'rules between options are checked once each option is valid. `-` reads standard input.',
+    'Entries of the state file that the agent would skip are listed on stderr.',
     'Where it can see the node (its network namespace, `netns`), it checks forwardable.static',
     "and extip.static against the node's addresses too, reading only; otherwise it says on",
     'stderr that it skipped that. Kernel features and capabilities are checked by `run`',
@@ -38,8 +42,10 @@ export const configCheckCommand: Command = {
   positionals: true,
   async run(args, io) {
     const [file, ...rest] = args.positionals;
-    if (!file || rest.length > 0) throw new UsageError('give exactly one config file');
-    const cfg = loadConfig(file);
+    if (!file || rest.length > 0) {
+      throw new UsageError('give exactly one config file (- for standard input)');
+    }
+    const cfg = file === '-' ? buildConfig(readStdin(), {}, 'standard input') : loadConfig(file);
     checkRunnable(cfg);
     // Read only: an agent may be running and writing the file and its journal.
     const { skipped } = new StateStore(cfg.stateFile).load(staticSets(cfg), { repair: false });
@@ -86,5 +92,14 @@ async function checkOnNode(cfg: FibkeeperConfig): Promise<string | undefined> {
     return describeError(err);
   } finally {
     nl.close();
+  }
+}
+
+/** Standard input as text (`config check -`). */
+function readStdin(): string {
+  try {
+    return readFileSync(0, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read standard input: ${(err as Error).message}`);
   }
 }

@@ -58,6 +58,7 @@ export function buildConfig(
   source = 'config file',
 ): FibkeeperConfig {
   const cfg = defaultConfig() as unknown as Record<string, Json>;
+  const errors: ConfigError[] = [];
   if (fileText !== undefined && fileText.trim() !== '') {
     let doc: Json;
     try {
@@ -71,13 +72,23 @@ export function buildConfig(
       if (typeof doc !== 'object' || Array.isArray(doc)) {
         throw new ConfigError(source, 'the top level must be a mapping of options');
       }
-      applyFile(cfg, doc as Record<string, Json>, '');
+      applyFile(cfg, doc as Record<string, Json>, '', errors);
     }
   }
   for (const [name, value] of Object.entries(flags)) {
-    const spec = OPTIONS.find((o) => flagName(o.path) === name);
-    if (!spec) throw new ConfigError(`--${name}`, 'unknown option (see `fibkeeper run --help`)');
-    setPath(cfg, spec.path, coerce(spec, value, `--${name}`));
+    collect(errors, () => {
+      const spec = OPTIONS.find((o) => flagName(o.path) === name);
+      if (!spec) throw new ConfigError(`--${name}`, 'unknown option (see `fibkeeper run --help`)');
+      setPath(cfg, spec.path, coerce(spec, value, `--${name}`));
+    });
+  }
+  // Every option's own error at once; the rules between options only once each is valid.
+  if (errors.length === 1) throw errors[0]!;
+  if (errors.length > 1) {
+    throw new ConfigError(
+      source,
+      `${errors.length} errors:\n${errors.map((e) => `  ${e.message}`).join('\n')}`,
+    );
   }
   const out = cfg as unknown as FibkeeperConfig;
   crossValidate(out);
@@ -102,25 +113,50 @@ export function loadConfig(
   return buildConfig(text, flags, path ?? 'config file');
 }
 
-function applyFile(cfg: Record<string, Json>, obj: Record<string, Json>, prefix: string): void {
+/** Runs `fn`; a ConfigError it throws is added to `errors` (others go on up). */
+function collect(errors: ConfigError[], fn: () => void): void {
+  try {
+    fn();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    errors.push(err);
+  }
+}
+
+function applyFile(
+  cfg: Record<string, Json>,
+  obj: Record<string, Json>,
+  prefix: string,
+  errors: ConfigError[],
+): void {
   for (const [key, value] of Object.entries(obj)) {
-    const path = prefix ? `${prefix}.${key}` : key;
-    const spec = OPTIONS.find((o) => o.path === path);
-    if (spec) {
-      setPath(cfg, path, coerce(spec, value, path));
-    } else if (OPTIONS.some((o) => o.path.startsWith(`${path}.`))) {
-      if (value === null) continue;
-      if (typeof value !== 'object' || Array.isArray(value)) {
-        throw new ConfigError(path, 'must be a mapping of options');
-      }
-      applyFile(cfg, value as Record<string, Json>, path);
-    } else {
-      const near = OPTIONS.filter((o) => o.path.split('.').pop() === key).map((o) => o.path);
-      throw new ConfigError(
-        path,
-        `unknown option${near.length ? ` (did you mean ${near.join(' or ')}?)` : ''}`,
-      );
+    collect(errors, () => applyKey(cfg, key, value, prefix, errors));
+  }
+}
+
+function applyKey(
+  cfg: Record<string, Json>,
+  key: string,
+  value: Json,
+  prefix: string,
+  errors: ConfigError[],
+): void {
+  const path = prefix ? `${prefix}.${key}` : key;
+  const spec = OPTIONS.find((o) => o.path === path);
+  if (spec) {
+    setPath(cfg, path, coerce(spec, value, path));
+  } else if (OPTIONS.some((o) => o.path.startsWith(`${path}.`))) {
+    if (value === null) return;
+    if (typeof value !== 'object' || Array.isArray(value)) {
+      throw new ConfigError(path, 'must be a mapping of options');
     }
+    applyFile(cfg, value as Record<string, Json>, path, errors);
+  } else {
+    const near = OPTIONS.filter((o) => o.path.split('.').pop() === key).map((o) => o.path);
+    throw new ConfigError(
+      path,
+      `unknown option${near.length ? ` (did you mean ${near.join(' or ')}?)` : ''}`,
+    );
   }
 }
 

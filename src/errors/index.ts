@@ -124,7 +124,10 @@ export function describeError(err: unknown): string {
   const parts: string[] = [];
   for (let e: unknown = err, depth = 0; e !== undefined && depth < 8; depth++) {
     if (e instanceof Error) {
-      parts.push(e.message);
+      // A message that quotes its cause already ("cannot read x: ENOENT: …") says it once.
+      if (parts.length === 0 || !parts[parts.length - 1]!.includes(e.message)) {
+        parts.push(e.message);
+      }
       e = e.cause;
     } else {
       parts.push(String(e));

@@ -9,6 +9,7 @@
 // removed it does not (it was ours a moment ago, and defended). Kernel calls go through the
 // injected HolderOps; everything else here is pure.
 import { describeError, FibkeeperError, TimeoutError } from '../errors/index.js';
+import type { EventSink } from '../events/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 import type { ExtipMetrics } from './metrics.js';
@@ -41,6 +42,8 @@ export interface AssignerParams {
    * Absent: off.
    */
   dad?: (ip: ParsedIp) => Promise<void>;
+  /** Where assignments, removals, repairs and failures are reported (one event each). */
+  events?: EventSink;
 }
 
 /**
@@ -185,6 +188,7 @@ export class Assigner {
       await this.#p.dad(e.ip);
       if (!e.desired || this.#stopped) return; // overridden meanwhile
     }
+    let repaired = false; // reported as extip.repaired, not assigned again
     if (!e.present) {
       e.flags = undefined; // from here on, set only by events about this add
       const r = await this.#p.ops.add(e.ip);
@@ -192,13 +196,21 @@ export class Assigner {
       e.prefixlen = hostLen(e.ip);
       // A recreated holder is counted once, by its owner; a lost address here.
       if (r === 'added' && e.repairCause === 'address') this.#p.metrics.repaired('address');
+      if (r === 'added' && e.repairCause !== undefined) {
+        repaired = true;
+        this.#p.events?.emit(
+          'extip.repaired',
+          `${e.ip.address} put back on the holder (${e.repairCause === 'address' ? 'someone removed it' : 'the holder device was recreated'})`,
+          { ip: e.ip.address, cause: e.repairCause },
+        );
+      }
       e.repairCause = undefined;
     }
     if (e.state === 'assigned') return;
     const tentative = e.flags !== undefined && (e.flags & IFA_F_TENTATIVE) !== 0;
     if (e.ip.family === 6 && tentative) await this.#waitTentative(e);
     if (!e.desired) return; // overridden meanwhile: the next round removes it
-    this.#setState(e, 'assigned');
+    this.#setState(e, 'assigned', repaired);
     e.lastError = undefined;
     e.conflict = undefined;
     const err = this.#p.announcer.add(e.ip, 'assign');
@@ -281,8 +293,10 @@ export class Assigner {
     else d.reject(failure());
   }
 
-  #setState(e: Entry, s: ExternalIpState): void {
+  /** `quiet`: no event (the step reported one of its own). */
+  #setState(e: Entry, s: ExternalIpState, quiet = false): void {
     if (e.state === s) return;
+    if (!quiet) this.#report(e, e.state, s);
     const fam = familyLabel(e.ip);
     if (e.state === 'assigned') this.#assignedCount[fam]--;
     if (s === 'assigned') this.#assignedCount[fam]++;
@@ -291,6 +305,34 @@ export class Assigner {
     e.state = s;
     this.#p.metrics.setAssigned(fam, this.#assignedCount[fam]);
     this.#p.metrics.setFailed(fam, this.#failedCount[fam]);
+  }
+
+  /** The event of a state change worth one: assigned, removed, failed (DAD: refused). */
+  #report(e: Entry, from: ExternalIpState, to: ExternalIpState): void {
+    const ev = this.#p.events;
+    if (ev === undefined) return;
+    const ip = e.ip.address;
+    if (to === 'assigned') {
+      ev.emit('extip.assigned', `${ip} assigned to the holder and announced`, { ip });
+    } else if (to === 'pending' && from === 'removing') {
+      ev.emit('extip.unassigned', `${ip} removed from the holder`, { ip });
+    } else if (to === 'failed' && e.conflict !== undefined) {
+      const { mac, what } = e.conflict;
+      ev.emit(
+        'extip.refused',
+        `${ip} refused: ${what} ${mac} holds it (duplicate address detection)`,
+        {
+          ip,
+          mac,
+          what,
+        },
+      );
+    } else if (to === 'failed') {
+      ev.emit('extip.failed', `${ip} not assigned: ${e.lastError ?? 'unknown error'}`, {
+        ip,
+        error: e.lastError ?? null,
+      });
+    }
   }
 
   // --- what the kernel says ---------------------------------------------------------------

@@ -4,6 +4,7 @@
 // were answered with a defence). A storm of claims thus costs a line per interval, not a
 // line per frame; the per-frame count is in fibkeeper_extip_conflicts_total. Pure: time
 // from the injected clock.
+import type { EventSink } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import type { Clock, TimerHandle } from '../sched/index.js';
 import type { Conflict } from './linkio.js';
@@ -13,6 +14,8 @@ export interface ConflictLogParams {
   clock: Clock;
   /** Least time between two lines, ms. */
   intervalMs: number;
+  /** Where the same is reported as events (the first claim, then one summary per interval). */
+  events?: EventSink;
 }
 
 /** IPs and MACs remembered per interval (the counts stay exact beyond them). */
@@ -39,6 +42,11 @@ export class ConflictLog {
   record(c: Conflict, defended: boolean): void {
     if (this.#timer === undefined) {
       this.#p.log.warn({ ...c, defended }, 'extip: another host claims an external IP');
+      this.#p.events?.emit(
+        'extip.conflict',
+        `${c.mac} claims ${c.ip}${defended ? '; defended (announced again)' : '; not defended now (rate limit)'}`,
+        { ip: c.ip, mac: c.mac, claims: 1, defended: defended ? 1 : 0 },
+      );
       this.#open();
       return;
     }
@@ -90,6 +98,16 @@ export class ConflictLog {
         intervalMs,
       },
       `extip: ${claims} more claims of external IPs by other hosts in the last ${Math.round(intervalMs / 1000)}s (${this.#defended} answered with a defence; the rest rate-limited)`,
+    );
+    this.#p.events?.emit(
+      'extip.conflict',
+      `${claims} more claims of external IPs by other hosts in ${Math.round(intervalMs / 1000)}s (${this.#defended} defended): ${top.map(([ip, n]) => `${ip}×${n}`).join(', ')}`,
+      {
+        claims,
+        defended: this.#defended,
+        ips: top.map(([ip]) => ip),
+        macs: [...this.#macs].slice(0, SHOWN),
+      },
     );
     this.#claims = 0;
     this.#defended = 0;

@@ -2,6 +2,7 @@
 // assigner, the announcer and the external interface's sockets and probes; it follows link
 // and address events (from the device feed), repairs what others change, and runs the
 // periodic check. start()/stop() are idempotent; stop() leaves the addresses.
+import type { EventSink } from '../events/index.js';
 import type { Registry } from 'prom-client';
 import { ClosedError, describeError, errnoCode } from '../errors/index.js';
 import { parseIp, type IpArg, type ParsedIp } from '../ipaddr/index.js';
@@ -49,6 +50,8 @@ export interface ExternalIpParams {
   openSocket?: (o: PacketSocketOptions) => FrameSocket;
   /** The packet sockets were replaced after `cause`, or could not be (`err`). */
   onSocketReopen?: (cause: string, err?: unknown) => void;
+  /** Where assignments, removals, refusals and claims by other hosts are reported. */
+  events?: EventSink;
   /**
    * Cluster mode: cluster IPs come through setClusterIps() and are spoken for only while the
    * gate allows; the external interface's arp_ignore/arp_announce are set and kept.
@@ -196,6 +199,7 @@ export class ExternalIpSubsystem {
       log: this.#log,
       metrics: this.#metrics,
       ...(cfg.dad ? { dad: (ip: ParsedIp) => this.#ext!.dad.probe(ip) } : {}),
+      ...(this.#p.events ? { events: this.#p.events } : {}),
     });
     await this.#cluster?.start({
       nl,
@@ -223,6 +227,7 @@ export class ExternalIpSubsystem {
       log: this.#log,
       clock: this.#clock,
       intervalMs: Math.max(1000, cfg.defendInterval),
+      ...(this.#p.events ? { events: this.#p.events } : {}),
     }));
     return ExternalWatch.open({
       nl,

@@ -62,6 +62,8 @@ export interface XdpForwarderParams {
   ops?: DatapathOps;
   /** The genetlink socket (xdp_features) was replaced after `cause`, or could not be (`err`). */
   onSocketReopen?: (cause: string, err?: unknown) => void;
+  /** Every device's status after each pass (the agent's events tell what changed). */
+  onPass?: (devices: readonly XdpDeviceStatus[]) => void;
 }
 
 type State = 'new' | 'starting' | 'running' | 'stopped';
@@ -405,6 +407,7 @@ export class XdpForwarder {
         for (const d of this.#devices.values()) d.policy = policyStatus(policy, d.name, this.#mode);
         await this.#mirror.refresh(this.#nl, feed.addresses(), this.#slotDevices(), egress);
         this.#passes++;
+        this.#p.onPass?.(this.status());
         this.#syncError = undefined;
       } catch (err) {
         this.#syncError = describeError(err);

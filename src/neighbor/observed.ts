@@ -321,6 +321,11 @@ export class ObservedNeighbors implements Initializable {
     this.#unresolved.note(ifindex, k, undefined, this.#now);
   }
 
+  /** fibkeeper's entries that went FAILED and have not resolved since (cheap). */
+  get unresolvedCount(): number {
+    return this.#unresolved.size;
+  }
+
   /**
    * fibkeeper's entries that went FAILED at `since` (ms, this table's clock) or earlier and
    * have not resolved since, for the next hops `wanted` says fibkeeper wants; oldest first.

@@ -21,6 +21,7 @@ import {
   type NeighSpec,
 } from '../netlink/index.js';
 import type { BatchResult, Operations } from '../statedb/index.js';
+import type { NeighborEvents } from './events.js';
 import { isForeign, isOwned, observedRow, type ObservedNeighbors } from './observed.js';
 import { WritePacer } from './pace.js';
 import type { RequeueCause } from './reactor.js';
@@ -64,6 +65,23 @@ export interface NeighborOpsParams {
   missing?(keys: readonly string[]): void;
   /** Whether (ifindex, ip) is a desired entry now (prune's membership test). */
   wanted(ifindex: number, ip: string): boolean;
+  /** Where writes and deletes are reported as events (a few per burst). */
+  events?: NeighborEvents;
+}
+
+/** Up to `max` keys of `objs` at the positions `at` that did not fail. */
+function okKeys(
+  objs: readonly DesiredNeighbor[],
+  at: readonly number[],
+  results: readonly (Error | undefined)[],
+  max: number,
+): string[] {
+  const out: string[] = [];
+  for (const i of at) {
+    if (out.length >= max) break;
+    if (results[i] === undefined) out.push(objs[i]!.key);
+  }
+  return out;
 }
 
 /** Up to this many deletes in a batch, entries the observed table lacks are asked of the kernel. */
@@ -126,11 +144,16 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     const specs: NeighSpec[] = [];
     const mode = this.#p.mode();
     let created = 0;
+    /** Positions of the entries the kernel lacks (for events only). */
+    const fresh = this.#p.events === undefined ? undefined : ([] as number[]);
     for (let i = 0; i < objs.length; i++) {
       const d = objs[i]!;
       const seen = this.#p.observed.find(d.ifindex, d.nexthop);
       if (seen !== undefined && isForeign(seen, this.#p.protocol)) continue;
-      if (seen === undefined) created++;
+      if (seen === undefined) {
+        created++;
+        fresh?.push(i);
+      }
       todo.push(i);
       specs.push(this.spec(d, mode));
     }
@@ -146,16 +169,35 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
     let inserts = 0;
     const by: Record<RequeueCause, number> = { deleted: 0, failed: 0, refresh: 0, mode: 0 };
     const causes = this.#p.causes;
+    /** A few of the entries written again after a loss, with the cause (for events). */
+    const repaired: [string, string][] = [];
+    /** Every entry written for a reason (events: they are not new). */
+    const caused = fresh === undefined ? undefined : new Set<string>();
     if (causes.size === 0) inserts = todo.length - out.failures.length;
     else {
       for (const i of todo) {
         const key = objs[i]!.key;
         const cause = causes.get(key);
-        if (cause !== undefined) causes.delete(key);
+        if (cause !== undefined) {
+          causes.delete(key);
+          caused?.add(key);
+        }
         if (results[i] !== undefined) continue;
         if (cause === undefined) inserts++;
         else by[cause]++;
+        if ((cause === 'deleted' || cause === 'failed') && repaired.length < 5) {
+          repaired.push([key, cause]);
+        }
       }
+    }
+    const ev = this.#p.events;
+    if (ev !== undefined && fresh !== undefined) {
+      // New entries: those the kernel lacked (a repaired one is reported as such).
+      const fresh2 = caused!.size === 0 ? fresh : fresh.filter((i) => !caused!.has(objs[i]!.key));
+      let n = 0;
+      for (const i of fresh2) if (results[i] === undefined) n++;
+      ev.written(n, (max) => okKeys(objs, fresh2, results, max));
+      ev.repaired(repaired, by.deleted + by.failed);
     }
     this.#p.metrics.inserted(inserts);
     this.#p.metrics.reinserted('deleted', by.deleted);
@@ -214,6 +256,9 @@ export class NeighborOps implements Operations<DesiredNeighbor> {
       if (!isErrno(f.error, 'ENOENT', 'ENODEV')) results[del[f.index]!] = f.error;
     }
     this.#p.metrics.deleted('reconcile', del.length - out.failures.length);
+    this.#p.events?.deleted(del.length - out.failures.length, (max) =>
+      okKeys(objs, del, results, max),
+    );
     return results;
   }
 

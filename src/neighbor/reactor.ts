@@ -31,6 +31,8 @@ export interface ReactorParams {
   retryMaxMs: number;
   /** Asks the reconciler to write the row `key` again (rate-limited there). */
   requeue(key: string, cause: RequeueCause): void;
+  /** Told of every loss of a desired entry (events). */
+  lost?(key: string, cause: 'deleted' | 'failed'): void;
 }
 
 export class Reactor {
@@ -116,6 +118,7 @@ export class Reactor {
   }
 
   #lost(key: string, cause: 'deleted' | 'failed'): void {
+    this.#p.lost?.(key, cause);
     const n = (this.#losses.get(key) ?? 0) + 1;
     this.#losses.set(key, n);
     if (n === 1) {

@@ -8,6 +8,7 @@
 //                                 ▲──────────────────────────────────────────────────────────┘
 import type { Registry } from 'prom-client';
 import { ClosedError } from '../errors/index.js';
+import type { EventSink } from '../events/index.js';
 import type { IpArg } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 import { NeighborMetrics, type NeighborCounters, type ResyncReason } from './metrics.js';
@@ -32,6 +33,7 @@ import {
   type NeighborTuning,
 } from './config.js';
 import { DeviceTracker } from './devices.js';
+import { NeighborEvents } from './events.js';
 import { makeFeeds, type Feed } from './feeds.js';
 import { ForwardableIPs, type OwnerChange } from './forwardable.js';
 import { isOwned, ObservedNeighbors } from './observed.js';
@@ -69,6 +71,8 @@ export interface NeighborSubsystemParams {
   log: Logger;
   clock?: Clock;
   tuning?: Partial<NeighborTuning>;
+  /** Where entries written, repaired, lost and deleted are reported (summarized per burst). */
+  events?: EventSink;
 }
 
 export interface NeighborHealth {
@@ -111,6 +115,7 @@ export class NeighborSubsystem {
   readonly #refresher: Refresher;
   readonly #reconciler: Reconciler<DesiredNeighbor>;
   readonly #causes = new Map<string, RequeueCause>();
+  readonly #events: NeighborEvents | undefined;
   #state: State = 'new';
   /** The background indexing of the forwardable IPs runs (#indexLater). */
   #indexing = false;
@@ -177,6 +182,15 @@ export class NeighborSubsystem {
       retryMinMs: p.config.retryMin,
       retryMaxMs: p.config.retryMax,
     });
+    this.#events =
+      p.events &&
+      new NeighborEvents({
+        sink: p.events,
+        clock: this.#clock,
+        nameOf: (ifindex) => this.#devices.nameOf(ifindex),
+        unresolved: () => this.#observed.unresolvedCount,
+        unusable: () => this.unusable(),
+      });
     this.#reactor = new Reactor({
       desired: this.#desired,
       devices: this.#devices,
@@ -186,6 +200,7 @@ export class NeighborSubsystem {
       retryMinMs: p.config.retryMin,
       retryMaxMs: p.config.retryMax,
       requeue: (key, cause) => this.#requeue(key, cause),
+      ...(this.#events ? { lost: (key, cause) => this.#events?.lost(key, cause) } : {}),
     });
     this.#reconciler = this.#makeReconciler();
     this.#refresher = this.#makeRefresher();
@@ -307,6 +322,7 @@ export class NeighborSubsystem {
       missing: (keys) => {
         for (const k of keys) this.#requeue(k, 'deleted');
       },
+      ...(this.#events ? { events: this.#events } : {}),
     });
   }
 
@@ -402,6 +418,7 @@ export class NeighborSubsystem {
     this.#refresher.start();
     void this.#forwardable.waitInitialized().then(() => this.#calculator.inputInitialized());
     this.#resync.start();
+    this.#events?.start();
     this.#log.info(
       { mode: this.mode, devices: this.#devices.selected().map((d) => d.name) },
       'neighbor subsystem started',
@@ -490,6 +507,7 @@ export class NeighborSubsystem {
     this.#state = 'stopped';
     this.#stopDone = (async () => {
       this.#resync.stop();
+      this.#events?.stop();
       if (this.#redumpTimer !== undefined) this.#clock.clearTimeout(this.#redumpTimer);
       this.#refresher.stop();
       await this.#reconciler.stop();

@@ -6,6 +6,7 @@ import type { NeighborMetrics } from './metrics.js';
 import { RateLimiter, type Clock } from '../sched/index.js';
 import { Reconciler, type Initializable, type Table } from '../statedb/index.js';
 import { writeBacklog, type NeighborConfig, type NeighborTuning } from './config.js';
+import type { NeighborEvents } from './events.js';
 import type { ObservedNeighbors } from './observed.js';
 import { NeighborOps, type NeighborKernel } from './ops.js';
 import type { RequeueCause } from './reactor.js';
@@ -37,6 +38,8 @@ export interface WriterParams {
   /** The rate limiter's burst. */
   burst: number;
   missing(keys: readonly string[]): void;
+  /** Where writes and deletes are reported. */
+  events?: NeighborEvents;
 }
 
 export function makeWriter(p: WriterParams): Reconciler<DesiredNeighbor> {
@@ -57,6 +60,7 @@ export function makeWriter(p: WriterParams): Reconciler<DesiredNeighbor> {
     causes: p.causes,
     wanted: (ifindex, ip) => p.desired.has(neighKey(ifindex, ip)),
     missing: (keys) => p.missing(keys),
+    ...(p.events ? { events: p.events } : {}),
   });
   return new Reconciler<DesiredNeighbor>({
     table: p.desired,

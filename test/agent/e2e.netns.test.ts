@@ -212,16 +212,18 @@ describe.skipIf(skip)('the agent end to end, through the CLI', () => {
 
   it('refuses bad input with a clear error and changes nothing', () => {
     const before = api('forwardable', 'list', '--json').out;
-    for (const [args, msg] of [
-      [['forwardable', 'add', '10.77.2.3', '300.1.1.1', '--owner', 'e2e'], /300\.1\.1\.1/],
-      [['forwardable', 'add', '224.0.0.5', '--owner', 'e2e'], /multicast/],
-      [['forwardable', 'add', '10.77.1.1', '--owner', 'e2e'], /address of this node/],
-      [['forwardable', 'add', 'fe80::1%eth0', '--owner', 'e2e'], /zone/],
-      [['forwardable', 'add', '10.77.2.3', '--owner', 'config'], /managed by the agent itself/],
-      [['extip', 'add', '127.0.0.1'], /loopback/],
+    // Not an IP at all: a usage error (2), refused by the CLI; an IP the rules or the node
+    // refuse: the agent's error (1).
+    for (const [args, msg, code] of [
+      [['forwardable', 'add', '10.77.2.3', '300.1.1.1', '--owner', 'e2e'], /300\.1\.1\.1/, 2],
+      [['forwardable', 'add', '224.0.0.5', '--owner', 'e2e'], /multicast/, 1],
+      [['forwardable', 'add', '10.77.1.1', '--owner', 'e2e'], /address of this node/, 1],
+      [['forwardable', 'add', 'fe80::1%eth0', '--owner', 'e2e'], /zone/, 2],
+      [['forwardable', 'add', '10.77.2.3', '--owner', 'config'], /managed by the agent itself/, 1],
+      [['extip', 'add', '127.0.0.1'], /loopback/, 1],
     ] as const) {
       const r = api(...args);
-      expect(r.code, r.err).toBe(1);
+      expect(r.code, r.err).toBe(code);
       expect(r.err).toMatch(msg);
     }
     expect(api('forwardable', 'add', '--owner', 'x').code).toBe(2);

@@ -141,6 +141,20 @@ describe.skipIf(skip)('cluster mode: three agents and a client on one segment', 
     w.expectNeverTwoHolders();
   });
 
+  /** `fibkeeper events --type TYPE -o json` of a node: those since `sinceMs` (wall clock). */
+  function clusterEvents(n: AgentNode, type: string, sinceMs: number): { ips: string[] }[] {
+    const out = execFileSync(
+      process.execPath,
+      ['bin/fibkeeper.js', 'events', '--type', type, '-o', 'json', '--socket', n.sock],
+      { encoding: 'utf8' },
+    );
+    return out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { time: string; ips: string[] })
+      .filter((e) => Date.parse(e.time) >= sinceMs - 1000);
+  }
+
   const X = '10.78.0.240';
   const X6 = 'fd78::240';
 
@@ -169,6 +183,7 @@ describe.skipIf(skip)('cluster mode: three agents and a client on one segment', 
       await Promise.all(w.nodes.map(async (n) => [n, await w.metrics(n)] as const)),
     );
     const t0 = now();
+    const wall0 = Date.now();
     await fault(old);
     await until(
       () => w.nodes.some((n) => n !== old && w.held(n).includes(ip)),
@@ -192,6 +207,8 @@ describe.skipIf(skip)('cluster mode: three agents and a client on one segment', 
       5000,
       'the new holder answers',
     );
+    // `fibkeeper events` on the new owner says it took the IP its holder now carries.
+    expect(clusterEvents(next, 'cluster.held', wall0).some((e) => e.ips.includes(ip))).toBe(true);
     await after(old, next);
     w.stopAsking();
     probe.stop();
@@ -249,6 +266,9 @@ describe.skipIf(skip)('cluster mode: three agents and a client on one segment', 
       async (old) => {
         await old.proxy.cut();
         await until(() => !w.held(old).includes(X), 3000, 'the cut-off holder drops the IP');
+        // ... and says why in its events: fenced, the IP among those dropped.
+        const fenced = clusterEvents(old, 'cluster.fenced', Date.now() - 10_000);
+        expect(fenced.some((e) => e.ips.includes(X))).toBe(true);
       },
       async (old) => {
         await old.proxy.heal();
