@@ -41,3 +41,17 @@ export {
   type DeviceFeedParams,
   type DeviceFeedReason,
 } from './devices.js';
+export {
+  DOWN,
+  UPPER_KINDS,
+  deviceVerdict,
+  linkName,
+  lowerOf,
+  matchGlob,
+  neighborVerdict,
+  skipStackedUppers,
+  xdpVerdict,
+  zeroLinkAddress,
+  type DeviceSelection,
+  type DeviceVerdictBase,
+} from './verdict.js';
