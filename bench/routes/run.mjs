@@ -93,7 +93,13 @@ async function main() {
     console.log(`${opts.routes} routes loaded in ${r2(load.wallMs)} ms`);
     agent = await startAgent(dir, r, 'auto');
     const ips = Array.from({ length: 1000 }, (_, i) => ipOf(BASE + i));
-    await call(agent.sock, 'PUT', '/v1/owners/bench/forwardable', ips.join('\n') + '\n', 'text/plain');
+    await call(
+      agent.sock,
+      'PUT',
+      '/v1/owners/bench/forwardable',
+      ips.join('\n') + '\n',
+      'text/plain',
+    );
     await sleep(3000);
     // the agent's idle CPU per second (its timers), measured over 5 s
     const i0 = cpuMs(agent.pid);

@@ -55,3 +55,9 @@ export {
   type DeviceSelection,
   type DeviceVerdictBase,
 } from './verdict.js';
+export {
+  RouteFeed,
+  type RouteFeedListener,
+  type RouteFeedParams,
+  type RouteFeedReason,
+} from './routes.js';
