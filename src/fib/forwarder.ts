@@ -39,6 +39,9 @@ import {
   type XdpNodePolicyMode,
 } from './types.js';
 
+/** The periodic resync dumps the routes every this many times (events keep them between). */
+const ROUTE_RESYNC_TICKS = 10;
+
 export interface XdpForwarderParams {
   /** Network namespace (name under /run/netns or a path); default the agent's own. */
   netns?: string;
@@ -221,9 +224,12 @@ export class XdpForwarder {
       if (this.#state !== 'running') return; // stopped while the first sync ran
       const every = this.#p.resyncIntervalMs ?? 30_000;
       if (every > 0) {
-        // the safety net: links and routes dumped again (events alone keep them between)
+        // the safety net: links dumped again every time, routes every tenth (5 min by
+        // default: a dump is O(routes) for every listener of a shared feed)
+        let ticks = 0;
         this.#timer = setInterval(() => {
           this.#schedule(true);
+          if (++ticks % ROUTE_RESYNC_TICKS !== 0) return;
           this.#routeFeed?.refresh().catch((err: unknown) => {
             this.#p.log.warn({ err: describeError(err) }, 'xdp: route dump failed');
           });
@@ -341,7 +347,8 @@ export class XdpForwarder {
   /**
    * Route or rule events were applied to the route mirror: one write of what they changed,
    * after whatever pass runs now (events read together share it); none while a full pass
-   * waits to run (it writes them too).
+   * waits to run (it writes them too). Also after an event that changed no fact: the write
+   * raises fk_state.rp_gen, so no cached reverse-path answer outlives a route change.
    */
   #routesChanged(): void {
     if (this.#routesPending || this.#state !== 'running') return;
