@@ -50,8 +50,11 @@ export interface FeedsDeps {
   routeFeed?: RouteFeed;
   observed: ObservedNeighbors;
   reactor: Reactor;
-  /** A dump of `table` was loaded (the first one initializes it). */
-  loaded(table: 'devices' | 'routes' | 'neighbors'): void;
+  /**
+   * A dump of `table` was loaded (the first one initializes it); `changed`: it changed
+   * something (devices only; a dump that found what the events said changes no route).
+   */
+  loaded(table: 'devices' | 'routes' | 'neighbors', changed?: boolean): void;
 }
 
 /** The reasons the devices table's resyncs are counted with (the feed's own). */
@@ -91,9 +94,9 @@ export function makeFeeds(d: FeedsDeps): {
     resyncing: (reason) => {
       if (DEVICE_RESYNCS.has(reason)) d.metrics.resync('devices', reason as ResyncReason);
     },
-    loaded: () => {
+    loaded: (_reason, changed) => {
       d.devices.load(d.deviceFeed().links(), d.deviceFeed().addresses());
-      d.loaded('devices');
+      d.loaded('devices', changed);
     },
     link: (kind, l) => d.devices.applyLink(kind, l),
     address: (kind, a) => d.devices.applyAddress(kind, a),

@@ -428,10 +428,10 @@ export class NeighborSubsystem {
       ...(this.#p.routes ? { routeFeed: this.#p.routes } : {}),
       observed: this.#observed,
       reactor: this.#reactor,
-      loaded: (table) => {
+      loaded: (table, changed) => {
         if (table === 'neighbors') this.#repairMissing();
         this.#markInitialized(table);
-        if (table === 'devices') this.#scheduleRouteRedump();
+        if (table === 'devices' && changed === true) this.#scheduleRouteRedump();
       },
     });
     this.#routeFeed = feeds.routes;
