@@ -8,7 +8,8 @@
 //      it is quiet again (less than 30 ms of CPU in a second), and so is the wall time;
 //   3. the reference, same run: the CPU time `ip -batch` itself took for the same changes
 //      (the kernel does the route work inside its sendmsg calls).
-// The agent's idle CPU (its timers) is measured before the rounds and subtracted.
+// The agent's idle CPU (its timers) is measured before the rounds, once the agent is done
+// starting, and subtracted.
 //
 // Usage: node bench/routes/run.mjs [--routes 100000] [--churn 10000] [--rounds 5] [--out FILE]
 // Writes FILE (default bench/results/route-churn.json; --out '' for none). Needs root and
@@ -100,8 +101,14 @@ async function main() {
       ips.join('\n') + '\n',
       'text/plain',
     );
-    await sleep(3000);
-    // the agent's idle CPU per second (its timers), measured over 5 s
+    // the agent's idle CPU per second (its timers), measured over 5 s once it is done
+    // starting (a second with less than 30 ms of CPU)
+    for (let i = 0, c = cpuMs(agent.pid); i < 60; i++) {
+      await sleep(1000);
+      const now = cpuMs(agent.pid);
+      if (now - c < 30) break;
+      c = now;
+    }
     const i0 = cpuMs(agent.pid);
     await sleep(5000);
     const idlePerSec = (cpuMs(agent.pid) - i0) / 5;
