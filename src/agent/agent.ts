@@ -19,7 +19,13 @@ import { XdpForwarder, type XdpForwarderConfig } from '../fib/index.js';
 import type { Logger } from '../log/index.js';
 import { MetricsServer, createRegistry, type HealthReport } from '../metrics/index.js';
 import { NeighborSubsystem } from '../neighbor/index.js';
-import { DeviceFeed, NetlinkHandle, type HealthParams, type SocketName } from '../netlink/index.js';
+import {
+  DeviceFeed,
+  NetlinkHandle,
+  RouteFeed,
+  type HealthParams,
+  type SocketName,
+} from '../netlink/index.js';
 import {
   buildReport,
   featureAvailable,
@@ -73,6 +79,8 @@ export class Agent implements AgentView {
   netlink: NetlinkHandle | undefined;
   /** The namespace's links and addresses, one feed read by the xdp, neighbor and extip parts. */
   devices: DeviceFeed | undefined;
+  /** The namespace's routes and rules, one feed read by the xdp and neighbor parts. */
+  routes: RouteFeed | undefined;
   neighbor: NeighborSubsystem | undefined;
   extip: ExternalIpSubsystem | undefined;
   xdp: XdpForwarder | undefined;
@@ -190,6 +198,12 @@ export class Agent implements AgentView {
       }));
       this.#stoppers.push(() => devices.stop());
       await devices.start();
+      const routes = (this.routes = new RouteFeed({
+        nl: this.netlink,
+        log: this.log.child({ component: 'routes' }),
+        devices,
+      }));
+      this.#stoppers.push(() => routes.stop());
       if (this.cfg.cluster.enabled) {
         const keep = new Set([...staticSets(this.cfg).extip, ...usable.extip]);
         await dropLeftovers(this.netlink, this.cfg.extip.holderName, keep, this.log);
@@ -273,6 +287,7 @@ export class Agent implements AgentView {
       ...(this.netns ? { netns: this.netns } : {}),
       netlink: this.netlink as NetlinkHandle,
       devices: this.devices as DeviceFeed,
+      routes: this.routes as RouteFeed,
       // The validated section under the config's own names, with the two shared options.
       config: {
         ...this.cfg.neighbor,
@@ -354,6 +369,7 @@ export class Agent implements AgentView {
       ...(this.netns ? { netns: this.netns } : {}),
       netlink: this.netlink as NetlinkHandle,
       devices: this.devices as DeviceFeed,
+      routes: this.routes as RouteFeed,
       ...(this.#p.objectPath ? { objectPath: this.#p.objectPath } : {}),
       config: this.xdpConfig(this.cfg),
       onSocketReopen: (cause, err) => this.socketReopened('genl', cause, err),

@@ -39,7 +39,7 @@ const TABLE = [
     path: 'devices',
     type: 'list',
     default: ['eth*', 'en*'],
-    doc: 'L2 devices to manage (names or globs with * and ?). A device is selected when it matches, is up, has a hardware address and does ARP.',
+    doc: 'L2 devices to manage (names or globs with * and ?). One rule for every subsystem: a device is selected when its name matches, it is not the external-IP holder (extip.holderName), not loopback, has a non-zero hardware address, is not the port of a bridge, bond or team, and is up. Neighbor entries also need carrier and ARP/ND (not NOARP). XDP also needs an Ethernet device that is no port at all (a VRF port neither), and of a stacked pair (macvlan, ipvlan, vlan, macsec on a selected lower device) takes only the lower device; a device that goes down loses its program but keeps its counters.',
   },
   // XDP forwarding
   { path: 'xdp.enabled', type: 'bool', default: true, doc: 'Load and attach the XDP forwarder.' },

@@ -46,7 +46,7 @@ import {
 } from './layout-state.js';
 import { Watch, defaultWatchPath } from './watch.js';
 import { Tracer, defaultTracerPath } from './tracer.js';
-import type { DatapathOps, HookQuery, RecordInfo } from './ops.js';
+import type { DatapathOps, HookQuery, MirrorSame, RecordInfo } from './ops.js';
 import { describeForeign, type ForeignProgram } from './owner.js';
 import {
   devPaths,
@@ -487,11 +487,11 @@ export class Datapath implements DatapathOps {
     return this.#sharedMaps().miss.delete(encodeMissKey(key));
   }
 
-  writeMirror(m: KernelMirror): void {
+  writeMirror(m: KernelMirror, same: MirrorSame = {}): void {
     const maps = this.#sharedMaps();
-    syncKeys(maps.local4w, m.local4w);
-    syncKeys(maps.mpath4, m.mpath4);
-    syncKeys(maps.mpath6, m.mpath6);
+    if (same.local4w !== true) syncKeys(maps.local4w, m.local4w);
+    if (same.mpath4 !== true) syncKeys(maps.mpath4, m.mpath4);
+    if (same.mpath6 !== true) syncKeys(maps.mpath6, m.mpath6);
     const egress = maps.egress;
     for (const k of egress.keys()) if (!m.egress.has(k.readUInt32LE(0))) egress.delete(k);
     for (const [ifindex, reason] of m.egress) {

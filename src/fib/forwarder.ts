@@ -1,13 +1,16 @@
 // XdpForwarder: keeps fk_xdp_fwd attached to every selected device of one network namespace.
-// Level-triggered: every change of the device feed's links or addresses, every route or
-// netconf event (and a periodic timer) reconciles the feed's links with the pinned records;
-// the kernel work goes through DatapathOps.
+// Level-triggered: every change of the device feed's links or addresses, every netconf or
+// node-policy change (and a periodic timer) reconciles the feed's links with the pinned
+// records and writes the mirror; route and rule events (the route feed's) only update the
+// route mirror (kroutes.ts) and write what it changed, coalesced, without a full pass. The
+// kernel work goes through DatapathOps.
 import type { Registry } from 'prom-client';
 import { InvalidArgumentError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { forwarderMetrics, registerXdpMetrics } from './metrics.js';
 import type { NetlinkHandle, Subscription } from '../netlink/index.js';
-import { DeviceFeed, NetlinkHandle as Handle } from '../netlink/index.js';
+import { DeviceFeed, NetlinkHandle as Handle, RouteFeed } from '../netlink/index.js';
+import { RouteMirror } from './kroutes.js';
 import { Datapath } from './datapath.js';
 import { detachPinned } from './detach.js';
 import { defaultObjectPath } from './instance.js';
@@ -36,6 +39,9 @@ import {
   type XdpNodePolicyMode,
 } from './types.js';
 
+/** The periodic resync dumps the routes every this many times (events keep them between). */
+const ROUTE_RESYNC_TICKS = 10;
+
 export interface XdpForwarderParams {
   /** Network namespace (name under /run/netns or a path); default the agent's own. */
   netns?: string;
@@ -46,6 +52,11 @@ export interface XdpForwarderParams {
    * stop()); default: a feed of its own on the handle.
    */
   devices?: DeviceFeed;
+  /**
+   * The namespace's routes and rules, shared (started by its owner, not stopped by stop());
+   * default: a feed of its own on the handle.
+   */
+  routes?: RouteFeed;
   /** Default: build/bpf/xdp_fwd.o of this package. */
   objectPath?: string;
   config: XdpForwarderConfig;
@@ -77,6 +88,12 @@ export class XdpForwarder {
   #sub: Subscription | undefined;
   #feed: DeviceFeed | undefined;
   #unlisten: (() => void) | undefined;
+  #routeFeed: RouteFeed | undefined;
+  #unlistenRoutes: (() => void) | undefined;
+  /** The route facts, from the route feed (kroutes.ts). */
+  readonly #routes = new RouteMirror();
+  /** A route-only write is queued. */
+  #routesPending = false;
   #timer: NodeJS.Timeout | undefined;
   #poll: NodeJS.Timeout | undefined;
   #watch: NodeJS.Timeout | undefined;
@@ -84,6 +101,7 @@ export class XdpForwarder {
   #policy: PolicyWatcher | undefined;
   /** Passes completed (tests and status: a change was applied once this moved). */
   #passes = 0;
+  #routeWrites = 0;
   #features: XdpFeatures | undefined;
   /** The xdp_features the last sync used, to see whether a poll found a change. */
   #lastFeatures = '';
@@ -169,13 +187,13 @@ export class XdpForwarder {
           "xdp: xdp.nodePolicy bypass: frames forwarded in XDP skip the node's netfilter, tc and xfrm policy",
         );
       }
-      const groups = ['route', 'rule', RTNLGRP_IPV4_NETCONF, RTNLGRP_IPV6_NETCONF] as const;
+      // netconf (rp_filter, forwarding) here; routes and rules from the route feed
+      const groups = [RTNLGRP_IPV4_NETCONF, RTNLGRP_IPV6_NETCONF] as const;
       this.#sub = this.#nl.subscribe(
         groups,
         {
           onMessage: (type) => {
-            if (type !== RTM_NEWNETCONF && type !== RTM_DELNETCONF) return false;
-            this.#schedule();
+            if (type === RTM_NEWNETCONF || type === RTM_DELNETCONF) this.#schedule();
             return true;
           },
           onEvent: (ev) => {
@@ -188,13 +206,36 @@ export class XdpForwarder {
       );
       this.#sub.unref();
       await feed.start();
+      const routes = (this.#routeFeed =
+        this.#p.routes ?? new RouteFeed({ nl: this.#nl, log: this.#p.log, devices: feed }));
+      this.#unlistenRoutes = await routes.listen({
+        loaded: (_reason, list, rules) => this.#routes.load(list, rules),
+        route: (kind, r) => {
+          this.#routes.route(kind, r);
+          this.#routesChanged();
+        },
+        rule: (kind, r) => {
+          this.#routes.rule(kind, r);
+          this.#routesChanged();
+        },
+        caughtUp: () => this.#routesChanged(),
+      });
       this.#state = 'running';
       // a shared feed may not have read the last events yet: the first pass dumps
       await this.#enqueue(this.#p.devices !== undefined);
       if (this.#state !== 'running') return; // stopped while the first sync ran
       const every = this.#p.resyncIntervalMs ?? 30_000;
       if (every > 0) {
-        this.#timer = setInterval(() => this.#schedule(true), every);
+        // the safety net: links dumped again every time, routes every tenth (5 min by
+        // default: a dump is O(routes) for every listener of a shared feed)
+        let ticks = 0;
+        this.#timer = setInterval(() => {
+          this.#schedule(true);
+          if (++ticks % ROUTE_RESYNC_TICKS !== 0) return;
+          this.#routeFeed?.refresh().catch((err: unknown) => {
+            this.#p.log.warn({ err: describeError(err) }, 'xdp: route dump failed');
+          });
+        }, every);
         this.#timer.unref();
       }
       // the program trusts the state while the agent vouches for it (the watch, watch.ts)
@@ -258,6 +299,8 @@ export class XdpForwarder {
     this.#policy?.stop();
     this.#policy = undefined;
     this.#unlisten?.();
+    this.#unlistenRoutes?.();
+    if (this.#p.routes === undefined) this.#routeFeed?.stop();
     if (this.#p.devices === undefined) this.#feed?.stop();
     await this.#queue.catch(() => undefined);
     this.#setMetricsSource?.(undefined);
@@ -301,6 +344,29 @@ export class XdpForwarder {
     if (fresh) this.#fresh = true;
     if (this.#pending || this.#state !== 'running') return;
     void this.#enqueue();
+  }
+
+  /**
+   * Route or rule events were applied to the route mirror: one write of what they changed,
+   * after whatever pass runs now (events read together share it); none while a full pass
+   * waits to run (it writes them too). Also after an event that changed no fact: the write
+   * raises fk_state.rp_gen, so no cached reverse-path answer outlives a route change.
+   */
+  #routesChanged(): void {
+    if (this.#routesPending || this.#state !== 'running') return;
+    this.#routesPending = true;
+    this.#queue = this.#queue.then(() => {
+      this.#routesPending = false;
+      if (this.#state !== 'running' || this.#pending) return;
+      try {
+        this.#mirror.routesChanged(this.#routes.facts());
+        this.#routeWrites++;
+      } catch (err) {
+        this.#syncError = describeError(err);
+        this.#p.log.error({ err: this.#syncError }, 'xdp: writing route changes failed');
+        this.#schedule(); // a full pass writes everything again
+      }
+    });
   }
 
   /** Devices with a slot of their own (or :other) and fibkeeper's program attached. */
@@ -405,7 +471,11 @@ export class XdpForwarder {
         const egress = egressReasons(policy, names, this.#mode);
         this.#devices = this.#attach.run(links, features, new Set(egress.keys()));
         for (const d of this.#devices.values()) d.policy = policyStatus(policy, d.name, this.#mode);
-        await this.#mirror.refresh(this.#nl, feed.addresses(), this.#slotDevices(), egress);
+        this.#mirror.refresh(this.#routes.facts(), {
+          addresses: feed.addresses(),
+          devices: this.#slotDevices(),
+          egress,
+        });
         this.#passes++;
         this.#p.onPass?.(this.status());
         this.#syncError = undefined;
@@ -484,6 +554,16 @@ export class XdpForwarder {
   /** respect or bypass (xdp.nodePolicy). */
   nodePolicyMode(): XdpNodePolicyMode {
     return this.#mode;
+  }
+
+  /** Route-only writes since start (route and rule events, no full pass). */
+  get routeWrites(): number {
+    return this.#routeWrites;
+  }
+
+  /** Route facts kept by the mirror: for tests, the facts now (kstate.ts RouteFacts). */
+  routeFacts(): ReturnType<RouteMirror['facts']> {
+    return this.#routes.facts();
   }
 
   /** Passes completed since start (each read the kernel and wrote the maps). */

@@ -68,6 +68,15 @@ export interface KernelMirror {
   state: KernelState;
   /** fk_egress: ifindex -> FK_REASON_* index. */
   egress: ReadonlyMap<number, number>;
+  /**
+   * The key sets the three lists were made from: the same object as in a mirror written
+   * before means the same keys (the writer leaves that map alone).
+   */
+  sets?: {
+    local4w: ReadonlyMap<string, Buffer>;
+    mpath4: ReadonlyMap<string, Buffer>;
+    mpath6: ReadonlyMap<string, Buffer>;
+  };
   /** Keys of fk_local4w, fk_mpath4, fk_mpath6. */
   local4w: Buffer[];
   mpath4: Buffer[];
@@ -82,7 +91,7 @@ export interface KernelMirror {
 }
 
 /** Route types whose destinations are the node's own, or not unicast: never a source. */
-function localType(type: number): boolean {
+export function localType(type: number): boolean {
   return ![
     RTN_UNSPEC,
     RTN_UNICAST,
@@ -94,7 +103,7 @@ function localType(type: number): boolean {
 }
 
 /** The program refuses these sources before it looks at local4 (0/8, 127/8, 224/3). */
-function martianAlready(dst: string, len: number): boolean {
+export function martianAlready(dst: string, len: number): boolean {
   const top = Number(dst.split('.')[0]);
   return ((top === 0 || top === 127) && len >= 8) || (top >= 224 && len >= 3);
 }
@@ -177,18 +186,24 @@ const RTAX_MTU = 2;
 function unlockedMtu(routes: readonly Route[], family: number): number {
   let min = 0;
   for (const r of routes) {
-    if (r.family !== family || r.metrics === undefined) continue;
-    const mtu = r.metrics.find((m) => m.type === RTAX_MTU);
-    const lock = r.metrics.find((m) => m.type === RTAX_LOCK);
-    if (mtu === undefined || mtu.value.length < 4) continue;
-    const locked =
-      lock !== undefined &&
-      lock.value.length >= 4 &&
-      (lock.value.readUInt32LE(0) & (1 << RTAX_MTU)) !== 0;
-    const v = mtu.value.readUInt32LE(0);
-    if (!locked && v > 0) min = min === 0 ? v : Math.min(min, v);
+    if (r.family !== family) continue;
+    const v = unlockedMtuOf(r);
+    if (v > 0) min = min === 0 ? v : Math.min(min, v);
   }
   return Math.min(min, 0xffff);
+}
+
+/** The route's MTU when it has one and it is not locked, else 0. */
+export function unlockedMtuOf(r: Route): number {
+  if (r.metrics === undefined) return 0;
+  const mtu = r.metrics.find((m) => m.type === RTAX_MTU);
+  const lock = r.metrics.find((m) => m.type === RTAX_LOCK);
+  if (mtu === undefined || mtu.value.length < 4) return 0;
+  const locked =
+    lock !== undefined &&
+    lock.value.length >= 4 &&
+    (lock.value.readUInt32LE(0) & (1 << RTAX_MTU)) !== 0;
+  return locked ? 0 : mtu.value.readUInt32LE(0);
 }
 
 /**
@@ -212,7 +227,61 @@ function multipathRoutes(routes: readonly Route[]): Set<Route> {
   return out;
 }
 
+/**
+ * What the routes and policy rules tell the program: the part of the mirror that kroutes.ts
+ * keeps incrementally from the route feed's events, and routeFacts() computes from a dump
+ * (the reference the incremental one is checked against).
+ */
+export interface RouteFacts {
+  /** IPv4 /32 destinations of local-type routes (the node's own, broadcast, ...). */
+  local32: readonly string[];
+  /** Keys of fk_local4w (wider local-type IPv4 routes), by their hex. */
+  wide: ReadonlyMap<string, Buffer>;
+  /** Keys of fk_mpath4 / fk_mpath6 (destinations the kernel picks a leg for by hash). */
+  mpath4: ReadonlyMap<string, Buffer>;
+  mpath6: ReadonlyMap<string, Buffer>;
+  /** The smallest unlocked route MTU per family, 0: none. */
+  routeMtu4: number;
+  routeMtu6: number;
+  /** IPv4 rules whose selectors the reverse-path lookup cannot reproduce. */
+  rpRules: boolean;
+}
+
+/** RouteFacts from a full dump of routes and IPv4 rules. */
+export function routeFacts(routes: readonly Route[], rules: readonly Rule[] = []): RouteFacts {
+  const local32: string[] = [];
+  const wide = new Map<string, Buffer>();
+  for (const r of routes) {
+    if (r.family !== AF_INET || !localType(r.type)) continue;
+    const dst = r.dst ?? '0.0.0.0';
+    if (martianAlready(dst, r.dstLen)) continue;
+    if (r.dstLen === 32) local32.push(dst);
+    else {
+      const key = lpm4Key(dst, r.dstLen);
+      wide.set(key.toString('hex'), key);
+    }
+  }
+  const mp = multipathRoutes(routes);
+  return {
+    local32,
+    wide,
+    mpath4: prefixKeys(routes, AF_INET, (r) => mp.has(r)),
+    mpath6: prefixKeys(routes, AF_INET6, (r) => mp.has(r)),
+    routeMtu4: unlockedMtu(routes, AF_INET),
+    routeMtu6: unlockedMtu(routes, AF_INET6),
+    rpRules: rpRulesDiffer(rules),
+  };
+}
+
 export function mirrorKernel(k: KernelInputs): KernelMirror {
+  return mirrorFrom(routeFacts(k.routes, k.rules ?? []), k);
+}
+
+/** The mirror from the route facts and the rest of the inputs (addresses, sysctls, devices). */
+export function mirrorFrom(
+  facts: RouteFacts,
+  k: Omit<KernelInputs, 'routes' | 'rules'>,
+): KernelMirror {
   const v4Dev = new Set<number>();
   const local: string[] = [];
   for (const a of k.addresses) {
@@ -221,25 +290,16 @@ export function mirrorKernel(k: KernelInputs): KernelMirror {
     const ip = a.local ?? a.address;
     if (ip !== undefined && !martianAlready(ip, 32)) local.push(ip);
   }
-  const wide = new Map<string, Buffer>();
-  for (const r of k.routes) {
-    if (r.family !== AF_INET || !localType(r.type)) continue;
-    const dst = r.dst ?? '0.0.0.0';
-    if (martianAlready(dst, r.dstLen)) continue;
-    if (r.dstLen === 32) local.push(dst);
-    else {
-      const key = lpm4Key(dst, r.dstLen);
-      wide.set(key.toString('hex'), key);
-    }
-  }
+  for (const dst of facts.local32) local.push(dst);
   const { table, overflow } = buildLocal4(local);
+  // the facts' own map when nothing overflowed (the writer sees an unchanged set by identity)
+  const wide = overflow.length === 0 ? facts.wide : new Map(facts.wide);
   for (const a of overflow) {
     const key = lpm4Key(a, 32);
-    wide.set(key.toString('hex'), key);
+    (wide as Map<string, Buffer>).set(key.toString('hex'), key);
   }
-  const mp = multipathRoutes(k.routes);
-  const mpath4 = [...prefixKeys(k.routes, AF_INET, (r) => mp.has(r)).values()];
-  const mpath6 = [...prefixKeys(k.routes, AF_INET6, (r) => mp.has(r)).values()];
+  const mpath4 = [...facts.mpath4.values()];
+  const mpath6 = [...facts.mpath6.values()];
 
   const dev: DevState[] = Array.from({ length: FK_MAX_SLOTS }, () => ({ ...NOT_READY }));
   const filled = new Set<number>();
@@ -256,15 +316,16 @@ export function mirrorKernel(k: KernelInputs): KernelMirror {
     mpath4: mpath4.length > 0,
     mpath6: mpath6.length > 0,
     local4w: wide.size > 0,
-    routeMtu4: unlockedMtu(k.routes, AF_INET),
-    routeMtu6: unlockedMtu(k.routes, AF_INET6),
-    rpRules: rpRulesDiffer(k.rules ?? []),
+    routeMtu4: facts.routeMtu4,
+    routeMtu6: facts.routeMtu6,
+    rpRules: facts.rpRules,
     rpGen: k.rpGen ?? 1,
     dev,
     local4: table,
   };
   return {
     state,
+    sets: { local4w: wide, mpath4: facts.mpath4, mpath6: facts.mpath6 },
     egress: k.egress ?? new Map(),
     local4w: [...wide.values()],
     mpath4,

@@ -1,15 +1,21 @@
-// Reading what kstate.ts needs from the kernel: routes (a netlink dump; the addresses come
-// from the device feed) and the
+// Reading what kstate.ts needs from the kernel and writing the mirror: the route facts come
+// from the route feed (kroutes.ts), the addresses from the device feed, and the
 // sysctls (files under /proc/sys/net, opened inside the managed namespace: a sysctl belongs
 // to the namespace of the process that opens it). Sysctl changes raise no event except
 // rp_filter and forwarding (RTM_NEWNETCONF), so the forwarder also polls them.
 import { readFileSync } from 'node:fs';
 import type { Logger } from '../log/index.js';
-import { AF_INET, type Address, type NetlinkHandle } from '../netlink/index.js';
+import type { Address } from '../netlink/index.js';
 import { runInNetns } from '../native/index.js';
-import { mirrorKernel, type KernelMirror, type NetSysctls, type SlotDevice } from './kstate.js';
+import {
+  mirrorFrom,
+  type KernelMirror,
+  type NetSysctls,
+  type RouteFacts,
+  type SlotDevice,
+} from './kstate.js';
 import { watchDeadline } from './watch.js';
-import type { DatapathOps } from './ops.js';
+import type { DatapathOps, MirrorSame } from './ops.js';
 
 const SYS = '/proc/sys/net';
 
@@ -64,26 +70,41 @@ export function sysctlKey(s: NetSysctls): string {
   ]);
 }
 
+/** What a full pass hands the writer besides the route facts. */
+export interface MirrorContext {
+  addresses: readonly Address[];
+  devices: readonly SlotDevice[];
+  egress: ReadonlyMap<number, number>;
+}
+
 /**
- * Keeps the program's view of the kernel current: reads the sysctls, takes the addresses
- * (the device feed's) and dumps the routes of every table, both families, computes the mirror and writes it through the datapath. The forwarder calls
- * refresh() after every reconciliation pass (link, address, route and netconf events, the
- * periodic resync) and sysctlsChanged() from its sysctl poll.
+ * Keeps the program's view of the kernel current: the route facts (the route feed's, kept by
+ * RouteMirror: kroutes.ts), the addresses (the device feed's) and the sysctls (read here),
+ * computes the mirror and writes it through the datapath. The forwarder calls refresh() after
+ * every reconciliation pass (link, address, netconf and policy changes, the periodic resync),
+ * routesChanged() after route and rule events (no sysctl read, no dump: the facts are new,
+ * the rest is the last pass's), and sysctlsChanged() from its sysctl poll.
  */
 export class MirrorWriter {
   readonly #ops: DatapathOps;
   readonly #netns: string | undefined;
   readonly #log: Logger;
   #lastSysctls: string | undefined;
+  #sysctls: NetSysctls | undefined;
+  #ctx: MirrorContext | undefined;
   #lastSummary = '';
+  /** The key sets written last (the same object again: that map is left alone). */
+  #lastSets: KernelMirror['sets'];
   /**
-   * fk_state.rp_gen: raised on every refresh (each follows a change the forwarder heard of,
-   * or its periodic resync), so no cached reverse-path answer outlives a change. Starts at a
+   * fk_state.rp_gen: raised on every write (each follows a change the forwarder heard of, or
+   * its periodic resync), so no cached reverse-path answer outlives a change. Starts at a
    * value of its own per writer, never 0.
    */
   #rpGen = 1 + Math.floor(Math.random() * 0x7fff_0000);
   /** The mirror written last (renew() writes its state again after the watch tripped). */
   #last: KernelMirror | undefined;
+  /** Mirror writes (full passes and route-only ones). */
+  writes = 0;
 
   constructor(ops: DatapathOps, netns: string | undefined, log: Logger) {
     this.#ops = ops;
@@ -91,30 +112,48 @@ export class MirrorWriter {
     this.#log = log;
   }
 
-  async refresh(
-    nl: NetlinkHandle,
-    addresses: readonly Address[],
-    devices: readonly SlotDevice[],
-    egress: ReadonlyMap<number, number> = new Map(),
-  ): Promise<void> {
+  /** A full pass: the sysctls read again, everything written. */
+  refresh(facts: RouteFacts, ctx: MirrorContext): void {
     const sysctls = readSysctls(
       this.#netns,
-      devices.map((d) => d.name),
+      ctx.devices.map((d) => d.name),
     );
-    const routes = await nl.routeList();
-    const rules = await nl.ruleList({ family: AF_INET });
-    this.#rpGen = this.#rpGen >= 0xffff_fffe ? 1 : this.#rpGen + 1;
-    const m = mirrorKernel({
-      addresses,
-      routes,
-      rules,
-      sysctls,
-      devices,
-      egress,
-      rpGen: this.#rpGen,
-    });
-    this.#ops.writeMirror(m);
+    this.#write(facts, ctx, sysctls);
     this.#lastSysctls = sysctlKey(sysctls);
+  }
+
+  /**
+   * After route or rule events: the new facts with the last pass's addresses, devices and
+   * sysctls. Nothing before the first full pass (it writes them).
+   */
+  routesChanged(facts: RouteFacts): void {
+    if (this.#ctx === undefined || this.#sysctls === undefined) return;
+    this.#write(facts, this.#ctx, this.#sysctls);
+  }
+
+  #write(facts: RouteFacts, ctx: MirrorContext, sysctls: NetSysctls): void {
+    this.#rpGen = this.#rpGen >= 0xffff_fffe ? 1 : this.#rpGen + 1;
+    const m = mirrorFrom(facts, { ...ctx, sysctls, rpGen: this.#rpGen });
+    const last = this.#lastSets;
+    const same: MirrorSame =
+      last === undefined || m.sets === undefined
+        ? {}
+        : {
+            local4w: m.sets.local4w === last.local4w,
+            mpath4: m.sets.mpath4 === last.mpath4,
+            mpath6: m.sets.mpath6 === last.mpath6,
+          };
+    this.#lastSets = undefined; // a write that throws leaves every map to be synced
+    this.#ops.writeMirror(m, same);
+    this.#lastSets = m.sets;
+    this.#last = m;
+    this.#ctx = ctx;
+    this.#sysctls = sysctls;
+    this.writes++;
+    this.#logSummary(m, ctx.devices);
+  }
+
+  #logSummary(m: KernelMirror, devices: readonly SlotDevice[]): void {
     const summary = JSON.stringify({
       ...m.summary,
       mpPolicy4: m.state.mpPolicy4,

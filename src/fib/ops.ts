@@ -66,9 +66,10 @@ export interface DatapathOps {
   /**
    * Writes the kernel's state into the shared maps: the LPM tries first (made to hold exactly
    * the mirror's keys), fk_state last. Writing what is already
-   * there changes nothing.
+   * there changes nothing. The maps `same` names hold what the mirror says already (written
+   * before): not read again.
    */
-  writeMirror(m: KernelMirror): void;
+  writeMirror(m: KernelMirror, same?: MirrorSame): void;
   /** Writes fk_state alone (the state written last, after the watch tripped). */
   writeState(s: KernelState): void;
   /**
@@ -86,4 +87,11 @@ export interface DatapathOps {
   close(): void;
   /** Detaches every link and unpins everything of this namespace; returns the record names. */
   destroy(): string[];
+}
+
+/** LPM maps whose keys are those written last (writeMirror leaves them alone). */
+export interface MirrorSame {
+  local4w?: boolean;
+  mpath4?: boolean;
+  mpath6?: boolean;
 }

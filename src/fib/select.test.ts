@@ -86,8 +86,8 @@ describe('selectDevice', () => {
     expect(why(link('fk-holder'), { ...sel, devices: ['*'] })).toBe('fibkeeper holder device');
     expect(why(link('lo', { flags: IFF_LOOPBACK, type: 772 }))).toBe('loopback');
     expect(why(link('bond0', { type: 65534 }))).toBe('not an Ethernet device');
-    expect(why(link('eth1', { address: '00:00:00:00:00:00' }))).toBe('no Ethernet address');
-    expect(why(link('eth1', { address: undefined }))).toBe('no Ethernet address');
+    expect(why(link('eth1', { address: '00:00:00:00:00:00' }))).toBe('no hardware address');
+    expect(why(link('eth1', { address: undefined }))).toBe('no hardware address');
   });
 });
 

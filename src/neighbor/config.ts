@@ -135,27 +135,4 @@ export function resolveMode(refresh: NeighborConfig['refresh'], managed: boolean
   return managed ? 'managed' : 'legacy';
 }
 
-/** Shell-style glob match: `*` any run, `?` one character; everything else literal. */
-export function matchGlob(pattern: string, name: string): boolean {
-  let p = 0;
-  let n = 0;
-  let star = -1;
-  let mark = 0;
-  while (n < name.length) {
-    const c = pattern[p];
-    if (c === '?' || (c !== undefined && c !== '*' && c === name[n])) {
-      p++;
-      n++;
-    } else if (c === '*') {
-      star = p++;
-      mark = n;
-    } else if (star >= 0) {
-      p = star + 1;
-      n = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (pattern[p] === '*') p++;
-  return p === pattern.length;
-}
+export { matchGlob } from '../netlink/index.js';

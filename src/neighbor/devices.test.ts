@@ -83,3 +83,11 @@ describe('devices', () => {
     expect([...t.nodeAddresses().keys()]).toEqual(['10.0.1.1']);
   });
 });
+
+describe('devices: the one verdict', () => {
+  it('refuses a bridge port as XDP does (the kernel routes on the bridge, not the port)', () => {
+    const port = link(20, 'eth9', { master: 30, info: { slaveKind: 'bridge' } });
+    expect(evaluateDevice(port, sel)).toMatchObject({ selected: false });
+    expect(evaluateDevice(port, sel).reason).toMatch(/^port of ifindex 30/);
+  });
+});

@@ -1,24 +1,20 @@
 // The Device table, from link and address events (or dumps): which links are managed, and
-// the node's own addresses. A device is selected when it matches the configured names or
-// globs, is up with carrier, is an L2 device that does ARP/ND (a hardware address, not
-// NOARP, not loopback) and is not fibkeeper's external-IP holder device.
+// the node's own addresses. Which devices: the one device verdict with the neighbor
+// subsystem's extras (netlink/verdict.ts neighborVerdict: the common part, then carrier and
+// not NOARP).
 import {
   AF_UNSPEC,
-  IFF_LOOPBACK,
   IFF_LOWER_UP,
-  IFF_NOARP,
   IFF_UP,
+  neighborVerdict,
   type Address,
+  type DeviceSelection,
   type Link,
 } from '../netlink/index.js';
 import { Table } from '../statedb/index.js';
-import { matchGlob } from './config.js';
 import type { Device } from './types.js';
 
-export interface DeviceSelection {
-  devices: readonly string[];
-  holderName: string;
-}
+export type { DeviceSelection };
 
 /** What the rest of the subsystem hears from the device tracker. */
 export interface DeviceListener {
@@ -33,32 +29,18 @@ export interface DeviceListener {
   routesMayHaveChanged(): void;
 }
 
-function isZeroMac(mac: string | undefined): boolean {
-  return mac === undefined || /^[0:]*$/.test(mac);
-}
-
-/** The verdict on one link (pure). */
+/** The verdict on one link (pure): netlink's neighborVerdict, as a row of the table. */
 export function evaluateDevice(link: Link, sel: DeviceSelection): Device {
-  const name = link.name ?? `if${link.index}`;
-  const mac = isZeroMac(link.address) ? undefined : link.address;
-  const f = link.flags;
-  let reason: string | undefined;
-  if (name === sel.holderName) reason = 'fibkeeper holder device';
-  else if (!sel.devices.some((g) => matchGlob(g, name))) reason = 'not in the devices option';
-  else if (f & IFF_LOOPBACK) reason = 'loopback';
-  else if (!(f & IFF_UP)) reason = 'down';
-  else if (!(f & IFF_LOWER_UP)) reason = 'no carrier';
-  else if (f & IFF_NOARP) reason = 'NOARP';
-  else if (mac === undefined) reason = 'no hardware address';
+  const v = neighborVerdict(link, sel);
   return {
     ifindex: link.index,
-    name,
-    mac,
-    flags: f,
+    name: v.name,
+    mac: v.mac,
+    flags: link.flags,
     type: link.type,
     kind: link.info?.kind,
-    selected: reason === undefined,
-    reason,
+    selected: v.selected,
+    reason: v.reason,
   };
 }
 

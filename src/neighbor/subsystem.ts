@@ -17,9 +17,9 @@ import {
   NTF_EXT_MANAGED,
   nudStateNames,
   DeviceFeed,
+  type RouteFeed,
   type Route,
   type RouteQuery,
-  type Rule,
 } from '../netlink/index.js';
 import { Periodic, systemClock, type Clock, type TimerHandle } from '../sched/index.js';
 import { Reconciler, Table, type Health } from '../statedb/index.js';
@@ -34,7 +34,7 @@ import {
 } from './config.js';
 import { DeviceTracker } from './devices.js';
 import { NeighborEvents } from './events.js';
-import { makeFeeds, type Feed } from './feeds.js';
+import { makeFeeds, type Feed, type RouteSource } from './feeds.js';
 import { ForwardableIPs, type OwnerChange } from './forwardable.js';
 import { isOwned, ObservedNeighbors } from './observed.js';
 import type { GroupKey } from './prefixes.js';
@@ -63,6 +63,11 @@ export interface NeighborSubsystemParams {
    * stop()); default: a feed of its own on the handle.
    */
   devices?: DeviceFeed;
+  /**
+   * The namespace's routes and rules, shared (stopped by its owner, not by stop()); default:
+   * a feed of its own on the handle.
+   */
+  routes?: RouteFeed;
   config: NeighborConfig;
   /** The kernel has managed neighbor entries (the probe's answer). */
   managedSupported: boolean;
@@ -122,7 +127,7 @@ export class NeighborSubsystem {
   #nl: NetlinkHandle | undefined = undefined;
   #deviceFeed: DeviceFeed | undefined = undefined;
   #unlisten: (() => void) | undefined = undefined;
-  #routeFeed: Feed<[Route[], Rule[]], ResyncReason> | undefined = undefined;
+  #routeFeed: RouteSource | undefined = undefined;
   #neighFeed: Feed<number, ResyncReason> | undefined = undefined;
   /** The periodic full resync, every neighbor.resyncInterval while running. */
   readonly #resync: Periodic;
@@ -437,12 +442,13 @@ export class NeighborSubsystem {
       deviceFeed: () => this.#deviceFeed!,
       routes: this.#routes,
       rules: this.#rules,
+      ...(this.#p.routes ? { routeFeed: this.#p.routes } : {}),
       observed: this.#observed,
       reactor: this.#reactor,
-      loaded: (table) => {
+      loaded: (table, changed) => {
         if (table === 'neighbors') this.#repairMissing();
         this.#markInitialized(table);
-        if (table === 'devices') this.#scheduleRouteRedump();
+        if (table === 'devices' && changed === true) this.#scheduleRouteRedump();
       },
     });
     this.#routeFeed = feeds.routes;

@@ -5,7 +5,7 @@
 // subscribing and dumping on its own socket. Created and started once per namespace by its
 // owner (the agent; a subsystem run alone makes its own), which alone stops it.
 import type { Logger } from '../log/index.js';
-import { AF_UNSPEC, type Address, type Link } from './codec/index.js';
+import { AF_UNSPEC, type Address, type Link, type RawAttr } from './codec/index.js';
 import { systemClock, type Clock } from '../sched/index.js';
 import { Feed, type FeedReason } from './feed.js';
 import type { NetlinkHandle } from './handle.js';
@@ -102,9 +102,27 @@ class AddressTable {
 }
 
 /** A link's state for comparison: `change` (events only) and `xdp` (dumps only) left out. */
+/**
+ * Attributes that move without an event: a bridge's IFLA_BR_HELLO_TIMER, _TCN_TIMER,
+ * _TOPOLOGY_CHANGE_TIMER, _GC_TIMER (16-19) and a bridge port's IFLA_BRPORT_MESSAGE_AGE_TIMER,
+ * _FORWARD_DELAY_TIMER, _HOLD_TIMER (21-23). A dump that finds only those moved changed
+ * nothing (else every periodic dump would count as a change, and make every route be dumped
+ * again: the route feed's and the neighbor subsystem's redumps).
+ */
+const BRIDGE_TIMERS = new Set([16, 17, 18, 19]);
+const BRPORT_TIMERS = new Set([21, 22, 23]);
+
 function linkState(l: Link): string {
-  const { change: _c, xdp: _x, ...rest } = l;
-  return JSON.stringify(rest);
+  const { change: _c, xdp: _x, info, ...rest } = l;
+  if (info === undefined) return JSON.stringify(rest);
+  const still = (a: RawAttr[] | undefined, timers: Set<number>) =>
+    a?.filter((x) => !timers.has(x.type));
+  const stable = {
+    ...info,
+    data: info.kind === 'bridge' ? still(info.data, BRIDGE_TIMERS) : info.data,
+    slaveData: info.slaveKind === 'bridge' ? still(info.slaveData, BRPORT_TIMERS) : info.slaveData,
+  };
+  return JSON.stringify({ ...rest, info: stable });
 }
 
 export class DeviceFeed {

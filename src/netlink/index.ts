@@ -41,3 +41,23 @@ export {
   type DeviceFeedParams,
   type DeviceFeedReason,
 } from './devices.js';
+export {
+  DOWN,
+  UPPER_KINDS,
+  deviceVerdict,
+  linkName,
+  lowerOf,
+  matchGlob,
+  neighborVerdict,
+  skipStackedUppers,
+  xdpVerdict,
+  zeroLinkAddress,
+  type DeviceSelection,
+  type DeviceVerdictBase,
+} from './verdict.js';
+export {
+  RouteFeed,
+  type RouteFeedListener,
+  type RouteFeedParams,
+  type RouteFeedReason,
+} from './routes.js';

@@ -111,12 +111,11 @@ export async function runScenario(
       const ctrs = (dev: string) => x.counters().find((d) => d.device === dev) as Ctrs;
       for (const [i, cs] of s.cases.entries()) {
         if (cs.before !== undefined) {
-          const passes = x.passes;
+          // a full pass (sysctls, links, policy) or a route-only write (route events)
+          const writes = () => x.passes + x.routeWrites;
+          const w0 = writes();
           cs.before(lab);
-          await until(
-            `the forwarder to apply the change before "${cs.name}"`,
-            () => x.passes > passes,
-          );
+          await until(`the forwarder to apply the change before "${cs.name}"`, () => writes() > w0);
         }
         const dev = INGRESS[cs.from ?? 'c0'];
         const before = ctrs(dev);
