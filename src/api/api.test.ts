@@ -58,6 +58,9 @@ function handlers(): ControlHandlers {
     events() {
       return { initial: [] };
     },
+    async xdpMisses() {
+      return { misses: [] };
+    },
     async probe() {
       return { features: [] };
     },
