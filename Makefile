@@ -116,6 +116,10 @@ IMAGE_BASE := $(shell sed -n 's/^FROM \([^ ]*\).*/\1/p' Dockerfile | head -n 1)
 # buildah: a daemonless builder (Debian's package); vfs storage works on any filesystem and
 # kernel, with no overlay or fuse. Its images: buildah --storage-driver vfs images.
 BUILDAH ?= buildah --storage-driver vfs
+# Whether `make image` may pull the base image: missing (from its registry when it is not
+# here), or never (only a base image already in buildah's storage; the tests use it, they
+# reach no registry).
+IMAGE_PULL ?= missing
 
 image-name:
 	@echo $(IMAGE)
@@ -128,7 +132,7 @@ image:
 	  echo "make image: buildah is not installed (make apt installs it); running make image-check instead"; \
 	  exec $(MAKE) --no-print-directory image-check; \
 	fi; \
-	if ! $(BUILDAH) pull --quiet $(IMAGE_BASE) >/dev/null 2>build/image-pull.log; then \
+	if ! $(BUILDAH) pull --policy $(IMAGE_PULL) --quiet $(IMAGE_BASE) >/dev/null 2>build/image-pull.log; then \
 	  echo "make image: the base image $(IMAGE_BASE) is not available (no registry access?): $$(tail -n 1 build/image-pull.log)"; \
 	  echo "make image: no image built; running make image-check instead (the Dockerfile's build and entrypoint without the base image)"; \
 	  exec $(MAKE) --no-print-directory image-check; \
