@@ -4,7 +4,8 @@ SHELL := /bin/bash
 
 APT_PACKAGES := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool iproute2 iputils-ping \
                 tcpdump tshark prometheus ethtool pkg-config make g++ python3 procps \
-                etcd-server python3-seccomp systemd util-linux nftables iptables conntrack openssl
+                etcd-server python3-seccomp systemd util-linux nftables iptables conntrack openssl \
+                buildah
 CLANG ?= clang
 BPF_CFLAGS := -O2 -g -Wall -Wextra -Werror -target bpf -D__TARGET_ARCH_x86 \
               -I/usr/include/$(shell uname -m)-linux-gnu -Ibpf
@@ -23,7 +24,7 @@ export PATH := $(NODE_BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 NODE22_VERSION := 22.23.5
 NODE22_BIN := $(CURDIR)/build/node22/node_modules/.bin
 
-.PHONY: help deps apt npm node-version build bpf native ts test test-unit test-netns test-node22 image-check lint format check demo bench clean FORCE
+.PHONY: help deps apt npm node-version build bpf native ts test test-unit test-netns test-node22 image image-name image-check lint format check demo bench clean FORCE
 
 help:
 	@echo "make deps       install apt packages ($(APT_PACKAGES)) and npm ci"
@@ -33,6 +34,8 @@ help:
 	@echo "make demo       the demo: a namespace lab where fibkeeper forwards with XDP"
 	@echo "make bench      run the benchmarks under bench/"
 	@echo "make test-node22  the whole suite on Node.js 22 LTS (installed into build/node22)"
+	@echo "make image      build the image $(IMAGE) with buildah (vfs storage, no daemon); without"
+	@echo "                 the base image (no registry access) it says so and runs make image-check"
 	@echo "make image-check  run the Dockerfile's build and its image's entrypoint without Docker (root)"
 
 deps: apt npm
@@ -104,6 +107,38 @@ $(NODE22_BIN)/node:
 
 test-node22: $(NODE22_BIN)/node node_modules/.package-lock.json
 	$(MAKE) test NODE_BIN=$(NODE22_BIN)
+
+# The image the DaemonSet names (deploy/kubernetes/daemonset.yaml: test/deploy/files.test.ts
+# compares the two): the project's version from package.json.
+IMAGE ?= ghcr.io/fibkeeper/fibkeeper:$(shell sed -n 's/^  "version": "\(.*\)",$$/\1/p' package.json)
+# The Dockerfile's base (both stages use the same, pinned by digest).
+IMAGE_BASE := $(shell sed -n 's/^FROM \([^ ]*\).*/\1/p' Dockerfile | head -n 1)
+# buildah: a daemonless builder (Debian's package); vfs storage works on any filesystem and
+# kernel, with no overlay or fuse. Its images: buildah --storage-driver vfs images.
+BUILDAH ?= buildah --storage-driver vfs
+# Whether `make image` may pull the base image: missing (from its registry when it is not
+# here), or never (only a base image already in buildah's storage; the tests use it, they
+# reach no registry).
+IMAGE_PULL ?= missing
+
+image-name:
+	@echo $(IMAGE)
+
+# The image, when buildah and the base image are there. Without either (no registry access,
+# as in CI), it says which and runs image-check: the same build commands without the base.
+image:
+	@mkdir -p build
+	@if ! command -v buildah >/dev/null; then \
+	  echo "make image: buildah is not installed (make apt installs it); running make image-check instead"; \
+	  exec $(MAKE) --no-print-directory image-check; \
+	fi; \
+	if ! $(BUILDAH) pull --policy $(IMAGE_PULL) --quiet $(IMAGE_BASE) >/dev/null 2>build/image-pull.log; then \
+	  echo "make image: the base image $(IMAGE_BASE) is not available (no registry access?): $$(tail -n 1 build/image-pull.log)"; \
+	  echo "make image: no image built; running make image-check instead (the Dockerfile's build and entrypoint without the base image)"; \
+	  exec $(MAKE) --no-print-directory image-check; \
+	fi; \
+	$(BUILDAH) build --isolation chroot --layers=false --tag $(IMAGE) . && \
+	echo "built $(IMAGE) (buildah, vfs storage: $(BUILDAH) images; push with $(BUILDAH) push $(IMAGE))"
 
 # The Dockerfile's build commands and its image's ENTRYPOINT, with Node.js under /usr/local
 # as in the official image, in a private mount namespace (CI has no Docker daemon).

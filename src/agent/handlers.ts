@@ -166,6 +166,16 @@ export function handlersFor(agent: AgentView): ControlHandlers {
         onCut: () => agent.metrics.eventFollowersCut.inc(),
       };
     },
+    async xdpMisses(limit) {
+      agent.assertRunning();
+      const x = agent.xdp;
+      if (!x) throw new NotSupportedError('xdp', 'XDP is off (xdp.enabled: false)');
+      const nameOf = (i: number) => agent.devices?.link(i)?.name ?? `if${i}`;
+      return {
+        tracker: agent.missTracker !== undefined,
+        misses: agent.misses.top(limit, x.readMisses(), nameOf),
+      };
+    },
     async probe() {
       agent.assertRunning();
       return agent.probeReport ?? null;

@@ -58,6 +58,10 @@ function handlers(): ControlHandlers {
     events() {
       return { initial: [] };
     },
+    async xdpMisses(limit) {
+      calls.push(`xdp misses ${limit}`);
+      return { misses: [] };
+    },
     async probe() {
       return { features: [] };
     },
@@ -187,6 +191,19 @@ describe('control API', () => {
     expect((await raw('/v1/status', 'DELETE', '')).status).toBe(405);
     const big = await raw('/v1/extip', 'POST', Buffer.alloc(MAX_BODY_BYTES + 10, 0x20));
     expect(big.status).toBe(413);
+  });
+
+  it('passes GET /v1/xdp/misses its limit (20 unless given), and refuses one out of 1-4096', async () => {
+    const c = new ApiClient(join(dir, 'api.sock'));
+    await c.call('GET', '/v1/xdp/misses');
+    await c.call('GET', '/v1/xdp/misses?limit=4096');
+    for (const bad of ['0', '4097', 'x']) {
+      await expect(c.call('GET', `/v1/xdp/misses?limit=${bad}`)).rejects.toMatchObject({
+        status: 400,
+        message: expect.stringMatching(/\?limit= must be a whole number from 1 to 4096/),
+      });
+    }
+    expect(calls).toEqual(['xdp misses 20', 'xdp misses 4096']);
   });
 
   it('takes a bulk body (text/plain, one IP a line) larger than the JSON limit in one request', async () => {

@@ -81,6 +81,8 @@ export interface ControlHandlers {
   status(query?: StatusRequest): Promise<unknown>;
   /** The events kept that match, and (follow) how to hear the next ones. */
   events(query: EventsRequest): EventsAnswer;
+  /** The destinations XDP found without a neighbor entry lately, most hits first. */
+  xdpMisses(limit: number): Promise<unknown>;
   probe(): Promise<unknown>;
   xdpDetach(): Promise<unknown>;
   /** Cluster mode: this member's view (members, lease, every cluster IP). */
@@ -344,6 +346,15 @@ export const ROUTES: readonly Route[] = [
         const a = h.events(eventsRequest(ctx.query));
         return new StreamReply(a.initial, a.follow, a.onCut);
       },
+    },
+  },
+  {
+    path: /^\/v1\/xdp\/misses$/,
+    methods: {
+      GET: async (h, ctx) => (
+        noBody(ctx),
+        h.xdpMisses(intParam(ctx.query, 'limit', 1, 4096) ?? 20)
+      ),
     },
   },
   { path: /^\/v1\/probe$/, methods: { GET: async (h, ctx) => (noBody(ctx), h.probe()) } },

@@ -21,11 +21,11 @@ import { watchChanges } from './watch.js';
 import { stringify as stringifyYaml } from 'yaml';
 import { canonicalIp } from '../ipaddr/index.js';
 
-const COMMON: OptionsSpec = {
+export const COMMON: OptionsSpec = {
   socket: { type: 'string' },
   config: { type: 'string' },
 };
-const COMMON_HELP = [
+export const COMMON_HELP = [
   '  --socket PATH   control socket of the agent (default: api.socket of --config, else',
   `                  $FIBKEEPER_SOCKET, else ${defaultConfig().api.socket})`,
   '  --config FILE   read api.socket from this config file',

@@ -10,7 +10,7 @@ import { labDownCommand, labUpCommand } from './lab.js';
 import { probeCommand } from './probe.js';
 import { runCommand } from './run.js';
 import { versionCommand } from './version.js';
-import { xdpDetachCommand } from './xdp.js';
+import { xdpDetachCommand, xdpMissesCommand } from './xdp.js';
 
 export const COMMANDS: readonly Command[] = [
   runCommand,
@@ -20,6 +20,7 @@ export const COMMANDS: readonly Command[] = [
   ...extipCommands,
   ...clusterCommands,
   xdpDetachCommand,
+  xdpMissesCommand,
   probeCommand,
   demoCommand,
   labUpCommand,

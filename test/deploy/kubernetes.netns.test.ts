@@ -1,7 +1,7 @@
 // Conformance of the DaemonSet and the image: deploy/kubernetes/daemonset.yaml and the
 // Dockerfile are read as the kubelet and a container runtime read them — the container's
 // command line from the image's ENTRYPOINT/CMD and the DaemonSet's args with $(VAR)
-// expanded from the downward API (the lab's node IP, IPv4 and IPv6), the ConfigMap's file
+// expanded from the downward API (the lab's node IPs, IPv4 or IPv6 first), the ConfigMap's file
 // exactly as written, the volumes, the init container, the capabilities and the read-only
 // root — and run so in a namespace lab (see sandbox.ts). The agent must pass the probes,
 // answer `kubectl exec … fibkeeper …`, and forward in XDP; a degraded agent must stay alive.
@@ -86,7 +86,7 @@ const runtime = () => readDockerfile().at(-1) as NonNullable<ReturnType<typeof r
 
 describe.skipIf(skip)('deploy/kubernetes/daemonset.yaml as shipped', () => {
   for (const family of [4, 6] as const) {
-    it(`starts from its own ConfigMap on an IPv${family} node, passes its probes and forwards in XDP; degraded is not dead`, async () => {
+    it(`starts from its own ConfigMap on a dual-stack IPv${family}-primary node, passes its probes and forwards in XDP; degraded is not dead`, async () => {
       node = nodeLabUp(`fkd${family}${randomBytes(2).toString('hex')}`);
       dir = mkdtempSync(join(tmpdir(), 'fkt-ds-'));
       const ds = readDaemonSet();
@@ -96,13 +96,17 @@ describe.skipIf(skip)('deploy/kubernetes/daemonset.yaml as shipped', () => {
       const image = runtime();
       expect(c.image).toMatch(/fibkeeper/);
       const nodeIp = node.nodeIp[family];
+      // A dual-stack node: status.hostIPs has both families, this one (the primary) first.
+      const other = node.nodeIp[family === 4 ? 6 : 4];
       const env = containerEnv(c, {
         'status.hostIP': nodeIp,
+        'status.hostIPs': `${nodeIp},${other}`,
         'spec.nodeName': 'lab-node',
         'metadata.name': 'fibkeeper-lab',
         'metadata.namespace': 'fibkeeper',
       });
       const argv = containerArgv(c, imageCommand(image), env);
+      expect(argv).toContain(`--cluster-node-ips=${nodeIp},${other}`);
 
       // Volumes as the pod mounts them. hostPath /sys/fs/bpf is the node's own (the lab's
       // /sys/fs/bpf, where the init container mounts a bpffs).
