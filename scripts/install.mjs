@@ -57,6 +57,17 @@ function copy(from) {
   cpSync(join(root, from), to, { recursive: true, dereference: false });
 }
 
+// A PREFIX this user cannot write (make install without root) is named with the fix, not
+// thrown as a stack trace.
+process.on('uncaughtException', (err) => {
+  const denied = err.code === 'EACCES' || err.code === 'EPERM' || err.code === 'EROFS';
+  fail(
+    denied
+      ? `cannot write ${err.path ?? dest(prefix)} (${err.code}): run it as root (sudo make install), or choose PREFIX= or DESTDIR=`
+      : (err.stack ?? String(err)),
+  );
+});
+
 rmSync(dest(libdir), { recursive: true, force: true });
 for (const f of ['package.json', 'README.md', 'bin/fibkeeper.js', 'dist', 'build/bpf']) copy(f);
 copy('native/build/Release/fibkeeper.node');
