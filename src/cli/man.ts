@@ -5,14 +5,19 @@
 import { OPTIONS, flagName, rangeDoc, yamlValue, type OptionSpec } from '../config/index.js';
 import type { Command } from './command.js';
 
-/** Text as roff reads it literally: backslashes, leading dots/quotes, and the dashes of options. */
+/** Text as roff reads it literally: backslashes, leading dots/quotes, option dashes, non-ASCII. */
 export function roffEscape(text: string): string {
-  return text
-    .replace(/\\/g, '\\e')
-    .replace(/-/g, '\\-')
-    .replace(/—/g, '\\(em')
-    .replace(/’/g, "'")
-    .replace(/^([.'])/gm, '\\&$1');
+  return (
+    text
+      .replace(/\\/g, '\\e')
+      .replace(/-/g, '\\-')
+      .replace(/^([.'])/gm, '\\&$1')
+      // Everything else beyond ASCII as a groff Unicode escape: the page is plain ASCII.
+      .replace(
+        /[^\x00-\x7f]/gu,
+        (ch) => `\\[u${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}]`,
+      )
+  );
 }
 
 function header(name: string, section: number, version: string, title: string): string[] {

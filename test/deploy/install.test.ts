@@ -97,6 +97,17 @@ describe('the man pages', () => {
     return { ...r, text: r.stdout.replace(/[\u2010\u2212]/g, '-').replace(/\s+/g, ' ') };
   };
 
+  it('are plain ASCII that groff reads without a warning of any kind', () => {
+    for (const [section, name] of [
+      [1, 'fibkeeper.1'],
+      [5, 'fibkeeper.yaml.5'],
+    ] as const) {
+      const r = run('groff', ['-man', '-ww', '-z', '-Tutf8', page(section, name)]);
+      expect(r.stderr, name).toBe('');
+      expect(readFileSync(page(section, name), 'utf8')).toMatch(/^[\x00-\x7f]*$/);
+    }
+  });
+
   it('fibkeeper(1) renders without warnings and names every command', () => {
     const r = render(page(1, 'fibkeeper.1'), 80);
     expect(r.stderr).toBe('');
