@@ -29,7 +29,7 @@ const dir = mkdtempSync(join(tmpdir(), 'fkt-readme-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The commands of README.md's "On a real node" block, comment lines left out. */
-export function firstDayBlock(readme: string): string[] {
+function firstDayBlock(readme: string): string[] {
   const at = readme.indexOf('\nOn a real node');
   const m = /```sh\n([\s\S]*?)```/.exec(readme.slice(at));
   if (at < 0 || !m) throw new Error('README.md has no "On a real node" ```sh block');
