@@ -5,7 +5,7 @@ SHELL := /bin/bash
 APT_PACKAGES := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool iproute2 iputils-ping \
                 tcpdump tshark prometheus ethtool pkg-config make g++ python3 procps \
                 etcd-server python3-seccomp systemd util-linux nftables iptables conntrack openssl \
-                buildah
+                buildah man-db groff-base
 CLANG ?= clang
 BPF_CFLAGS := -O2 -g -Wall -Wextra -Werror -target bpf -D__TARGET_ARCH_x86 \
               -I/usr/include/$(shell uname -m)-linux-gnu -Ibpf
@@ -24,11 +24,13 @@ export PATH := $(NODE_BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 NODE22_VERSION := 22.23.5
 NODE22_BIN := $(CURDIR)/build/node22/node_modules/.bin
 
-.PHONY: help deps apt npm node-version build bpf native ts test test-unit test-netns test-node22 image image-name image-check lint format check demo bench clean FORCE
+.PHONY: help deps apt npm node-version build bpf native ts install test test-unit test-netns test-node22 image image-name image-check lint format check demo bench clean FORCE
 
 help:
 	@echo "make deps       install apt packages ($(APT_PACKAGES)) and npm ci"
-	@echo "make build      build the BPF objects, the native addon and the TypeScript"
+	@echo "make build      build the BPF objects, the native addon, the TypeScript and the man pages"
+	@echo "make install    install the built tree, a fibkeeper command, the man pages and the systemd unit"
+	@echo "                under PREFIX=$(PREFIX) (DESTDIR=DIR to stage it)"
 	@echo "make test       format check, tsc --noEmit, every test (privileged ones need root)"
 	@echo "make test-unit  only the tests that need no root"
 	@echo "make demo       the demo: a namespace lab where fibkeeper forwards with XDP"
@@ -79,9 +81,20 @@ build/node-version: FORCE
 
 # dist/ from scratch: a renamed or removed source leaves no stale file behind (test doubles,
 # src/**/testing.ts, are not built: test/build/shipped.test.ts checks dist/).
+# The man pages (build/man) are made from the command and option tables in dist/.
 ts: node_modules/.package-lock.json
 	rm -rf dist
 	npx tsc -p tsconfig.build.json
+	node scripts/man.mjs
+
+# The built tree into $(PREFIX)/lib/fibkeeper, the `fibkeeper` command into $(PREFIX)/bin
+# (on the Node.js that runs make: node_modules' Node 24, or the system's if 22.12+), the man
+# pages into $(PREFIX)/share/man, the systemd unit into $(PREFIX)/lib/systemd/system
+# (scripts/install.mjs). `make build` first; DESTDIR stages it elsewhere.
+PREFIX ?= /usr/local
+DESTDIR ?=
+install: node-version
+	node scripts/install.mjs "$(DESTDIR)" "$(PREFIX)"
 
 lint:
 	npx prettier --check .

@@ -286,7 +286,7 @@ export function exampleConfigYaml(): string {
 }
 
 /** " Range: 1s to 24h." for an option with bounds. */
-function rangeDoc(spec: OptionSpec): string {
+export function rangeDoc(spec: OptionSpec): string {
   if (spec.min === undefined && spec.max === undefined) return '';
   const fmt = (x: number) => (spec.type === 'duration' ? formatDuration(x) : String(x));
   const lo = spec.min === undefined ? '' : fmt(spec.min);
@@ -294,7 +294,8 @@ function rangeDoc(spec: OptionSpec): string {
   return ` Range: ${lo}${hi ? ` to ${hi}` : ' or more'}.`;
 }
 
-function yamlValue(spec: OptionSpec): string {
+/** An option's default as the config file writes it (`10m`, `"auto"`, `[]`). */
+export function yamlValue(spec: OptionSpec): string {
   const v = spec.default;
   if (spec.type === 'duration') return formatDuration(v as number);
   if (spec.type === 'filemode') return `"${v}"`;

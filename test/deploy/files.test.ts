@@ -50,12 +50,13 @@ describe('deploy/systemd/fibkeeper.service', () => {
     }
   });
 
-  it('tells systemd when it is ready, and runs a supported Node.js', () => {
+  it('tells systemd when it is ready, and runs the command `make install` installs', () => {
     const unit = readUnit();
     expect(unit.get('Type')).toEqual(['notify']);
     expect(unit.get('RestrictNamespaces')).toEqual(['net']);
+    // /usr/local/bin/fibkeeper: a supported Node.js with the agent's V8 flags (install.test.ts).
     for (const key of ['ExecStartPre', 'ExecStart']) {
-      expect(unit.get(key)?.[0]).toMatch(/^\/opt\/fibkeeper\/node_modules\/\.bin\/node /);
+      expect(unit.get(key)?.[0]).toMatch(/^\/usr\/local\/bin\/fibkeeper /);
     }
   });
 });

@@ -1,12 +1,21 @@
 // Conformance of deploy/systemd/fibkeeper.service: ExecStartPre and ExecStart exactly as
-// written, in the execution environment the unit describes (systemd.ts, sandbox.ts), with
-// the config `fibkeeper config example` prints, in a namespace lab. The agent must tell
-// systemd when it is ready (Type=notify), forward in XDP, reload on ExecReload and stop on
-// KillSignal; with the documented CAP_SYS_ADMIN it manages another namespace (`netns`),
-// which the unit's RestrictNamespaces= must allow.
+// written, on what `make install` installs (into a DESTDIR mounted on /usr/local), in the
+// execution environment the unit describes (systemd.ts, sandbox.ts), with the config
+// `fibkeeper config example` prints, in a namespace lab. The agent must tell systemd when it
+// is ready (Type=notify), forward in XDP, reload on ExecReload and stop on KillSignal; with
+// the documented CAP_SYS_ADMIN it manages another namespace (`netns`), which the unit's
+// RestrictNamespaces= must allow.
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -14,6 +23,7 @@ import { labDown } from '../../src/lab/index.js';
 import { ipJson, makeNetns, privileged, waitFor } from '../helpers/netns.js';
 import { notifyReceiver, type NotifyReceiver } from '../helpers/notify.js';
 import { expectForwardingInXdp, httpIn, nodeLabUp, type NodeLab } from './lab.js';
+import { makeInstall } from './install.js';
 import { execLine, readUnit, type Unit } from './manifests.js';
 import { startSandbox, type SandboxVolume } from './sandbox.js';
 import { unitSandbox } from './systemd.js';
@@ -70,8 +80,11 @@ function exec(
   expect(line, key).toBeDefined();
   const { prefix, argv } = execLine(line as string);
   expect(prefix).toBe('');
+  // What `make install` puts under /usr/local (the unit runs /usr/local/bin/fibkeeper).
+  const usrLocal = join(dir, 'install', 'usr', 'local');
+  if (!existsSync(usrLocal)) makeInstall({ DESTDIR: join(dir, 'install') });
   const binds: SandboxVolume[] = [
-    { target: '/opt/fibkeeper', source: process.cwd(), readOnly: true },
+    { target: '/usr/local', source: usrLocal, readOnly: true },
     { target: '/etc/fibkeeper', source: join(dir, 'etc'), readOnly: true },
     { target: '/run/systemd/notify', source: notify.socket },
   ];

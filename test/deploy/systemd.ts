@@ -85,7 +85,7 @@ export interface UnitSandboxParams {
   unit: Unit;
   netns: string;
   dir: string;
-  /** Host paths for the unit's own paths (/opt/fibkeeper, /etc/fibkeeper, the notify socket). */
+  /** Host paths for the unit's own paths (/usr/local, /etc/fibkeeper, the notify socket). */
   binds: SandboxVolume[];
   argv: string[];
   /** Capabilities added to both lists (the documented CAP_SYS_ADMIN for `netns`). */
