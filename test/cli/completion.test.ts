@@ -1,8 +1,11 @@
 // `fibkeeper completion bash` run by bash itself: `complete -p` names the function, and
-// compgen offers exactly the commands, subcommands and options of the command table.
+// compgen offers exactly the commands, subcommands and options of the command table; the
+// fish script run by fish (`complete -C`, what fish offers for a command line), the same.
 import { spawnSync } from 'node:child_process';
-import { resolve } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli/commands.js';
 
 const BIN = resolve('bin/fibkeeper.js');
@@ -22,7 +25,29 @@ printf '%s\\n' "\${COMPREPLY[@]}"`;
   return out.sort();
 }
 
+/** fish runs in a directory with one file: offered only where a path is wanted. */
+const FISH_DIR = mkdtempSync(join(tmpdir(), 'fkt-fish-'));
+writeFileSync(join(FISH_DIR, 'c.yaml'), '');
+
+/** What fish offers for the command line `line` (candidates without their descriptions). */
+function fishComplete(line: string): string[] {
+  const r = spawnSync(
+    'fish',
+    ['-c', `${process.execPath} ${BIN} completion fish | source; complete -C '${line}'`],
+    { encoding: 'utf8', cwd: FISH_DIR },
+  );
+  expect(r.status, r.stderr).toBe(0);
+  expect(r.stderr).toBe('');
+  return r.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split('\t')[0]!)
+    .sort();
+}
+
 describe('fibkeeper completion', () => {
+  afterAll(() => rmSync(FISH_DIR, { recursive: true, force: true }));
+
   it('bash: the top-level commands, the subcommands of a group, the options of a command', () => {
     const top = [...new Set(COMMANDS.map((c) => c.name.split(' ')[0]!))];
     expect(complete('')).toEqual([...top, '--help', '--version'].sort());
@@ -35,7 +60,24 @@ describe('fibkeeper completion', () => {
     // after IPs, still the command's options
     expect(complete('extip', 'add', '192.0.2.1', '--s')).toEqual(['--socket']);
     expect(complete('status', '-o', '')).toEqual(['json', 'text', 'yaml']);
-    expect(complete('completion', '')).toEqual(['--help', 'bash', 'zsh']);
+    expect(complete('completion', '')).toEqual(['--help', 'bash', 'fish', 'zsh']);
+  });
+
+  it('fish: the same commands, subcommands and options, by fish itself', () => {
+    const top = [...new Set(COMMANDS.map((c) => c.name.split(' ')[0]!))];
+    expect(fishComplete('fibkeeper ')).toEqual([...top].sort());
+    expect(fishComplete('fibkeeper -')).toEqual(['--help', '--version']);
+    expect(fishComplete('fibkeeper forw')).toEqual(['forwardable']);
+    expect(fishComplete('fibkeeper forwardable ')).toEqual(['add', 'del', 'list', 'set']);
+    expect(fishComplete('fibkeeper cluster extip ')).toEqual(['add', 'del', 'list']);
+    expect(fishComplete('fibkeeper events --')).toEqual(
+      ['--config', '--follow', '--help', '--output', '--since', '--socket', '--type'].sort(),
+    );
+    expect(fishComplete('fibkeeper extip add 192.0.2.1 --s')).toEqual(['--socket']);
+    expect(fishComplete('fibkeeper status -o ')).toEqual(['json', 'text', 'yaml']);
+    expect(fishComplete('fibkeeper completion ')).toEqual(['bash', 'fish', 'zsh']);
+    // a path after --config: the directory's file (and nowhere else)
+    expect(fishComplete('fibkeeper run --config ')).toEqual(['c.yaml']);
   });
 
   it('zsh: the same script behind bashcompinit; a shell it does not know is a usage error', () => {
@@ -46,6 +88,6 @@ describe('fibkeeper completion', () => {
     );
     const bad = spawnSync('node', [BIN, 'completion', 'tcsh'], { encoding: 'utf8' });
     expect(bad.status).toBe(2);
-    expect(bad.stderr).toMatch(/give the shell: bash or zsh/);
+    expect(bad.stderr).toMatch(/give the shell: bash, zsh or fish/);
   });
 });
