@@ -186,20 +186,32 @@ export const forwardableCommands: Command[] = [
   {
     name: 'forwardable list',
     summary: 'List the forwardable IPs and their owners',
-    usage: '[-o text|json|yaml]',
-    help: ['Options:', ...OUTPUT_HELP, ...COMMON_HELP].join('\n'),
+    usage: '[-o text|wide|json|yaml]',
+    help: [
+      'Options:',
+      ...OUTPUT_HELP,
+      '  -o wide         also where each IP leads: per device its next hop and the kernel',
+      "                  entry's state (as `ip neigh` shows it), or why it leads nowhere",
+      ...COMMON_HELP,
+    ].join('\n'),
     options: { ...COMMON, ...OUTPUT_OPTIONS },
     async run(args, io) {
-      const o = outputOf(args, ['text', 'json', 'yaml']);
-      const r = await clientFor(args).call<{ forwardable: ForwardableEntry[] }>(
-        'GET',
-        '/v1/forwardable',
-      );
-      if (!printData(io, o, r.forwardable)) {
-        const w = Math.max(2, ...r.forwardable.map((e) => e.ip.length));
-        io.out(`${'IP'.padEnd(w)}  OWNERS\n`);
-        for (const e of r.forwardable) io.out(`${e.ip.padEnd(w)}  ${e.owners.join(',')}\n`);
+      const o = outputOf(args, ['text', 'wide', 'json', 'yaml']);
+      const client = clientFor(args);
+      const r = await client.call<{ forwardable: ForwardableEntry[] }>('GET', '/v1/forwardable');
+      if (printData(io, o, r.forwardable)) return EXIT_OK;
+      if (o === 'wide') {
+        const limit = Math.max(1, r.forwardable.length);
+        const st = await client.call<{ neighbor?: { forwardable?: WideRow[] } }>(
+          'GET',
+          `/v1/status?limit=${limit}`,
+        );
+        io.out(wideForwardable(r.forwardable, st.neighbor?.forwardable ?? []));
+        return EXIT_OK;
       }
+      const w = Math.max(2, ...r.forwardable.map((e) => e.ip.length));
+      io.out(`${'IP'.padEnd(w)}  OWNERS\n`);
+      for (const e of r.forwardable) io.out(`${e.ip.padEnd(w)}  ${e.owners.join(',')}\n`);
       return EXIT_OK;
     },
   },
@@ -237,20 +249,30 @@ export const extipCommands: Command[] = [
   {
     name: 'extip list',
     summary: 'List the external IPs with their state and last announcement',
-    usage: '[-o text|json|yaml]',
-    help: ['Options:', ...OUTPUT_HELP, ...COMMON_HELP].join('\n'),
+    usage: '[-o text|wide|json|yaml]',
+    help: [
+      'Options:',
+      ...OUTPUT_HELP,
+      '  -o wide         also the host that duplicate address detection found holding an IP',
+      ...COMMON_HELP,
+    ].join('\n'),
     options: { ...COMMON, ...OUTPUT_OPTIONS },
     async run(args, io) {
-      const o = outputOf(args, ['text', 'json', 'yaml']);
+      const o = outputOf(args, ['text', 'wide', 'json', 'yaml']);
       const r = await clientFor(args).call<{ extip: ExternalIpEntry[] }>('GET', '/v1/extip');
-      if (!printData(io, o, r.extip)) {
-        const w = Math.max(2, ...r.extip.map((e) => e.ip.length));
-        io.out(`${'IP'.padEnd(w)}  ${'STATE'.padEnd(10)}  ${'ANNOUNCED'.padEnd(24)}  ERROR\n`);
-        for (const e of r.extip) {
-          io.out(
-            `${e.ip.padEnd(w)}  ${e.state.padEnd(10)}  ${(e.announcedAt ?? '-').padEnd(24)}  ${e.lastError ?? ''}\n`,
-          );
-        }
+      if (printData(io, o, r.extip)) return EXIT_OK;
+      const wide = o === 'wide';
+      const w = Math.max(2, ...r.extip.map((e) => e.ip.length));
+      const conflict = (e: ExternalIpEntry) =>
+        e.conflict ? `${e.conflict.mac} (${e.conflict.what})` : '-';
+      const cw = Math.max(8, ...r.extip.map((e) => conflict(e).length));
+      io.out(
+        `${'IP'.padEnd(w)}  ${'STATE'.padEnd(10)}  ${'ANNOUNCED'.padEnd(24)}  ${wide ? `${'CONFLICT'.padEnd(cw)}  ` : ''}ERROR\n`,
+      );
+      for (const e of r.extip) {
+        io.out(
+          `${e.ip.padEnd(w)}  ${e.state.padEnd(10)}  ${(e.announcedAt ?? '-').padEnd(24)}  ${wide ? `${conflict(e).padEnd(cw)}  ` : ''}${e.lastError ?? ''}\n`,
+        );
       }
       return EXIT_OK;
     },
@@ -382,3 +404,49 @@ export const statusCommand: Command = {
     return s!.healthy === true ? STATUS_EXIT.ok : STATUS_EXIT.degraded;
   },
 };
+
+/** A forwardable IP of the status document (neighbor.forwardable[]), the fields -o wide shows. */
+interface WideRow {
+  ip: string;
+  reason?: string;
+  nodeAddress?: string;
+  devices: {
+    device: string;
+    nexthops: { nexthop: string; status: string; kernel: { state: string[] } | null }[];
+  }[];
+}
+
+/**
+ * `forwardable list -o wide`: one line per IP and next hop (IP, owners, device, next hop, the
+ * kernel entry's state, the reconcile status), or the reason it leads nowhere.
+ */
+export function wideForwardable(
+  list: readonly ForwardableEntry[],
+  rows: readonly WideRow[],
+): string {
+  const byIp = new Map(rows.map((r) => [r.ip, r]));
+  const out: string[][] = [['IP', 'OWNERS', 'DEVICE', 'NEXTHOP', 'KERNEL', 'STATUS']];
+  for (const e of list) {
+    const owners = e.owners.join(',');
+    const row = byIp.get(e.ip);
+    const legs = (row?.devices ?? []).flatMap((d) =>
+      d.nexthops.map((n) => [d.device, n.nexthop, n.kernel?.state.join(',') ?? '-', n.status]),
+    );
+    if (legs.length === 0) {
+      const why =
+        row === undefined
+          ? '(not in the status document)'
+          : row.nodeAddress !== undefined
+            ? '(an address of this node)'
+            : `(${row.reason ?? 'no next hop yet'})`;
+      out.push([e.ip, owners, '-', '-', '-', why]);
+    }
+    for (const l of legs) out.push([e.ip, owners, ...l]);
+  }
+  const widths = out[0]!.map((_, i) => Math.max(...out.map((r) => r[i]!.length)));
+  return (
+    out
+      .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  '))
+      .join('\n') + '\n'
+  );
+}

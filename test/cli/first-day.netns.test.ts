@@ -18,7 +18,7 @@ import {
   type AgentProc,
   type AgentWorld,
 } from '../agent/harness.js';
-import { ip, privileged, waitFor } from '../helpers/netns.js';
+import { ip, ipJson, privileged, waitFor } from '../helpers/netns.js';
 
 const { skip } = privileged();
 
@@ -65,11 +65,68 @@ describe.skipIf(skip)('first-day habits against a running agent', () => {
     expect(holderIps(w.ns)).toEqual(['10.88.6.9']);
     const bad = cli('extip', 'list', '-o', 'xml', '--socket', w.sock);
     expect(bad.code).toBe(2);
-    expect(bad.err).toMatch(/-o xml: give one of text, json, yaml/);
+    expect(bad.err).toMatch(/-o xml: give one of text, wide, json, yaml/);
     expect(cli('extip', 'del', '10.88.6.9', '--socket', w.sock).code).toBe(0);
     expect(cli('forwardable', 'del', '10.88.0.2', '--owner', 'ops', '--socket', w.sock).code).toBe(
       0,
     );
+  });
+
+  it('-o wide: where each forwardable IP leads as the kernel has it, and who holds a refused external IP', async () => {
+    expect(
+      cli('forwardable', 'add', '10.88.0.2', '192.0.2.99', '--owner', 'ops', '--socket', w.sock)
+        .code,
+    ).toBe(0);
+    // The peer answers ARP for 10.88.0.2; 192.0.2.99 has no route.
+    const kernel = await waitFor(
+      () =>
+        ipJson<{ dst: string; state: string[] }[]>(w.ns, 'neigh', 'show', 'dev', w.dev).find(
+          (n) =>
+            n.dst === '10.88.0.2' && (n.state.includes('REACHABLE') || n.state.includes('STALE')),
+        ),
+      { what: 'the entry for 10.88.0.2' },
+    );
+    const wide = await waitFor(
+      () => {
+        const r = cli('forwardable', 'list', '-o', 'wide', '--socket', w.sock);
+        return r.out.includes(kernel.state.join(',')) ? r : undefined;
+      },
+      { what: "-o wide showing the kernel's state" },
+    );
+    expect(wide.code, wide.err).toBe(0);
+    const rows = wide.out
+      .trim()
+      .split('\n')
+      .map((l) => l.trim().split(/\s{2,}/));
+    expect(rows[0]).toEqual(['IP', 'OWNERS', 'DEVICE', 'NEXTHOP', 'KERNEL', 'STATUS']);
+    expect(rows).toContainEqual([
+      '10.88.0.2',
+      'ops',
+      w.dev,
+      '10.88.0.2',
+      kernel.state.join(','),
+      'done',
+    ]);
+    expect(rows.find((r) => r[0] === '192.0.2.99')?.slice(1, 5)).toEqual(['ops', '-', '-', '-']);
+    expect(rows.find((r) => r[0] === '192.0.2.99')?.[5]).toMatch(/^\(no route/);
+    expect(
+      cli('forwardable', 'del', '10.88.0.2', '192.0.2.99', '--owner', 'ops', '--socket', w.sock)
+        .code,
+    ).toBe(0);
+
+    // An external IP another host holds: refused, and -o wide names that host's MAC.
+    ip(w.peer, 'addr', 'add', '10.88.0.3/16', 'dev', 'eth0');
+    const peerMac = ipJson<{ address: string }[]>(w.peer, 'link', 'show', 'eth0')[0]!.address;
+    expect(cli('extip', 'add', '10.88.0.3', '--socket', w.sock).code).not.toBe(0);
+    const x = cli('extip', 'list', '-o', 'wide', '--socket', w.sock);
+    expect(x.code, x.err).toBe(0);
+    expect(x.out.split('\n')[0]).toMatch(/^IP\s+STATE\s+ANNOUNCED\s+CONFLICT\s+ERROR$/);
+    expect(x.out).toMatch(
+      new RegExp(`^10\\.88\\.0\\.3\\s+failed\\s+-\\s+${peerMac} \\(ARP reply\\)`, 'm'),
+    );
+    expect(cli('extip', 'list', '--socket', w.sock).out.split('\n')[0]).not.toContain('CONFLICT');
+    cli('extip', 'del', '10.88.0.3', '--socket', w.sock);
+    ip(w.peer, 'addr', 'del', '10.88.0.3/16', 'dev', 'eth0');
   });
 
   it('extip del of an IP never assigned fails naming it; the assigned one is removed', () => {
