@@ -69,6 +69,7 @@ export interface QuerySection {
   ip: string | null;
   owner: string | null;
   device: string | null;
+  state: string | null;
 }
 
 /** The whole document; a section is null while its subsystem is off (or not started). */
@@ -100,7 +101,7 @@ export interface StatusOptions {
   /** Most rows per table. */
   limit?: number;
   /** Only the neighbor rows of this IP, owner or device (ifindex resolved by the caller). */
-  query?: { ip?: string; owner?: string; device?: string; ifindex?: number };
+  query?: { ip?: string; owner?: string; device?: string; state?: string; ifindex?: number };
   /** The explanation of query.ip, made by the caller (it asks the kernel). */
   explain?: IpExplanation;
 }
@@ -154,19 +155,26 @@ export function buildStatus(agent: AgentView, opts: StatusOptions = {}): StatusD
           ip: opts.query.ip ?? null,
           owner: opts.query.owner ?? null,
           device: opts.query.device ?? null,
+          state: opts.query.state ?? null,
         }
       : null,
     explain: opts.explain ?? null,
   };
 }
 
-function neighborQuery(opts: StatusOptions): { ip?: string; owner?: string; ifindex?: number } {
+function neighborQuery(opts: StatusOptions): {
+  ip?: string;
+  owner?: string;
+  ifindex?: number;
+  state?: string;
+} {
   const q = opts.query;
   if (q === undefined) return {};
   return {
     ...(q.ip !== undefined ? { ip: q.ip } : {}),
     ...(q.owner !== undefined ? { owner: q.owner } : {}),
     ...(q.ifindex !== undefined ? { ifindex: q.ifindex } : {}),
+    ...(q.state !== undefined ? { state: q.state } : {}),
   };
 }
 

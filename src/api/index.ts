@@ -17,4 +17,10 @@ export {
   type ExternalIpEntry,
 } from './routes.js';
 export { StreamReply, MAX_UNREAD_BYTES, type StreamItem } from './stream.js';
-export { parseSince, type EventsAnswer, type EventsRequest, type StatusRequest } from './routes.js';
+export {
+  STATUS_STATES,
+  parseSince,
+  type EventsAnswer,
+  type EventsRequest,
+  type StatusRequest,
+} from './routes.js';

@@ -98,12 +98,14 @@ export interface ControlHandlers {
   clusterUncordon(node: string): Promise<boolean>;
 }
 
-/** GET /v1/status?ip=&owner=&device=&limit= */
+/** GET /v1/status?ip=&owner=&device=&state=&limit= */
 export interface StatusRequest {
   /** One IP, canonical. */
   ip?: string;
   owner?: string;
   device?: string;
+  /** A next hop state: a NUD state (upper case), `none`, or a reconcile status. */
+  state?: string;
   limit?: number;
 }
 
@@ -229,6 +231,31 @@ export function parseSince(v: string, now = Date.now()): number {
   );
 }
 
+/** The next hop states `?state=` takes: the kernel's NUD states, none, the reconcile ones. */
+export const STATUS_STATES = [
+  'INCOMPLETE',
+  'REACHABLE',
+  'STALE',
+  'DELAY',
+  'PROBE',
+  'FAILED',
+  'NOARP',
+  'PERMANENT',
+  'none',
+  'pending',
+  'done',
+  'error',
+] as const;
+
+function statusState(v: string): string {
+  const known = STATUS_STATES as readonly string[];
+  if (known.includes(v.toUpperCase())) return v.toUpperCase();
+  if (known.includes(v.toLowerCase())) return v.toLowerCase();
+  throw new InvalidArgumentError(
+    `?state=${v}: give a kernel state (${STATUS_STATES.slice(0, 8).join(', ')}), none (no kernel entry) or a reconcile status (pending, done, error)`,
+  );
+}
+
 function statusRequest(q: URLSearchParams): StatusRequest | undefined {
   const out: StatusRequest = {};
   const ip = q.get('ip');
@@ -243,6 +270,8 @@ function statusRequest(q: URLSearchParams): StatusRequest | undefined {
   if (owner !== null) out.owner = owner;
   const device = q.get('device');
   if (device !== null) out.device = device;
+  const state = q.get('state');
+  if (state !== null) out.state = statusState(state);
   const limit = intParam(q, 'limit', 1, 1_000_000);
   if (limit !== undefined) out.limit = limit;
   return Object.keys(out).length === 0 ? undefined : out;

@@ -1,7 +1,12 @@
 // Commands that talk to a running agent over the control API.
 import { readFileSync } from 'node:fs';
 import type { StatusDocument } from '../agent/index.js';
-import { ApiClient, type ExternalIpEntry, type ForwardableEntry } from '../api/index.js';
+import {
+  ApiClient,
+  STATUS_STATES,
+  type ExternalIpEntry,
+  type ForwardableEntry,
+} from '../api/index.js';
 import { defaultConfig, loadConfig } from '../config/index.js';
 import {
   EXIT_FAILED,
@@ -324,9 +329,20 @@ function statusQuery(args: ParsedArgs): { ip?: string; qs: string } {
     }
     q.set('ip', ip);
   }
-  for (const k of ['owner', 'device'] as const) {
+  for (const k of ['owner', 'device', 'state'] as const) {
     const v = str(args, k);
     if (v !== undefined) q.set(k, v);
+  }
+  const state = q.get('state');
+  if (
+    state !== null &&
+    ![state.toUpperCase(), state.toLowerCase()].some((x) =>
+      (STATUS_STATES as readonly string[]).includes(x),
+    )
+  ) {
+    throw new UsageError(
+      `--state ${state}: give a kernel state (failed, stale, reachable, incomplete, delay, probe, noarp, permanent), none, or pending, done, error`,
+    );
   }
   const qs = q.toString();
   return { ...(ip !== undefined ? { ip } : {}), qs: qs ? `?${qs}` : '' };
@@ -335,7 +351,7 @@ function statusQuery(args: ParsedArgs): { ip?: string; qs: string } {
 export const statusCommand: Command = {
   name: 'status',
   summary: 'Show what the agent does: XDP, neighbor entries, external IPs, health, counters',
-  usage: '[IP] [--owner NAME] [--device DEV] [-o text|json|yaml] [--watch] [--quiet]',
+  usage: '[IP] [--owner NAME] [--device DEV] [--state S] [-o text|json|yaml] [--watch] [--quiet]',
   help: [
     'With IP: that IP explained — its owners, whether it is an external IP here, the',
     "kernel's route for it (as `ip route get IP fibmatch`), the next hop per device with its",
@@ -344,6 +360,9 @@ export const statusCommand: Command = {
     'Options:',
     '  --owner NAME    only the forwardable IPs of this owner',
     '  --device DEV    only next hops on this device',
+    '  --state S       only next hops in this state and the IPs that lead to them: a kernel',
+    '                  state as ip neigh names it (failed, stale, reachable, incomplete, ...),',
+    '                  none (no kernel entry), or pending, done, error (reconcile status)',
     '  -o, --output F  text (default), json (the full document, docs/status.md) or yaml',
     '  --json          the same as -o json',
     '  --quiet, -q     print nothing: only the exit status tells',
@@ -362,6 +381,7 @@ export const statusCommand: Command = {
     output: { type: 'string', short: 'o' },
     owner: { type: 'string' },
     device: { type: 'string' },
+    state: { type: 'string' },
     quiet: { type: 'boolean', short: 'q' },
     watch: { type: 'boolean', short: 'w' },
   },

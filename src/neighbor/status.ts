@@ -26,6 +26,12 @@ export interface StatusQuery {
   owner?: string;
   /** Only next hops on this device. */
   ifindex?: number;
+  /**
+   * Only next hops in this state, and the forwardable IPs that lead to them: a kernel NUD
+   * state as `ip neigh` names it (FAILED, STALE, …; `none`: no kernel entry) or a reconcile
+   * status (pending, done, error).
+   */
+  state?: string;
   /** Most rows per list (default 1000). */
   limit?: number;
 }
@@ -262,7 +268,6 @@ export function buildStatus(s: StatusSources, q: StatusQuery): NeighborStatus {
   ) {
     truncated = true;
   }
-  const forwardable = ips.slice(0, limit).map((f) => forwardableRow(s, f, q));
   const desired: DesiredStatus[] = [];
   for (const d of objects(s.desired)) {
     if (q.ifindex !== undefined && d.ifindex !== q.ifindex) continue;
@@ -271,8 +276,27 @@ export function buildStatus(s: StatusSources, q: StatusQuery): NeighborStatus {
       break;
     }
     if (q.ip !== undefined && !d.refs.has(canonicalIp(q.ip))) continue;
-    desired.push(desiredRow(s, d));
+    const row = desiredRow(s, d);
+    if (q.state !== undefined && !inState(row, q.state)) continue;
+    desired.push(row);
   }
+  if (q.state !== undefined && q.ip === undefined) {
+    // The IPs that lead to the next hops found (each once, in the order met).
+    const seen = new Set<string>();
+    const pick: ForwardableIP[] = [];
+    for (const d of desired) {
+      for (const ip of s.desired.get(neighKey(d.ifindex, d.nexthop))?.refs ?? []) {
+        const f = s.forwardable.get(ip);
+        if (seen.has(ip) || f === undefined) continue;
+        if (q.owner !== undefined && !f.owners.includes(q.owner)) continue;
+        seen.add(ip);
+        pick.push(f);
+      }
+    }
+    truncated ||= pick.length > limit;
+    ips = pick;
+  }
+  const forwardable = ips.slice(0, limit).map((f) => forwardableRow(s, f, q));
   return {
     mode: s.mode,
     protocol: s.protocol,
@@ -303,6 +327,13 @@ export function buildStatus(s: StatusSources, q: StatusQuery): NeighborStatus {
     unusable: s.unusable.slice(0, limit),
     truncated: truncated || s.unusable.length > limit,
   };
+}
+
+/** Whether a next hop is in `state`: a NUD state, `none` (no kernel entry) or a reconcile status. */
+export function inState(row: DesiredStatus, state: string): boolean {
+  if (state === 'none') return row.kernel === null;
+  if (state === row.status) return true;
+  return row.kernel?.state.includes(state.toUpperCase()) ?? false;
 }
 
 function* objects<T>(t: Table<T>): Iterable<T> {

@@ -129,6 +129,57 @@ describe.skipIf(skip)('first-day habits against a running agent', () => {
     ip(w.peer, 'addr', 'del', '10.88.0.3/16', 'dev', 'eth0');
   });
 
+  it('status --state: only the next hops in that state (as ip neigh shows it) and the IPs that lead to them', async () => {
+    // 10.88.0.2 is the peer (answers ARP); nobody has 10.88.0.5: its entry goes FAILED.
+    expect(
+      cli('forwardable', 'add', '10.88.0.2', '10.88.0.5', '--owner', 'st', '--socket', w.sock).code,
+    ).toBe(0);
+    const neigh = (dst: string) =>
+      ipJson<{ dst: string; state: string[] }[]>(w.ns, 'neigh', 'show', 'dev', w.dev).find(
+        (n) => n.dst === dst,
+      );
+    await waitFor(() => neigh('10.88.0.5')?.state.includes('FAILED'), {
+      timeoutMs: 15_000,
+      what: '10.88.0.5 FAILED',
+    });
+    const live = await waitFor(() => neigh('10.88.0.2')?.state[0], {
+      what: 'an entry for 10.88.0.2',
+    });
+    type Doc = {
+      query: { state: string | null };
+      neighbor: {
+        desired: { nexthop: string; kernel: { state: string[] } | null }[];
+        forwardable: { ip: string }[];
+      };
+    };
+    const ask = (state: string) => {
+      const r = cli('status', '--state', state, '-o', 'json', '--socket', w.sock);
+      expect([0, 1]).toContain(r.code); // 1: degraded, an unusable next hop may be reported
+      return JSON.parse(r.out) as Doc;
+    };
+    const failed = ask('failed');
+    expect(failed.query.state).toBe('FAILED');
+    expect(failed.neighbor.desired.map((d) => d.nexthop)).toEqual(['10.88.0.5']);
+    expect(failed.neighbor.forwardable.map((f) => f.ip)).toEqual(['10.88.0.5']);
+    // The state the kernel shows for the peer's entry now (the query is taken as ip neigh names it).
+    const other = await waitFor(
+      () => {
+        const d = ask(live.toLowerCase());
+        return neigh('10.88.0.2')?.state[0] === live ? d : undefined;
+      },
+      { what: `the peer's entry still ${live}` },
+    );
+    expect(other.neighbor.desired.map((d) => d.nexthop)).toContain('10.88.0.2');
+    expect(other.neighbor.desired.map((d) => d.nexthop)).not.toContain('10.88.0.5');
+    expect(ask('error').neighbor.desired).toEqual([]);
+    const bad = cli('status', '--state', 'sleepy', '--socket', w.sock);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/--state sleepy: give a kernel state/);
+    expect(
+      cli('forwardable', 'del', '10.88.0.2', '10.88.0.5', '--owner', 'st', '--socket', w.sock).code,
+    ).toBe(0);
+  });
+
   it('extip del of an IP never assigned fails naming it; the assigned one is removed', () => {
     expect(cli('extip', 'add', '10.88.6.1', '--socket', w.sock).code).toBe(0);
     expect(holderIps(w.ns)).toEqual(['10.88.6.1']);

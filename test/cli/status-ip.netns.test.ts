@@ -55,7 +55,7 @@ describe.skipIf(skip)('fibkeeper status IP', () => {
     expect(r.code, r.err).toBe(0);
     const doc = JSON.parse(r.out) as StatusDocument;
     const x = doc.explain!;
-    expect(doc.query).toEqual({ ip: '10.89.0.5', owner: null, device: null });
+    expect(doc.query).toEqual({ ip: '10.89.0.5', owner: null, device: null, state: null });
     expect(x.owners).toEqual(['config']);
     expect(x.external).toBeNull();
     // The route, against the kernel's own answer.
