@@ -107,7 +107,7 @@ describe('deploy/kubernetes/daemonset.yaml', () => {
   });
 
   it('names the image `make image` tags, in both containers', () => {
-    const r = spawnSync('make', ['-s', 'image-name'], { encoding: 'utf8' });
+    const r = spawnSync('make', ['-s', '--no-print-directory', 'image-name'], { encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
     const tag = r.stdout.trim();
     expect(tag).toMatch(/^ghcr\.io\/fibkeeper\/fibkeeper:\d+\.\d+\.\d+$/);
