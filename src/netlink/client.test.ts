@@ -27,6 +27,7 @@ import {
   type Script,
   ThreadedFakeKernel,
 } from './testing.js';
+import { FakeClock, turns } from '../sched/testing.js';
 import type { SubscriptionEvent } from './subscription.js';
 
 function open(
@@ -80,7 +81,7 @@ describe('requests and replies', () => {
     formatErrorMessage(w, req.header.seq, PORT + 1, 0, req.header); // other port
     formatErrorMessage(w, req.header.seq + 1, PORT, 0, req.header); // other seq
     k.deliver(Buffer.from(w.bytes()));
-    await new Promise((r) => setTimeout(r, 20));
+    await turns(5);
     expect(done).toBe(false);
     expect(h.stats.strayMessages).toBe(2);
     const w2 = new Writer();
@@ -197,7 +198,7 @@ describe('dumps', () => {
     const h = open(k);
     const a = h.neighList();
     const b = h.neighList();
-    await new Promise((r) => setTimeout(r, 10));
+    await turns(5);
     expect(k.requests).toHaveLength(1);
     k.hold = false;
     for (const c of k.held.splice(0)) k.deliver(c);
@@ -268,7 +269,7 @@ describe('bulk', () => {
       k.hold = false;
       for (const ch of k.held.splice(0)) k.deliver(ch); // answer everything sent so far
       k.hold = true;
-      await new Promise((r) => setTimeout(r, 5));
+      await turns(5);
       expect(k.requests.length - before).toBeLessThanOrEqual(10); // never more than the window
     }
     k.hold = false;
@@ -426,8 +427,15 @@ describe('receive overflow on the request socket', () => {
 describe('lifetime', () => {
   it('fails a request that hears nothing with TimeoutError', async () => {
     const k = new FakeKernel(() => undefined);
-    const h = open(k, { timeoutMs: 50 });
-    await expect(h.neighSet({ ifindex: 7, dst: '10.0.0.1' })).rejects.toBeInstanceOf(TimeoutError);
+    const clock = new FakeClock();
+    const h = NetlinkHandle.open({ openSocket: () => k, timeoutMs: 50, clock, health: false });
+    let outcome: unknown;
+    const p = h.neighSet({ ifindex: 7, dst: '10.0.0.1' }).catch((e: unknown) => (outcome = e));
+    await clock.advanceAsync(49);
+    expect(outcome).toBeUndefined(); // silent for less than timeoutMs: still waiting
+    await clock.advanceAsync(50); // the check after timeoutMs of silence fails it
+    expect(outcome).toBeInstanceOf(TimeoutError);
+    await p;
   });
 
   it('close() fails pending requests with ClosedError, and later calls too', async () => {
