@@ -3,7 +3,7 @@
 // node-policy change (and a periodic timer) reconciles the feed's links with the pinned
 // records and writes the mirror; route and rule events (the route feed's) only update the
 // route mirror (kroutes.ts) and write what it changed, coalesced, without a full pass. The
-// kernel work goes through DatapathOps.
+// kernel work goes through DatapathOps. wiring.ts lists the parts and builds them.
 import type { Registry } from 'prom-client';
 import { InvalidArgumentError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
@@ -13,17 +13,16 @@ import { NetlinkHandle as Handle } from '../netlink/index.js';
 import { systemClock, type Clock } from '../sched/index.js';
 import { readCounters } from './counters.js';
 import { ForwarderInputs } from './forwarder-inputs.js';
-import { RouteMirror } from './kroutes.js';
-import { Datapath } from './datapath.js';
+import type { RouteMirror } from './kroutes.js';
+import { forwarderParts } from './wiring.js';
 import { detachPinned } from './detach.js';
-import { defaultObjectPath } from './instance.js';
 import type { SlotDevice } from './kstate.js';
-import { MirrorWriter } from './kwatch.js';
+import type { MirrorWriter } from './kwatch.js';
 import type { MissEntry, MissKey } from './layout.js';
 import { egressReasons, policyStatus, readNodePolicy, reasonIndex } from './policy-apply.js';
 import { XdpFeatures } from './xdp-features.js';
 import type { DatapathOps } from './ops.js';
-import { AttachPass } from './attach-pass.js';
+import type { AttachPass } from './attach-pass.js';
 import {
   type XdpDeviceCounters,
   type XdpDeviceStatus,
@@ -80,7 +79,7 @@ export class XdpForwarder {
   /** Feeds, netconf, the policy watcher and the timers (forwarder-inputs.ts). */
   #inputs: ForwarderInputs | undefined;
   /** The route facts, from the route feed (kroutes.ts). */
-  readonly #routes = new RouteMirror();
+  readonly #routes: RouteMirror;
   /** A route-only write is queued. */
   #routesPending = false;
   readonly #mirror: MirrorWriter;
@@ -104,16 +103,11 @@ export class XdpForwarder {
   constructor(p: XdpForwarderParams) {
     this.#p = p;
     this.#cfg = { ...p.config };
-    this.#ops =
-      p.ops ??
-      new Datapath({
-        objectPath: p.objectPath ?? defaultObjectPath(),
-        netns: p.netns,
-        pinDir: p.config.pinDir,
-        log: p.log,
-      });
-    this.#attach = new AttachPass(this.#ops, this.#cfg, p.log);
-    this.#mirror = new MirrorWriter(this.#ops, p.netns, p.log);
+    const parts = forwarderParts({ ...p, netns: p.netns, cfg: this.#cfg });
+    this.#ops = parts.ops;
+    this.#attach = parts.attach;
+    this.#mirror = parts.mirror;
+    this.#routes = parts.routes;
     if (p.registry !== undefined) {
       const set = registerXdpMetrics(p.registry);
       this.#setMetricsSource = (s) => set(s && forwarderMetrics(s));
