@@ -10,6 +10,7 @@
 // not a node-local external IP (cluster IPs of an earlier run, another node's by now), the
 // cluster member starts after the external IPs and stops before them (dropping its IPs and
 // handing them over), and its peers' node IPs become forwardable (owner `cluster`).
+// wiring.ts lists the parts: who owns which table, who writes the kernel, which feed each reads.
 import type { Registry } from 'prom-client';
 import { ApiServer } from '../api/index.js';
 import { CLUSTER_OWNER, checkRunnable, type FibkeeperConfig } from '../config/index.js';
@@ -26,13 +27,7 @@ import {
   type HealthParams,
   type SocketName,
 } from '../netlink/index.js';
-import {
-  buildReport,
-  featureAvailable,
-  probeKernel,
-  type FeatureResult,
-  type ProbeReport,
-} from '../probe/index.js';
+import { featureAvailable, type FeatureResult, type ProbeReport } from '../probe/index.js';
 import { AgentCluster, dropLeftovers, setPeers } from './cluster.js';
 import { ControlPlane } from './control.js';
 import { AgentEvents } from './events.js';
@@ -43,11 +38,12 @@ import { registerAgentMetrics, type AgentMetrics } from './metrics.js';
 import { MISS_OWNER, MissTracker } from './miss-tracker.js';
 import { RecentMisses } from './misses.js';
 import { checkStaticsOnNode } from './node-check.js';
-import { checkCapabilities, verifierRefusal } from './preflight.js';
+import { checkCapabilities, probeForStart, refuseMissing, verifierRefusal } from './preflight.js';
 import { reportReopen } from './sockets.js';
 import { reloadAgent, type ReloadResult } from './reload.js';
 import { planExtip, planForwardable, staticSets } from './restore.js';
 import { StateStore, type ControlState, type SkippedEntry } from './state.js';
+import { extipParams, missTrackerParams, neighborParams, xdpParams } from './wiring.js';
 import type { AgentPhase, AgentView } from './view.js';
 
 export interface AgentParams {
@@ -258,47 +254,14 @@ export class Agent implements AgentView {
   }
 
   async #startProbe(): Promise<void> {
-    const features = this.#p.probe
-      ? await this.#p.probe()
-      : await probeKernel({
-          ...(this.netns ? { netns: this.netns } : {}),
-          pinDir: this.cfg.xdp.pinDir,
-        });
-    const report = buildReport(features, this.cfg);
-    this.probeReport = report;
-    for (const f of report.assumed) {
-      this.log.warn(
-        { feature: f.name, detail: f.detail },
-        `assuming ${f.title} from kernel ${report.kernel}`,
-      );
-    }
-    if (report.missing.length > 0) {
-      const lines = report.missing.map((f) => `${f.title}: ${f.detail} (fix: ${f.fix})`);
-      throw new NotSupportedError(
-        report.missing.map((f) => f.name).join(','),
-        `the kernel lacks what this configuration needs:\n  ${lines.join('\n  ')}`,
-      );
-    }
+    this.probeReport = await probeForStart(this.cfg, this.netns, this.log, this.#p.probe);
+    refuseMissing(this.probeReport);
   }
 
   async #startNeighbor(usable: ControlState): Promise<void> {
     const report = this.probeReport as ProbeReport;
-    const n = new NeighborSubsystem({
-      ...(this.netns ? { netns: this.netns } : {}),
-      netlink: this.netlink as NetlinkHandle,
-      devices: this.devices as DeviceFeed,
-      routes: this.routes as RouteFeed,
-      // The validated section under the config's own names, with the two shared options.
-      config: {
-        ...this.cfg.neighbor,
-        devices: this.cfg.devices,
-        holderName: this.cfg.extip.holderName,
-      },
-      managedSupported: featureAvailable(report, 'managed_neighbors'),
-      registry: this.registry,
-      log: this.log, // the subsystem names itself (component: neighbor)
-      events: this.events.sink,
-    });
+    const managed = featureAvailable(report, 'managed_neighbors');
+    const n = new NeighborSubsystem(neighborParams(this, managed));
     const configLoaded = n.registerInitializer('config');
     if (this.cfg.cluster.enabled) this.#peersLoaded = n.registerInitializer(CLUSTER_OWNER);
     this.neighbor = n;
@@ -313,25 +276,7 @@ export class Agent implements AgentView {
   }
 
   async #startExtip(usable: ControlState): Promise<void> {
-    const x = new ExternalIpSubsystem({
-      ...(this.netns ? { netns: this.netns } : {}),
-      netlink: this.netlink as NetlinkHandle,
-      devices: this.devices as DeviceFeed,
-      config: this.cfg.extip, // validated; the subsystem reads its options under these names
-      registry: this.registry,
-      log: this.log.child({ component: 'extip' }),
-      onSocketReopen: (cause, err) => this.socketReopened('packet', cause, err),
-      events: this.events.sink,
-      ...(this.cfg.cluster.enabled
-        ? {
-            cluster: {
-              mayHold: (ip: string) => this.cluster?.member.mayHold(ip) === true,
-              holderName: this.cfg.cluster.holderName,
-            },
-            onExternalUp: (up: boolean) => this.cluster?.member.setAble(up),
-          }
-        : {}),
-    });
+    const x = new ExternalIpSubsystem(extipParams(this));
     this.extip = x;
     this.#stoppers.push(() => x.stop());
     await x.start();
@@ -365,18 +310,7 @@ export class Agent implements AgentView {
   }
 
   async #startXdp(): Promise<void> {
-    const x = new XdpForwarder({
-      ...(this.netns ? { netns: this.netns } : {}),
-      netlink: this.netlink as NetlinkHandle,
-      devices: this.devices as DeviceFeed,
-      routes: this.routes as RouteFeed,
-      ...(this.#p.objectPath ? { objectPath: this.#p.objectPath } : {}),
-      config: this.xdpConfig(this.cfg),
-      onSocketReopen: (cause, err) => this.socketReopened('genl', cause, err),
-      onPass: (devices) => this.events.xdpPass(devices),
-      registry: this.registry,
-      log: this.log.child({ component: 'xdp' }),
-    });
+    const x = new XdpForwarder(xdpParams(this, this.#p.objectPath));
     this.xdp = x;
     this.#stoppers.push(() => x.stop());
     try {
@@ -397,27 +331,7 @@ export class Agent implements AgentView {
     const x = this.xdp;
     const neighbor = this.neighbor;
     if (!x || !neighbor) return;
-    const c = this.cfg.xdp.missTracker;
-    const t = new MissTracker({
-      source: {
-        takeMisses: () => {
-          const taken = x.takeMisses();
-          this.misses.record(taken);
-          return taken;
-        },
-      },
-      // Through the write queue, so its changes are ordered with the API's.
-      sink: {
-        upsert: (o, ips) =>
-          this.control.exclusive('the XDP miss tracker', () => neighbor.upsert(o, ips)),
-        delete: (o, ips) =>
-          this.control.exclusive('the XDP miss tracker', () => neighbor.delete(o, ips)),
-      },
-      ttlMs: c.ttl,
-      intervalMs: c.interval,
-      registry: this.registry,
-      log: this.log.child({ component: 'miss-tracker' }),
-    });
+    const t = new MissTracker(missTrackerParams(this, x, neighbor));
     this.missTracker = t;
     this.#stoppers.push(() => t.stop());
     t.start();

@@ -1,10 +1,11 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { InvalidArgumentError, StorageError } from '../errors/index.js';
 import { ipArgText, parseIp, type IpArg, type ParsedIp } from '../ipaddr/index.js';
 import { silentLogger } from '../log/index.js';
+import { turns } from '../sched/testing.js';
 import { ControlPlane, type ExtipTarget, type ForwardableTarget } from './control.js';
 import { StateStore } from './state.js';
 
@@ -21,7 +22,7 @@ class FakeStore extends StateStore {
   failing = false;
   saves: string[][] = [];
   override async persist(): Promise<void> {
-    await new Promise((r) => setTimeout(r, 2));
+    await turns(2); // a save takes a while: requests arriving meanwhile queue
     if (this.failing) throw new StorageError('ENOSPC: no space left');
     this.saves.push([...this.draft.extip].sort());
     await super.persist();
@@ -193,7 +194,7 @@ describe('the control plane write queue', () => {
     const hold = w.cp.exclusive('a config reload', () => new Promise<void>((r) => (release = r)));
     const queued = new AbortController();
     const behind = w.cp.submit({ op: 'extip.add', ips: parsed('192.0.2.2') }, queued.signal);
-    await new Promise((r) => setTimeout(r, 20));
+    await vi.waitFor(() => expect(w.log).toContain('assign 192.0.2.1')); // saved, now stuck
     deadline.abort();
     queued.abort();
     await expect(stuck).rejects.toThrow(

@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../log/index.js';
+import { FakeClock } from '../sched/testing.js';
 import { MISS_OWNER, MissTracker } from './miss-tracker.js';
 
 describe('XDP miss tracker', () => {
@@ -62,5 +63,40 @@ describe('XDP miss tracker', () => {
     });
     await t.tick();
     expect(t.tracked).toBe(0);
+  });
+
+  it('ticks every intervalMs on its clock, skips a tick while one runs, and stops', async () => {
+    const clock = new FakeClock();
+    let reads = 0;
+    let release: (() => void) | undefined;
+    const t = new MissTracker({
+      source: {
+        takeMisses: async () => {
+          reads++;
+          await new Promise<void>((r) => (release = r));
+          return [];
+        },
+      },
+      sink: { upsert: () => {}, delete: () => {} },
+      ttlMs: 10_000,
+      intervalMs: 1000,
+      log: silentLogger(),
+      clock,
+    });
+    t.start();
+    await clock.advanceAsync(999);
+    expect(reads).toBe(0);
+    await clock.advanceAsync(1);
+    expect(reads).toBe(1);
+    await clock.advanceAsync(3000); // the first read still runs: no second one
+    expect(reads).toBe(1);
+    release!();
+    await clock.advanceAsync(1000);
+    expect(reads).toBe(2);
+    release!();
+    await t.stop();
+    await clock.advanceAsync(5000);
+    expect(reads).toBe(2);
+    expect(clock.pending).toBe(0);
   });
 });

@@ -5,6 +5,7 @@ import type { Registry } from 'prom-client';
 import { registerMissTrackerMetrics, type MissTrackerMetrics } from './metrics.js';
 import type { Logger } from '../log/index.js';
 import { MISS_OWNER } from '../config/index.js';
+import { Periodic, systemClock, type Clock } from '../sched/index.js';
 
 export { MISS_OWNER };
 
@@ -26,12 +27,15 @@ export interface MissTrackerParams {
   intervalMs: number;
   registry?: Registry;
   log: Logger;
+  /** The ticks' timer and the misses' age (default the process clock). */
+  clock?: Clock;
+  /** The misses' age only (default clock.now). */
   now?: () => number;
 }
 
 export class MissTracker {
   readonly #lastSeen = new Map<string, number>();
-  #timer: NodeJS.Timeout | undefined;
+  readonly #ticks: Periodic;
   #running: Promise<void> | undefined;
   readonly #metrics: MissTrackerMetrics | undefined;
   readonly #now: () => number;
@@ -39,7 +43,17 @@ export class MissTracker {
   readonly #p: MissTrackerParams;
   constructor(p: MissTrackerParams) {
     this.#p = p;
-    this.#now = p.now ?? Date.now;
+    const clock = p.clock ?? systemClock;
+    this.#now = p.now ?? (() => clock.now());
+    // a tick that still runs when the next is due is skipped
+    this.#ticks = new Periodic(
+      clock,
+      p.intervalMs,
+      () => {
+        this.#running ??= this.tick().finally(() => (this.#running = undefined));
+      },
+      { unref: true },
+    );
     if (p.registry)
       this.#metrics = registerMissTrackerMetrics(p.registry, () => this.#lastSeen.size);
   }
@@ -49,16 +63,11 @@ export class MissTracker {
   }
 
   start(): void {
-    if (this.#timer) return;
-    this.#timer = setInterval(() => {
-      if (!this.#running) this.#running = this.tick().finally(() => (this.#running = undefined));
-    }, this.#p.intervalMs);
-    this.#timer.unref();
+    this.#ticks.start();
   }
 
   async stop(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = undefined;
+    this.#ticks.stop();
     await this.#running;
   }
 

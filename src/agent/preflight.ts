@@ -7,7 +7,15 @@ import { statSync } from 'node:fs';
 import type { FibkeeperConfig } from '../config/index.js';
 import { NotSupportedError } from '../errors/index.js';
 import { isVerifierError } from '../native/index.js';
-import { CAPS, effectiveCaps } from '../probe/index.js';
+import type { Logger } from '../log/index.js';
+import {
+  buildReport,
+  CAPS,
+  effectiveCaps,
+  probeKernel,
+  type FeatureResult,
+  type ProbeReport,
+} from '../probe/index.js';
 import { netnsPath } from './lock.js';
 
 type CapName = keyof typeof CAPS;
@@ -102,4 +110,37 @@ export function verifierRefusal(err: unknown): string | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * The kernel probe of a start: the features this configuration needs (`probe`: tests' table
+ * instead of probing). Logs what is assumed from the kernel's version.
+ */
+export async function probeForStart(
+  cfg: FibkeeperConfig,
+  netns: string | undefined,
+  log: Logger,
+  probe?: () => Promise<FeatureResult[]>,
+): Promise<ProbeReport> {
+  const features = probe
+    ? await probe()
+    : await probeKernel({ ...(netns ? { netns } : {}), pinDir: cfg.xdp.pinDir });
+  const report = buildReport(features, cfg);
+  for (const f of report.assumed) {
+    log.warn(
+      { feature: f.name, detail: f.detail },
+      `assuming ${f.title} from kernel ${report.kernel}`,
+    );
+  }
+  return report;
+}
+
+/** Throws NotSupportedError naming each feature the kernel lacks, with its fix. */
+export function refuseMissing(report: ProbeReport): void {
+  if (report.missing.length === 0) return;
+  const lines = report.missing.map((f) => `${f.title}: ${f.detail} (fix: ${f.fix})`);
+  throw new NotSupportedError(
+    report.missing.map((f) => f.name).join(','),
+    `the kernel lacks what this configuration needs:\n  ${lines.join('\n  ')}`,
+  );
 }

@@ -6,7 +6,7 @@ import { describeError } from '../errors/index.js';
 import { readClusterSysctls, type ExternalIpStatus, type SysctlState } from '../extip/index.js';
 import type { XdpDeviceCounters, XdpDeviceStatus, XdpNodePolicyMode } from '../fib/index.js';
 import type { ClusterStatus } from '../cluster/index.js';
-import type { NeighborStatus } from '../neighbor/index.js';
+import type { NeighborStatus, StatusQuery } from '../neighbor/index.js';
 import type { IpExplanation } from './explain.js';
 import type { SkippedEntry } from './state.js';
 import type { AgentPhase, AgentView } from './view.js';
@@ -162,12 +162,8 @@ export function buildStatus(agent: AgentView, opts: StatusOptions = {}): StatusD
   };
 }
 
-function neighborQuery(opts: StatusOptions): {
-  ip?: string;
-  owner?: string;
-  ifindex?: number;
-  state?: string;
-} {
+/** The neighbor subsystem's StatusQuery of a GET /v1/status?ip=&owner=&device=&state=. */
+function neighborQuery(opts: StatusOptions): StatusQuery {
   const q = opts.query;
   if (q === undefined) return {};
   return {

@@ -40,10 +40,11 @@ export class ApiClient {
    */
   stream(path: string, onItem: (item: unknown) => void, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
+      let started = false; // the answer started: the socket's idle timeout no longer counts
       const req = request(
         { socketPath: this.#socketPath, method: 'GET', path, timeout: this.#timeoutMs },
         (res) => {
-          req.setTimeout(0);
+          started = true;
           if ((res.statusCode ?? 500) >= 400) {
             this.#collect(res, res.statusCode ?? 500, () => resolve(), reject);
             return;
@@ -67,7 +68,7 @@ export class ApiClient {
         if (signal.aborted) return resolve();
         signal.addEventListener('abort', () => (req.destroy(), resolve()), { once: true });
       }
-      this.#onError(req, reject);
+      this.#onError(req, reject, () => started);
       req.end();
     });
   }
@@ -123,10 +124,12 @@ export class ApiClient {
   }
 
   /** Turns a failed connection into the error that says what to do. */
-  #onError(req: ClientRequest, reject: (e: Error) => void): void {
-    req.on('timeout', () =>
-      req.destroy(new Error(`no answer from ${this.#socketPath} in ${this.#timeoutMs} ms`)),
-    );
+  #onError(req: ClientRequest, reject: (e: Error) => void, started = () => false): void {
+    // the `timeout` option: the socket's idle timeout (Node's, not a timer of ours)
+    req.on('timeout', () => {
+      if (started()) return;
+      req.destroy(new Error(`no answer from ${this.#socketPath} in ${this.#timeoutMs} ms`));
+    });
     req.on('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT' || err.code === 'ECONNREFUSED') {
         // The errno is in the message; the cause ("connect ENOENT PATH") would say it again.

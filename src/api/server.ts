@@ -13,6 +13,7 @@ import {
   describeError,
 } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
+import { systemClock, Timer, type Clock } from '../sched/index.js';
 import { parseHostPort } from '../metrics/index.js';
 import { IpLines } from './lines.js';
 import { ROUTES, type ControlHandlers } from './routes.js';
@@ -76,6 +77,8 @@ export interface ApiServerParams {
   requestTimeoutMs?: number;
   handlers: ControlHandlers;
   log: Logger;
+  /** The calls' deadlines; default the process clock. */
+  clock?: Clock;
 }
 
 /** Default deadline of a call. */
@@ -199,16 +202,17 @@ export class ApiServer {
     };
     const timeoutMs = this.#p.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), timeoutMs);
+    const clock = this.#p.clock ?? systemClock;
+    const timer = new Timer(clock);
+    timer.start(timeoutMs, () => deadline.abort());
     // A handler that does not answer for itself soon after the deadline gets a generic 503.
-    const backstop = setTimeout(
-      () =>
-        sendError(
-          new TimeoutError(
-            `no answer within ${timeoutMs} ms (api.requestTimeout); the outcome is unknown`,
-          ),
+    const backstop = new Timer(clock);
+    backstop.start(timeoutMs + DEADLINE_GRACE_MS, () =>
+      sendError(
+        new TimeoutError(
+          `no answer within ${timeoutMs} ms (api.requestTimeout); the outcome is unknown`,
         ),
-      timeoutMs + DEADLINE_GRACE_MS,
+      ),
     );
     try {
       if (viaTcp) this.#authorize(req);
@@ -247,8 +251,8 @@ export class ApiServer {
       });
       if (result instanceof StreamReply) {
         // A stream has no deadline: it lasts until the client hangs up.
-        clearTimeout(timer);
-        clearTimeout(backstop);
+        timer.cancel();
+        backstop.cancel();
         if (answered || res.headersSent) return;
         answered = true;
         sendStream(req, res, result);
@@ -258,8 +262,8 @@ export class ApiServer {
     } catch (err) {
       sendError(err);
     } finally {
-      clearTimeout(timer);
-      clearTimeout(backstop);
+      timer.cancel();
+      backstop.cancel();
     }
   }
 

@@ -6,7 +6,7 @@ import { request } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { EventLog, typeMatches } from '../events/index.js';
 import { silentLogger } from '../log/index.js';
 import {
@@ -22,10 +22,9 @@ let server: ApiServer;
 let log: EventLog;
 let cuts = 0;
 
-/** Resolves once `cond` holds (checked every 5 ms, for up to 5 s). */
+/** Resolves once `cond` holds: real socket I/O, polled (every 5 ms, for up to 5 s). */
 async function waitUntil(cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
-  expect(cond()).toBe(true);
+  await vi.waitFor(() => expect(cond()).toBe(true), { timeout: 5000, interval: 5 });
 }
 
 const unused = async () => {

@@ -5,6 +5,7 @@ import type { ClusterIpEntry } from '../api/index.js';
 import { OPTIONS, flagName, loadConfig } from '../config/index.js';
 import { enforceClusterSysctls, findExternal, readClusterSysctls } from '../extip/index.js';
 import { NetlinkHandle } from '../netlink/index.js';
+import { sleep, systemClock } from '../sched/index.js';
 import { checkedIps, clientFor, documentCommand } from './client-commands.js';
 import {
   EXIT_OK,
@@ -162,7 +163,7 @@ const drainCommand: Command = {
         );
         return 1;
       }
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(systemClock, 200);
     }
   },
 };

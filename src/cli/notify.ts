@@ -11,6 +11,7 @@ import type { Agent } from '../agent/index.js';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { sdNotify } from '../native/index.js';
+import { Periodic, sleep, systemClock, type Clock } from '../sched/index.js';
 
 /**
  * Longest wait for readiness before READY=1 is sent anyway (with STATUS= naming what is not
@@ -29,15 +30,17 @@ export class SystemdNotifier {
   /** The watchdog interval systemd asked for (WATCHDOG_USEC), ms; undefined: none. */
   readonly watchdogMs: number | undefined;
   #failed = false;
-  #watchdogTimer: NodeJS.Timeout | undefined;
+  #watchdogTimer: Periodic | undefined;
   #pingsHeld = false;
-  #timer: NodeJS.Timeout | undefined;
+  #timer: Periodic | undefined;
   #lastStatus = '';
 
   /** Reads NOTIFY_SOCKET and removes it, so that the processes the agent starts do not inherit it. */
   readonly #log: Logger;
-  constructor(log: Logger, env: NodeJS.ProcessEnv = process.env) {
+  readonly #clock: Clock;
+  constructor(log: Logger, env: NodeJS.ProcessEnv = process.env, clock: Clock = systemClock) {
     this.#log = log;
+    this.#clock = clock;
     this.#socket = env.NOTIFY_SOCKET || undefined;
     const usec = Number(env.WATCHDOG_USEC);
     const forUs = env.WATCHDOG_PID === undefined || Number(env.WATCHDOG_PID) === process.pid;
@@ -57,7 +60,7 @@ export class SystemdNotifier {
     if (every === undefined || this.#watchdogTimer !== undefined) return;
     const ping = () => {
       if (signal.aborted) {
-        clearInterval(this.#watchdogTimer);
+        this.#watchdogTimer?.stop();
         return;
       }
       const live = agent.live();
@@ -73,9 +76,11 @@ export class SystemdNotifier {
         );
       }
     };
+    this.#watchdogTimer = new Periodic(this.#clock, Math.max(100, every / 4), ping, {
+      unref: true,
+    });
     ping();
-    this.#watchdogTimer = setInterval(ping, Math.max(100, every / 4));
-    this.#watchdogTimer.unref();
+    if (!signal.aborted) this.#watchdogTimer.start();
   }
 
   get enabled(): boolean {
@@ -101,14 +106,17 @@ export class SystemdNotifier {
    */
   async started(agent: Checks, signal: AbortSignal, waitMs = READY_WAIT_MS): Promise<void> {
     if (!this.enabled) return;
-    const deadline = Date.now() + waitMs;
-    while (!agent.ready().ok && Date.now() < deadline && !signal.aborted) {
+    const deadline = this.#clock.now() + waitMs;
+    while (!agent.ready().ok && this.#clock.now() < deadline && !signal.aborted) {
       this.#status(agent, 'starting');
-      await new Promise((r) => setTimeout(r, POLL_MS));
+      await sleep(this.#clock, POLL_MS);
     }
     if (signal.aborted) return;
     this.ready(agent);
-    this.#timer = setInterval(() => this.#status(agent, 'running'), STATUS_MS).unref();
+    this.#timer = new Periodic(this.#clock, STATUS_MS, () => this.#status(agent, 'running'), {
+      unref: true,
+    });
+    this.#timer.start();
   }
 
   ready(agent: Checks): void {
@@ -120,8 +128,8 @@ export class SystemdNotifier {
   }
 
   stopping(): void {
-    if (this.#timer) clearInterval(this.#timer);
-    if (this.#watchdogTimer) clearInterval(this.#watchdogTimer);
+    this.#timer?.stop();
+    this.#watchdogTimer?.stop();
     this.send({ STOPPING: 1, STATUS: 'stopping' });
   }
 

@@ -12,6 +12,7 @@ import {
   type FaultSpec,
 } from '../native/index.js';
 import { EXIT_FAILED, EXIT_OK, str, type Command, type OptionsSpec } from './command.js';
+import { Periodic, systemClock } from '../sched/index.js';
 import { SystemdNotifier } from './notify.js';
 import { packageVersion } from './version.js';
 
@@ -43,7 +44,8 @@ function armTestFaults(spec: FaultSpec, text: string, log: Logger): void {
     'TEST FAULT INJECTION ARMED (FIBKEEPER_TEST_FAULTS): kernel calls will fail on purpose',
   );
   if (rules.length > 0) {
-    setInterval(() => log.warn({ injected: faultCounts() }, 'test faults injected'), 5000).unref();
+    const report = () => log.warn({ injected: faultCounts() }, 'test faults injected');
+    new Periodic(systemClock, 5000, report, { unref: true }).start();
   }
 }
 

@@ -3,7 +3,7 @@
 // that come together are one redraw (a burst of them waits DEBOUNCE_MS for the rest), and a
 // redraw never runs while the one before it still waits for its answer.
 import type { ApiClient } from '../api/index.js';
-import { systemClock, type Clock, type TimerHandle } from '../sched/index.js';
+import { systemClock, Timer, type Clock } from '../sched/index.js';
 
 /** How long a redraw waits for more events of the same change, ms. */
 export const DEBOUNCE_MS = 100;
@@ -20,11 +20,10 @@ export async function watchChanges(
   signal?: AbortSignal,
   clock: Clock = systemClock,
 ): Promise<boolean> {
-  let timer: TimerHandle | undefined;
+  const timer = new Timer(clock);
   let running: Promise<void> | undefined;
   let again = false;
   const run = async (): Promise<void> => {
-    timer = undefined;
     if (running !== undefined) {
       again = true;
       return;
@@ -36,11 +35,11 @@ export async function watchChanges(
     await running;
   };
   const kick = () => {
-    timer ??= clock.setTimeout(() => void run(), DEBOUNCE_MS);
+    timer.startIfIdle(DEBOUNCE_MS, () => void run());
   };
   const q = new URLSearchParams({ follow: '1', since: since.toISOString() });
   await client.stream(`/v1/events?${q}`, kick, signal);
-  if (timer !== undefined) clock.clearTimeout(timer);
+  timer.cancel();
   await running;
   return signal?.aborted === true;
 }

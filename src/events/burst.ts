@@ -3,7 +3,7 @@
 // the summaries go on while occurrences do. A load of a million entries is thus a handful
 // of events, and each occurrence costs an addition (its examples are made only while the
 // summary has room for them). Time from the injected clock.
-import type { Clock, TimerHandle } from '../sched/index.js';
+import { Timer, type Clock } from '../sched/index.js';
 import type { EventFields, EventSink, EventType } from './types.js';
 
 /** Examples kept per event. */
@@ -23,7 +23,7 @@ export interface BurstParams {
 
 export class Burst {
   readonly #p: BurstParams;
-  #timer: TimerHandle | undefined;
+  #timer: Timer | undefined;
   #count = 0;
   #sample: string[] = [];
 
@@ -42,7 +42,7 @@ export class Burst {
       for (const x of examples(room).slice(0, room)) this.#sample.push(x);
     }
     this.#count += n;
-    if (this.#timer === undefined) {
+    if (this.#timer?.pending !== true) {
       this.#flush();
       this.#open();
     }
@@ -50,17 +50,15 @@ export class Burst {
 
   /** Reports what is pending and stops the window. Idempotent. */
   stop(): void {
-    if (this.#timer !== undefined) this.#p.clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#timer?.cancel();
     this.#flush();
   }
 
   #open(): void {
-    this.#timer = this.#p.clock.setTimeout(() => {
-      this.#timer = undefined;
+    this.#timer ??= new Timer(this.#p.clock, { unref: true });
+    this.#timer.start(this.#p.windowMs, () => {
       if (this.#flush()) this.#open(); // occurrences went on: keep summarizing
-    }, this.#p.windowMs);
-    (this.#timer as { unref?: () => void }).unref?.();
+    });
   }
 
   #flush(): boolean {

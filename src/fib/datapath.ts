@@ -14,16 +14,12 @@ import {
   xdpQuery,
   type XdpMode,
 } from '../native/index.js';
+import * as shared from './datapath-maps.js';
+import { u32 } from './datapath-maps.js';
 import {
-  FK_MAX_SLOTS,
-  SIZEOF_FK_STATS,
   decodeConfig,
-  decodeMissEntry,
-  decodeStats,
   defaultConfig,
-  emptyCounters,
   encodeConfig,
-  encodeMissKey,
   type FkConfig,
   type MissEntry,
   type MissKey,
@@ -37,13 +33,7 @@ import {
   type SharedMaps,
 } from './instance.js';
 import type { KernelMirror } from './kstate.js';
-import {
-  FK_MAP_RERR,
-  OFFSETOF_STATE_UNWATCHED,
-  encodeState,
-  type KernelState,
-  type RedirectErrorName,
-} from './layout-state.js';
+import { FK_MAP_RERR, type KernelState, type RedirectErrorName } from './layout-state.js';
 import { Watch, defaultWatchPath } from './watch.js';
 import { Tracer, defaultTracerPath } from './tracer.js';
 import type { DatapathOps, HookQuery, MirrorSame, RecordInfo } from './ops.js';
@@ -80,23 +70,8 @@ interface Rec {
   staleMaps: boolean;
 }
 
-const u32 = (n: number): Buffer => {
-  const b = Buffer.alloc(4);
-  b.writeUInt32LE(n);
-  return b;
-};
-
 function keyForAll(netns: string | undefined): { netns?: string } {
   return netns === undefined ? {} : { netns };
-}
-
-/** Makes a map of 1-byte values hold exactly `keys` (additions first, then removals). */
-function syncKeys(m: BpfMap, keys: readonly Buffer[]): void {
-  const want = new Map(keys.map((k) => [k.toString('hex'), k]));
-  const have = new Set(m.keys().map((k) => k.toString('hex')));
-  const one = Buffer.from([1]);
-  for (const [hex, k] of want) if (!have.has(hex)) m.update(k, one);
-  for (const hex of have) if (!want.has(hex)) m.delete(Buffer.from(hex, 'hex'));
 }
 
 export class Datapath implements DatapathOps {
@@ -437,84 +412,37 @@ export class Datapath implements DatapathOps {
   }
 
   setTxPorts(ifindexes: readonly number[]): { ifindex: number; error: string }[] {
-    const m = this.#sharedMaps().txPorts;
-    const want = new Set(ifindexes);
-    const failed: { ifindex: number; error: string }[] = [];
-    for (const k of m.keys()) {
-      const ifindex = k.readUInt32LE(0);
-      if (!want.has(ifindex)) m.delete(k);
-    }
-    this.#inNs(() => {
-      for (const ifindex of want) {
-        try {
-          const cur = m.lookup(u32(ifindex));
-          if (cur === undefined || cur.readUInt32LE(0) !== ifindex)
-            m.update(u32(ifindex), u32(ifindex));
-        } catch (err) {
-          failed.push({ ifindex, error: describeError(err) });
-        }
-      }
-    });
-    return failed;
+    return shared.setTxPorts(this.#sharedMaps().txPorts, ifindexes, (fn) => this.#inNs(fn));
   }
 
   readSlot(slot: number): SlotCounters {
-    if (slot >= FK_MAX_SLOTS) return emptyCounters();
-    const v = this.#sharedMaps().stats.lookupPerCpu(u32(slot));
-    return v === undefined ? emptyCounters() : decodeStats(v);
+    return shared.readSlot(this.#sharedMaps(), slot);
   }
 
   zeroSlot(slot: number): void {
-    this.#sharedMaps().stats.update(u32(slot), Buffer.alloc(SIZEOF_FK_STATS));
+    shared.zeroSlot(this.#sharedMaps(), slot);
   }
 
   readMisses(): MissEntry[] {
-    const m = this.#sharedMaps().miss;
-    const out: MissEntry[] = [];
-    for (const k of m.keys()) {
-      const v = m.lookup(k);
-      if (v === undefined) continue; // evicted meanwhile
-      try {
-        out.push(decodeMissEntry(k, v));
-      } catch {
-        /* not written by fk_xdp_fwd: skip */
-      }
-    }
-    return out;
+    return shared.readMisses(this.#sharedMaps());
   }
 
   deleteMiss(key: MissKey): boolean {
-    return this.#sharedMaps().miss.delete(encodeMissKey(key));
+    return shared.deleteMiss(this.#sharedMaps(), key);
   }
 
   writeMirror(m: KernelMirror, same: MirrorSame = {}): void {
-    const maps = this.#sharedMaps();
-    if (same.local4w !== true) syncKeys(maps.local4w, m.local4w);
-    if (same.mpath4 !== true) syncKeys(maps.mpath4, m.mpath4);
-    if (same.mpath6 !== true) syncKeys(maps.mpath6, m.mpath6);
-    const egress = maps.egress;
-    for (const k of egress.keys()) if (!m.egress.has(k.readUInt32LE(0))) egress.delete(k);
-    for (const [ifindex, reason] of m.egress) {
-      const cur = egress.lookup(u32(ifindex));
-      if (cur === undefined || cur[0] !== reason)
-        egress.update(u32(ifindex), Buffer.from([reason]));
-    }
-    this.writeState(m.state);
+    shared.writeMirror(this.#sharedMaps(), m, same);
   }
 
   writeState(s: KernelState): void {
-    const maps = this.#sharedMaps();
-    const zero = u32(0);
-    const state = encodeState(s);
-    const cur = maps.state.lookup(zero);
-    if (cur === undefined || !cur.equals(state)) maps.state.update(zero, state);
+    shared.writeState(this.#sharedMaps(), s);
   }
 
   renewWatch(untilNs: bigint): boolean {
     if (this.#watch === undefined) return false;
     this.#watch.renew(untilNs);
-    const cur = this.#sharedMaps().state.lookup(u32(0));
-    return cur !== undefined && cur[OFFSETOF_STATE_UNWATCHED] !== 0;
+    return shared.unwatched(this.#sharedMaps());
   }
 
   readRedirectErrors(): Map<number, Record<RedirectErrorName, number>> | undefined {

@@ -3,44 +3,33 @@
 // node-policy change (and a periodic timer) reconciles the feed's links with the pinned
 // records and writes the mirror; route and rule events (the route feed's) only update the
 // route mirror (kroutes.ts) and write what it changed, coalesced, without a full pass. The
-// kernel work goes through DatapathOps.
+// kernel work goes through DatapathOps. wiring.ts lists the parts and builds them.
 import type { Registry } from 'prom-client';
 import { InvalidArgumentError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { forwarderMetrics, registerXdpMetrics } from './metrics.js';
-import type { NetlinkHandle, Subscription } from '../netlink/index.js';
-import { DeviceFeed, NetlinkHandle as Handle, RouteFeed } from '../netlink/index.js';
-import { RouteMirror } from './kroutes.js';
-import { Datapath } from './datapath.js';
+import type { DeviceFeed, NetlinkHandle, RouteFeed } from '../netlink/index.js';
+import { NetlinkHandle as Handle } from '../netlink/index.js';
+import { systemClock, type Clock } from '../sched/index.js';
+import { readCounters } from './counters.js';
+import { ForwarderInputs } from './forwarder-inputs.js';
+import type { RouteMirror } from './kroutes.js';
+import { forwarderParts } from './wiring.js';
 import { detachPinned } from './detach.js';
-import { defaultObjectPath } from './instance.js';
 import type { SlotDevice } from './kstate.js';
-import {
-  MirrorWriter,
-  RTM_DELNETCONF,
-  RTM_NEWNETCONF,
-  RTNLGRP_IPV4_NETCONF,
-  RTNLGRP_IPV6_NETCONF,
-} from './kwatch.js';
-import { FK_SLOT_OTHER, type MissEntry, type MissKey } from './layout.js';
+import type { MirrorWriter } from './kwatch.js';
+import type { MissEntry, MissKey } from './layout.js';
 import { egressReasons, policyStatus, readNodePolicy, reasonIndex } from './policy-apply.js';
-import { PolicyWatcher } from './policy-watch.js';
-import { zeroRedirectErrors } from './layout-state.js';
 import { XdpFeatures } from './xdp-features.js';
 import type { DatapathOps } from './ops.js';
-import { AttachPass } from './attach-pass.js';
-import { WATCH_RENEW_MS } from './watch.js';
+import type { AttachPass } from './attach-pass.js';
 import {
-  OTHER_DEVICE,
   type XdpDeviceCounters,
   type XdpDeviceStatus,
   type XdpForwarderConfig,
   type XdpHealth,
   type XdpNodePolicyMode,
 } from './types.js';
-
-/** The periodic resync dumps the routes every this many times (events keep them between). */
-const ROUTE_RESYNC_TICKS = 10;
 
 export interface XdpForwarderParams {
   /** Network namespace (name under /run/netns or a path); default the agent's own. */
@@ -71,6 +60,8 @@ export interface XdpForwarderParams {
   sysctlPollMs?: number;
   /** Tests: the kernel side. Default: Datapath over libbpf. */
   ops?: DatapathOps;
+  /** The timers (resync, watch renewal, sysctl poll) and genetlink timeouts; default the process clock. */
+  clock?: Clock;
   /** The genetlink socket (xdp_features) was replaced after `cause`, or could not be (`err`). */
   onSocketReopen?: (cause: string, err?: unknown) => void;
   /** Every device's status after each pass (the agent's events tell what changed). */
@@ -85,20 +76,13 @@ export class XdpForwarder {
   readonly #ops: DatapathOps;
   #nl: NetlinkHandle | undefined;
   #ownNl = false;
-  #sub: Subscription | undefined;
-  #feed: DeviceFeed | undefined;
-  #unlisten: (() => void) | undefined;
-  #routeFeed: RouteFeed | undefined;
-  #unlistenRoutes: (() => void) | undefined;
+  /** Feeds, netconf, the policy watcher and the timers (forwarder-inputs.ts). */
+  #inputs: ForwarderInputs | undefined;
   /** The route facts, from the route feed (kroutes.ts). */
-  readonly #routes = new RouteMirror();
+  readonly #routes: RouteMirror;
   /** A route-only write is queued. */
   #routesPending = false;
-  #timer: NodeJS.Timeout | undefined;
-  #poll: NodeJS.Timeout | undefined;
-  #watch: NodeJS.Timeout | undefined;
   readonly #mirror: MirrorWriter;
-  #policy: PolicyWatcher | undefined;
   /** Passes completed (tests and status: a change was applied once this moved). */
   #passes = 0;
   #routeWrites = 0;
@@ -119,16 +103,11 @@ export class XdpForwarder {
   constructor(p: XdpForwarderParams) {
     this.#p = p;
     this.#cfg = { ...p.config };
-    this.#ops =
-      p.ops ??
-      new Datapath({
-        objectPath: p.objectPath ?? defaultObjectPath(),
-        netns: p.netns,
-        pinDir: p.config.pinDir,
-        log: p.log,
-      });
-    this.#attach = new AttachPass(this.#ops, this.#cfg, p.log);
-    this.#mirror = new MirrorWriter(this.#ops, p.netns, p.log);
+    const parts = forwarderParts({ ...p, netns: p.netns, cfg: this.#cfg });
+    this.#ops = parts.ops;
+    this.#attach = parts.attach;
+    this.#mirror = parts.mirror;
+    this.#routes = parts.routes;
     if (p.registry !== undefined) {
       const set = registerXdpMetrics(p.registry);
       this.#setMetricsSource = (s) => set(s && forwarderMetrics(s));
@@ -156,96 +135,39 @@ export class XdpForwarder {
       }
       const { records, mapsReplaced } = this.#ops.open();
       if (this.#p.ops === undefined) {
-        this.#features = XdpFeatures.open(this.#p.netns, this.#p.log, this.#p.onSocketReopen);
+        const { netns, log, onSocketReopen } = this.#p;
+        this.#features = XdpFeatures.open(netns, log, onSocketReopen, this.#clock);
       }
       this.#p.log.info(
         { records: records.map((r) => r.name), mapsReplaced },
         records.length > 0 ? 'xdp: adopting pinned programs' : 'xdp: no pinned programs',
       );
-      // Subscribe first, then dump: no change falls in between. Links (the device feed's)
-      // decide the attachments; links, addresses, routes and netconf (rp_filter, forwarding)
-      // changes what the program must know of the kernel.
-      const feed = (this.#feed =
-        this.#p.devices ?? new DeviceFeed({ nl: this.#nl, log: this.#p.log }));
-      this.#unlisten = feed.listen({
-        loaded: (_reason, changed) => {
-          if (changed) this.#schedule();
-        },
-        link: () => this.#schedule(),
-        address: () => this.#schedule(),
-      });
-      // the node's policy: nftables, tc and xfrm events, before their first read
-      this.#policy = new PolicyWatcher({
-        netns: this.#p.netns,
-        nl: this.#nl,
-        log: this.#p.log,
-        onChange: () => this.#schedule(),
-      });
-      this.#policy.start();
       if (this.#mode === 'bypass') {
         this.#p.log.warn(
           "xdp: xdp.nodePolicy bypass: frames forwarded in XDP skip the node's netfilter, tc and xfrm policy",
         );
       }
-      // netconf (rp_filter, forwarding) here; routes and rules from the route feed
-      const groups = [RTNLGRP_IPV4_NETCONF, RTNLGRP_IPV6_NETCONF] as const;
-      this.#sub = this.#nl.subscribe(
-        groups,
-        {
-          onMessage: (type) => {
-            if (type === RTM_NEWNETCONF || type === RTM_DELNETCONF) this.#schedule();
-            return true;
-          },
-          onEvent: (ev) => {
-            if (ev.kind === 'overflow') this.#p.log.warn('xdp: kernel events lost; resyncing');
-            this.#schedule();
-          },
-          onError: (err) => this.#p.log.warn({ err: describeError(err) }, 'xdp: kernel events'),
-        },
-        { socket: 'xdp' },
-      );
-      this.#sub.unref();
-      await feed.start();
-      const routes = (this.#routeFeed =
-        this.#p.routes ?? new RouteFeed({ nl: this.#nl, log: this.#p.log, devices: feed }));
-      this.#unlistenRoutes = await routes.listen({
-        loaded: (_reason, list, rules) => this.#routes.load(list, rules),
-        route: (kind, r) => {
-          this.#routes.route(kind, r);
-          this.#routesChanged();
-        },
-        rule: (kind, r) => {
-          this.#routes.rule(kind, r);
-          this.#routesChanged();
-        },
-        caughtUp: () => this.#routesChanged(),
-      });
+      // Links (the device feed's) decide the attachments; links, addresses, routes and
+      // netconf (rp_filter, forwarding) changes what the program must know of the kernel.
+      const inputs = (this.#inputs = new ForwarderInputs({
+        netns: this.#p.netns,
+        nl: this.#nl,
+        log: this.#p.log,
+        clock: this.#clock,
+        devices: this.#p.devices,
+        routes: this.#p.routes,
+        mirror: this.#routes,
+        schedule: (fresh) => this.#schedule(fresh),
+        routesChanged: () => this.#routesChanged(),
+        renew: () => this.#renew(),
+        poll: () => this.#pollSysctls(),
+      }));
+      await inputs.start();
       this.#state = 'running';
       // a shared feed may not have read the last events yet: the first pass dumps
       await this.#enqueue(this.#p.devices !== undefined);
       if (this.#state !== 'running') return; // stopped while the first sync ran
-      const every = this.#p.resyncIntervalMs ?? 30_000;
-      if (every > 0) {
-        // the safety net: links dumped again every time, routes every tenth (5 min by
-        // default: a dump is O(routes) for every listener of a shared feed)
-        let ticks = 0;
-        this.#timer = setInterval(() => {
-          this.#schedule(true);
-          if (++ticks % ROUTE_RESYNC_TICKS !== 0) return;
-          this.#routeFeed?.refresh().catch((err: unknown) => {
-            this.#p.log.warn({ err: describeError(err) }, 'xdp: route dump failed');
-          });
-        }, every);
-        this.#timer.unref();
-      }
-      // the program trusts the state while the agent vouches for it (the watch, watch.ts)
-      this.#watch = setInterval(() => this.#renew(), WATCH_RENEW_MS);
-      this.#watch.unref();
-      const poll = this.#p.sysctlPollMs ?? 1000;
-      if (poll > 0) {
-        this.#poll = setInterval(() => this.#pollSysctls(), poll);
-        this.#poll.unref();
-      }
+      inputs.startTimers(this.#p.resyncIntervalMs ?? 30_000, this.#p.sysctlPollMs ?? 1000);
       this.#setMetricsSource?.(this);
     } catch (err) {
       // a start that fails leaves nothing attached or pinned behind
@@ -288,20 +210,7 @@ export class XdpForwarder {
     if (this.#state === 'stopped') return;
     const wasRunning = this.#state !== 'new';
     this.#state = 'stopped';
-    if (this.#timer !== undefined) clearInterval(this.#timer);
-    if (this.#poll !== undefined) clearInterval(this.#poll);
-    if (this.#watch !== undefined) clearInterval(this.#watch);
-    this.#watch = undefined;
-    this.#timer = undefined;
-    this.#poll = undefined;
-    this.#sub?.close();
-    this.#sub = undefined;
-    this.#policy?.stop();
-    this.#policy = undefined;
-    this.#unlisten?.();
-    this.#unlistenRoutes?.();
-    if (this.#p.routes === undefined) this.#routeFeed?.stop();
-    if (this.#p.devices === undefined) this.#feed?.stop();
+    this.#inputs?.stop();
     await this.#queue.catch(() => undefined);
     this.#setMetricsSource?.(undefined);
     if (wasRunning) {
@@ -387,6 +296,10 @@ export class XdpForwarder {
     return out;
   }
 
+  get #clock(): Clock {
+    return this.#p.clock ?? systemClock;
+  }
+
   get #mode(): XdpNodePolicyMode {
     return this.#cfg.nodePolicy ?? 'respect';
   }
@@ -428,7 +341,7 @@ export class XdpForwarder {
     }
     // the parts of the node's policy that raise no event: legacy iptables, tcx programs
     try {
-      if (this.#policy?.poll(this.#selectedIfindexes())) {
+      if (this.#inputs?.policy?.poll(this.#selectedIfindexes())) {
         this.#schedule();
         return;
       }
@@ -456,7 +369,7 @@ export class XdpForwarder {
       this.#pending = false;
       const dump = this.#fresh;
       this.#fresh = false;
-      const feed = this.#feed;
+      const feed = this.#inputs?.feed;
       if (this.#state !== 'running' || this.#nl === undefined || feed === undefined) return;
       try {
         if (dump) await feed.refresh();
@@ -464,7 +377,7 @@ export class XdpForwarder {
         const features = await this.#readFeatures();
         if (this.#state !== 'running') return;
         const sel = { devices: this.#cfg.devices, holderName: this.#cfg.holderName };
-        const watcher = this.#policy;
+        const watcher = this.#inputs?.policy;
         if (watcher === undefined) return;
         const { policy, names } = await readNodePolicy(watcher, links, sel);
         if (this.#state !== 'running') return;
@@ -499,31 +412,7 @@ export class XdpForwarder {
   /** Counters per device slot (and ":other"), summed over CPUs, read now. */
   counters(): XdpDeviceCounters[] {
     if (this.#state !== 'running') return [];
-    const out: XdpDeviceCounters[] = [];
-    const rerr = this.#ops.readRedirectErrors();
-    const errorsOf = (ifindex: number) => ({
-      ...zeroRedirectErrors(),
-      ...(ifindex > 0 ? rerr?.get(ifindex) : undefined),
-    });
-    for (const r of this.#ops.records()) {
-      if (r.slot === FK_SLOT_OTHER) continue;
-      const ifindex = this.#devices.get(r.name)?.ifindex ?? 0;
-      out.push({
-        device: r.name,
-        ifindex,
-        slot: r.slot,
-        ...this.#ops.readSlot(r.slot),
-        redirectErrors: errorsOf(ifindex),
-      });
-    }
-    out.push({
-      device: OTHER_DEVICE,
-      ifindex: 0,
-      slot: FK_SLOT_OTHER,
-      ...this.#ops.readSlot(FK_SLOT_OTHER),
-      redirectErrors: zeroRedirectErrors(),
-    });
-    return out;
+    return readCounters(this.#ops, (name) => this.#devices.get(name)?.ifindex ?? 0);
   }
 
   /** Redirect errors can be counted on this kernel (the tracer is loaded). */
@@ -588,7 +477,7 @@ export class XdpForwarder {
   /** Healthy: ready, the last sync worked and every selected device has the program. */
   health(): XdpHealth {
     const r = this.ready();
-    const reasons = [...r.reasons, ...(this.#policy?.liveness().reasons ?? [])];
+    const reasons = [...r.reasons, ...(this.#inputs?.policy?.liveness().reasons ?? [])];
     if (this.#syncError !== undefined) reasons.push(`sync: ${this.#syncError}`);
     for (const d of this.#devices.values()) {
       if (d.error !== undefined) reasons.push(`${d.name}: ${d.error}`);

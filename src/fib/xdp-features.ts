@@ -10,6 +10,7 @@
 import { describeError, TimeoutError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { NetlinkSocket, type SystemError } from '../native/index.js';
+import { systemClock, Timer, type Clock } from '../sched/index.js';
 
 const NETLINK_GENERIC = 16;
 const GENL_ID_CTRL = 0x10;
@@ -78,15 +79,19 @@ export class XdpFeatures {
   #family: number | undefined | null = null;
   #pending: { seq: number; out: Buffer[]; done: (err?: Error) => void } | undefined;
   #closed = false;
-  /** Clock time of the last request sent, and of the last answer received (Date.now()). */
+  readonly #clock: Clock;
+  /** Clock time of the last request sent, and of the last answer received. */
   #lastAsk = 0;
-  #lastAnswer = Date.now();
+  #lastAnswer: number;
 
   private constructor(
     netns: string | undefined,
     log: Logger,
-    onReopen?: (cause: string, err?: unknown) => void,
+    onReopen: ((cause: string, err?: unknown) => void) | undefined,
+    clock: Clock,
   ) {
+    this.#clock = clock;
+    this.#lastAnswer = clock.now();
     this.#netns = netns;
     this.#log = log;
     this.#onReopen = onReopen;
@@ -95,14 +100,16 @@ export class XdpFeatures {
 
   /**
    * Opens the genetlink socket in `netns`. `onReopen` hears of every replacement of it (after
-   * `cause`, an errno name), or of one that failed (`err`).
+   * `cause`, an errno name), or of one that failed (`err`). `clock`: the answer's timeout and
+   * the silence of liveness (default the process clock).
    */
   static open(
     netns: string | undefined,
     log: Logger,
     onReopen?: (cause: string, err?: unknown) => void,
+    clock: Clock = systemClock,
   ): XdpFeatures {
-    return new XdpFeatures(netns, log, onReopen);
+    return new XdpFeatures(netns, log, onReopen, clock);
   }
 
   #open(): NetlinkSocket {
@@ -142,7 +149,7 @@ export class XdpFeatures {
   }
 
   #onData(chunk: Buffer): void {
-    this.#lastAnswer = Date.now();
+    this.#lastAnswer = this.#clock.now();
     const p = this.#pending;
     if (p === undefined) return;
     for (let off = 0; off < chunk.length;) {
@@ -167,22 +174,22 @@ export class XdpFeatures {
 
   #ask(msg: (seq: number) => Buffer): Promise<Buffer[]> {
     const seq = this.#seq++;
-    this.#lastAsk = Date.now();
+    this.#lastAsk = this.#clock.now();
     return new Promise((resolve, reject) => {
       const out: Buffer[] = [];
       const sock = this.#sock;
       // the socket keeps the process alive only while an answer is awaited
       sock.ref();
-      const timer = setTimeout(() => {
+      const timer = new Timer(this.#clock, { unref: true });
+      timer.start(ASK_TIMEOUT_MS, () => {
         this.#pending?.done(new TimeoutError(`genetlink: no answer in ${ASK_TIMEOUT_MS} ms`));
         this.#reopen('ETIMEDOUT');
-      }, ASK_TIMEOUT_MS);
-      timer.unref();
+      });
       this.#pending = {
         seq,
         out,
         done: (err) => {
-          clearTimeout(timer);
+          timer.cancel();
           this.#pending = undefined;
           if (!sock.closed) sock.unref();
           if (err) reject(err);

@@ -8,9 +8,12 @@ import {
   parseErrorMessage,
   type Writer,
 } from './codec/index.js';
+import type { Clock } from '../sched/index.js';
 
 /** The part of the client a bulk operation uses. */
 export interface BulkHost {
+  /** Time of the operations' activity (PendingOps times them out on it). */
+  readonly clock: Clock;
   readonly params: { window: number; maxSendBytes: number };
   readonly sendCounter: number;
   /** Requests of all bulk operations sent and not yet answered (the window is shared). */
@@ -74,7 +77,7 @@ export const ENOBUFS = 105;
 export class BulkOp<T> {
   readonly firstSeq: number;
   readonly lastSeq: number;
-  lastActivity = Date.now();
+  lastActivity: number;
   readonly #host: BulkHost;
   readonly #spec: BulkSpec<T>;
   readonly #resolve: (o: BulkOutcome<T>) => void;
@@ -93,6 +96,7 @@ export class BulkOp<T> {
     reject: (err: Error) => void,
   ) {
     this.#host = host;
+    this.lastActivity = host.clock.now();
     this.#spec = spec;
     this.#resolve = resolve;
     this.#reject = reject;
@@ -174,7 +178,7 @@ export class BulkOp<T> {
       batch.sentCount = n;
       batch.sendIndex = this.#host.sendCounter;
       this.#host.inFlight += n;
-      this.lastActivity = Date.now();
+      this.lastActivity = this.#host.clock.now();
     }
     this.#batches.push(batch);
   }

@@ -1,8 +1,8 @@
-// The request client and subscriptions against a scripted fake kernel: matching by
+// The request client against a scripted fake kernel: matching by
 // sequence number and port id, dump retries, serialized dumps, bulk batching and per-item
-// failures, overflow recovery, timeouts, close.
+// failures, overflow recovery (lifetime and subscriptions: lifetime.test.ts).
 import { describe, expect, it } from 'vitest';
-import { ClosedError, InvalidArgumentError, TimeoutError } from '../errors/index.js';
+import { InvalidArgumentError } from '../errors/index.js';
 import * as C from './codec/index.js';
 import {
   DumpInterruptedError,
@@ -11,23 +11,13 @@ import {
   formatNeigh,
   formatRoute,
   type Neigh,
-  neighFields,
   NetlinkError,
   readHeader,
-  readNeighFields,
   Writer,
 } from './codec/index.js';
 import { NetlinkHandle } from './handle.js';
-import {
-  ack,
-  enobufs,
-  PORT,
-  FakeKernel,
-  kernelAck,
-  type Script,
-  ThreadedFakeKernel,
-} from './testing.js';
-import type { SubscriptionEvent } from './subscription.js';
+import { ack, PORT, FakeKernel, kernelAck, type Script, ThreadedFakeKernel } from './testing.js';
+import { turns } from '../sched/testing.js';
 
 function open(
   kernel: FakeKernel,
@@ -80,7 +70,7 @@ describe('requests and replies', () => {
     formatErrorMessage(w, req.header.seq, PORT + 1, 0, req.header); // other port
     formatErrorMessage(w, req.header.seq + 1, PORT, 0, req.header); // other seq
     k.deliver(Buffer.from(w.bytes()));
-    await new Promise((r) => setTimeout(r, 20));
+    await turns(5);
     expect(done).toBe(false);
     expect(h.stats.strayMessages).toBe(2);
     const w2 = new Writer();
@@ -197,7 +187,7 @@ describe('dumps', () => {
     const h = open(k);
     const a = h.neighList();
     const b = h.neighList();
-    await new Promise((r) => setTimeout(r, 10));
+    await turns(5);
     expect(k.requests).toHaveLength(1);
     k.hold = false;
     for (const c of k.held.splice(0)) k.deliver(c);
@@ -268,7 +258,7 @@ describe('bulk', () => {
       k.hold = false;
       for (const ch of k.held.splice(0)) k.deliver(ch); // answer everything sent so far
       k.hold = true;
-      await new Promise((r) => setTimeout(r, 5));
+      await turns(5);
       expect(k.requests.length - before).toBeLessThanOrEqual(10); // never more than the window
     }
     k.hold = false;
@@ -420,150 +410,5 @@ describe('receive overflow on the request socket', () => {
     expect(err).toMatchObject({ errnoName: 'ENOBUFS' });
     expect(k.requests.filter((r) => r.header.type === C.NLMSG_NOOP)).toHaveLength(3);
     expect(h.stats.lostAcks).toBe(1); // the request; the swallowed probes are not counted
-  });
-});
-
-describe('lifetime', () => {
-  it('fails a request that hears nothing with TimeoutError', async () => {
-    const k = new FakeKernel(() => undefined);
-    const h = open(k, { timeoutMs: 50 });
-    await expect(h.neighSet({ ifindex: 7, dst: '10.0.0.1' })).rejects.toBeInstanceOf(TimeoutError);
-  });
-
-  it('close() fails pending requests with ClosedError, and later calls too', async () => {
-    const k = new FakeKernel(() => undefined);
-    const h = open(k);
-    const p = h.neighSet({ ifindex: 7, dst: '10.0.0.1' });
-    h.close();
-    h.close();
-    await expect(p).rejects.toBeInstanceOf(ClosedError);
-    await expect(h.neighSet({ ifindex: 7, dst: '10.0.0.1' })).rejects.toBeInstanceOf(ClosedError);
-    expect(k.closed).toBe(true);
-  });
-
-  it('opens without strict checking on kernels that lack it', () => {
-    const k = new FakeKernel();
-    const seen: (boolean | undefined)[] = [];
-    const h = NetlinkHandle.open({
-      openSocket: (o) => {
-        seen.push(o.strictCheck);
-        if (o.strictCheck) throw Object.assign(new Error('setsockopt'), { code: 'ENOPROTOOPT' });
-        return k;
-      },
-    });
-    expect(seen).toEqual([true, undefined]);
-    h.close();
-  });
-
-  it('validates options, naming the option', () => {
-    const k = new FakeKernel();
-    expect(() => NetlinkHandle.open({ openSocket: () => k, window: 0 })).toThrow(/window/);
-    expect(() => NetlinkHandle.open({ openSocket: () => k, rcvbuf: 10 })).toThrow(/rcvbuf/);
-  });
-
-  it('bounds the window by the receive buffer', () => {
-    const k = new FakeKernel();
-    const h = NetlinkHandle.open({ openSocket: () => k, rcvbuf: 64 << 10, window: 100000 });
-    expect(h.window).toBe((128 << 10) / 2048);
-  });
-});
-
-describe('subscriptions', () => {
-  it('delivers new/del events, an overflow event, and parse errors', () => {
-    const k = new FakeKernel();
-    let opened: { groups?: number[] } = {};
-    const sub = new FakeKernel();
-    const h2 = NetlinkHandle.open({ openSocket: (o) => ((opened = o), o.groups ? sub : k) });
-    const events: SubscriptionEvent[] = [];
-    const errors: Error[] = [];
-    const s = h2.subscribe(['neigh', 'route', 'link'], {
-      onEvent: (e) => events.push(e),
-      onError: (e) => errors.push(e),
-    });
-    expect(opened.groups).toEqual([
-      C.RTNLGRP_NEIGH,
-      C.RTNLGRP_IPV4_ROUTE,
-      C.RTNLGRP_IPV6_ROUTE,
-      C.RTNLGRP_LINK,
-    ]);
-    const w = new Writer();
-    formatNeigh(w, C.RTM_NEWNEIGH, 0, {
-      ...neigh('10.0.0.1'),
-      flagsExt: C.NTF_EXT_MANAGED,
-      protocol: 0x99,
-    });
-    formatNeigh(w, C.RTM_DELNEIGH, 0, neigh('10.0.0.2'));
-    const junk = w.begin(C.RTM_NEWNEIGH, 0, 2); // too short for an ndmsg
-    w.end(junk);
-    w.end(w.begin(C.RTM_NEWNSID, 0, 4)); // a type the codec does not decode
-    sub.receiver!.onData(Buffer.from(w.bytes()));
-    sub.receiver!.onError(enobufs());
-    expect(events.map((e) => e.kind)).toEqual(['new', 'del', 'overflow']);
-    const first = events[0]!;
-    if (first.kind === 'overflow' || first.object !== 'neigh')
-      throw new Error('expected a neigh event');
-    expect(first.msg).toMatchObject({
-      dst: '10.0.0.1',
-      flagsExt: C.NTF_EXT_MANAGED,
-      protocol: 0x99,
-    });
-    expect(errors).toHaveLength(1);
-    expect(s.stats).toEqual({ events: 2, overflows: 1, reopens: 0, parseErrors: 1, ignored: 1 });
-    s.close();
-    expect(sub.closed).toBe(true);
-    h2.close();
-  });
-
-  it('onMessage takes the messages it decodes itself; the rest become events', () => {
-    const sub = new FakeKernel();
-    const h = NetlinkHandle.open({ openSocket: (o) => (o.groups ? sub : new FakeKernel()) });
-    const events: SubscriptionEvent[] = [];
-    const errors: Error[] = [];
-    const fields = neighFields();
-    const taken: string[] = [];
-    const s = h.subscribe(['neigh', 'route'], {
-      onMessage: (type, buf, off, len) => {
-        if (type !== C.RTM_NEWNEIGH && type !== C.RTM_DELNEIGH) return false;
-        const f = readNeighFields(buf, off, len, fields);
-        taken.push(`${type === C.RTM_NEWNEIGH ? 'new' : 'del'} ${f.dst} ${f.lladdr} ${f.protocol}`);
-        return true;
-      },
-      onEvent: (e) => events.push(e),
-      onError: (e) => errors.push(e),
-    });
-    const w = new Writer();
-    formatNeigh(w, C.RTM_NEWNEIGH, 0, {
-      ...neigh('10.0.0.1'),
-      lladdr: '02:00:00:00:00:0a',
-      protocol: 241,
-    });
-    formatRoute(w, C.RTM_NEWROUTE, 0, {
-      family: C.AF_INET,
-      dstLen: 8,
-      srcLen: 0,
-      tos: 0,
-      table: C.RT_TABLE_MAIN,
-      protocol: C.RTPROT_BOOT,
-      scope: 0,
-      type: C.RTN_UNICAST,
-      flags: 0,
-      dst: '10.0.0.0',
-      oif: 2,
-    });
-    formatNeigh(w, C.RTM_DELNEIGH, 0, neigh('10.0.0.2'));
-    const junk = w.begin(C.RTM_NEWNEIGH, 0, 2); // too short for an ndmsg
-    w.end(junk);
-    sub.receiver!.onData(Buffer.from(w.bytes()));
-    expect(taken).toEqual([
-      'new 10.0.0.1 02:00:00:00:00:0a 241',
-      'del 10.0.0.2 02:00:00:00:00:01 undefined',
-    ]);
-    expect(events.map((e) => (e.kind === 'overflow' ? e.kind : `${e.kind} ${e.object}`))).toEqual([
-      'new route',
-    ]);
-    expect(errors).toHaveLength(1);
-    expect(s.stats).toEqual({ events: 3, overflows: 0, reopens: 0, parseErrors: 1, ignored: 0 });
-    s.close();
-    h.close();
   });
 });

@@ -29,6 +29,7 @@ import { DumpCutShortError, Dumps, isDump, type DumpHost } from './dumps.js';
 import type { Probed } from './health.js';
 import { OverflowRecovery } from './overflow.js';
 import { PendingOps } from './pending.js';
+import { systemClock, type Clock } from '../sched/index.js';
 import {
   singleOp,
   type ClientParams,
@@ -57,6 +58,8 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
   /** Which transport the receive callbacks come from (a replaced one's are ignored). */
   #epoch = 0;
   readonly params: ClientParams;
+  /** Time and timers of the operations (params.clock, or the process clock). */
+  readonly clock: Clock;
   readonly #w = new Writer(64 * 1024);
   readonly #ops: PendingOps;
   #seq = 1 + Math.floor(Math.random() * 0x1000_0000);
@@ -82,7 +85,9 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
 
   constructor(params: ClientParams) {
     this.params = params;
+    this.clock = params.clock ?? systemClock;
     this.#ops = new PendingOps({
+      clock: this.clock,
       timeoutMs: params.timeoutMs,
       busy: (on) => (on ? this.#t.ref() : this.#t.unref()),
       timedOut: () => this.pumpAll(), // failed bulk operations gave their room back
@@ -93,7 +98,7 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
   }
 
   #now(): number {
-    return this.params.now?.() ?? Date.now();
+    return this.params.now?.() ?? this.clock.now();
   }
 
   /** Receives on `t` from now on; what the previous transport still delivers is ignored. */
@@ -326,7 +331,7 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
   onData(chunk: Buffer): void {
     const end = chunk.length;
     const port = this.#t.portId;
-    const now = Date.now();
+    const now = this.clock.now();
     this.lastHeard = this.#now();
     let off = 0;
     while (off < end) {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../log/index.js';
 import { AF_UNSPEC, DumpInterruptedError, type Address, type Link } from './codec/index.js';
+import { FakeClock } from '../sched/testing.js';
 import { DeviceFeed, type DeviceFeedListener, type DeviceFeedParams } from './devices.js';
 import type { Subscription, SubscriptionHandlers } from './subscription.js';
 
@@ -68,8 +69,8 @@ function recorder(feed: DeviceFeed): { calls: string[]; listener: DeviceFeedList
 
 const tick = () => new Promise((r) => setImmediate(r));
 
-function makeFeed(k: FakeKernel): DeviceFeed {
-  return new DeviceFeed({ nl: k.nl, log: silentLogger(), retryMs: 1 });
+function makeFeed(k: FakeKernel, clock?: FakeClock): DeviceFeed {
+  return new DeviceFeed({ nl: k.nl, log: silentLogger(), retryMs: 1, clock });
 }
 
 describe('DeviceFeed', () => {
@@ -175,14 +176,17 @@ describe('DeviceFeed', () => {
   it('refresh() rejects with a failed dump; the feed tries again and recovers', async () => {
     const k = new FakeKernel();
     k.links = [link(1, 'lo')];
-    const feed = makeFeed(k);
+    const clock = new FakeClock();
+    const feed = makeFeed(k, clock);
     await feed.start();
     k.fail = new DumpInterruptedError('link dump', 3);
     await expect(feed.refresh()).rejects.toBeInstanceOf(DumpInterruptedError);
     expect(feed.lastError).toMatch(/interrupted/);
     k.fail = undefined;
     k.links.push(link(4, 'eth2'));
-    await new Promise((r) => setTimeout(r, 20)); // the retry after retryMs
+    await tick();
+    expect(feed.link(4)).toBeUndefined(); // nothing before the retry is due
+    await clock.advanceAsync(1); // the retry after retryMs
     expect(feed.lastError).toBeUndefined();
     expect(feed.link(4)?.name).toBe('eth2');
   });

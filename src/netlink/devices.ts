@@ -34,7 +34,7 @@ export interface DeviceFeedParams {
   nl: Pick<NetlinkHandle, 'subscribe' | 'linkList' | 'addrList'>;
   log: Logger;
   /** Default: the process timers. */
-  clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
+  clock?: Clock;
   /** Receive buffer of the subscription socket; default 4 MiB. */
   rcvbuf?: number;
   /** Delay before a failed dump is tried again, ms; default 1000. */

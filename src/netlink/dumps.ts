@@ -18,6 +18,7 @@ import {
 } from './codec/index.js';
 import { FibkeeperError } from '../errors/index.js';
 import { singleOp, type Encode, type Op } from './ops.js';
+import { sleep, type Clock } from '../sched/index.js';
 
 const EBUSY = 16;
 /** Pause before an attempt after one that was cut short or refused with EBUSY, ms. */
@@ -38,6 +39,7 @@ function retryable(err: unknown): boolean {
 
 /** The part of the client that dumps use. */
 export interface DumpHost {
+  readonly clock: Clock;
   readonly params: { dumpAttempts: number };
   allocSeq(n: number): number;
   /** Registers `op`, then runs `send`; a throw unregisters it and rejects. */
@@ -78,7 +80,7 @@ export class Dumps {
         if (attempt >= this.#host.params.dumpAttempts) {
           throw new DumpInterruptedError(what, attempt);
         }
-        if ('pause' in r) await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+        if ('pause' in r) await sleep(this.#host.clock, RETRY_MS);
       }
     });
     this.#tail = run.catch(() => undefined);

@@ -21,7 +21,7 @@
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { DumpInterruptedError, ParseError, type RtEvent } from './codec/index.js';
-import type { Clock } from '../sched/index.js';
+import { Timer, type Clock } from '../sched/index.js';
 import type { Subscription, SubscriptionEvent, SubscriptionHandlers } from './subscription.js';
 
 /** Why a feed dumps: the reasons of its own, and those its users pass to resync(). */
@@ -53,7 +53,7 @@ export interface FeedParams<D, R extends string = never> {
   failed?(err: unknown): void;
   /** Counted once per resync that starts. */
   resynced(reason: FeedReason<R>): void;
-  clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
+  clock: Clock;
   log: Logger;
   /** Delay before trying a failed dump again, ms. */
   retryMs: number;
@@ -65,7 +65,7 @@ export class Feed<D, R extends string = never> {
   #held: RtEvent[] | undefined = [];
   #running: Promise<void> | undefined = undefined;
   #again: FeedReason<R> | undefined = undefined;
-  #retryTimer: unknown = undefined;
+  #retryTimer: Timer | undefined = undefined;
   #stopped = false;
   #wakeSleep: (() => void) | undefined = undefined;
   /** Events were lost on a socket that is still in use (not replaced by the subscription). */
@@ -232,11 +232,11 @@ export class Feed<D, R extends string = never> {
   #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       this.#wakeSleep = resolve;
-      this.#retryTimer = this.#p.clock.setTimeout(() => {
-        this.#retryTimer = undefined;
+      this.#retryTimer ??= new Timer(this.#p.clock);
+      this.#retryTimer.start(ms, () => {
         this.#wakeSleep = undefined;
         resolve();
-      }, ms);
+      });
     });
   }
 
@@ -257,8 +257,7 @@ export class Feed<D, R extends string = never> {
   stop(): void {
     this.#stopped = true;
     this.#held = undefined;
-    if (this.#retryTimer !== undefined) this.#p.clock.clearTimeout(this.#retryTimer);
-    this.#retryTimer = undefined;
+    this.#retryTimer?.cancel();
     this.#wakeSleep?.();
     this.#wakeSleep = undefined;
     this.#sub?.close();

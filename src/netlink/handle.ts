@@ -166,6 +166,7 @@ export class NetlinkHandle {
       reopen: () => openOne().sock,
       reopened: (cause, err) => handle!.#reopened('request', cause, err),
       now: () => clock.now(),
+      clock,
     });
     handle = new NetlinkHandle(client, opts, health);
     return handle;

@@ -7,7 +7,7 @@
 // requests as retryable and makes its readers resync from a dump. Liveness (/livez, the
 // systemd watchdog) is per socket name ("request", "link", ...) and survives the reopens: a
 // name that has heard nothing for `livenessMs`, however often it was reopened, is not alive.
-import type { Clock, TimerHandle } from '../sched/index.js';
+import { Periodic, type Clock } from '../sched/index.js';
 
 /** The bounded names of the agent's kernel sockets (fibkeeper_socket_reopens_total{socket}). */
 export const SOCKET_NAMES = [
@@ -62,11 +62,12 @@ export class SocketHealth {
   readonly #p: HealthParams;
   readonly #watched = new Map<Probed, number | undefined>(); // → send time of a waiting probe
   readonly #lastAnswer = new Map<SocketName, number>();
-  #timer: TimerHandle | undefined;
+  readonly #rounds: Periodic;
   #stopped = false;
 
   constructor(p: HealthParams) {
     this.#p = p;
+    this.#rounds = new Periodic(p.clock, p.intervalMs, () => this.round());
   }
 
   /** Watches `s` from now on (until it is closed). */
@@ -78,14 +79,13 @@ export class SocketHealth {
 
   /** Starts the rounds. Idempotent. */
   start(): void {
-    if (this.#timer !== undefined || this.#stopped || this.#p.intervalMs <= 0) return;
-    this.#timer = this.#p.clock.setTimeout(() => this.#round(), this.#p.intervalMs);
+    if (this.#stopped || this.#p.intervalMs <= 0) return;
+    this.#rounds.start();
   }
 
   stop(): void {
     this.#stopped = true;
-    if (this.#timer !== undefined) this.#p.clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#rounds.stop();
   }
 
   /** One round: judges every watched socket, then probes those without a probe waiting. */
@@ -113,16 +113,6 @@ export class SocketHealth {
   #note(s: Probed): void {
     if (s.lastHeard > (this.#lastAnswer.get(s.socketName) ?? 0)) {
       this.#lastAnswer.set(s.socketName, s.lastHeard);
-    }
-  }
-
-  #round(): void {
-    this.#timer = undefined;
-    if (this.#stopped) return;
-    try {
-      this.round();
-    } finally {
-      this.start();
     }
   }
 

@@ -2,6 +2,7 @@
 // statistics, and the pending operations that incoming messages are routed to.
 import type { NetlinkReceiver, SystemError } from '../native/index.js';
 import type { Writer } from './codec/index.js';
+import type { Clock } from '../sched/index.js';
 
 /** What the client needs from a socket; the native NetlinkSocket fits, tests pass a fake. */
 export interface Transport {
@@ -42,8 +43,10 @@ export interface ClientParams {
   reopen?: () => Transport;
   /** The socket was replaced after `cause` (an errno name), or could not be (`err`). */
   reopened?: (cause: string, err?: unknown) => void;
-  /** The clock of lastHeard (the liveness prober's); default Date.now. */
+  /** The clock of lastHeard (the liveness prober's); default `clock`. */
   now?: () => number;
+  /** Time and timers of the operations (timeouts, dump and probe retries); default the process clock. */
+  clock?: Clock;
 }
 
 /** An operation waiting for messages; `handle` returns true when it is complete. */
@@ -95,7 +98,7 @@ export function singleOp(
     survivesOverflow,
     firstSeq: seq,
     lastSeq: seq,
-    lastActivity: Date.now(),
+    lastActivity: 0, // PendingOps.add sets it
     handle: (buf, off, len, type, flags) => handler(type, buf, off, len, flags),
     fail,
   };

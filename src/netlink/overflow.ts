@@ -10,7 +10,7 @@
 // its ack comes back, a request sent before it that has heard nothing at all never will, with
 // or without an overflow (a kernel that did not answer): it fails as retryable then, not only
 // at the client's 30 s timeout. A dump that has begun is left alone.
-import { backoff } from '../sched/index.js';
+import { backoff, Timer, type Clock } from '../sched/index.js';
 import { NetlinkError, NLM_F_ACK, NLMSG_ERROR, NLMSG_NOOP } from './codec/index.js';
 import { BulkOp, ENOBUFS } from './bulk.js';
 import { DumpCutShortError, isDump } from './dumps.js';
@@ -24,6 +24,7 @@ const UNANSWERED =
 
 /** What the recovery needs of the client. */
 export interface OverflowHost {
+  readonly clock: Clock;
   readonly closed: boolean;
   readonly sendCounter: number;
   readonly stats: ClientStats;
@@ -81,15 +82,11 @@ export class OverflowRecovery {
       },
       () => undefined,
     );
-    const retry = setTimeout(
-      () => {
-        if (!host.closed && host.isPending(probe) && attempt < PROBE_ATTEMPTS) {
-          this.#send(attempt + 1);
-        }
-      },
-      backoff(10, 1000, attempt + 1),
-    );
-    retry.unref();
+    new Timer(host.clock, { unref: true }).start(backoff(10, 1000, attempt + 1), () => {
+      if (!host.closed && host.isPending(probe) && attempt < PROBE_ATTEMPTS) {
+        this.#send(attempt + 1);
+      }
+    });
   }
 
   /**

@@ -4,8 +4,11 @@
 import { TimeoutError } from '../errors/index.js';
 import { BulkOp } from './bulk.js';
 import type { Op } from './ops.js';
+import { Periodic, type Clock } from '../sched/index.js';
 
 export interface PendingParams {
+  /** Time of the operations' activity and of the timeout checks. */
+  clock: Clock;
   /** An operation that hears nothing for this long fails with TimeoutError (0: never). */
   timeoutMs: number;
   /** The first operation began waiting (busy) or the last one ended (idle). */
@@ -19,7 +22,7 @@ export class PendingOps {
   readonly #single = new Map<number, Op>();
   readonly #ranges: Op[] = [];
   #count = 0;
-  #timer: NodeJS.Timeout | undefined;
+  #checks: Periodic | undefined;
 
   constructor(p: PendingParams) {
     this.#p = p;
@@ -30,6 +33,7 @@ export class PendingOps {
   }
 
   add(op: Op): void {
+    op.lastActivity = this.#p.clock.now();
     if (isSingle(op)) this.#single.set(op.firstSeq, op);
     else this.#ranges.push(op);
     if (this.#count++ === 0) {
@@ -87,18 +91,18 @@ export class PendingOps {
 
   #startTimer(): void {
     const ms = this.#p.timeoutMs;
-    if (this.#timer || ms <= 0) return;
-    this.#timer = setInterval(() => this.#check(), Math.max(10, Math.min(1000, ms / 4)));
-    this.#timer.unref();
+    if (ms <= 0) return;
+    const every = Math.max(10, Math.min(1000, ms / 4));
+    this.#checks ??= new Periodic(this.#p.clock, every, () => this.#check(), { unref: true });
+    this.#checks.start();
   }
 
   #stopTimer(): void {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = undefined;
+    this.#checks?.stop();
   }
 
   #check(): void {
-    const now = Date.now();
+    const now = this.#p.clock.now();
     const ms = this.#p.timeoutMs;
     for (const op of this.all()) {
       if (now - op.lastActivity > ms) {

@@ -22,7 +22,7 @@ import {
   type Rule,
   type RtEvent,
 } from './codec/index.js';
-import { systemClock, type Clock, type TimerHandle } from '../sched/index.js';
+import { systemClock, Timer, type Clock } from '../sched/index.js';
 import type { DeviceFeed } from './devices.js';
 import { Feed, type FeedReason } from './feed.js';
 import type { NetlinkHandle } from './handle.js';
@@ -64,7 +64,7 @@ export interface RouteFeedParams {
   /** Link and address changes that can remove routes silently (see the header). */
   devices?: DeviceFeed;
   /** Default: the process timers. */
-  clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
+  clock?: Clock;
   /** Receive buffer of the subscription socket; default 8 MiB. */
   rcvbuf?: number;
   /** Delay before a failed dump is tried again, ms; default 1000. */
@@ -86,7 +86,7 @@ interface Entry {
 export class RouteFeed {
   readonly #p: RouteFeedParams;
   readonly #feed: Feed<Snapshot, 'device' | 'interval' | 'listener'>;
-  readonly #clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
+  readonly #clock: Clock;
   readonly #entries: Entry[] = [];
   #starting: Promise<void> | undefined = undefined;
   #loaded = false;
@@ -96,7 +96,7 @@ export class RouteFeed {
   /** The dump that runs: every listener hears it, or only these newcomers. */
   #dumpFor: Entry[] | 'all' = 'all';
   #reason: RouteFeedReason = 'startup';
-  #timer: TimerHandle | undefined = undefined;
+  readonly #timer: Timer;
   #unlistenDevices: (() => void) | undefined = undefined;
   /** Link flags as last seen (a link that lost IFF_UP or IFF_LOWER_UP). */
   readonly #flags = new Map<number, number>();
@@ -108,6 +108,7 @@ export class RouteFeed {
   constructor(p: RouteFeedParams) {
     this.#p = p;
     this.#clock = p.clock ?? systemClock;
+    this.#timer = new Timer(this.#clock);
     const rcvbuf = p.rcvbuf ?? 8 << 20;
     this.#feed = new Feed<Snapshot, 'device' | 'interval' | 'listener'>({
       name: 'routes',
@@ -144,8 +145,7 @@ export class RouteFeed {
   /** Closes the subscription. Idempotent. */
   stop(): void {
     this.#stopped = true;
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#timer.cancel();
     this.#unlistenDevices?.();
     this.#feed.stop();
     for (const e of this.#entries) e.waiting?.reject(new Error('route feed stopped'));
@@ -185,13 +185,10 @@ export class RouteFeed {
 
   /** Dumps again after `delayMs` (default redumpDelayMs); requests meanwhile join it. */
   refreshSoon(reason: 'device' | 'interval' = 'device', delayMs?: number): void {
-    if (this.#stopped || this.#timer !== undefined) return;
-    this.#timer = this.#clock.setTimeout(
-      () => {
-        this.#timer = undefined;
-        void this.refresh(reason);
-      },
+    if (this.#stopped) return;
+    this.#timer.startIfIdle(
       delayMs ?? this.#p.redumpDelayMs ?? 50,
+      () => void this.refresh(reason),
     );
   }
 

@@ -101,7 +101,7 @@ export class FakeKernel {
 /**
  * A fake kernel behind a send thread (NetlinkSocket.startSender/submit): queued sends reach
  * the kernel in order, a turn later. `failSend(i, buf)` makes the i-th queued sendmsg fail with
- * EMSGSIZE; the news of it comes `failureDelayMs` later, after the kernel has answered
+ * EMSGSIZE; the news of it comes `failureTurns` event-loop turns later, after the kernel has answered
  * what was queued behind it (as a notice from the thread may).
  */
 export class ThreadedFakeKernel extends FakeKernel {
@@ -110,7 +110,7 @@ export class ThreadedFakeKernel extends FakeKernel {
   queuedSends = 0;
   syncSends = 0;
   failSend: (i: number, buf: Buffer) => boolean = () => false;
-  failureDelayMs = 5;
+  failureTurns = 5;
   #draining = false;
 
   startSender(onError: (err: SystemError, first: number, last: number) => void): void {
@@ -151,7 +151,7 @@ export class ThreadedFakeKernel extends FakeKernel {
         errno: 90,
         syscall: 'sendmsg',
       });
-      setTimeout(() => this.onSendError?.(err, first, last), this.failureDelayMs);
+      afterTurns(this.failureTurns, () => this.onSendError?.(err, first, last));
     }
   }
 }
@@ -162,4 +162,10 @@ export function enobufs(): SystemError {
     errno: 105,
     syscall: 'recvmsg',
   });
+}
+
+/** Runs `fn` after `n` turns of the event loop (each behind the I/O of the turn before). */
+function afterTurns(n: number, fn: () => void): void {
+  if (n <= 0) fn();
+  else setImmediate(() => afterTurns(n - 1, fn));
 }

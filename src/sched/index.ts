@@ -1,6 +1,6 @@
 // sched: time for every subsystem — the Clock interface and the process's clocks, the one
 // exponential backoff, the token-bucket RateLimiter, and the one deadline scheduler (a keyed
-// heap of due times, with a clock timer on top). Pure: time and timers come from an injected
+// heap of due times, with a clock timer on top), and one-shot Timer/sleep. Pure: time and timers come from an injected
 // Clock, nothing sleeps. Tests drive them with the FakeClock of testing.ts. This file is the
 // package's whole public surface.
 //
@@ -15,3 +15,5 @@ export { Deadlines } from './deadlines.js';
 export type { Deadline } from './deadlines.js';
 export { KeyScheduler, Periodic } from './scheduler.js';
 export type { KeySchedulerOptions } from './scheduler.js';
+export { Timer, sleep } from './timer.js';
+export type { TimerOptions } from './timer.js';

@@ -5,6 +5,7 @@
 // callback again and again, each run a period after the previous one ended.
 import type { Clock, TimerHandle } from './clock.js';
 import { Deadlines } from './deadlines.js';
+import { unref, type TimerOptions } from './timer.js';
 
 export interface KeySchedulerOptions {
   /** Keys may be scheduled, but nothing fires until start() (default: running at once). */
@@ -104,13 +105,15 @@ export class Periodic {
   readonly #clock: Clock;
   readonly #periodMs: number;
   readonly #fn: () => void;
+  readonly #unref: boolean;
   #timer: TimerHandle | undefined;
   #running = false;
 
-  constructor(clock: Clock, periodMs: number, fn: () => void) {
+  constructor(clock: Clock, periodMs: number, fn: () => void, opts: TimerOptions = {}) {
     this.#clock = clock;
     this.#periodMs = periodMs;
     this.#fn = fn;
+    this.#unref = opts.unref === true;
   }
 
   get running(): boolean {
@@ -141,10 +144,6 @@ export class Periodic {
         this.#arm();
       }
     }, this.#periodMs);
+    if (this.#unref) unref(this.#timer);
   }
-}
-
-/** Timers of the process clock must not keep the process alive; fake handles have no unref. */
-function unref(handle: TimerHandle): void {
-  (handle as { unref?: () => void }).unref?.();
 }

@@ -13,7 +13,7 @@
 // old version never marks a newer one done.
 import { ClosedError, describeError, FibkeeperError } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import { systemClock, type Clock, type RateLimiter } from '../sched/index.js';
+import { systemClock, Timer, type Clock, type RateLimiter } from '../sched/index.js';
 import { backoffMs, resolveConfig, type ReconcilerConfig } from './config.js';
 import { Applier, type Failure } from './apply.js';
 import {
@@ -292,7 +292,8 @@ export class Reconciler<Obj> {
     const woke = new Promise<void>((resolve) => (this.#wakeFn = resolve));
     const wake = (): void => this.#wake();
     const ac = new AbortController();
-    const timer = Number.isFinite(delay) ? this.#clock.setTimeout(wake, delay) : undefined;
+    const timer = new Timer(this.#clock);
+    if (Number.isFinite(delay)) timer.start(delay, wake);
     const position = this.#watcher?.position ?? this.#table.revision;
     this.#table.waitForChange(position, ac.signal).then(wake, noop);
     for (const i of [this.#table, ...this.#inputs]) {
@@ -306,7 +307,7 @@ export class Reconciler<Obj> {
       this.#idle = false;
       this.#wakeFn = undefined;
       ac.abort();
-      if (timer !== undefined) this.#clock.clearTimeout(timer);
+      timer.cancel();
     }
   }
 

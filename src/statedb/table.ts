@@ -10,7 +10,10 @@
 // and outside the revision stream. A write of the object resets it to pending; the
 // reconciler sets it with setStatus(key, revision, …), which only applies if the row is
 // still at that revision and neither bumps the revision nor wakes anyone.
-import { ClosedError, ConflictError, InvalidArgumentError } from '../errors/index.js';
+//
+// Beside it: watcher.ts (a watcher's place in the changes), initializers.ts (what must finish
+// before the table counts as initialized), revlog.ts (the revision log), indexes.ts.
+import { ConflictError, InvalidArgumentError } from '../errors/index.js';
 import { SecondaryIndexes, type IndexFn } from './indexes.js';
 import {
   Node,
@@ -21,8 +24,9 @@ import {
   STATUS_PENDING,
   type StatusCode,
 } from './revlog.js';
-import type { Change, Initializable, Row, RowStatus, StatusKind } from './types.js';
-import { abortable, deferred, type Deferred } from './util.js';
+import type { Initializable, Row, RowStatus, StatusKind } from './types.js';
+import { Watcher, type ChangeIterator } from './watcher.js';
+import { Initializers } from './initializers.js';
 
 export interface TableOptions<Obj> {
   /** Name for logs, errors and the status view. */
@@ -56,21 +60,7 @@ export interface TableWriter<Obj> {
   modify(key: string, fn: (current: Obj | undefined) => Obj | undefined): Obj | undefined;
 }
 
-/**
- * A watcher's place in a table's changes. The first read returns every live row; each later
- * read returns what was written or deleted since the previous read, oldest first. Deletions
- * are kept for a watcher until it has read them, so close() a watcher you no longer read.
- */
-export interface ChangeIterator<Obj> {
-  /** The table revision up to which this watcher has read. */
-  readonly position: number;
-  /** Changes since the last read, and advance. */
-  read(): Change<Obj>[];
-  /** Resolves when the table has a commit after `position`. */
-  wait(signal?: AbortSignal): Promise<void>;
-  /** Unregisters; the deletions it was holding can then be collected. Idempotent. */
-  close(): void;
-}
+export type { ChangeIterator } from './watcher.js';
 
 export interface StatusCounts {
   pending: number;
@@ -84,55 +74,6 @@ const CODES: Readonly<Record<StatusKind, StatusCode>> = {
   done: STATUS_DONE,
   error: STATUS_ERROR,
 };
-
-class Watcher<Obj> implements ChangeIterator<Obj> {
-  position: number;
-  closed = false;
-
-  readonly #table: Table<Obj>;
-  readonly #log: RevisionLog<Obj>;
-  readonly #release: (w: Watcher<Obj>) => void;
-  constructor(
-    table: Table<Obj>,
-    log: RevisionLog<Obj>,
-    release: (w: Watcher<Obj>) => void,
-    /** Deletions at or below this revision happened before the watcher existed. */
-    readonly floor: number,
-  ) {
-    this.#table = table;
-    this.#log = log;
-    this.#release = release;
-    this.position = 0;
-  }
-
-  /** Revision up to which this watcher still needs tombstones. */
-  get seen(): number {
-    return Math.max(this.position, this.floor);
-  }
-
-  read(): Change<Obj>[] {
-    if (this.closed) throw new ClosedError(`table ${this.#table.name}: changes read after close`);
-    const rev = this.#table.revision;
-    if (rev === this.position) return [];
-    const out = this.#log.readAfter(this.position, this.floor);
-    this.position = rev;
-    this.#release(this);
-    return out;
-  }
-
-  wait(signal?: AbortSignal): Promise<void> {
-    if (this.closed) {
-      return Promise.reject(new ClosedError(`table ${this.#table.name}: wait after close`));
-    }
-    return this.#table.waitForChange(this.position, signal);
-  }
-
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.#release(this);
-  }
-}
 
 export class Table<Obj> implements TableWriter<Obj>, Initializable {
   readonly name: string;
@@ -150,14 +91,13 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
   #writeAt = 0;
   /** Waiters for the next commit (waitForChange); an aborted one removes itself. */
   readonly #changeWaiters = new Set<() => void>();
-  readonly #pendingInit = new Set<{ readonly name: string }>();
-  #initLatched = false;
-  #initWaiter: Deferred<void> | undefined = undefined;
+  readonly #init: Initializers;
   #statusOwner: string | undefined = undefined;
 
   constructor(opts: TableOptions<Obj>) {
     if (!opts.name) throw new InvalidArgumentError('table: name is required');
     this.name = opts.name;
+    this.#init = new Initializers(`table ${opts.name}`);
     this.#primaryKey = opts.primaryKey;
     this.#equals = opts.equals;
     this.#now = opts.now ?? Date.now;
@@ -417,35 +357,20 @@ export class Table<Obj> implements TableWriter<Obj>, Initializable {
    * the (idempotent) done function.
    */
   registerInitializer(name: string): () => void {
-    if (this.#initLatched) {
-      throw new InvalidArgumentError(
-        `table ${this.name}: initializer ${name} registered after the table was initialized`,
-      );
-    }
-    const token = { name };
-    this.#pendingInit.add(token);
-    return () => {
-      if (!this.#pendingInit.delete(token) || this.#pendingInit.size > 0) return;
-      this.#initLatched = true;
-      const w = this.#initWaiter;
-      this.#initWaiter = undefined;
-      w?.resolve();
-    };
+    return this.#init.register(name);
   }
 
   /** True when no registered initializer is pending (a table without any is initialized). */
   get initialized(): boolean {
-    return this.#pendingInit.size === 0;
+    return this.#init.done;
   }
 
   pendingInitializers(): string[] {
-    return [...this.#pendingInit].map((t) => t.name);
+    return this.#init.pending();
   }
 
   waitInitialized(signal?: AbortSignal): Promise<void> {
-    if (this.initialized) return Promise.resolve();
-    this.#initWaiter ??= deferred<void>();
-    return abortable(this.#initWaiter.promise, signal);
+    return this.#init.wait(signal);
   }
 
   // ---- reconciliation status ---------------------------------------------------------

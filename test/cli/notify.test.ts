@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SystemdNotifier } from '../../src/cli/notify.js';
 import { silentLogger } from '../../src/log/index.js';
+import { FakeClock } from '../../src/sched/testing.js';
 import { notifyReceiver } from '../helpers/notify.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'fkt-notifier-'));
@@ -38,12 +39,20 @@ describe('SystemdNotifier', () => {
 
   it('sends READY=1 anyway after the wait, naming what is not ready (no TimeoutStartSec loop)', async () => {
     const r = await notifyReceiver(join(dir, 'b.sock'));
-    const n = new SystemdNotifier(silentLogger(), { NOTIFY_SOCKET: r.socket });
+    const clock = new FakeClock();
+    const n = new SystemdNotifier(silentLogger(), { NOTIFY_SOCKET: r.socket }, clock);
+    let asked = 0;
     const agent = {
-      ready: () => report(['extip: external interface missing']),
+      ready: () => (asked++, report(['extip: external interface missing'])),
       health: () => report([]),
     };
-    await n.started(agent, new AbortController().signal, 300);
+    let done = false;
+    const started = n.started(agent, new AbortController().signal, 300).then(() => (done = true));
+    await clock.advanceAsync(299);
+    expect(done).toBe(false); // still waiting, asking every 100 ms
+    expect(asked).toBe(6); // at 0, 100 and 200 ms: the check, then the STATUS line
+    await clock.advanceAsync(1);
+    await started;
     expect(await r.next((m) => m.startsWith('READY=1'))).toBe(
       'READY=1\nSTATUS=running, not ready: extip: external interface missing',
     );
@@ -67,26 +76,39 @@ describe('SystemdNotifier', () => {
       WATCHDOG_USEC: '800000',
       WATCHDOG_PID: String(process.pid),
     };
-    const n = new SystemdNotifier(silentLogger(), env);
+    const clock = new FakeClock();
+    const n = new SystemdNotifier(silentLogger(), env, clock);
     expect(n.watchdogMs).toBe(800);
     expect(env.WATCHDOG_USEC).toBeUndefined(); // not inherited either
     let reasons: string[] = [];
+    let asked = 0; // the rounds that ran: each asks the agent once
     const stop = new AbortController();
-    n.watchdog({ live: () => report(reasons) }, stop.signal);
+    n.watchdog({ live: () => (asked++, report(reasons)) }, stop.signal);
     const pings = () => r.messages.filter((m) => m === 'WATCHDOG=1').length;
-    await r.next((m) => m === 'WATCHDOG=1');
-    await new Promise((res) => setTimeout(res, 650)); // three more periods of 200 ms
-    expect(pings()).toBeGreaterThanOrEqual(3);
+    /** Everything sent so far has arrived (one socket, datagrams in order). */
+    let marks = 0;
+    const arrived = async () => {
+      const mark = `STATUS=mark ${++marks}`;
+      n.send({ STATUS: `mark ${marks}` });
+      await r.next((m) => m === mark);
+    };
+    clock.advance(600); // the first ping at once, then three periods of 200 ms
+    expect(asked).toBe(4);
+    await arrived();
+    expect(pings()).toBe(4);
     reasons = ['netlink: the request socket has not answered for 21 s'];
-    await new Promise((res) => setTimeout(res, 250)); // a ping already due may still go
-    const held = pings();
-    await new Promise((res) => setTimeout(res, 700));
-    expect(pings()).toBe(held);
+    clock.advance(600);
+    expect(asked).toBe(7); // three rounds ran, and sent nothing
+    await arrived();
+    expect(pings()).toBe(4);
     reasons = [];
-    const from = r.messages.length;
-    await r.next((m) => m === 'WATCHDOG=1', { from });
+    clock.advance(200);
+    await arrived();
+    expect(pings()).toBe(5);
     stop.abort();
     n.stopping();
+    clock.advance(1000);
+    expect(asked).toBe(8);
   });
 
   it('sends no WATCHDOG=1 without WatchdogSec, or when WATCHDOG_PID names another process', () => {
