@@ -21,7 +21,7 @@ import { removeHolderAddresses } from '../extip/index.js';
 import type { Logger } from '../log/index.js';
 import { backoff } from '../sched/index.js';
 import type { NeighborSubsystem } from '../neighbor/index.js';
-import type { NetlinkHandle } from '../netlink/index.js';
+import type { DeviceFeed, NetlinkHandle } from '../netlink/index.js';
 
 export interface AgentClusterParams {
   cfg: FibkeeperConfig;
@@ -205,11 +205,12 @@ export class AgentCluster {
  */
 export async function dropLeftovers(
   nl: NetlinkHandle,
+  devices: DeviceFeed,
   holderName: string,
   keep: ReadonlySet<string>,
   log: Logger,
 ): Promise<void> {
-  const removed = await removeHolderAddresses(nl, holderName, keep);
+  const removed = await removeHolderAddresses(nl, devices, holderName, keep);
   if (removed.length > 0) {
     log.info(
       { removed },

@@ -169,6 +169,7 @@ export class ExternalIpSubsystem {
     this.#throwIfStopped();
     const holder = (this.#holder = new Holder({
       nl,
+      devices: feed,
       name: cfg.holderName,
       kind: cfg.holderKind,
       // the holder sees no segment: DAD there proves nothing (ours runs on the interface)
@@ -178,7 +179,7 @@ export class ExternalIpSubsystem {
     }));
     await holder.ensure();
     this.#throwIfStopped();
-    this.#ext = await this.#openExternal(nl);
+    this.#ext = await this.#openExternal(feed);
     this.#throwIfStopped();
     this.#announcer = new Announcer({
       count: cfg.announceCount,
@@ -221,7 +222,7 @@ export class ExternalIpSubsystem {
   }
 
   /** The external interface's watch; what its listeners see goes to the announcer and log. */
-  #openExternal(nl: NetlinkHandle): Promise<ExternalWatch> {
+  #openExternal(devices: DeviceFeed): Promise<ExternalWatch> {
     const cfg = this.#cfg;
     const conflictLog = (this.#conflictLog = new ConflictLog({
       log: this.#log,
@@ -230,7 +231,7 @@ export class ExternalIpSubsystem {
       ...(this.#p.events ? { events: this.#p.events } : {}),
     }));
     return ExternalWatch.open({
-      nl,
+      devices,
       netns: this.#p.netns,
       cfg,
       log: this.#log,
