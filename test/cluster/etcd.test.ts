@@ -13,6 +13,8 @@ import {
   type WatchEvent,
 } from '../../src/cluster/index.js';
 import { CompactedError } from '../../src/cluster/index.js';
+import { TimeoutError } from '../../src/errors/index.js';
+import { FakeClock } from '../../src/sched/testing.js';
 import { cleanupLater } from '../helpers/cleanup.js';
 import { eventually, holders, MemberProc, reaper } from './harness.js';
 import { CutProxy } from './proxy.js';
@@ -251,5 +253,32 @@ describe('cluster members against a real etcd', () => {
     });
     expect(err).toBeInstanceOf(CompactedError);
     expect((err as CompactedError).compactRevision).toBe(r);
+  });
+
+  it('EtcdStore times a keep-alive on its injected clock: unanswered, it fails when that clock says', async () => {
+    const proxy = await CutProxy.start(etcd.clientPort);
+    cleanupLater(() => void proxy.close());
+    const clock = new FakeClock();
+    // a request timeout no test waits for in real time: only the fake clock can end the wait
+    const s = new EtcdStore({
+      endpoints: [proxy.endpoint],
+      requestTimeoutMs: 600_000,
+      keepAliveTimeoutMs: 1000,
+      clock,
+    });
+    cleanupLater(() => s.close());
+    const { id } = await s.grantLease(5);
+    expect(await s.keepAlive(id)).toBeGreaterThan(0);
+    proxy.cut();
+    let outcome: unknown;
+    const kept = s.keepAlive(id).then(
+      (ttl) => (outcome = ttl),
+      (err: unknown) => (outcome = err),
+    );
+    await clock.advanceAsync(999);
+    expect(outcome).toBeUndefined();
+    await clock.advanceAsync(1);
+    expect(outcome).toBeInstanceOf(TimeoutError);
+    await kept;
   });
 });
