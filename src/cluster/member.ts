@@ -373,6 +373,7 @@ export class ClusterMember {
     this.#updatePeerIps();
     trackMoves(view, this.#lastMove, now);
     if (!this.#isReady() || lease === undefined) return this.#publish('sync');
+    this.#metrics.reconciled();
     const placement = this.#placement();
     const self = view.members.get(me);
     const selfHolds = self !== undefined && this.#able && !view.cordoned.has(me);
