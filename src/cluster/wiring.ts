@@ -82,7 +82,19 @@ export interface MemberContext {
 /** A claim refused by duplicate address detection is tried again after this, ms. */
 const CONFLICT_RETRY_MS = 10_000;
 
+/** Builds every part: the etcd side first, then the peers' side over it. */
 export function wireMember(ctx: MemberContext, host: MemberHost): MemberParts {
+  const keys = wireKeys(ctx, host);
+  return { ...keys, ...wirePeers(ctx, host, keys) };
+}
+
+type KeyParts = Pick<
+  MemberParts,
+  'layout' | 'view' | 'sync' | 'lease' | 'reg' | 'hold' | 'ownership'
+>;
+
+/** The etcd side: the view and its sync, the lease, the member key, the hold set, owner keys. */
+function wireKeys(ctx: MemberContext, host: MemberHost): KeyParts {
   const { options: o, store, clock, metrics, log } = ctx;
   const layout = new KeyLayout(o.prefix);
   const view = new ClusterView(layout);
@@ -114,6 +126,47 @@ export function wireMember(ctx: MemberContext, host: MemberHost): MemberParts {
   const hold = new HoldPublisher(empty, (err) =>
     log?.error({ err: describeError(err) }, 'cluster hold listener failed'),
   );
+  const reg = new Registration({
+    node: ctx.node,
+    store,
+    layout,
+    view,
+    lease,
+    clock,
+    log,
+    value: () => host.memberValue(),
+    stopping: () => host.stopping(),
+    later: (ms, fn) => host.later(ms, fn),
+    backoff: (a) => host.backoff(a),
+    timed: (fn) => host.timed('txn', fn),
+    onChange: (registered) => host.onRegistered(registered),
+  });
+  const ownership = new Ownership({
+    node: ctx.node,
+    store,
+    layout,
+    view,
+    hold,
+    clock,
+    metrics,
+    log,
+    retryMinMs: o.retryMinMs,
+    timed: (op, fn) => host.timed(op, fn),
+    moves: (ips, without) => host.moves(ips, without),
+    publish: (reason) => host.publish(reason),
+    kick: () => host.kick(),
+    later: (ms, fn) => host.later(ms, fn),
+  });
+  return { layout, view, sync, lease, reg, hold, ownership };
+}
+
+/** The peers' side: the heartbeat, the takeover of dead or silent peers, the claim gate. */
+function wirePeers(
+  ctx: MemberContext,
+  host: MemberHost,
+  { layout, view, lease, hold }: KeyParts,
+): Pick<MemberParts, 'takeover' | 'heard' | 'claims' | 'prober'> {
+  const { options: o, store, clock, metrics, log } = ctx;
   let heard: PeerMonitor | undefined;
   const takeover = new Takeover({
     store,
@@ -161,36 +214,5 @@ export function wireMember(ctx: MemberContext, host: MemberHost): MemberParts {
     retryMs: o.retryMaxMs,
     log,
   });
-  const reg = new Registration({
-    node: ctx.node,
-    store,
-    layout,
-    view,
-    lease,
-    clock,
-    log,
-    value: () => host.memberValue(),
-    stopping: () => host.stopping(),
-    later: (ms, fn) => host.later(ms, fn),
-    backoff: (a) => host.backoff(a),
-    timed: (fn) => host.timed('txn', fn),
-    onChange: (registered) => host.onRegistered(registered),
-  });
-  const ownership = new Ownership({
-    node: ctx.node,
-    store,
-    layout,
-    view,
-    hold,
-    clock,
-    metrics,
-    log,
-    retryMinMs: o.retryMinMs,
-    timed: (op, fn) => host.timed(op, fn),
-    moves: (ips, without) => host.moves(ips, without),
-    publish: (reason) => host.publish(reason),
-    kick: () => host.kick(),
-    later: (ms, fn) => host.later(ms, fn),
-  });
-  return { layout, view, sync, lease, reg, hold, ownership, claims, prober, heard, takeover };
+  return { takeover, heard, claims, prober };
 }
