@@ -198,10 +198,17 @@ describe('cluster members against a real etcd', () => {
     const before = await settled(ms, ips, 'placement');
     await etcd.restart('SIGTERM');
     expect(await settled(ms, ips, 'after etcd restart')).toEqual(before);
+    const failed = (m: MemberProc) => m.lines.filter((l) => l.type === 'renew-failure').length;
+    const failedBefore = ms.map(failed);
     await etcd.stop('SIGKILL');
     const downAt = Number(process.hrtime.bigint()) / 1e6;
     await eventually(() => ms.every((m) => m.held().length === 0), 5000, 'everyone fenced');
-    await new Promise((r) => setTimeout(r, 2000));
+    // The outage lasts until every member has tried etcd (and failed) 3 more times.
+    await eventually(
+      () => ms.every((m, i) => failed(m) >= failedBefore[i]! + 3),
+      10_000,
+      'every member kept trying etcd',
+    );
     await etcd.resume();
     expect(await settled(ms, ips, 'after the outage')).toEqual(before);
     // No flapping: after the outage each member held only its own IPs, dropped once.
