@@ -367,7 +367,10 @@ ts(
 ts(
   'Ownership changes',
   12,
-  [[by('fibkeeper_cluster_ownership_changes_total', 'change'), '{{change}}']],
+  [
+    [by('fibkeeper_cluster_ownership_changes_total', 'change'), '{{change}}'],
+    [total('fibkeeper_cluster_reconciles_total'), 'placement rounds'],
+  ],
   'ops',
 );
 ts(

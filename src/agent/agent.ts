@@ -202,7 +202,7 @@ export class Agent implements AgentView {
       this.#stoppers.push(() => routes.stop());
       if (this.cfg.cluster.enabled) {
         const keep = new Set([...staticSets(this.cfg).extip, ...usable.extip]);
-        await dropLeftovers(this.netlink, this.cfg.extip.holderName, keep, this.log);
+        await dropLeftovers(this.netlink, devices, this.cfg.extip.holderName, keep, this.log);
       }
       if (this.cfg.xdp.enabled) await this.#startXdp();
       if (this.cfg.neighbor.enabled) await this.#startNeighbor(usable);

@@ -19,9 +19,9 @@ import { clusterSettings } from './cluster-settings.js';
 import { describeError } from '../errors/index.js';
 import { removeHolderAddresses } from '../extip/index.js';
 import type { Logger } from '../log/index.js';
-import { backoff } from '../sched/index.js';
+import { backoff, monotonicClock, type Clock, type TimerHandle } from '../sched/index.js';
 import type { NeighborSubsystem } from '../neighbor/index.js';
-import type { NetlinkHandle } from '../netlink/index.js';
+import type { DeviceFeed, NetlinkHandle } from '../netlink/index.js';
 
 export interface AgentClusterParams {
   cfg: FibkeeperConfig;
@@ -37,6 +37,13 @@ export interface AgentClusterParams {
   probe?: (ip: string) => Promise<void>;
   /** Told of every hold set (events: IPs taken and given up, fences, moves). */
   onHoldSet?: (set: HoldSet, status: () => ClusterStatus) => void;
+  /** Times the wait for the peers and the seeding retries; default the monotonic clock. */
+  clock?: Clock;
+}
+
+/** Lets the process exit while `t` is pending (a process timer; a fake one has no unref). */
+function unref(t: TimerHandle): void {
+  (t as { unref?: () => void }).unref?.();
 }
 
 /** How long the neighbor subsystem's first prune waits for the cluster's node IPs. */
@@ -47,14 +54,17 @@ export class AgentCluster {
   readonly admin: ClusterAdmin;
   readonly #store: EtcdStore;
   readonly #log: Logger;
-  readonly #startedAt = Date.now();
+  readonly #clock: Clock;
+  readonly #startedAt: number;
   #seeded: readonly string[] = [];
   #lastIps: readonly string[] = [];
 
   constructor(p: AgentClusterParams) {
     const { options, store } = clusterSettings(p.cfg.cluster, { nodeIP: p.cfg.extip.nodeIP });
     this.#log = p.log;
-    this.#store = new EtcdStore(store);
+    this.#clock = p.clock ?? monotonicClock;
+    this.#startedAt = this.#clock.now();
+    this.#store = new EtcdStore({ ...store, clock: this.#clock });
     this.admin = new ClusterAdmin(this.#store, options.prefix);
     const hbIp = options.nodeIPs[0];
     if (hbIp === undefined) {
@@ -65,6 +75,7 @@ export class AgentCluster {
     const netns = p.cfg.netns || undefined;
     this.member = new ClusterMember({
       store: this.#store,
+      clock: this.#clock,
       options,
       log: p.log,
       metrics: registerClusterMetrics(p.registry),
@@ -98,10 +109,10 @@ export class AgentCluster {
   async start(seed: readonly string[], peersLoaded?: () => void): Promise<void> {
     await this.member.start();
     if (peersLoaded) {
-      const t = setTimeout(peersLoaded, PEERS_WAIT_MS);
-      t.unref();
+      const t = this.#clock.setTimeout(peersLoaded, PEERS_WAIT_MS);
+      unref(t);
       void this.member.ready().then(() => {
-        clearTimeout(t);
+        this.#clock.clearTimeout(t);
         peersLoaded();
       });
     }
@@ -120,7 +131,8 @@ export class AgentCluster {
         },
         (err: unknown) => {
           this.#log.debug({ err: describeError(err) }, 'cluster: seeding failed; retrying');
-          setTimeout(() => attempt(failures + 1), backoff(100, 5000, failures + 1)).unref();
+          const retry = backoff(100, 5000, failures + 1);
+          unref(this.#clock.setTimeout(() => attempt(failures + 1), retry));
         },
       );
     };
@@ -176,7 +188,7 @@ export class AgentCluster {
   /** For /healthz: a member that has not been registered for a while needs a look. */
   health(): string[] {
     const s = this.member.status();
-    if (s.ready || Date.now() - this.#startedAt < 10_000) return [];
+    if (s.ready || this.#clock.now() - this.#startedAt < 10_000) return [];
     return [
       `cluster: node ${s.node} is not a registered member with a live lease (etcd unreachable, or another agent uses the name?); it holds no cluster IPs`,
     ];
@@ -205,11 +217,12 @@ export class AgentCluster {
  */
 export async function dropLeftovers(
   nl: NetlinkHandle,
+  devices: DeviceFeed,
   holderName: string,
   keep: ReadonlySet<string>,
   log: Logger,
 ): Promise<void> {
-  const removed = await removeHolderAddresses(nl, holderName, keep);
+  const removed = await removeHolderAddresses(nl, devices, holderName, keep);
   if (removed.length > 0) {
     log.info(
       { removed },

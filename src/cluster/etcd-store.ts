@@ -27,6 +27,7 @@ import type {
   IWatchResponse,
 } from 'etcd3';
 import { ClosedError, TimeoutError } from '../errors/index.js';
+import { monotonicClock, type Clock, type TimerHandle } from '../sched/index.js';
 import {
   CompactedError,
   prefixEnd,
@@ -40,6 +41,8 @@ import {
 export interface EtcdStoreOptions {
   /** host:port or http(s)://host:port of each etcd member. */
   endpoints: readonly string[];
+  /** Times the keep-alives; default the monotonic clock. */
+  clock?: Clock;
   /** Deadline of each request in ms. */
   requestTimeoutMs: number;
   /**
@@ -56,7 +59,7 @@ type KeepAliveStream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResp
 interface PendingKeepAlive {
   resolve(ttl: number): void;
   reject(err: Error): void;
-  timer: ReturnType<typeof setTimeout>;
+  timer: TimerHandle;
 }
 
 function buildClient(o: EtcdStoreOptions, endpoint: string): Etcd3 {
@@ -99,6 +102,7 @@ function kvOf(kv: {
 
 export class EtcdStore implements ClusterStore {
   readonly #opts: EtcdStoreOptions;
+  readonly #clock: Clock;
   #client: Etcd3;
   #current = 0;
   #closed = false;
@@ -110,6 +114,7 @@ export class EtcdStore implements ClusterStore {
 
   constructor(options: EtcdStoreOptions) {
     this.#opts = options;
+    this.#clock = options.clock ?? monotonicClock;
     if (options.endpoints.length === 0) throw new Error('etcd store: no endpoints');
     this.#client = buildClient(options, options.endpoints[0]!);
   }
@@ -134,7 +139,7 @@ export class EtcdStore implements ClusterStore {
   keepAlive(id: string): Promise<number> {
     if (this.#closed) return Promise.reject(new ClosedError('etcd store closed'));
     return new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer = this.#clock.setTimeout(() => {
         const i = this.#kaPending.indexOf(entry);
         if (i >= 0) this.#kaPending.splice(i, 1);
         // The stream's answers are matched in order: one lost answer breaks the order.
@@ -171,7 +176,7 @@ export class EtcdStore implements ClusterStore {
         if (this.#ka !== s) return;
         const p = this.#kaPending.shift();
         if (!p) return;
-        clearTimeout(p.timer);
+        this.#clock.clearTimeout(p.timer);
         p.resolve(Number(res.TTL));
       });
       const client = this.#client;
@@ -199,7 +204,7 @@ export class EtcdStore implements ClusterStore {
       s.cancel(); // ends the call: a half-closed stream would keep the connection open
     }
     for (const p of this.#kaPending.splice(0)) {
-      clearTimeout(p.timer);
+      this.#clock.clearTimeout(p.timer);
       p.reject(err);
     }
   }

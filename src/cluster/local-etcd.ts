@@ -9,6 +9,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NotFoundError, TimeoutError } from '../errors/index.js';
+import { monotonicClock, type Clock } from '../sched/index.js';
 
 export interface LocalEtcdOptions {
   /** The etcd binary (default: `etcd` found on PATH, /usr/bin/etcd on Debian). */
@@ -35,6 +36,13 @@ export interface LocalEtcdOptions {
   member?: { name: string; peers: { name: string; peerPort: number }[]; token: string };
   /** Fixed ports (a cluster's members must know each other's peer ports in advance). */
   ports?: { client: number; peer: number };
+  /** Times the waits for the server (it is a real process: default the monotonic clock). */
+  clock?: Clock;
+}
+
+/** Resolves after `ms` on `clock`. */
+function pause(clock: Clock, ms: number): Promise<void> {
+  return new Promise((r) => clock.setTimeout(r, ms));
 }
 
 /** A running (or stopped) local etcd; `restart()` keeps the data dir and ports. */
@@ -46,6 +54,7 @@ export class LocalEtcd {
   readonly electionMs: number;
   readonly #binary: string;
   readonly #startTimeoutMs: number;
+  readonly #clock: Clock;
   readonly #onSpawn: ((pid: number, dataDir: string) => void) | undefined;
   readonly #tls: LocalEtcdOptions['tls'];
   readonly #member: LocalEtcdOptions['member'];
@@ -65,6 +74,7 @@ export class LocalEtcd {
     this.heartbeatMs = opts.heartbeatMs;
     this.electionMs = opts.electionMs;
     this.#startTimeoutMs = opts.startTimeoutMs;
+    this.#clock = opts.clock ?? monotonicClock;
     this.#onSpawn = opts.onSpawn;
     this.#tls = opts.tls;
     this.#member = opts.member;
@@ -81,6 +91,7 @@ export class LocalEtcd {
       electionMs: options.electionMs ?? 500,
       startTimeoutMs: options.startTimeoutMs ?? 15_000,
       onSpawn: options.onSpawn,
+      ...(options.clock ? { clock: options.clock } : {}),
     };
     const dir = mkdtempSync(join(memoryDir(), 'fk-etcd-'));
     const ports: [number, number] = options.ports
@@ -206,15 +217,16 @@ export class LocalEtcd {
   }
 
   async #waitReady(child: ChildProcess): Promise<void> {
-    const deadline = Date.now() + this.#startTimeoutMs;
-    while (Date.now() < deadline) {
+    const clock = this.#clock;
+    const deadline = clock.now() + this.#startTimeoutMs;
+    while (clock.now() < deadline) {
       if (child.exitCode !== null || child.signalCode !== null) {
         throw new Error(`etcd exited (${child.exitCode ?? child.signalCode}): ${this.recentLog()}`);
       }
       if (this.#member ? await this.#listening() : await healthy(this.clientPort, this.#tls)) {
         return;
       }
-      await new Promise((r) => setTimeout(r, 50));
+      await pause(clock, 50);
     }
     throw new TimeoutError(`etcd on ${this.endpoint} not ready after ${this.#startTimeoutMs} ms`);
   }
@@ -262,13 +274,14 @@ export class LocalEtcdCluster {
       ),
     );
     const cluster = new LocalEtcdCluster(members);
-    const deadline = Date.now() + (options.startTimeoutMs ?? 15_000);
+    const clock = options.clock ?? monotonicClock;
+    const deadline = clock.now() + (options.startTimeoutMs ?? 15_000);
     while (!(await Promise.all(members.map((m) => m.healthy()))).every(Boolean)) {
-      if (Date.now() > deadline) {
+      if (clock.now() > deadline) {
         await cluster.destroy();
         throw new TimeoutError('the etcd cluster has no leader');
       }
-      await new Promise((r) => setTimeout(r, 50));
+      await pause(clock, 50);
     }
     return cluster;
   }

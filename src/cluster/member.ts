@@ -1,34 +1,36 @@
-// One node's cluster component: keeps its lease and member key, mirrors the cluster keys,
-// places the desired IPs over the live members, claims its share, hands IPs over, hears its
-// peers (peers.ts: a dead peer's IPs are taken at once, a silent one's after a cool-down,
-// and an etcd outage that every member shares keeps the holders holding), and publishes the
-// set of IPs it may hold now (fenced by its lease, or by its peers' promises). See index.ts
-// for the seam and docs/cluster.md for the argument.
+// One node's cluster component, the facade over the parts that wiring.ts lists and builds
+// (lease, member key, the view of the cluster keys, owner-key writes, peers, takeover): it
+// places the desired IPs over the live members, decides which of its share to claim and
+// which to hand over (reconcile), and publishes the set of IPs it may hold now (fenced by its
+// lease, or by its peers' promises). See index.ts for the seam and docs/cluster.md for the
+// argument.
 import type { Logger } from 'pino';
 import { describeError } from '../errors/index.js';
 import { noopClusterMetrics, type ClusterMetrics } from './metrics.js';
 import { backoff, monotonicClock, type Clock, type TimerHandle } from '../sched/index.js';
-import { ClaimGate, ClaimProber } from './claims.js';
+import type { ClaimGate, ClaimProber } from './claims.js';
 import { computeHold, handoverMoves } from './holding.js';
 import {
-  HoldPublisher,
   sameIps,
   type HoldListener,
+  type HoldPublisher,
   type HoldReason,
   type HoldSet,
 } from './hold.js';
-import { encodeMember, encodeOwner, KeyLayout } from './keys.js';
-import { LeaseKeeper, type LeaseChange } from './lease.js';
+import { encodeMember, type KeyLayout } from './keys.js';
+import type { LeaseChange, LeaseKeeper } from './lease.js';
 import { countChanges, holdable, peerIps, trackMoves } from './member-util.js';
 import { resolveOptions, type ClusterOptions } from './options.js';
-import { PeerMonitor, type PeerTransport } from './peers.js';
+import type { Ownership } from './ownership.js';
+import type { PeerMonitor, PeerTransport } from './peers.js';
 import { isEligible, place } from './placement.js';
 import type { ClusterStore } from './store.js';
-import { Registration } from './registration.js';
-import { ViewSync } from './sync.js';
-import { moveAll, Takeover, type Move } from './takeover.js';
-import { ClusterView } from './view.js';
+import type { Registration } from './registration.js';
+import type { ViewSync } from './sync.js';
+import { moveAll, type Move } from './takeover.js';
+import type { ClusterView } from './view.js';
 import { describeStatus, type ClusterStatus } from './status.js';
+import { wireMember, type MemberHost } from './wiring.js';
 
 export interface ClusterMemberParams {
   store: ClusterStore;
@@ -60,9 +62,6 @@ export interface ClusterMemberParams {
   defer?: (fn: () => void) => void;
 }
 
-/** A claim refused by duplicate address detection is tried again after this, ms. */
-const CONFLICT_RETRY_MS = 10_000;
-
 export class ClusterMember {
   readonly options: ClusterOptions;
   readonly #p: ClusterMemberParams;
@@ -76,9 +75,9 @@ export class ClusterMember {
   readonly #lease: LeaseKeeper;
   readonly #hold: HoldPublisher;
   readonly #heard: PeerMonitor | undefined;
-  readonly #takeover: Takeover;
-  readonly #claims = new ClaimGate({ conflictRetryMs: CONFLICT_RETRY_MS });
+  readonly #claims: ClaimGate;
   readonly #prober: ClaimProber;
+  readonly #own: Ownership;
   #peerIps: readonly string[] = [];
   #started = false;
   #stopping = false;
@@ -91,9 +90,6 @@ export class ClusterMember {
   #graceTimer: TimerHandle | undefined;
   #kicked = false;
   #timers = new Set<TimerHandle>();
-  readonly #claiming = new Set<string>();
-  readonly #releasing = new Set<string>();
-  readonly #unownedSince = new Map<string, number>();
   readonly #lastMove = new Map<string, { node: string | undefined; at: number }>();
   #readyWaiters: (() => void)[] = [];
 
@@ -104,75 +100,39 @@ export class ClusterMember {
     this.#clock = params.clock ?? monotonicClock;
     this.#metrics = params.metrics ?? noopClusterMetrics();
     this.#log = params.log;
-    this.#layout = new KeyLayout(this.options.prefix);
-    this.#view = new ClusterView(this.#layout);
-    const o = this.options;
-    this.#lease = new LeaseKeeper({
-      store: this.#store,
-      clock: this.#clock,
-      ttlSeconds: o.leaseTTL / 1000,
-      renewIntervalMs: o.renewInterval,
-      fenceMarginMs: o.fenceMargin,
-      retryMinMs: o.retryMinMs,
-      retryMaxMs: o.retryMaxMs,
-      metrics: this.#metrics,
-      onChange: (c) => this.#onLease(c),
-      log: (msg, err) => this.#log?.debug({ err: describeError(err) }, msg),
-    });
-    this.#sync = new ViewSync({
-      store: this.#store,
-      view: this.#view,
-      prefix: this.#layout.prefix,
-      clock: this.#clock,
-      metrics: this.#metrics,
-      retryMinMs: o.retryMinMs,
-      retryMaxMs: o.retryMaxMs,
-      onChange: () => (this.#checkReady(), this.#kick()),
-      timed: (op, fn) => this.#timed(op, fn),
-      ...(this.#log ? { log: this.#log } : {}),
-    });
-    const empty: HoldSet = { ips: [], deadline: -Infinity, reason: 'start', at: this.#clock.now() };
-    this.#hold = new HoldPublisher(empty, (err) =>
-      this.#log?.error({ err: describeError(err) }, 'cluster hold listener failed'),
+    const w = wireMember(
+      {
+        node: this.options.nodeName,
+        options: this.options,
+        store: this.#store,
+        clock: this.#clock,
+        metrics: this.#metrics,
+        log: this.#log,
+        peers: params.peers,
+        probe: params.probe,
+        defer: params.defer,
+      },
+      this.#host(),
     );
+    this.#layout = w.layout;
+    this.#view = w.view;
+    this.#sync = w.sync;
+    this.#lease = w.lease;
+    this.#reg = w.reg;
+    this.#hold = w.hold;
+    this.#own = w.ownership;
+    this.#claims = w.claims;
+    this.#prober = w.prober;
+    this.#heard = w.heard;
     if (params.onHold) this.#hold.subscribe(params.onHold);
-    this.#takeover = new Takeover({
-      store: this.#store,
-      layout: this.#layout,
-      clock: this.#clock,
-      // the silent node's fence (TTL − margin) or its grace (a promise lasts as long)
-      coolMs: o.leaseTTL - o.fenceMargin + 50,
-      log: (msg, fields) => this.#log?.info(fields, msg),
-      view: this.#view,
-      metrics: this.#metrics,
-      mayAct: () => !this.#stopping && this.#lease.mayHold(),
-      hearsMostBesides: (node) => this.#heard?.hearsMostBesides(node) ?? false,
-      moves: (ips, without) => this.#moves(ips, without),
-    });
-    this.#heard = params.peers && this.#peerMonitor(params.peers);
-    this.#prober = new ClaimProber({
-      gate: this.#claims,
-      probe: params.probe,
-      now: () => this.#clock.now(),
-      onConflict: () => this.#metrics.conflict(),
-      kick: (ms) => (ms === undefined ? this.#kick() : this.#later(ms, () => this.#kick())),
-      retryMs: o.retryMaxMs,
-      log: this.#log,
-    });
-    this.#reg = new Registration({
-      node: o.nodeName,
-      store: this.#store,
-      layout: this.#layout,
-      view: this.#view,
-      lease: this.#lease,
-      clock: this.#clock,
-      log: this.#log,
-      value: () => this.#memberValue(),
-      stopping: () => this.#stopping,
-      later: (ms, fn) => this.#later(ms, fn),
-      backoff: (a) => this.#backoff(a),
-      timed: (fn) => this.#timed('txn', fn),
-      onChange: (registered) => {
+  }
+
+  /** What the parts call back (wiring.ts). */
+  #host(): MemberHost {
+    return {
+      onLease: (c) => this.#onLease(c),
+      onViewChange: () => (this.#checkReady(), this.#kick()),
+      onRegistered: (registered) => {
         // Nodes that lost their leases together (etcd stalled, or was down past every TTL)
         // register again one after the other: the first must not take every IP only to
         // hand most of them over a moment later.
@@ -180,35 +140,21 @@ export class ClusterMember {
         this.#checkReady();
         this.#kick();
       },
-    });
-  }
-
-  #peerMonitor(transport: PeerTransport): PeerMonitor {
-    const o = this.options;
-    return new PeerMonitor({
-      node: o.nodeName,
-      transport,
-      clock: this.#clock,
-      intervalMs: o.heartbeatInterval,
-      timeoutMs: o.peerTimeout,
-      graceMs: this.#graceMs(),
-      local: () => ({
-        lease: this.#lease.id,
-        promising: this.#promising(),
-        grace: this.#hold.current.reason === 'grace',
-      }),
-      events: {
-        onDead: (node, lease) => this.#takeover.onDead(node, lease),
-        onSilent: (node, lease) => this.#takeover.onSilent(node, lease),
-        onChange: () => {
-          // Promises (or their end) matter only while this node promises too: etcd is away.
-          if (this.#lease.id !== undefined && this.#promising()) this.#publish('grace');
-        },
-        onIsolated: () => this.#refreshAble(),
+      onPeersChange: () => {
+        // Promises (or their end) matter only while this node promises too: etcd is away.
+        if (this.#lease.id !== undefined && this.#promising()) this.#publish('grace');
       },
-      ...(this.#p.defer ? { defer: this.#p.defer } : {}),
-      log: (msg, fields) => this.#log?.info(fields ?? {}, msg),
-    });
+      onIsolated: () => this.#refreshAble(),
+      publish: (reason) => this.#publish(reason),
+      kick: () => this.#kick(),
+      later: (ms, fn) => this.#later(ms, fn),
+      backoff: (a) => this.#backoff(a),
+      timed: (op, fn) => this.#timed(op, fn),
+      moves: (ips, without) => this.#moves(ips, without),
+      memberValue: () => this.#memberValue(),
+      promising: () => this.#promising(),
+      stopping: () => this.#stopping,
+    };
   }
 
   /** Adds a hold-set listener; it is called with the current set at once. */
@@ -283,7 +229,7 @@ export class ClusterMember {
     this.#timers.clear();
     if (this.#graceTimer !== undefined) this.#clock.clearTimeout(this.#graceTimer);
     const lease = this.#lease.id;
-    const mine = lease === undefined ? [] : this.#ownedAll(lease);
+    const mine = lease === undefined ? [] : this.#own.ownedAll(lease);
     this.#publish('stop');
     await this.#hold.applied();
     try {
@@ -427,121 +373,51 @@ export class ClusterMember {
     this.#updatePeerIps();
     trackMoves(view, this.#lastMove, now);
     if (!this.#isReady() || lease === undefined) return this.#publish('sync');
+    this.#metrics.reconciled();
     const placement = this.#placement();
     const self = view.members.get(me);
     const selfHolds = self !== undefined && this.#able && !view.cordoned.has(me);
     let wake = Infinity;
-    for (const ip of this.#releasing) {
-      const o = view.owners.get(ip);
-      if (!o || o.lease !== lease) this.#releasing.delete(ip);
-    }
+    this.#own.pruneReleasing(lease);
     for (const [ip, desired] of view.desired) {
       const owner = view.owners.get(ip);
       const target = placement.get(ip);
       if (!owner) {
-        if (!this.#unownedSince.has(ip)) this.#unownedSince.set(ip, now);
+        if (!this.#own.unownedSince.has(ip)) this.#own.unownedSince.set(ip, now);
         if (target !== me || !selfHolds || !this.#lease.mayHold()) continue;
         if (now < this.#claimFrom) {
           wake = Math.min(wake, this.#claimFrom);
           continue;
         }
         const v = this.#claims.check(ip, now, this.#heard?.noClaimUntil ?? -Infinity);
-        if (v.kind === 'now') this.#claim(ip, lease);
+        if (v.kind === 'now') this.#own.claim(ip, lease);
         else if (v.kind === 'probe') this.#prober.run(ip);
         else wake = Math.min(wake, v.until);
         continue;
       }
-      const since = this.#unownedSince.get(ip);
-      this.#unownedSince.delete(ip);
+      const since = this.#own.unownedSince.get(ip);
+      this.#own.unownedSince.delete(ip);
       if (owner.node !== me || owner.lease !== lease) continue;
       // Our claim, seen in the watch before (or instead of) its answer: a lost answer is
       // a timeout, but the claim won.
       if (since !== undefined) this.#metrics.failover(now - since);
       if (!selfHolds || !self || !isEligible(self, desired.eligible)) {
-        this.#release(ip, lease);
+        this.#own.release(ip, lease);
       } else if (target !== undefined && target !== me) {
         const t = view.members.get(target);
         const settledAt = (t?.seenAt ?? now) + this.options.rebalanceDelay;
-        if (settledAt <= now) this.#release(ip, lease);
+        if (settledAt <= now) this.#own.release(ip, lease);
         else wake = Math.min(wake, settledAt);
       }
     }
     for (const [ip, owner] of view.owners) {
       if (owner.node === me && owner.lease === lease && !view.desired.has(ip))
-        this.#release(ip, lease);
+        this.#own.release(ip, lease);
     }
-    for (const ip of this.#unownedSince.keys())
-      if (!view.desired.has(ip)) this.#unownedSince.delete(ip);
+    for (const ip of this.#own.unownedSince.keys())
+      if (!view.desired.has(ip)) this.#own.unownedSince.delete(ip);
     if (wake < Infinity) this.#later(wake - now, () => this.#kick());
     this.#publish('sync');
-  }
-
-  #claim(ip: string, lease: string): void {
-    if (this.#claiming.has(ip)) return;
-    this.#claiming.add(ip);
-    const key = this.#layout.owner(ip);
-    const value = encodeOwner(this.options.nodeName);
-    this.#timed('txn', () => this.#store.createIfAbsent(key, value, lease)).then(
-      (rev) => {
-        this.#claiming.delete(ip);
-        if (rev === 0) return; // someone else was first; the watch shows who
-        const now = this.#clock.now();
-        const since = this.#unownedSince.get(ip); // gone if the watch showed the claim first
-        if (since !== undefined) this.#metrics.failover(now - since);
-        this.#unownedSince.delete(ip);
-        this.#view.local(key, value, lease, rev, now);
-        this.#publish('claim');
-        this.#kick();
-      },
-      (err: unknown) => {
-        this.#claiming.delete(ip);
-        this.#log?.debug({ err: describeError(err), ip }, 'cluster claim failed');
-        this.#later(this.options.retryMinMs, () => this.#kick());
-      },
-    );
-  }
-
-  /**
-   * Stops holding `ip`, waits until the listeners dropped it, then hands its owner key to the
-   * member placement names (one write: that member holds without a claim of its own), or
-   * deletes it when there is none.
-   */
-  #release(ip: string, lease: string): void {
-    if (this.#releasing.has(ip)) return;
-    this.#releasing.add(ip);
-    this.#publish('release');
-    const key = this.#layout.owner(ip);
-    const hand = async (): Promise<number> => {
-      const [move] = this.#view.desired.has(ip) ? this.#moves([ip], this.options.nodeName) : [];
-      if (move !== undefined) {
-        const rev = await this.#timed('txn', () =>
-          this.#store.moveIfLease(key, move.value, lease, move.toLease),
-        ).catch(() => 0);
-        if (rev > 0) {
-          this.#view.local(key, move.value, move.toLease, rev, this.#clock.now());
-          return -rev; // already applied to the view
-        }
-      }
-      return this.#timed('txn', () => this.#store.deleteIfLease(key, lease));
-    };
-    this.#hold
-      .applied()
-      .then(hand)
-      .then(
-        (rev) => {
-          if (rev > 0) this.#view.local(key, undefined, '0', rev, this.#clock.now());
-          this.#releasing.delete(ip);
-          this.#kick();
-        },
-        (err: unknown) => {
-          // Still ours in etcd; not held. Try again (or let the lease expire).
-          this.#log?.debug({ err: describeError(err), ip }, 'cluster release failed');
-          this.#later(this.options.retryMinMs, () => {
-            this.#releasing.delete(ip);
-            this.#kick();
-          });
-        },
-      );
   }
 
   #moves(ips: readonly string[], without: string): Move[] {
@@ -561,7 +437,7 @@ export class ClusterMember {
       grace: lease !== undefined ? this.#heard?.graceUntil() : undefined,
       graceMs: this.#graceMs(),
       mayHoldAny: !this.#stopping && this.#isReady() && this.#able,
-      owned: (l) => this.#owned(l),
+      owned: (l) => this.#own.owned(l),
       prev,
     });
     this.#metrics.setGrace(onGrace);
@@ -575,29 +451,6 @@ export class ClusterMember {
     } catch (err) {
       this.#log?.error({ err: describeError(err) }, 'cluster hold record failed');
     }
-  }
-
-  /** Every IP this node owns under `lease`. */
-  #ownedAll(lease: string): string[] {
-    return [...this.#view.owners]
-      .filter(([, o]) => o.node === this.options.nodeName && o.lease === lease)
-      .map(([ip]) => ip);
-  }
-
-  /** The IPs this node owns under `lease`, desired and not being released. */
-  #owned(lease: string): string[] {
-    const out: string[] = [];
-    for (const [ip, o] of this.#view.owners) {
-      if (
-        o.node === this.options.nodeName &&
-        o.lease === lease &&
-        this.#view.desired.has(ip) &&
-        !this.#releasing.has(ip)
-      ) {
-        out.push(ip);
-      }
-    }
-    return out;
   }
 
   /** Holding on grace until `until`: publish again then (the fence, unless extended). */

@@ -49,6 +49,8 @@ export interface ClusterMetrics {
   conflict(): void;
   /** Holding on the peers' promises (etcd out of reach for every member). */
   setGrace(holding: boolean): void;
+  /** A placement round ran (registered, with a lease): what to claim and hand over. */
+  reconciled(): void;
 }
 
 /** Registers the `fibkeeper_cluster_*` metrics on `registry` and returns their updater. */
@@ -106,6 +108,11 @@ export function registerClusterMetrics(registry: Registry): ClusterMetrics {
   const conflicts = new Counter({
     name: 'fibkeeper_cluster_dad_conflicts_total',
     help: 'Cluster IPs not claimed because duplicate address detection found another host using them.',
+    registers,
+  });
+  const rounds = new Counter({
+    name: 'fibkeeper_cluster_reconciles_total',
+    help: 'Placement rounds of this member (registered, with a lease): each decides which cluster IPs to claim and which to hand over. An IP that did not move, after a round that saw the change, will not move for it.',
     registers,
   });
   const state = { members: 0, held: 0, valid: 0, grace: 0 };
@@ -166,6 +173,7 @@ export function registerClusterMetrics(registry: Registry): ClusterMetrics {
     takeover: (kind) => takeovers.inc({ kind }),
     conflict: () => conflicts.inc(),
     setGrace: (v) => void (state.grace = v ? 1 : 0),
+    reconciled: () => rounds.inc(),
   };
 }
 
@@ -185,5 +193,6 @@ export function noopClusterMetrics(): ClusterMetrics {
     takeover: nop,
     conflict: nop,
     setGrace: nop,
+    reconciled: nop,
   };
 }

@@ -7,8 +7,9 @@
 // that is how an address someone else deleted comes back. A new IP passes duplicate address
 // detection (the injected `dad`) before it is added; one that comes back after someone else
 // removed it does not (it was ours a moment ago, and defended). Kernel calls go through the
-// injected HolderOps; everything else here is pure.
-import { describeError, FibkeeperError, TimeoutError } from '../errors/index.js';
+// injected HolderOps; everything else here is pure. States and their events: states.ts; the
+// wait for the kernel's DAD on an address someone else added: tentative.ts.
+import { describeError, FibkeeperError } from '../errors/index.js';
 import type { EventSink } from '../events/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
@@ -16,6 +17,8 @@ import type { ExtipMetrics } from './metrics.js';
 import { IFA_F_DADFAILED, IFA_F_TENTATIVE } from '../netlink/index.js';
 import type { Clock } from '../sched/index.js';
 import { DuplicateAddressError } from './dad.js';
+import { EntryStates } from './states.js';
+import { finishTentative, waitTentative } from './tentative.js';
 import {
   Batch,
   dadFailed,
@@ -24,7 +27,6 @@ import {
   type Entry,
   type Waiter,
   type AnnouncerLike,
-  type ExternalIpState,
   type ExternalIpStatus,
   type HolderOps,
   type ObservedAddress,
@@ -46,20 +48,12 @@ export interface AssignerParams {
   events?: EventSink;
 }
 
-/**
- * How long an address that someone else put on the holder with DAD may stay tentative
- * before the assignment fails (fibkeeper adds its own nodad), ms.
- */
-const TENTATIVE_TIMEOUT_MS = 5000;
-
-const familyLabel = (ip: ParsedIp) => (ip.family === 4 ? 'ipv4' : 'ipv6');
 const hostLen = (ip: ParsedIp) => (ip.family === 4 ? 32 : 128);
 
 export class Assigner {
   readonly #p: AssignerParams;
   readonly #entries = new Map<string, Entry>();
-  readonly #assignedCount = { ipv4: 0, ipv6: 0 };
-  readonly #failedCount = { ipv4: 0, ipv6: 0 };
+  readonly #states: EntryStates;
   #loaded = false;
   #stopped = false;
   /** Counts our kernel calls, to tell which dump results are older than them. */
@@ -69,6 +63,7 @@ export class Assigner {
 
   constructor(p: AssignerParams) {
     this.#p = p;
+    this.#states = new EntryStates(p.metrics, p.events);
   }
 
   /** True once setDesired() has run: from then on, undesired addresses are removed. */
@@ -166,7 +161,7 @@ export class Assigner {
 
   #forgetIfIdle(e: Entry): void {
     if (!e.desired && !e.present && !e.running && e.waiters.length === 0) {
-      this.#setState(e, 'pending'); // out of the assigned and failed counts
+      this.#states.set(e, 'pending'); // out of the assigned and failed counts
       this.#entries.delete(e.ip.address);
     }
   }
@@ -181,10 +176,10 @@ export class Assigner {
       this.#touch(e, false);
     }
     if (e.state === 'removing' || (e.state === 'assigned' && !e.present)) {
-      this.#setState(e, 'pending');
+      this.#states.set(e, 'pending');
     }
     if (!e.present && this.#p.dad !== undefined && e.repairCause === undefined) {
-      this.#setState(e, 'tentative');
+      this.#states.set(e, 'tentative');
       await this.#p.dad(e.ip);
       if (!e.desired || this.#stopped) return; // overridden meanwhile
     }
@@ -208,9 +203,10 @@ export class Assigner {
     }
     if (e.state === 'assigned') return;
     const tentative = e.flags !== undefined && (e.flags & IFA_F_TENTATIVE) !== 0;
-    if (e.ip.family === 6 && tentative) await this.#waitTentative(e);
+    if (e.ip.family === 6 && tentative)
+      await waitTentative(e, this.#p.clock, () => this.#states.set(e, 'tentative'));
     if (!e.desired) return; // overridden meanwhile: the next round removes it
-    this.#setState(e, 'assigned', repaired);
+    this.#states.set(e, 'assigned', repaired);
     e.lastError = undefined;
     e.conflict = undefined;
     const err = this.#p.announcer.add(e.ip, 'assign');
@@ -220,13 +216,13 @@ export class Assigner {
   async #stepRemove(e: Entry): Promise<void> {
     this.#p.announcer.remove(e.ip.address);
     if (e.present) {
-      this.#setState(e, 'removing');
+      this.#states.set(e, 'removing');
       const r = await this.#p.ops.del(e.ip, e.prefixlen);
       this.#touch(e, false);
       if (r === 'deleted' && e.foreign) this.#p.metrics.repaired('foreign');
     }
     e.foreign = false;
-    this.#setState(e, 'pending');
+    this.#states.set(e, 'pending');
   }
 
   /** Records what a kernel call of ours made true. */
@@ -246,7 +242,7 @@ export class Assigner {
       e.conflict =
         err instanceof DuplicateAddressError ? { mac: err.mac, what: err.what } : undefined;
       this.#p.metrics.error(want ? 'assign' : 'unassign');
-      if (want) this.#setState(e, 'failed');
+      if (want) this.#states.set(e, 'failed');
       // a retry that fails the same way (every periodic check) is no news
       this.#p.log[again ? 'debug' : 'warn'](
         { ip: e.ip.address, err: e.lastError, conflict: e.conflict },
@@ -260,79 +256,6 @@ export class Assigner {
       else w.batch.settle(e.ip.address, err !== undefined && w.want === want ? err : undefined);
     }
     e.waiters = keep;
-  }
-
-  /** An address someone else added with DAD to the holder: wait until the kernel is done. */
-  #waitTentative(e: Entry): Promise<void> {
-    const flags = e.flags;
-    if (flags !== undefined && (flags & IFA_F_DADFAILED) !== 0) {
-      return Promise.reject(dadFailed(e.ip));
-    }
-    if (flags !== undefined && (flags & IFA_F_TENTATIVE) === 0) return Promise.resolve();
-    this.#setState(e, 'tentative');
-    return new Promise<void>((resolve, reject) => {
-      const timer = this.#p.clock.setTimeout(() => {
-        e.tentative = undefined;
-        reject(
-          new TimeoutError(
-            `${e.ip.address} stayed tentative on the holder (the kernel's duplicate address detection) for ${TENTATIVE_TIMEOUT_MS} ms; does the holder have a carrier?`,
-          ),
-        );
-      }, TENTATIVE_TIMEOUT_MS);
-      e.tentative = { resolve, reject, timer };
-    });
-  }
-
-  /** Ends a DAD wait: done (no failure), or failed with failure() (built only if waited). */
-  #finishTentative(e: Entry, failure?: () => Error): void {
-    const d = e.tentative;
-    if (d === undefined) return;
-    e.tentative = undefined;
-    this.#p.clock.clearTimeout(d.timer);
-    if (failure === undefined) d.resolve();
-    else d.reject(failure());
-  }
-
-  /** `quiet`: no event (the step reported one of its own). */
-  #setState(e: Entry, s: ExternalIpState, quiet = false): void {
-    if (e.state === s) return;
-    if (!quiet) this.#report(e, e.state, s);
-    const fam = familyLabel(e.ip);
-    if (e.state === 'assigned') this.#assignedCount[fam]--;
-    if (s === 'assigned') this.#assignedCount[fam]++;
-    if (e.state === 'failed') this.#failedCount[fam]--;
-    if (s === 'failed') this.#failedCount[fam]++;
-    e.state = s;
-    this.#p.metrics.setAssigned(fam, this.#assignedCount[fam]);
-    this.#p.metrics.setFailed(fam, this.#failedCount[fam]);
-  }
-
-  /** The event of a state change worth one: assigned, removed, failed (DAD: refused). */
-  #report(e: Entry, from: ExternalIpState, to: ExternalIpState): void {
-    const ev = this.#p.events;
-    if (ev === undefined) return;
-    const ip = e.ip.address;
-    if (to === 'assigned') {
-      ev.emit('extip.assigned', `${ip} assigned to the holder and announced`, { ip });
-    } else if (to === 'pending' && from === 'removing') {
-      ev.emit('extip.unassigned', `${ip} removed from the holder`, { ip });
-    } else if (to === 'failed' && e.conflict !== undefined) {
-      const { mac, what } = e.conflict;
-      ev.emit(
-        'extip.refused',
-        `${ip} refused: ${what} ${mac} holds it (duplicate address detection)`,
-        {
-          ip,
-          mac,
-          what,
-        },
-      );
-    } else if (to === 'failed') {
-      ev.emit('extip.failed', `${ip} not assigned: ${e.lastError ?? 'unknown error'}`, {
-        ip,
-        error: e.lastError ?? null,
-      });
-    }
   }
 
   // --- what the kernel says ---------------------------------------------------------------
@@ -357,12 +280,12 @@ export class Assigner {
   #adoptState(e: Entry): void {
     const f = e.flags ?? 0;
     if ((f & IFA_F_DADFAILED) !== 0) {
-      this.#setState(e, 'failed');
+      this.#states.set(e, 'failed');
       e.lastError = dadFailed(e.ip).message;
     } else if ((f & IFA_F_TENTATIVE) !== 0) {
       void this.#drive(e); // waits for DAD (or its timeout), then announces
     } else {
-      this.#setState(e, 'assigned');
+      this.#states.set(e, 'assigned');
       const err = this.#p.announcer.add(e.ip, 'start');
       if (err !== undefined) e.lastError = `announce: ${describeError(err)}`;
     }
@@ -381,8 +304,8 @@ export class Assigner {
     e.prefixlen = a.prefixlen;
     e.flags = a.flags;
     const dadFailedNow = (a.flags & IFA_F_DADFAILED) !== 0;
-    if (dadFailedNow) this.#finishTentative(e, () => dadFailed(a.ip));
-    else if ((a.flags & IFA_F_TENTATIVE) === 0) this.#finishTentative(e);
+    if (dadFailedNow) finishTentative(e, this.#p.clock, () => dadFailed(a.ip));
+    else if ((a.flags & IFA_F_TENTATIVE) === 0) finishTentative(e, this.#p.clock);
     if (!e.desired) {
       if (this.#loaded) this.#removeForeign(e);
     } else if (e.state === 'failed' && !dadFailedNow && !e.running) {
@@ -395,7 +318,11 @@ export class Assigner {
     if (e === undefined || !e.present) return;
     e.present = false;
     e.flags = undefined;
-    this.#finishTentative(e, () => new FibkeeperError(`${ip.address} was removed during DAD`));
+    finishTentative(
+      e,
+      this.#p.clock,
+      () => new FibkeeperError(`${ip.address} was removed during DAD`),
+    );
     if (e.desired) {
       e.repairCause ??= 'address';
       this.#p.log.debug({ ip: ip.address }, 'extip: address removed from the holder; re-adding');
@@ -523,7 +450,7 @@ export class Assigner {
       if (e.state === 'failed') failed++;
       else if (e.state !== 'assigned') pending++;
     }
-    return { assigned: this.#assignedCount.ipv4 + this.#assignedCount.ipv6, failed, pending };
+    return { assigned: this.#states.assigned, failed, pending };
   }
 
   /** Settles nothing further; pending requests are rejected with ClosedError. Idempotent. */
@@ -532,7 +459,7 @@ export class Assigner {
     this.#stopped = true;
     const err = stoppedError();
     for (const e of this.#entries.values()) {
-      this.#finishTentative(e, () => err);
+      finishTentative(e, this.#p.clock, () => err);
       for (const w of e.waiters) w.batch.settle(e.ip.address, err);
       e.waiters = [];
     }

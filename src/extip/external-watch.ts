@@ -9,13 +9,15 @@ import type { ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 import type { ExtipMetrics } from './metrics.js';
 import type { PacketSocketOptions } from '../native/index.js';
-import type { Link, NetlinkHandle } from '../netlink/index.js';
+import type { Link } from '../netlink/index.js';
 import type { Clock } from '../sched/index.js';
 import type { AnnounceSink } from './announcer.js';
 import { DadProber } from './dad.js';
 import {
   externalFromLink,
+  feedLookup,
   findExternal,
+  type DeviceView,
   readExternalSysctls,
   type ExternalLink,
   type ExternalSysctls,
@@ -25,7 +27,8 @@ import type { ExternalIpConfig } from './options.js';
 import { enforceClusterSysctls, readClusterSysctls } from './sysctl.js';
 
 export interface ExternalWatchParams {
-  nl: NetlinkHandle;
+  /** Where the interface is looked up (the device feed: no dump of its own). */
+  devices: DeviceView;
   netns: string | undefined;
   cfg: ExternalIpConfig;
   log: Logger;
@@ -90,7 +93,12 @@ export class ExternalWatch implements AnnounceSink {
   /** Finds the interface (extip.interface or extip.nodeIP) and opens its sockets. */
   static async open(p: ExternalWatchParams): Promise<ExternalWatch> {
     const { cfg } = p;
-    const link = await findExternal(p.nl, cfg.interface, cfg.nodeIP, cfg.holderName);
+    const link = await findExternal(
+      feedLookup(p.devices),
+      cfg.interface,
+      cfg.nodeIP,
+      cfg.holderName,
+    );
     if (p.clusterMode) {
       const set = enforceClusterSysctls(p.netns, link.name);
       p.log.info(

@@ -15,6 +15,7 @@ import {
   ARPHRD_ETHER,
   IFF_LOWER_UP,
   IFF_UP,
+  type DeviceFeed,
   type Link,
   type NetlinkHandle,
 } from '../netlink/index.js';
@@ -52,28 +53,66 @@ export function externalFromLink(link: Link): ExternalLink {
   };
 }
 
+/** Where findExternal looks a device up: the device feed's snapshot, or the kernel itself. */
+export interface ExternalLookup {
+  /** The link named `name`, undefined when there is none. */
+  byName(name: string): Promise<Link | undefined>;
+  /** The link that carries `ip` (canonical), undefined when none does. */
+  byAddress(ip: string): Promise<Link | undefined>;
+}
+
+/** The links and addresses of the namespace as the device feed holds them. */
+export type DeviceView = Pick<DeviceFeed, 'links' | 'link' | 'linkByName' | 'addresses'>;
+
+/** Looks up in the device feed's snapshot (the running subsystem: no dump of its own). */
+export function feedLookup(devices: DeviceView): ExternalLookup {
+  return {
+    byName: (name) => Promise.resolve(devices.linkByName(name)),
+    byAddress: (ip) => {
+      const a = devices.addresses().find((x) => (x.local ?? x.address) === ip);
+      return Promise.resolve(a && devices.link(a.index));
+    },
+  };
+}
+
+/** Asks the kernel (a one-shot command that has no device feed: the CLI, config check). */
+export function kernelLookup(nl: NetlinkHandle): ExternalLookup {
+  return {
+    byName: async (name) => {
+      try {
+        return await nl.linkGet(name);
+      } catch (err) {
+        if (errnoCode(err) === 'ENODEV') return undefined;
+        throw err;
+      }
+    },
+    byAddress: async (ip) => {
+      const addr = (await nl.addrList()).find((a) => (a.local ?? a.address) === ip);
+      return addr && nl.linkGet(addr.index);
+    },
+  };
+}
+
 /**
  * Finds the external interface: `iface` by name, or else the device that carries `nodeIP`
- * (IPv4 or IPv6). Errors name the option to fix.
+ * (IPv4 or IPv6). Errors name the option to fix. `from`: a handle (asks the kernel) or a
+ * lookup (feedLookup: the device feed's snapshot).
  */
 export async function findExternal(
-  nl: NetlinkHandle,
+  from: NetlinkHandle | ExternalLookup,
   iface: string,
   nodeIP: string,
   holderName: string,
 ): Promise<ExternalLink> {
-  let link: Link;
+  const look = 'byName' in from ? from : kernelLookup(from);
+  let link: Link | undefined;
   if (iface !== '') {
-    try {
-      link = await nl.linkGet(iface);
-    } catch (err) {
-      if (errnoCode(err) !== 'ENODEV') throw err;
-      throw new NotFoundError(`extip.interface: there is no device named ${iface}`, {
-        cause: err,
-      });
+    link = await look.byName(iface);
+    if (link === undefined) {
+      throw new NotFoundError(`extip.interface: there is no device named ${iface}`);
     }
   } else if (nodeIP !== '') {
-    link = await byAddress(nl, nodeIP);
+    link = await byAddress(look, nodeIP);
   } else {
     throw new ConfigError(
       'extip.interface',
@@ -89,20 +128,20 @@ export async function findExternal(
   return externalFromLink(link);
 }
 
-async function byAddress(nl: NetlinkHandle, nodeIP: string): Promise<Link> {
+async function byAddress(look: ExternalLookup, nodeIP: string): Promise<Link> {
   let ip: string;
   try {
     ip = parseIp(nodeIP).address;
   } catch (err) {
     throw new ConfigError('extip.nodeIP', (err as Error).message, { cause: err });
   }
-  const addr = (await nl.addrList()).find((a) => (a.local ?? a.address) === ip);
-  if (addr === undefined) {
+  const link = await look.byAddress(ip);
+  if (link === undefined) {
     throw new NotFoundError(
       `extip.nodeIP: no device of this node carries ${ip}; set extip.nodeIP to an address of the node or set extip.interface`,
     );
   }
-  return nl.linkGet(addr.index);
+  return link;
 }
 
 /** Reads /proc/sys/net/<path> in `netns` (or the caller's namespace); undefined if absent. */

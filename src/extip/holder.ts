@@ -6,11 +6,15 @@ import { ConflictError, FibkeeperError, NotSupportedError, errnoCode } from '../
 import { classifyIp, parseIp, type ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 import { IFF_UP, type Address, type Link, type NetlinkHandle } from '../netlink/index.js';
+import type { DeviceView } from './external.js';
 import { HOLDER_KINDS, type HolderKind } from './options.js';
 import type { HolderOps, ObservedAddress } from './types.js';
 
 export interface HolderParams {
+  /** Writes: link add/set up, address add/del (reads go to `devices`). */
   nl: NetlinkHandle;
+  /** The namespace's links and addresses (the device feed: no dump of its own). */
+  devices: DeviceView;
   name: string;
   kind: HolderKind;
   /** IPv6 addresses are added with `nodad`. */
@@ -130,7 +134,7 @@ export class Holder implements HolderOps {
       );
     }
     if (actual === 'bridge') {
-      const ports = (await this.#p.nl.linkList()).filter((l) => l.master === link.index);
+      const ports = this.#p.devices.links().filter((l) => l.master === link.index);
       if (ports.length > 0) {
         throw new ConflictError(
           `the bridge ${name} has ports (${ports.map((p) => p.name).join(', ')}); the holder ` +
@@ -144,18 +148,6 @@ export class Holder implements HolderOps {
         'extip: adopted a holder of another type',
       );
     }
-  }
-
-  /** The external IPs on the holder, like `ip addr show dev HOLDER`. */
-  async addresses(): Promise<ObservedAddress[]> {
-    while (this.#ifindex === 0) await this.#ready;
-    const out: ObservedAddress[] = [];
-    for (const a of await this.#p.nl.addrList({ ifindex: this.#ifindex })) {
-      if (a.index !== this.#ifindex) continue;
-      const o = observe(a);
-      if (o !== undefined) out.push(o);
-    }
-    return out;
   }
 
   /** addrAdd — like `ip addr add IP/32|128 dev HOLDER [nodad] noprefixroute`. */
@@ -205,26 +197,22 @@ export class Holder implements HolderOps {
 }
 
 /**
- * Cluster mode, before anything else at start: removes from the holder device (when it
- * exists) every external IP that is not in `keep` — the cluster IPs an earlier run of the
+ * Cluster mode, before anything else at start: removes from the holder device (when the
+ * device feed has it) every external IP that is not in `keep` — the cluster IPs an earlier run of the
  * agent held, which another node may own by now. Like `ip addr del` for each; returns the
  * IPs removed. A missing holder is not an error.
  */
 export async function removeHolderAddresses(
   nl: NetlinkHandle,
+  devices: DeviceView,
   holderName: string,
   keep: ReadonlySet<string>,
 ): Promise<string[]> {
-  let link: Link;
-  try {
-    link = await nl.linkGet(holderName);
-  } catch (err) {
-    if (errnoCode(err) === 'ENODEV') return [];
-    throw new FibkeeperError(`holder device ${holderName}: look-up failed`, { cause: err });
-  }
+  const link = devices.linkByName(holderName);
+  if (link === undefined) return [];
   const removed: string[] = [];
-  for (const a of await nl.addrList({ ifindex: link.index })) {
-    const o = a.index === link.index ? observe(a) : undefined;
+  for (const a of devices.addresses(link.index)) {
+    const o = observe(a);
     if (o === undefined || keep.has(o.ip.address)) continue;
     try {
       await nl.addrDel({ ifindex: link.index, address: o.ip.address, prefixlen: o.prefixlen });

@@ -1,32 +1,21 @@
-// ExternalIpSubsystem: the component the agent wires. It owns the holder device, the
-// assigner, the announcer and the external interface's sockets and probes; it follows link
-// and address events (from the device feed), repairs what others change, and runs the
-// periodic check. start()/stop() are idempotent; stop() leaves the addresses.
+// ExternalIpSubsystem: the facade the agent wires. Its parts are listed and built in
+// wiring.ts; here are the requests (validated against the node's addresses), the cluster
+// calls and health. start()/stop() are idempotent; stop() leaves the addresses.
 import type { EventSink } from '../events/index.js';
 import type { Registry } from 'prom-client';
-import { ClosedError, describeError, errnoCode } from '../errors/index.js';
+import { ClosedError, describeError } from '../errors/index.js';
 import { parseIp, type IpArg, type ParsedIp } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
 import { noopExtipMetrics, registerExtipMetrics, type ExtipMetrics } from './metrics.js';
-import {
-  DeviceFeed,
-  IFF_UP,
-  NetlinkHandle,
-  type Address,
-  type Link,
-  type RtEvent,
-} from '../netlink/index.js';
-import { backoff, systemClock, type Clock, type TimerHandle } from '../sched/index.js';
-import { Announcer } from './announcer.js';
-import { Assigner } from './assigner.js';
+import type { DeviceFeed, NetlinkHandle } from '../netlink/index.js';
+import { systemClock, type Clock } from '../sched/index.js';
+import type { Assigner } from './assigner.js';
 import { ClusterIps, type ClusterGate } from './cluster.js';
 import { NodeAddresses } from './node-addresses.js';
-import { ConflictLog } from './conflict-log.js';
-import { ExternalWatch } from './external-watch.js';
-import { Holder, observe } from './holder.js';
 import type { FrameSocket } from './linkio.js';
 import { resolveOptions, type ExternalIpConfig } from './options.js';
-import type { ExternalIpStatus, ObservedAddress } from './types.js';
+import type { ExternalIpStatus } from './types.js';
+import { unwireExtip, wireExtip, type ExtipParts } from './wiring.js';
 import { validateExternalIps } from './validate.js';
 import type { PacketSocketOptions } from '../native/index.js';
 
@@ -73,36 +62,16 @@ export class ExternalIpSubsystem {
   readonly #log: Logger;
   readonly #clock: Clock;
   readonly #metrics: ExtipMetrics;
-  #nl: NetlinkHandle | undefined;
-  #feed: DeviceFeed | undefined;
-  #unlisten: (() => void) | undefined;
-  #holder: Holder | undefined;
-  #announcer: Announcer | undefined;
-  #assigner: Assigner | undefined;
-  #ext: ExternalWatch | undefined;
-  #conflictLog: ConflictLog | undefined;
+  /** The parts (wiring.ts), filled in as start() makes them. */
+  readonly #parts: Partial<ExtipParts> = {};
   readonly #cluster: ClusterIps | undefined;
   /** Node-local external IPs wanted (extip add, setDesired), canonical. */
   readonly #local = new Set<string>();
-  /** Events that arrive before the first dump is applied, replayed after it. */
-  #queued: RtEvent[] | undefined;
   /** The node's addresses on devices other than the holder. */
   readonly #node = new NodeAddresses();
   #starting: Promise<void> | undefined;
   #started = false;
   #stopped = false;
-  #checkTimer: TimerHandle | undefined;
-  #checking: Promise<void> | undefined;
-  #recreating: Promise<void> | undefined;
-  /** A set-up of the holder under way (#setHolderUp), and whether to look again after it. */
-  #settingUp: Promise<void> | undefined;
-  #setUpAgain = false;
-  #holderError: string | undefined;
-  readonly #sleepers = new Set<() => void>();
-  /** Notifications were lost before the first dump was applied: check once started. */
-  #overflowAtStart = false;
-  /** The feed's subscription overflowed; its next dump answers it. */
-  #lost = false;
 
   constructor(p: ExternalIpParams) {
     this.#p = p;
@@ -127,13 +96,15 @@ export class ExternalIpSubsystem {
 
   /** The holder device (name always; ifindex 0 until started or while recreated). */
   get holder(): { name: string; ifindex: number } {
-    return { name: this.#cfg.holderName, ifindex: this.#holder?.ifindex ?? 0 };
+    return { name: this.#cfg.holderName, ifindex: this.#parts.holder?.ifindex ?? 0 };
   }
 
   /** The external interface, once started; `up`: up with a carrier, frames can leave. */
   get externalInterface(): { name: string; ifindex: number; mac: string; up: boolean } | undefined {
-    const e = this.#ext?.link;
-    return e && { name: e.name, ifindex: e.ifindex, mac: e.mac, up: this.#ext!.present && e.up };
+    const e = this.#parts.ext?.link;
+    return (
+      e && { name: e.name, ifindex: e.ifindex, mac: e.mac, up: this.#parts.ext!.present && e.up }
+    );
   }
 
   // --- lifecycle --------------------------------------------------------------------------
@@ -152,104 +123,30 @@ export class ExternalIpSubsystem {
   }
 
   async #start(): Promise<void> {
-    const cfg = this.#cfg;
-    const nl = (this.#nl = this.#p.netlink ?? NetlinkHandle.open({ netns: this.#p.netns }));
-    this.#queued = [];
-    const feed = (this.#feed =
-      this.#p.devices ?? new DeviceFeed({ nl, log: this.#log, clock: this.#clock }));
-    this.#unlisten = feed.listen({
-      resyncing: (reason) => {
-        if (reason === 'overflow') this.#lost = true;
+    const p = this.#p;
+    await wireExtip(
+      {
+        cfg: this.#cfg,
+        netns: p.netns,
+        ...(p.netlink ? { netlink: p.netlink } : {}),
+        ...(p.devices ? { devices: p.devices } : {}),
+        node: this.#node,
+        metrics: this.#metrics,
+        log: this.#log,
+        clock: this.#clock,
+        ...(p.events ? { events: p.events } : {}),
+        cluster: this.#cluster,
+        owns: (ip) => this.#owns(ip),
+        ...(p.openSocket ? { openSocket: p.openSocket } : {}),
+        ...(p.onSocketReopen ? { onSocketReopen: p.onSocketReopen } : {}),
+        ...(p.onExternalUp ? { onExternalUp: p.onExternalUp } : {}),
+        checkStopped: () => this.#throwIfStopped(),
       },
-      loaded: () => this.#onLoaded(),
-      link: (kind, msg) => this.#onEvent({ kind, object: 'link', msg }),
-      address: (kind, msg) => this.#onEvent({ kind, object: 'address', msg }),
-    });
-    await feed.start();
-    this.#throwIfStopped();
-    const holder = (this.#holder = new Holder({
-      nl,
-      name: cfg.holderName,
-      kind: cfg.holderKind,
-      // the holder sees no segment: DAD there proves nothing (ours runs on the interface)
-      nodad: true,
-      log: this.#log,
-      onMissing: () => void this.#recreateHolder(),
-    }));
-    await holder.ensure();
-    this.#throwIfStopped();
-    this.#ext = await this.#openExternal(nl);
-    this.#throwIfStopped();
-    this.#announcer = new Announcer({
-      count: cfg.announceCount,
-      intervalMs: cfg.announceInterval,
-      refreshIntervalMs: cfg.refreshInterval,
-      defendIntervalMs: cfg.defendInterval,
-      defendRatePerSecond: cfg.defendRate,
-      sink: this.#ext,
-      clock: this.#clock,
-      log: this.#log,
-      metrics: this.#metrics,
-      ...(this.#cluster ? { allowed: (ip: string) => this.#cluster!.mayAnswer(ip) } : {}),
-    });
-    this.#assigner = new Assigner({
-      ops: holder,
-      announcer: this.#announcer,
-      clock: this.#clock,
-      log: this.#log,
-      metrics: this.#metrics,
-      ...(cfg.dad ? { dad: (ip: ParsedIp) => this.#ext!.dad.probe(ip) } : {}),
-      ...(this.#p.events ? { events: this.#p.events } : {}),
-    });
-    await this.#cluster?.start({
-      nl,
-      netns: this.#p.netns,
-      announcer: this.#announcer,
-      extIfindex: this.#ext.link.ifindex,
-    });
-    this.#throwIfStopped();
-    this.#loadAll(feed);
-    const queued = this.#queued;
-    this.#queued = undefined;
-    for (const ev of queued) this.#onEvent(ev);
-    this.#scheduleCheck();
+      this.#parts,
+    );
     this.#started = true;
-    // lost notifications may be newer than the first dump: compare once more
-    if (this.#overflowAtStart) void this.#check('overflow');
-    const info = { holder: cfg.holderName, interface: this.#ext.link.name };
-    this.#log.info({ ...info, adopted: this.#assigner.list().length }, 'extip: started');
-  }
-
-  /** The external interface's watch; what its listeners see goes to the announcer and log. */
-  #openExternal(nl: NetlinkHandle): Promise<ExternalWatch> {
-    const cfg = this.#cfg;
-    const conflictLog = (this.#conflictLog = new ConflictLog({
-      log: this.#log,
-      clock: this.#clock,
-      intervalMs: Math.max(1000, cfg.defendInterval),
-      ...(this.#p.events ? { events: this.#p.events } : {}),
-    }));
-    return ExternalWatch.open({
-      nl,
-      netns: this.#p.netns,
-      cfg,
-      log: this.#log,
-      metrics: this.#metrics,
-      clock: this.#clock,
-      owns: (ip) => this.#owns(ip),
-      onConflict: (c) => {
-        this.#metrics.conflict(c.family === 4 ? 'ipv4' : 'ipv6');
-        conflictLog.record(c, this.#announcer?.defend(c.ip) === true);
-      },
-      onLinkChange: () => {
-        this.#announcer?.burstAll('link');
-        this.#assigner?.retryFailed(); // probes can go out again
-      },
-      ...(this.#p.onExternalUp ? { onUpChange: this.#p.onExternalUp } : {}),
-      openSocket: this.#p.openSocket,
-      onSocketReopen: this.#p.onSocketReopen,
-      clusterMode: this.#cluster !== undefined,
-    });
+    const info = { holder: this.#cfg.holderName, interface: this.#parts.ext!.link.name };
+    this.#log.info({ ...info, adopted: this.#parts.assigner!.list().length }, 'extip: started');
   }
 
   /**
@@ -260,26 +157,7 @@ export class ExternalIpSubsystem {
    */
   async probe(ip: string): Promise<void> {
     await this.#ready();
-    return this.#ext!.dad.probe(parseIp(ip));
-  }
-
-  /** The feed's view at start: links, node addresses, the holder's addresses (adopted). */
-  #loadAll(feed: DeviceFeed): void {
-    this.#node.resetLinks(feed.links());
-    this.#assigner!.adopt(this.#takeAddresses(feed.addresses()));
-  }
-
-  /** Records the node's addresses from a dump; returns the holder's (external IPs). */
-  #takeAddresses(addrs: readonly Address[]): ObservedAddress[] {
-    const onHolder: ObservedAddress[] = [];
-    const cluster = this.#cluster?.holderIfindex ?? 0;
-    for (const a of addrs) {
-      if (cluster !== 0 && a.index === cluster) continue; // the cluster holder's: not the node's
-      const o = a.index === this.#holder!.ifindex ? observe(a) : undefined;
-      if (o !== undefined) onHolder.push(o);
-      else if (a.index !== this.#holder!.ifindex) this.#node.address('new', a);
-    }
-    return onHolder;
+    return this.#parts.ext!.dad.probe(parseIp(ip));
   }
 
   /** Stops timers, listeners and subscriptions, in reverse order. Addresses stay. Idempotent. */
@@ -287,18 +165,11 @@ export class ExternalIpSubsystem {
     const first = !this.#stopped;
     this.#stopped = true;
     // Runs again when a start() that was under way fails: it closes what start() opened late.
-    if (this.#checkTimer !== undefined) this.#clock.clearTimeout(this.#checkTimer);
-    this.#checkTimer = undefined;
-    for (const wake of [...this.#sleepers]) wake();
-    this.#assigner?.stop();
-    this.#cluster?.stop();
-    this.#announcer?.stop();
-    this.#conflictLog?.stop();
-    this.#ext?.close();
-    this.#unlisten?.();
-    if (this.#p.devices === undefined) this.#feed?.stop();
-    if (this.#p.netlink === undefined) this.#nl?.close();
-    await Promise.allSettled([this.#checking, this.#recreating, this.#settingUp]);
+    const shared = {
+      netlink: this.#p.netlink !== undefined,
+      devices: this.#p.devices !== undefined,
+    };
+    await unwireExtip(this.#parts, shared, this.#cluster);
     if (first) this.#log.info('extip: stopped');
   }
 
@@ -385,7 +256,7 @@ export class ExternalIpSubsystem {
    * `forCluster`: as a cluster IP (one this node holds now is fine).
    */
   validate(ips: readonly IpArg[], opts: { forCluster?: boolean } = {}): string[] {
-    if (this.#ext === undefined)
+    if (this.#parts.ext === undefined)
       throw new ClosedError('extip: the external-IP subsystem is not started');
     const verb = opts.forCluster ? 'cluster extip add' : 'assign';
     return this.#validate(ips, verb).map((ip) => ip.address);
@@ -394,7 +265,7 @@ export class ExternalIpSubsystem {
   /** A copy of the external IPs with their state, sorted by IP text. */
   list(): ExternalIpStatus[] {
     const out = [
-      ...(this.#assigner?.list() ?? []).map((s) => ({ ...s, cluster: false })),
+      ...(this.#parts.assigner?.list() ?? []).map((s) => ({ ...s, cluster: false })),
       ...(this.#cluster?.list() ?? []),
     ];
     return out.sort((x, y) => (x.ip < y.ip ? -1 : x.ip > y.ip ? 1 : 0));
@@ -406,11 +277,11 @@ export class ExternalIpSubsystem {
       throw new ClosedError('extip: the external-IP subsystem is not started');
     }
     await this.#starting;
-    return this.#assigner!;
+    return this.#parts.assigner!;
   }
 
   #validate(ips: readonly IpArg[], verb: string): ParsedIp[] {
-    const ext = this.#ext!;
+    const ext = this.#parts.ext!;
     const valid = validateExternalIps(ips, verb, {
       nodeAddresses: this.#node.byIp,
       ipv6: ext.ipv6,
@@ -424,159 +295,9 @@ export class ExternalIpSubsystem {
 
   /** Assigned, and (a cluster IP) held with a valid lease right now: answer and defend it. */
   #owns(ip: string): boolean {
-    if (this.#assigner?.isAssigned(ip) === true) return this.#cluster?.mayAnswer(ip) ?? true;
+    if (this.#parts.assigner?.isAssigned(ip) === true) return this.#cluster?.mayAnswer(ip) ?? true;
     const c = this.#cluster;
     return c !== undefined && c.isAssigned(ip) && c.mayAnswer(ip);
-  }
-
-  // --- events -----------------------------------------------------------------------------
-
-  /** The feed loaded a dump: if it answered lost notifications, compare once more. */
-  #onLoaded(): void {
-    if (this.#stopped || !this.#lost) return;
-    this.#lost = false;
-    if (this.#queued !== undefined) {
-      this.#overflowAtStart = true;
-      return;
-    }
-    this.#log.warn('extip: netlink notifications lost; resynchronizing');
-    void this.#check('overflow');
-  }
-
-  #onEvent(ev: RtEvent): void {
-    if (this.#stopped) return;
-    if (this.#queued !== undefined) {
-      this.#queued.push(ev);
-      return;
-    }
-    if (ev.object === 'link') this.#onLink(ev.kind, ev.msg);
-    else if (ev.object === 'address') this.#onAddress(ev.kind, ev.msg);
-  }
-
-  #onLink(kind: 'new' | 'del', l: Link): void {
-    this.#node.link(kind, l);
-    const holder = this.#holder!;
-    if (l.index === holder.ifindex) {
-      if (kind === 'del') this.#holderDeleted();
-      else if ((l.flags & IFF_UP) === 0) {
-        void this.#setHolderUp(l.index);
-      }
-    } else if (kind === 'new' && l.name === holder.name && holder.ifindex === 0) {
-      void this.#recreateHolder(); // someone else created it meanwhile: adopt it
-    }
-    this.#ext!.onLink(kind, l);
-    this.#cluster?.onLink(kind, l, this.#ext!.present ? this.#ext!.link.ifindex : 0);
-  }
-
-  #onAddress(kind: 'new' | 'del', a: Address): void {
-    const c = this.#cluster;
-    if (c !== undefined && a.index === c.holderIfindex && a.index !== 0) {
-      c.onAddress(kind, a);
-      return;
-    }
-    if (a.index === this.#holder!.ifindex && a.index !== 0) {
-      const o = observe(a);
-      if (o !== undefined) this.#assigner!.onAddress(kind, o);
-      return;
-    }
-    this.#node.address(kind, a);
-  }
-
-  // --- repair -----------------------------------------------------------------------------
-
-  /**
-   * Sets the holder up again, one repair at a time: several events can say it is down (a
-   * batch of changes, a feed's replay of an older event after a dump), so the kernel is asked
-   * first, and a repair is made and counted only while the holder really is down. An event
-   * that comes while one runs makes it look once more when it ends.
-   */
-  #setHolderUp(index: number): Promise<void> {
-    if (this.#settingUp !== undefined) {
-      this.#setUpAgain = true;
-      return this.#settingUp;
-    }
-    this.#settingUp = (async () => {
-      do {
-        this.#setUpAgain = false;
-        try {
-          const now = await this.#nl!.linkGet(index);
-          if ((now.flags & IFF_UP) !== 0) continue;
-          this.#log.warn(
-            { holder: this.#holder!.name },
-            'extip: the holder device was set down; setting up',
-          );
-          await this.#nl!.linkSetUp(index);
-          this.#metrics.repaired('holder-up');
-        } catch (err) {
-          // ENODEV: it is being deleted; the link event that follows recreates it
-          if (errnoCode(err) !== 'ENODEV') this.#repairFailed(err);
-          return;
-        }
-      } while (this.#setUpAgain && !this.#stopped);
-    })().finally(() => {
-      this.#settingUp = undefined;
-    });
-    return this.#settingUp;
-  }
-
-  #holderDeleted(): void {
-    this.#log.warn(
-      { holder: this.#cfg.holderName },
-      'extip: the holder device was deleted; recreating',
-    );
-    this.#holder!.markGone();
-    this.#assigner!.holderLost();
-    void this.#recreateHolder();
-  }
-
-  /** Recreates (or re-adopts) the holder until it works; the assigner then refills it. */
-  #recreateHolder(): Promise<void> {
-    this.#recreating ??= (async () => {
-      for (let failures = 1; !this.#stopped; failures++) {
-        try {
-          this.#holder!.markGone();
-          const { created } = await this.#holder!.ensure();
-          this.#holderError = undefined;
-          this.#metrics.repaired('holder');
-          this.#assigner!.holderBack();
-          this.#log.info({ holder: this.#cfg.holderName, created }, 'extip: holder device back');
-          return;
-        } catch (err) {
-          this.#repairFailed(err);
-          this.#holderError = describeError(err);
-          await this.#sleep(backoff(100, 10_000, failures));
-        }
-      }
-    })().finally(() => {
-      this.#recreating = undefined;
-    });
-    return this.#recreating;
-  }
-
-  /** A pause that stop() cuts short. */
-  #sleep(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const wake = (): void => {
-        this.#sleepers.delete(wake);
-        this.#clock.clearTimeout(timer);
-        resolve();
-      };
-      const timer = this.#clock.setTimeout(wake, ms);
-      this.#sleepers.add(wake);
-    });
-  }
-
-  #repairFailed(err: unknown): void {
-    this.#metrics.error('repair');
-    this.#log.warn({ err: describeError(err) }, 'extip: repair failed');
-  }
-
-  #scheduleCheck(): void {
-    if (this.#cfg.checkInterval === 0 || this.#stopped) return;
-    this.#checkTimer = this.#clock.setTimeout(() => {
-      void this.#check('periodic').finally(() => this.#scheduleCheck());
-    }, this.#cfg.checkInterval);
-    (this.#checkTimer as { unref?: () => void }).unref?.();
   }
 
   /**
@@ -584,45 +305,7 @@ export class ExternalIpSubsystem {
    * holder present and up, its addresses, the node's addresses, the external interface.
    */
   check(): Promise<void> {
-    return this.#check('periodic');
-  }
-
-  #check(reason: 'overflow' | 'periodic'): Promise<void> {
-    this.#checking ??= this.#checkOnce(reason).finally(() => {
-      this.#checking = undefined;
-    });
-    return this.#checking;
-  }
-
-  async #checkOnce(reason: 'overflow' | 'periodic'): Promise<void> {
-    const feed = this.#feed!;
-    const holder = this.#holder!;
-    this.#metrics.resync(reason);
-    try {
-      const since = this.#assigner!.epoch();
-      const clusterSince = this.#cluster?.epoch() ?? 0;
-      await feed.refresh();
-      if (this.#stopped) return;
-      const [links, addrs] = [feed.links(), feed.addresses()];
-      this.#node.resetLinks(links);
-      const h = links.find((l) => l.name === holder.name);
-      if (h === undefined || h.index !== holder.ifindex) {
-        if (holder.ifindex !== 0) this.#holderDeleted();
-        else void this.#recreateHolder();
-        return;
-      }
-      if ((h.flags & IFF_UP) === 0) this.#onLink('new', h);
-      this.#node.clearAddresses();
-      const onHolder = this.#takeAddresses(addrs);
-      this.#ext!.resync(links);
-      this.#assigner!.reconcile(onHolder, since);
-      this.#cluster?.reconcile(addrs, clusterSince);
-      if (this.#ext!.present) this.#cluster?.externalAt(this.#ext!.link.ifindex);
-    } catch (err) {
-      if (this.#stopped) return;
-      this.#metrics.error('resync');
-      this.#log.warn({ err: describeError(err), reason }, 'extip: check failed');
-    }
+    return this.#parts.sync!.check('periodic');
   }
 
   // --- status -----------------------------------------------------------------------------
@@ -632,16 +315,16 @@ export class ExternalIpSubsystem {
     const reasons: string[] = [];
     if (!this.#started) reasons.push('extip: not started');
     else {
-      if ((this.#holder?.ifindex ?? 0) === 0)
+      if ((this.#parts.holder?.ifindex ?? 0) === 0)
         reasons.push(`extip: holder ${this.#cfg.holderName} missing`);
-      if (this.#ext?.present !== true) reasons.push('extip: external interface missing');
+      if (this.#parts.ext?.present !== true) reasons.push('extip: external interface missing');
     }
     return { ok: reasons.length === 0, reasons };
   }
 
   /** Alive: the packet sockets are open while the external interface is there (/livez). */
   liveness(): ExtipHealth {
-    const why = this.#ext?.socketError;
+    const why = this.#parts.ext?.socketError;
     return why === undefined
       ? { ok: true, reasons: [] }
       : { ok: false, reasons: [`extip: ${why}`] };
@@ -652,12 +335,13 @@ export class ExternalIpSubsystem {
     const r = this.ready();
     if (!this.#started) return r;
     const reasons = [...r.reasons];
-    if (this.#holderError !== undefined) reasons.push(`extip: holder: ${this.#holderError}`);
-    const ext = this.#ext!;
+    const holderError = this.#parts.repair?.error;
+    if (holderError !== undefined) reasons.push(`extip: holder: ${holderError}`);
+    const ext = this.#parts.ext!;
     const down = `extip: external interface ${ext.link.name} is down; nothing can go out`;
     if (ext.present && !ext.link.up) reasons.push(down);
     if (ext.lastError !== undefined) reasons.push(`extip: ${ext.lastError}`);
-    const failed = this.#assigner!.counts().failed + (this.#cluster?.counts().failed ?? 0);
+    const failed = this.#parts.assigner!.counts().failed + (this.#cluster?.counts().failed ?? 0);
     if (failed > 0) reasons.push(`extip: ${failed} external IP(s) failed (see list)`);
     reasons.push(...(this.#cluster?.problems() ?? []));
     return { ok: reasons.length === 0, reasons };

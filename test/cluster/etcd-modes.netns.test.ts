@@ -15,20 +15,47 @@ import { makeTestCa, type TestCa } from './tls-ca.js';
 import { ClusterWorld, until, type AgentNode } from './world.js';
 
 const { skip } = privileged();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 function owners(w: ClusterWorld, ips: readonly string[]): Map<string, string> {
   return new Map(ips.map((ip) => [ip, w.holdersOf(ip).join('+')]));
 }
 
+/** Every IP where placement puts it, as every agent agrees: nothing will move it. */
 async function settled(w: ClusterWorld, ips: readonly string[]): Promise<Map<string, string>> {
-  await until(
-    () => ips.every((ip) => w.holdersOf(ip).length === 1),
-    20_000,
-    'every IP on one holder',
-  );
-  await sleep(1500);
+  await until(() => w.placed(ips), 20_000, 'every IP on its placed holder');
   return owners(w, ips);
+}
+
+/** Lease keep-alives answered, per agent. */
+async function renewals(w: ClusterWorld): Promise<number[]> {
+  return Promise.all(
+    w.nodes.map(async (n) => {
+      const m = await w.metrics(n);
+      const sent = m.get('fibkeeper_cluster_etcd_request_duration_seconds_count{op="keepalive"}');
+      const failed = m.get('fibkeeper_cluster_etcd_request_errors_total{op="keepalive"}');
+      return (sent ?? 0) - (failed ?? 0);
+    }),
+  );
+}
+
+/**
+ * Lets a fault last until every agent has had `n` more keep-alives answered (it worked
+ * through the fault, its lease renewed all along), checking at every step that no IP moved.
+ */
+async function through(
+  w: ClusterWorld,
+  ips: readonly string[],
+  before: Map<string, string>,
+  n: number,
+): Promise<void> {
+  const from = await renewals(w);
+  await until(
+    async () => {
+      expect(owners(w, ips)).toEqual(before);
+      return (await renewals(w)).every((r, i) => r >= from[i]! + n);
+    },
+    20_000,
+    `${n} keep-alives answered on every agent`,
+  );
 }
 
 describe.skipIf(skip)('cluster mode over TLS to etcd', () => {
@@ -118,22 +145,17 @@ describe.skipIf(skip)('cluster mode on a 3-member etcd', () => {
     const lead = await leader(members.endpoints);
     const follower = members.members[(lead + 1) % 3]!;
     process.kill(follower.pid!, 'SIGSTOP');
-    for (let i = 0; i < 6; i++) {
-      await sleep(500);
-      expect(owners(w, ips)).toEqual(before);
-    }
+    await through(w, ips, before, 12); // about 2 s of renewals (every 150 ms)
     process.kill(follower.pid!, 'SIGCONT');
-    await sleep(2000);
+    await until(() => follower.healthy(), 10_000, 'the follower back in the cluster');
+    expect(await settled(w, ips)).toEqual(before);
     // The leader killed: an election, a new leader that extends every lease.
     const lead2 = await leader(members.endpoints);
     await members.members[lead2]!.stop('SIGKILL');
-    for (let i = 0; i < 8; i++) {
-      await sleep(500);
-      expect(owners(w, ips)).toEqual(before);
-    }
+    await through(w, ips, before, 12); // through the election, on the new leader
     await members.members[lead2]!.resume();
-    await sleep(2000);
-    expect(owners(w, ips)).toEqual(before);
+    await until(() => members.members[lead2]!.healthy(), 10_000, 'the old leader back');
+    expect(await settled(w, ips)).toEqual(before);
     const lost = pings.stop();
     if (lost.length > 0 && process.env.FK_DEBUG) {
       for (const n of w.nodes) {

@@ -13,6 +13,8 @@ import {
   type WatchEvent,
 } from '../../src/cluster/index.js';
 import { CompactedError } from '../../src/cluster/index.js';
+import { TimeoutError } from '../../src/errors/index.js';
+import { FakeClock } from '../../src/sched/testing.js';
 import { cleanupLater } from '../helpers/cleanup.js';
 import { eventually, holders, MemberProc, reaper } from './harness.js';
 import { CutProxy } from './proxy.js';
@@ -196,10 +198,17 @@ describe('cluster members against a real etcd', () => {
     const before = await settled(ms, ips, 'placement');
     await etcd.restart('SIGTERM');
     expect(await settled(ms, ips, 'after etcd restart')).toEqual(before);
+    const failed = (m: MemberProc) => m.lines.filter((l) => l.type === 'renew-failure').length;
+    const failedBefore = ms.map(failed);
     await etcd.stop('SIGKILL');
     const downAt = Number(process.hrtime.bigint()) / 1e6;
     await eventually(() => ms.every((m) => m.held().length === 0), 5000, 'everyone fenced');
-    await new Promise((r) => setTimeout(r, 2000));
+    // The outage lasts until every member has tried etcd (and failed) 3 more times.
+    await eventually(
+      () => ms.every((m, i) => failed(m) >= failedBefore[i]! + 3),
+      10_000,
+      'every member kept trying etcd',
+    );
     await etcd.resume();
     expect(await settled(ms, ips, 'after the outage')).toEqual(before);
     // No flapping: after the outage each member held only its own IPs, dropped once.
@@ -251,5 +260,32 @@ describe('cluster members against a real etcd', () => {
     });
     expect(err).toBeInstanceOf(CompactedError);
     expect((err as CompactedError).compactRevision).toBe(r);
+  });
+
+  it('EtcdStore times a keep-alive on its injected clock: unanswered, it fails when that clock says', async () => {
+    const proxy = await CutProxy.start(etcd.clientPort);
+    cleanupLater(() => void proxy.close());
+    const clock = new FakeClock();
+    // a request timeout no test waits for in real time: only the fake clock can end the wait
+    const s = new EtcdStore({
+      endpoints: [proxy.endpoint],
+      requestTimeoutMs: 600_000,
+      keepAliveTimeoutMs: 1000,
+      clock,
+    });
+    cleanupLater(() => s.close());
+    const { id } = await s.grantLease(5);
+    expect(await s.keepAlive(id)).toBeGreaterThan(0);
+    proxy.cut();
+    let outcome: unknown;
+    const kept = s.keepAlive(id).then(
+      (ttl) => (outcome = ttl),
+      (err: unknown) => (outcome = err),
+    );
+    await clock.advanceAsync(999);
+    expect(outcome).toBeUndefined();
+    await clock.advanceAsync(1);
+    expect(outcome).toBeInstanceOf(TimeoutError);
+    await kept;
   });
 });

@@ -16,7 +16,21 @@ import { ClusterWorld, now, until, type AgentNode } from './world.js';
 const { skip } = privileged();
 
 let w: ClusterWorld;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * The client keeps asking (ARP/NS) and probing (through every node's MAC) until the new
+ * holder has answered `n` more probe rounds and 3 more requests: the old one had as many
+ * chances to speak, counted rather than slept through.
+ */
+async function askedOn(ip: string, next: AgentNode, n = 5): Promise<void> {
+  const p = w.probe!;
+  const answered = () => p.answers.filter((a) => a.ip === ip && a.mac === next.mac).length;
+  const [probes, replies] = [answered(), w.spoke(next.mac, ip).length];
+  await until(
+    () => answered() >= probes + n && w.spoke(next.mac, ip).length >= replies + 3,
+    10_000,
+    'the new holder answering on',
+  );
+}
 
 /** ip → the node whose holder carries it ('' none, '+' more than one). */
 function placementNow(ips: readonly string[]): Map<string, string> {
@@ -232,11 +246,11 @@ describe.skipIf(skip)('cluster mode: three agents and a client on one segment', 
       await failover(
         ip,
         (old) => w.signal(old, 'SIGKILL'),
-        async (old) => {
+        async (old, next) => {
           // Its cluster holder went with its process, and every address on it: nothing of the
           // dead agent's node answers for the IP, ARP or IP (the client keeps asking).
           expect(w.held(old)).toEqual([]);
-          await sleep(500);
+          await askedOn(ip, next);
           await w.start(old);
         },
       );
@@ -293,8 +307,8 @@ describe.skipIf(skip)('cluster mode: three agents and a client on one segment', 
         await w.signal(old, 'SIGTERM');
         expect(w.held(old)).not.toContain(X6); // removed before the lease was revoked
       },
-      async (old) => {
-        await sleep(500); // the client keeps asking: only the new holder answers
+      async (old, next) => {
+        await askedOn(X6, next); // the client keeps asking: only the new holder answers
         await w.start(old);
       },
     );

@@ -25,7 +25,9 @@ export interface HoldLine {
 }
 
 export type Line =
-  HoldLine | { type: 'ready' | 'stopped'; at: number } | { type: 'resync'; reason: string };
+  | HoldLine
+  | { type: 'ready' | 'stopped'; at: number }
+  | { type: 'resync' | 'renew-failure'; reason: string };
 
 export class MemberProc {
   readonly name: string;

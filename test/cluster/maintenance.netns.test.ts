@@ -10,12 +10,11 @@ import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../agent/harness.js';
 import { ip, privileged } from '../helpers/netns.js';
-import { ClusterWorld, now, until, type AgentNode } from './world.js';
+import { ClusterWorld, now, until, type AgentNode, type MemberStatusDoc } from './world.js';
 
 const { skip } = privileged();
 const run = promisify(execFile);
 let w: ClusterWorld;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function cli(n: AgentNode, ...args: string[]) {
   return run(process.execPath, ['bin/fibkeeper.js', ...args, '--socket', n.sock], {
@@ -50,15 +49,16 @@ describe.skipIf(skip)('cluster mode: DAD, drain, a lost link', () => {
     const out = await cli(w.node('n2'), 'cluster', 'extip', 'add', client.v6);
     expect((out as { code?: number }).code).not.toBe(0);
     expect((out as { stderr: string }).stderr).toContain(client.mac);
-    await sleep(500);
-    // Not a word from any node for it on the segment: no gratuitous ARP, no NA, no answer.
+    // A free address is taken (after the detection: no other host answered), and its holder's
+    // announcement is seen on the segment: the capture ran past the refusals.
+    await w.api(w.node('n1'), 'POST', '/v1/cluster/extip', { ips: ['10.78.0.230'] });
+    const free = await holder('10.78.0.230');
+    await until(() => w.spoke(free.mac, '10.78.0.230', mark).length > 0, 5000, 'its announcement');
+    // Not a word from any node for the refused ones on the segment: no GARP, no NA, no answer.
     for (const n of w.nodes) {
       expect(w.spoke(n.mac, client.v4, mark)).toEqual([]);
       expect(w.spoke(n.mac, client.v6, mark)).toEqual([]);
     }
-    // A free address is taken (after the detection: no other host answered).
-    await w.api(w.node('n1'), 'POST', '/v1/cluster/extip', { ips: ['10.78.0.230'] });
-    await holder('10.78.0.230');
     await w.api(w.node('n1'), 'DELETE', '/v1/cluster/extip', { ips: ['10.78.0.230'] });
   });
 
@@ -85,8 +85,14 @@ describe.skipIf(skip)('cluster mode: DAD, drain, a lost link', () => {
     expect((st as { stdout: string }).stdout).toMatch(/^ +n2 +cordoned /m);
     // Kept off: its agent restarted, it still takes nothing.
     await w.signal(n2, 'SIGTERM');
+    const from = await w.roundsNow();
     await w.start(n2);
-    await sleep(2500);
+    // Every agent has decided on n2's return (a placement round since it registered again,
+    // cordoned), and every IP is where placement puts it: on the others.
+    const back = (st: MemberStatusDoc) => st.members.some((m) => m.name === 'n2' && m.cordoned);
+    await w.decided(from, back, 'n2 back, cordoned');
+    await until(() => w.placed(ips), 10_000, 'every IP placed');
+    for (const x of ips) expect(w.holdersOf(x)).not.toContain('n2');
     expect(w.held(n2)).toEqual([]);
     await cli(w.node('n1'), 'cluster', 'uncordon', 'n2');
     await until(() => w.held(n2).length === 2, 10_000, 'n2 holds its share again');
@@ -103,6 +109,7 @@ describe.skipIf(skip)('cluster mode: DAD, drain, a lost link', () => {
     const probe = w.probeAnswers([X]);
     await until(() => probe.firstAnswer(X, old.mac, -Infinity) !== undefined, 5000, 'an answer');
     const t0 = now();
+    const from = await w.roundsNow();
     ip(w.lab.bridge, 'link', 'set', old.port, 'down');
     await until(() => w.holdersOf(X).some((h) => h !== old.name), 5000, 'another holder');
     const next = w.node(w.holdersOf(X).find((h) => h !== old.name) as string);
@@ -112,8 +119,13 @@ describe.skipIf(skip)('cluster mode: DAD, drain, a lost link', () => {
     expect(w.held(old)).toEqual([]);
     const st = (await w.api(old, 'GET', '/v1/cluster/status')) as { able: boolean };
     expect(st.able).toBe(false);
-    await sleep(1500);
-    expect(w.held(old)).toEqual([]); // unable: placement passes it over
+    // Every agent has decided on it being unable (a round since it said so): placement passes
+    // it over, so nothing comes back to it.
+    const unable = (s: MemberStatusDoc) => s.members.some((m) => m.name === old.name && !m.able);
+    await w.decided(from, unable, `${old.name} unable`);
+    await until(() => w.placed([X]), 10_000, 'the IP placed');
+    expect(w.holdersOf(X)).not.toContain(old.name);
+    expect(w.held(old)).toEqual([]);
     ip(w.lab.bridge, 'link', 'set', old.port, 'up');
     await until(() => w.held(old).includes(X), 10_000, 'the IP back on its home node');
     probe.stop();

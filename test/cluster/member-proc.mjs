@@ -2,7 +2,8 @@
 // node test/cluster/member-proc.mjs '{"endpoint":"127.0.0.1:2379","nodeName":"a",...}'
 // Prints JSON lines on stdout: {"type":"hold",node,at,ips,deadline,reason} for every hold
 // set (times on CLOCK_MONOTONIC, comparable across processes), {"type":"ready"},
-// {"type":"resync",reason}, {"type":"stopped"}. SIGTERM: graceful stop (handover), exit 0.
+// {"type":"resync",reason}, {"type":"renew-failure",reason} (a keep-alive or grant that
+// failed), {"type":"stopped"}. SIGTERM: graceful stop (handover), exit 0.
 import { ClusterMember, EtcdStore, noopClusterMetrics } from '../../dist/cluster/index.js';
 import { monotonicClock } from '../../dist/sched/index.js';
 
@@ -12,7 +13,11 @@ const store = new EtcdStore({
   endpoints: [cfg.endpoint],
   requestTimeoutMs: cfg.requestTimeoutMs ?? 500,
 });
-const metrics = { ...noopClusterMetrics(), resync: (reason) => out({ type: 'resync', reason }) };
+const metrics = {
+  ...noopClusterMetrics(),
+  resync: (reason) => out({ type: 'resync', reason }),
+  renewFailure: (reason) => out({ type: 'renew-failure', reason }),
+};
 const member = new ClusterMember({
   store,
   metrics,

@@ -16,7 +16,6 @@ const { skip } = privileged();
 
 let w: ClusterWorld;
 const IPS = ['10.78.0.210', '10.78.0.211', '10.78.0.212', 'fd78::210', 'fd78::211', 'fd78::212'];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** ip → the one node whose holder carries it (throws unless exactly one). */
 function owners(ips: readonly string[]): Map<string, string> {
@@ -30,8 +29,8 @@ function owners(ips: readonly string[]): Map<string, string> {
 }
 
 /**
- * Waits until every IP is on exactly one holder, every live node holding some, and it stays
- * so for longer than the rebalance delay (1 s).
+ * Waits until every IP is on exactly one holder, every live node holding some, and every live
+ * agent agrees that each is where placement puts it: no round will move them.
  */
 async function settled(
   ips: readonly string[],
@@ -39,27 +38,12 @@ async function settled(
 ): Promise<Map<string, string>> {
   const even = (m: Map<string, string>) =>
     live.every((n) => [...m.values()].filter((v) => v === n.name).length >= 1);
-  for (;;) {
-    let got = new Map<string, string>();
-    await until(
-      () => {
-        try {
-          got = owners(ips);
-          return even(got);
-        } catch {
-          return false;
-        }
-      },
-      20_000,
-      'every IP on exactly one holder, spread over the nodes',
-    );
-    await sleep(1200);
-    try {
-      if (JSON.stringify([...owners(ips)]) === JSON.stringify([...got])) return got;
-    } catch {
-      // moving: wait again
-    }
-  }
+  await until(
+    async () => (await w.placed(ips, [...live])) && even(owners(ips)),
+    20_000,
+    'every IP on its placed holder, spread over the nodes',
+  );
+  return owners(ips);
 }
 
 /** Successful keep-alives a node has had answered (its etcd request histogram's count). */
@@ -131,12 +115,24 @@ describe.skipIf(skip)('cluster mode when etcd fails', () => {
     const mark = now();
     const pings = w.keepPinging(IPS, 50);
     await w.etcd.stop('SIGKILL');
-    // Past every lease's proof (TTL 1 s) and well beyond: each holder keeps its IPs, on the
-    // others' promises, its kernel fence moved forward with them.
-    for (let i = 0; i < 6; i++) {
-      await sleep(500);
-      expect(owners(IPS)).toEqual(before);
-    }
+    // Past every lease's proof (TTL 1 s) and well beyond (its proof ended 2 s ago on every
+    // node): each holder keeps its IPs, on the others' promises, its kernel fence moved
+    // forward with them.
+    await until(
+      async () => {
+        expect(owners(IPS)).toEqual(before);
+        for (const n of w.nodes) {
+          const st = (await w.api(n, 'GET', '/v1/cluster/status')) as {
+            holding: string;
+            lease: { holdForMs?: number };
+          };
+          if (st.holding !== 'grace' || !((st.lease.holdForMs ?? 0) < -2000)) return false;
+        }
+        return true;
+      },
+      15_000,
+      'every node holding on grace, 2 s past its lease',
+    );
     for (const n of w.nodes) {
       const st = (await w.api(n, 'GET', '/v1/cluster/status')) as { holding: string };
       expect(st.holding).toBe('grace');

@@ -159,6 +159,14 @@ export interface AgentNode extends ClusterLabNode {
   proc: ChildProcess | undefined;
 }
 
+/** What the tests read of GET /v1/cluster/status. */
+export interface MemberStatusDoc {
+  ready: boolean;
+  able: boolean;
+  members: { name: string; cordoned: boolean; able: boolean }[];
+  ips: { ip: string; owner?: string; placement?: string }[];
+}
+
 /** One frame on the segment in which a node speaks for an IP (ARP reply/GARP, NA). */
 export interface Speaker {
   /** CLOCK_MONOTONIC ms (comparable with the agents' hold sets). */
@@ -387,6 +395,76 @@ export class ClusterWorld {
       out.set(line.slice(0, i), Number(line.slice(i + 1)));
     }
     return out;
+  }
+
+  /** The agents whose process runs. */
+  running(): AgentNode[] {
+    return this.nodes.filter(
+      (n) => n.proc && n.proc.exitCode === null && n.proc.signalCode === null,
+    );
+  }
+
+  /** The member's placement rounds so far (fibkeeper_cluster_reconciles_total). */
+  async rounds(n: AgentNode): Promise<number> {
+    return (await this.metrics(n)).get('fibkeeper_cluster_reconciles_total') ?? 0;
+  }
+
+  /** Each running agent's placement rounds so far, by node name (before an action). */
+  async roundsNow(): Promise<Map<string, number>> {
+    const nodes = this.running();
+    const r = await Promise.all(nodes.map((n) => this.rounds(n)));
+    return new Map(nodes.map((n, i) => [n.name, r[i]!]));
+  }
+
+  /**
+   * Waits until every running agent sees what `seen` asks of its status (a member back,
+   * cordoned, unable) and has run a placement round since `from` (roundsNow() before the
+   * action; an agent started since counts from 0). A round runs on every change of the view
+   * before the status is answered: the agents have decided on what they see.
+   */
+  async decided(
+    from: ReadonlyMap<string, number>,
+    seen: (st: MemberStatusDoc) => boolean,
+    what: string,
+    timeoutMs = 10_000,
+  ): Promise<void> {
+    await until(
+      async () => {
+        for (const n of this.running()) {
+          const st = (await this.api(n, 'GET', '/v1/cluster/status').catch(() => undefined)) as
+            MemberStatusDoc | undefined;
+          if (st === undefined || !seen(st)) return false;
+          if ((await this.rounds(n)) <= (from.get(n.name) ?? 0)) return false;
+        }
+        return true;
+      },
+      timeoutMs,
+      `every agent decided: ${what}`,
+    );
+  }
+
+  /**
+   * Every IP of `ips` on exactly one holder in the kernels, and every agent of `nodes` (the
+   * running ones) agrees that this holder is where placement puts it: no round will move it
+   * (nothing to wait for).
+   */
+  async placed(ips: readonly string[], nodes = this.running()): Promise<boolean> {
+    const holders = new Map<string, string>();
+    for (const ip of ips) {
+      const h = this.holdersOf(ip);
+      if (h.length !== 1) return false;
+      holders.set(ip, h[0]!);
+    }
+    for (const n of nodes) {
+      const st = (await this.api(n, 'GET', '/v1/cluster/status').catch(() => undefined)) as
+        MemberStatusDoc | undefined;
+      if (st?.ready !== true) return false;
+      for (const ip of ips) {
+        const e = st.ips.find((x) => x.ip === ip);
+        if (e === undefined || e.owner !== holders.get(ip) || e.placement !== e.owner) return false;
+      }
+    }
+    return true;
   }
 
   // --- what the kernel shows ---------------------------------------------------------------

@@ -80,7 +80,13 @@ describe.skipIf(skip)('conflicts', () => {
       async () =>
         (await metric(registry, 'fibkeeper_extip_conflicts_total', { family: 'ipv4' })) === 2,
     );
-    await new Promise((r) => setTimeout(r, 100));
+    // the defence is decided with the count (same frame, same turn): none for the second
+    const defended = () =>
+      metric(registry, 'fibkeeper_extip_announcements_sent_total', {
+        family: 'ipv4',
+        reason: 'defend',
+      });
+    expect(await defended()).toBe(1);
     expect(cap.frames.filter(ours(EXT4))).toHaveLength(2);
     // a claim for an IP that is not ours is nobody's business
     sendFrom(
@@ -93,8 +99,23 @@ describe.skipIf(skip)('conflicts', () => {
         targetIp: '10.20.0.1',
       }),
     );
-    await new Promise((r) => setTimeout(r, 100));
-    expect(await metric(registry, 'fibkeeper_extip_conflicts_total', { family: 'ipv4' })).toBe(2);
+    // then one for ours: once it is counted, the frame before it was read (one socket, in
+    // order), and counted only if it was ours
+    sendFrom(
+      lab.peer,
+      'peer0',
+      buildArpReply({
+        senderMac: PEER_MAC,
+        senderIp: EXT4,
+        targetMac: NODE_MAC,
+        targetIp: '10.20.0.1',
+      }),
+    );
+    await waitFor(
+      async () =>
+        (await metric(registry, 'fibkeeper_extip_conflicts_total', { family: 'ipv4' })) >= 3,
+    );
+    expect(await metric(registry, 'fibkeeper_extip_conflicts_total', { family: 'ipv4' })).toBe(3);
   });
 
   it('a neighbor advertisement for our IPv6 from another MAC is counted and defended', async () => {
@@ -190,8 +211,15 @@ describe.skipIf(skip)('a claim storm', () => {
     );
     expect(seen).toBeGreaterThan(5000);
     const stormMs = Date.now() - t0;
-    // a summary follows within one defend interval of the last claim
-    await new Promise((r) => setTimeout(r, defendIntervalMs + 300));
+    // a summary follows within one defend interval of the last claim: every claim in a line
+    const summed = () =>
+      lines
+        .filter((l) => /claim/i.test(l.msg) && typeof l.claims === 'number')
+        .reduce((n, l) => n + (l.claims as number), 0);
+    await waitFor(() => summed() + 1 === seen, {
+      timeoutMs: defendIntervalMs + 5000,
+      what: 'the summary of the last claims',
+    });
     const conflictLines = lines.filter((l) => /claim/i.test(l.msg));
     // one line at the first claim, then at most one summary per defend interval
     expect(conflictLines.length).toBeGreaterThanOrEqual(2);
@@ -245,7 +273,14 @@ describe.skipIf(skip)('ARP responder', () => {
       testConfig({ arpResponder: 'never', announceCount: 1 }),
     );
     expect(quiet.extip.list().map((s) => s.ip)).toEqual([EXT4]);
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor(
+      async () =>
+        (await metric(quiet.registry, 'fibkeeper_extip_announcements_sent_total', {
+          family: 'ipv4',
+          reason: 'assign',
+        })) === 1,
+      { what: 'the announcement at start-up' },
+    );
     ip(lab.peer, 'neigh', 'flush', 'dev', 'peer0');
     await expect(nsExecAsync(lab.peer, 'ping', '-c', '1', '-W', '1', EXT4)).rejects.toThrow();
   });
@@ -257,7 +292,10 @@ describe.skipIf(skip)('bursts on link changes and refresh', () => {
     const { extip, registry } = await startExtip(lab.node, testConfig({ announceCount: 2 }));
     await extip.assign([EXT4, EXT6]);
     const cap = capture(lab.peer, 'peer0');
-    await new Promise((r) => setTimeout(r, 300)); // the assign bursts are over
+    const burst = (family: string) =>
+      metric(registry, 'fibkeeper_extip_announcements_sent_total', { family, reason: 'burst' });
+    // the assign bursts are over (2 announcements: 'assign', then one 'burst')
+    await waitFor(async () => (await burst('ipv4')) === 1 && (await burst('ipv6')) === 1);
     cap.frames.length = 0;
     ip(lab.node, 'link', 'set', 'ext0', 'down');
     ip(lab.node, 'link', 'set', 'ext0', 'up');
@@ -318,7 +356,11 @@ describe.skipIf(skip)('bursts on link changes and refresh', () => {
     expect(frames).toHaveLength(6);
     await extip.unassign([EXT4]);
     const n = cap.frames.filter(ours(EXT4)).length;
-    await new Promise((r) => setTimeout(r, 1300));
+    // another IP assigned now is refreshed a full interval later, after EXT4's next refresh
+    // would have been due: once its refresh is on the wire, EXT4's absence is proven
+    const other = '10.20.0.171';
+    await extip.assign([other]);
+    await framesMatching(cap, ours(other), 4, 4000); // assign + 1 refresh, 2 frames each
     expect(cap.frames.filter(ours(EXT4))).toHaveLength(n); // no refresh after unassign
   });
 });

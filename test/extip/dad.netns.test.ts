@@ -24,7 +24,9 @@ const { skip } = privileged();
 
 const EXT4 = '10.20.0.190';
 const EXT6 = '2001:db8:20::190';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Free addresses of the other family, whose bursts prove the announcer ran meanwhile. */
+const CONTROL4 = '10.20.0.191';
+const CONTROL6 = '2001:db8:20::191';
 
 /** Our announcements of `ip`: gratuitous ARP, or an NA, from our MAC. */
 const announcementOf = (ipText: string) => (f: Buffer) => {
@@ -58,6 +60,24 @@ const dadNsOf = (target: Buffer) => (f: Buffer) =>
   f.subarray(22, 38).equals(Buffer.alloc(16)) &&
   f.subarray(62, 78).equals(target);
 
+/**
+ * Assigns `control` (a free IP) and waits until its whole burst is on the wire (`frames`
+ * frames), then unassigns it: a burst for the refused IP, had one started at its refusal,
+ * would be on the wire by then too. The absence below is proven on this, not by sleeping.
+ */
+async function controlBurst(
+  extip: Awaited<ReturnType<typeof startExtip>>['extip'],
+  cap: { frames: Buffer[] },
+  control: string,
+  frames: number,
+): Promise<void> {
+  await extip.assign([control]);
+  await waitFor(() => cap.frames.filter(announcementOf(control)).length >= frames, {
+    what: `the burst of ${control}`,
+  });
+  await extip.unassign([control]);
+}
+
 const EXT6_BYTES = Buffer.from('20010db8002000000000000000000190', 'hex');
 
 function maddrs(ns: string): string[] {
@@ -86,7 +106,7 @@ describe.skipIf(skip)('duplicate address detection on the external interface', (
     expect(extip.list()[0]?.lastError).toContain(PEER_MAC);
     expect(holderAddrs(lab.node)).toEqual([]); // never assigned
     expect(cap.frames.filter(dadNsOf(EXT6_BYTES)).length).toBeGreaterThanOrEqual(1);
-    await sleep(700); // longer than a burst would take
+    await controlBurst(extip, cap, CONTROL4, 6); // 3 × (request + reply)
     expect(cap.frames.filter(announcementOf(EXT6))).toEqual([]);
     expect(
       await metric(registry, 'fibkeeper_extip_dad_total', { family: 'ipv6', result: 'duplicate' }),
@@ -127,7 +147,7 @@ describe.skipIf(skip)('duplicate address detection on the external interface', (
     ]);
     expect(holderAddrs(lab.node)).toEqual([]);
     expect(cap.frames.filter(arpProbeOf(EXT4)).length).toBeGreaterThanOrEqual(1);
-    await sleep(700);
+    await controlBurst(extip, cap, CONTROL6, 3);
     expect(cap.frames.filter(announcementOf(EXT4))).toEqual([]);
     expect(
       await metric(registry, 'fibkeeper_extip_dad_total', { family: 'ipv4', result: 'duplicate' }),

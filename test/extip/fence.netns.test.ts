@@ -13,19 +13,40 @@ import { silentLogger } from '../../src/log/index.js';
 import { closeFd, openTun } from '../../src/native/index.js';
 import { monotonicClock } from '../../src/sched/index.js';
 import { ifindexOf, ip, ipJson, privileged, waitFor } from '../helpers/netns.js';
-import { NODE_MAC, makeLab, nsExecAsync, type Lab } from './lab.js';
+import { NODE_MAC, makeLab, type Lab } from './lab.js';
 
 const { skip } = privileged();
 const C4 = '10.20.0.60';
 const C6 = '2001:db8:20::60';
 
-async function pings(lab: Lab, target: string): Promise<boolean> {
-  try {
-    await nsExecAsync(lab.peer, 'ping', '-c', '1', '-W', '1', target);
-    return true;
-  } catch {
-    return false;
-  }
+type Drops = { ingress: number; egress: number };
+const dropped = (d: Drops) => d.ingress + d.egress;
+
+/**
+ * Runs `argv` in the peer namespace; its exit code. With `fence`, the process is ended as
+ * soon as the fence's drop count grows (what it sent was dropped: no answer can come, and
+ * the counter, not a timeout, says so): exit code null.
+ */
+function inPeer(lab: Lab, argv: string[], fence?: { drops(): Drops }): Promise<number | null> {
+  const from = fence === undefined ? 0 : dropped(fence.drops());
+  return new Promise((done) => {
+    const c = spawn('ip', ['netns', 'exec', lab.peer, ...argv], { stdio: 'ignore' });
+    const poll =
+      fence &&
+      setInterval(() => {
+        if (dropped(fence.drops()) > from) c.kill('SIGKILL');
+      }, 10);
+    c.on('exit', (code) => {
+      if (poll !== undefined) clearInterval(poll);
+      done(code);
+    });
+  });
+}
+
+/** One ping from the peer: answered? Without `fence`, "no" takes ping's 1 s wait. */
+async function pings(lab: Lab, target: string, fence?: { drops(): Drops }): Promise<boolean> {
+  const wait = fence === undefined ? '1' : '5';
+  return (await inPeer(lab, ['ping', '-c', '1', '-W', wait, target], fence)) === 0;
 }
 
 /** Puts `ips` on a TUN holder of this process in the node namespace (like the agent). */
@@ -96,7 +117,7 @@ describe.skipIf(skip)('cluster fencing in the kernel', () => {
     // On the list with no deadline yet: dropped.
     fence.follow(parseIp(C4));
     fence.follow(parseIp(C6));
-    expect(await pings(lab, C4)).toBe(false);
+    expect(await pings(lab, C4, fence)).toBe(false);
     expect(fence.drops().ingress).toBeGreaterThan(0);
     // A deadline ahead: answered, IPv4 and IPv6, ICMP and TCP (a RST from the node's kernel).
     fence.setDeadline(monotonicClock.now() + 60_000);
@@ -106,7 +127,7 @@ describe.skipIf(skip)('cluster fencing in the kernel', () => {
     // Leaving the holder: dropped at once whatever the deadline (ingress; the node's own
     // answers would be dropped on egress).
     fence.block(parseIp(C4));
-    expect(await pings(lab, C4)).toBe(false);
+    expect(await pings(lab, C4, fence)).toBe(false);
     fence.follow(parseIp(C4));
     // A deadline 400 ms ahead and no one to move it: answered now, silent after it.
     const until = monotonicClock.now() + 400;
@@ -114,9 +135,9 @@ describe.skipIf(skip)('cluster fencing in the kernel', () => {
     expect(await pings(lab, C6)).toBe(true);
     const before = fence.drops();
     await waitFor(() => monotonicClock.now() > until + 10, { what: 'the deadline' });
-    expect(await pings(lab, C4)).toBe(false);
-    expect(await pings(lab, C6)).toBe(false);
-    expect(await tcpAnswer(lab, C4)).toBe('timeout');
+    expect(await pings(lab, C4, fence)).toBe(false);
+    expect(await pings(lab, C6, fence)).toBe(false);
+    expect(await tcpAnswer(lab, C4, fence)).toBe('timeout');
     expect(fence.drops().ingress).toBeGreaterThan(before.ingress);
     // An IP not on the list is not the fence's business (the node's own address answers).
     expect(await pings(lab, '10.20.0.1')).toBe(true);
@@ -126,20 +147,22 @@ describe.skipIf(skip)('cluster fencing in the kernel', () => {
   });
 });
 
-/** A TCP connect from the peer to port 9 of `target`: 'refused' (a RST) or 'timeout'. */
-function tcpAnswer(lab: Lab, target: string): Promise<'refused' | 'timeout' | 'connected'> {
+/**
+ * A TCP connect from the peer to port 9 of `target`: 'refused' (a RST), 'connected', or
+ * 'timeout': with `fence`, as soon as its drop count grows (the SYN was dropped), else after
+ * 5 s without an answer.
+ */
+async function tcpAnswer(
+  lab: Lab,
+  target: string,
+  fence?: { drops(): Drops },
+): Promise<'refused' | 'timeout' | 'connected'> {
   const script = [
     "const s = require('node:net').connect({ host: process.argv[1], port: 9 });",
-    "s.on('connect', () => { console.log('connected'); process.exit(0); });",
-    "s.on('error', (e) => { console.log(e.code === 'ECONNREFUSED' ? 'refused' : e.code); process.exit(0); });",
-    "setTimeout(() => { console.log('timeout'); process.exit(0); }, 700);",
+    "s.on('connect', () => process.exit(10));",
+    "s.on('error', (e) => process.exit(e.code === 'ECONNREFUSED' ? 11 : 12));",
+    's.setTimeout(5000, () => process.exit(13));',
   ].join('\n');
-  return new Promise((done) => {
-    const c = spawn('ip', ['netns', 'exec', lab.peer, process.execPath, '-e', script, target], {
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
-    let out = '';
-    c.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    c.on('exit', () => done(out.trim() as 'refused' | 'timeout' | 'connected'));
-  });
+  const code = await inPeer(lab, [process.execPath, '-e', script, target], fence);
+  return code === 10 ? 'connected' : code === 11 ? 'refused' : 'timeout';
 }

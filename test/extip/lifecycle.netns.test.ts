@@ -195,7 +195,15 @@ describe.skipIf(skip)('restart', () => {
       ['10.20.0.131', 'assigned', true],
       ['2001:db8:20::130', 'assigned', true],
     ]);
-    await new Promise((r) => setTimeout(r, 100));
+    // a full check after start-up (its dump is answered after every request the start made),
+    // then a marker address: once its event is here, every event before it is too
+    await second.extip.check();
+    ip(lab.node, 'addr', 'add', '10.20.0.98/32', 'dev', 'ext0');
+    await waitFor(() =>
+      events.some(
+        (e) => e.kind === 'new' && e.object === 'address' && e.msg.local === '10.20.0.98',
+      ),
+    );
     expect(events.filter((e) => e.kind === 'del')).toEqual([]);
     expect(holderAddrs(lab.node)).toHaveLength(3);
     await second.extip.setDesired(['10.20.0.131', '10.20.0.132']);
