@@ -19,7 +19,7 @@ import { clusterSettings } from './cluster-settings.js';
 import { describeError } from '../errors/index.js';
 import { removeHolderAddresses } from '../extip/index.js';
 import type { Logger } from '../log/index.js';
-import { backoff, monotonicClock, type Clock, type TimerHandle } from '../sched/index.js';
+import { backoff, monotonicClock, sleep, Timer, type Clock } from '../sched/index.js';
 import type { NeighborSubsystem } from '../neighbor/index.js';
 import type { DeviceFeed, NetlinkHandle } from '../netlink/index.js';
 
@@ -39,11 +39,6 @@ export interface AgentClusterParams {
   onHoldSet?: (set: HoldSet, status: () => ClusterStatus) => void;
   /** Times the wait for the peers and the seeding retries; default the monotonic clock. */
   clock?: Clock;
-}
-
-/** Lets the process exit while `t` is pending (a process timer; a fake one has no unref). */
-function unref(t: TimerHandle): void {
-  (t as { unref?: () => void }).unref?.();
 }
 
 /** How long the neighbor subsystem's first prune waits for the cluster's node IPs. */
@@ -109,10 +104,10 @@ export class AgentCluster {
   async start(seed: readonly string[], peersLoaded?: () => void): Promise<void> {
     await this.member.start();
     if (peersLoaded) {
-      const t = this.#clock.setTimeout(peersLoaded, PEERS_WAIT_MS);
-      unref(t);
+      const t = new Timer(this.#clock, { unref: true });
+      t.start(PEERS_WAIT_MS, peersLoaded);
       void this.member.ready().then(() => {
-        this.#clock.clearTimeout(t);
+        t.cancel();
         peersLoaded();
       });
     }
@@ -132,7 +127,7 @@ export class AgentCluster {
         (err: unknown) => {
           this.#log.debug({ err: describeError(err) }, 'cluster: seeding failed; retrying');
           const retry = backoff(100, 5000, failures + 1);
-          unref(this.#clock.setTimeout(() => attempt(failures + 1), retry));
+          void sleep(this.#clock, retry, { unref: true }).then(() => attempt(failures + 1));
         },
       );
     };

@@ -27,7 +27,7 @@ import type {
   IWatchResponse,
 } from 'etcd3';
 import { ClosedError, TimeoutError } from '../errors/index.js';
-import { monotonicClock, type Clock, type TimerHandle } from '../sched/index.js';
+import { monotonicClock, Timer, type Clock } from '../sched/index.js';
 import {
   CompactedError,
   prefixEnd,
@@ -59,7 +59,7 @@ type KeepAliveStream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResp
 interface PendingKeepAlive {
   resolve(ttl: number): void;
   reject(err: Error): void;
-  timer: TimerHandle;
+  timer: Timer;
 }
 
 function buildClient(o: EtcdStoreOptions, endpoint: string): Etcd3 {
@@ -139,14 +139,15 @@ export class EtcdStore implements ClusterStore {
   keepAlive(id: string): Promise<number> {
     if (this.#closed) return Promise.reject(new ClosedError('etcd store closed'));
     return new Promise<number>((resolve, reject) => {
-      const timer = this.#clock.setTimeout(() => {
+      const timer = new Timer(this.#clock);
+      timer.start(this.#kaTimeout, () => {
         const i = this.#kaPending.indexOf(entry);
         if (i >= 0) this.#kaPending.splice(i, 1);
         // The stream's answers are matched in order: one lost answer breaks the order.
         this.#resetKeepAlive(new TimeoutError('etcd keep-alive stream reset after a timeout'));
         this.#reconnect();
         reject(new TimeoutError(`etcd lease keep-alive: no answer within ${this.#kaTimeout} ms`));
-      }, this.#kaTimeout);
+      });
       const entry: PendingKeepAlive = { resolve, reject, timer };
       this.#kaPending.push(entry);
       const client = this.#client;
@@ -176,7 +177,7 @@ export class EtcdStore implements ClusterStore {
         if (this.#ka !== s) return;
         const p = this.#kaPending.shift();
         if (!p) return;
-        this.#clock.clearTimeout(p.timer);
+        p.timer.cancel();
         p.resolve(Number(res.TTL));
       });
       const client = this.#client;
@@ -204,7 +205,7 @@ export class EtcdStore implements ClusterStore {
       s.cancel(); // ends the call: a half-closed stream would keep the connection open
     }
     for (const p of this.#kaPending.splice(0)) {
-      this.#clock.clearTimeout(p.timer);
+      p.timer.cancel();
       p.reject(err);
     }
   }

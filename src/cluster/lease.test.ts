@@ -4,32 +4,15 @@
 // it only noted to itself leaves the published hold set holding IPs it may no longer hold.
 import { describe, expect, it } from 'vitest';
 import { noopClusterMetrics } from './metrics.js';
-import type { Clock, TimerHandle } from '../sched/index.js';
+import { FakeClock } from '../sched/testing.js';
 import { LeaseKeeper, type LeaseChange } from './lease.js';
 import type { ClusterStore } from './store.js';
 
-/** A clock whose reads are scripted: `reads` are returned first, then `time`. */
-class ScriptedClock implements Clock {
-  time = 1_000;
+/** A FakeClock whose reads are scripted: `reads` are returned first, then its time. */
+class ScriptedClock extends FakeClock {
   reads: number[] = [];
-  timers = new Map<object, { due: number; fn: () => void }>();
-  now(): number {
-    return this.reads.shift() ?? this.time;
-  }
-  setTimeout(fn: () => void, ms: number): TimerHandle {
-    const h = {};
-    this.timers.set(h, { due: this.time + ms, fn });
-    return h as TimerHandle;
-  }
-  clearTimeout(h: TimerHandle): void {
-    this.timers.delete(h as object);
-  }
-  /** Runs the timer due last (the fence timer is the one due latest here). */
-  fireLatest(): number {
-    const [h, t] = [...this.timers].sort((a, b) => b[1].due - a[1].due)[0]!;
-    this.timers.delete(h);
-    t.fn();
-    return t.due;
+  override now(): number {
+    return this.reads.shift() ?? super.now();
   }
 }
 
@@ -60,11 +43,15 @@ describe('LeaseKeeper fence', () => {
     await settle();
     expect(changes).toEqual(['granted']);
     const holdUntil = lease.holdUntil;
-    // The fence timer fires 0.4 ms early (mayHold still true), and the process is preempted
-    // for 5 ms before the re-arm reads the clock again.
-    clock.time = holdUntil + 5;
-    clock.reads = [holdUntil - 0.4];
-    clock.fireLatest();
+    // Up to just before the fence timer: the keep-alives go out, unanswered.
+    clock.advance(holdUntil - clock.now() - 1);
+    expect(lease.mayHold()).toBe(true);
+    expect(changes).toEqual(['granted']);
+    // The fence timer (due at holdUntil, the first timer then) fires 0.4 ms early (mayHold
+    // still true), and the process is preempted for 5 ms before the re-arm reads the clock.
+    clock.reads = [holdUntil - 0.4, holdUntil + 5];
+    clock.advance(1);
+    expect(clock.reads).toEqual([]);
     expect(lease.mayHold()).toBe(false);
     expect(changes).toEqual(['granted', 'fenced']);
   });

@@ -8,7 +8,7 @@
 // leader, i.e. before validUntil; the margin is the time the holder has to take its
 // addresses down (timer lateness, netlink, clock-rate drift) after holdUntil.
 import type { ClusterMetrics } from './metrics.js';
-import { backoff, type Clock, type TimerHandle } from '../sched/index.js';
+import { backoff, Timer, type Clock } from '../sched/index.js';
 import type { ClusterStore } from './store.js';
 
 export type LeaseChange = 'granted' | 'renewed' | 'restored' | 'fenced' | 'lost';
@@ -36,8 +36,10 @@ export class LeaseKeeper {
   #validUntil = -Infinity;
   #grantedAt = 0;
   #inFlight = 0;
-  #timer: TimerHandle | undefined;
-  #fenceTimer: TimerHandle | undefined;
+  /** The next grant or keep-alive. */
+  readonly #timer: Timer;
+  /** When the hold ends: fence then. */
+  readonly #fenceTimer: Timer;
   #stopped = true;
   #retry = 0;
   #granting = false;
@@ -48,6 +50,8 @@ export class LeaseKeeper {
 
   constructor(params: LeaseKeeperParams) {
     this.#p = params;
+    this.#timer = new Timer(params.clock);
+    this.#fenceTimer = new Timer(params.clock);
   }
 
   /** The lease ID while the node believes the lease exists. */
@@ -101,18 +105,14 @@ export class LeaseKeeper {
   }
 
   #clearTimers(): void {
-    const c = this.#p.clock;
-    if (this.#timer !== undefined) c.clearTimeout(this.#timer);
-    if (this.#fenceTimer !== undefined) c.clearTimeout(this.#fenceTimer);
-    this.#timer = this.#fenceTimer = undefined;
+    this.#timer.cancel();
+    this.#fenceTimer.cancel();
   }
 
   #schedule(ms: number, fn: () => void): void {
-    if (this.#timer !== undefined) this.#p.clock.clearTimeout(this.#timer);
-    this.#timer = this.#p.clock.setTimeout(() => {
-      this.#timer = undefined;
+    this.#timer.start(ms, () => {
       if (!this.#stopped) fn();
-    }, ms);
+    });
   }
 
   #grant(): void {
@@ -197,16 +197,11 @@ export class LeaseKeeper {
   }
 
   #armFence(): void {
-    const c = this.#p.clock;
-    if (this.#fenceTimer !== undefined) c.clearTimeout(this.#fenceTimer);
-    const left = this.holdUntil - c.now();
+    this.#fenceTimer.cancel();
+    const left = this.holdUntil - this.#p.clock.now();
     this.#fenced = left <= 0;
-    if (this.#fenced) {
-      this.#fenceTimer = undefined;
-      return;
-    }
-    this.#fenceTimer = c.setTimeout(() => {
-      this.#fenceTimer = undefined;
+    if (this.#fenced) return;
+    this.#fenceTimer.start(left, () => {
       if (this.#stopped) return;
       if (this.mayHold()) {
         // A timer may fire a little early: wait out the rest. The clock is read again there,
@@ -216,6 +211,6 @@ export class LeaseKeeper {
       }
       this.#fenced = true;
       this.#p.onChange('fenced');
-    }, left);
+    });
   }
 }

@@ -9,7 +9,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NotFoundError, TimeoutError } from '../errors/index.js';
-import { monotonicClock, type Clock } from '../sched/index.js';
+import { monotonicClock, sleep, type Clock } from '../sched/index.js';
 
 export interface LocalEtcdOptions {
   /** The etcd binary (default: `etcd` found on PATH, /usr/bin/etcd on Debian). */
@@ -38,11 +38,6 @@ export interface LocalEtcdOptions {
   ports?: { client: number; peer: number };
   /** Times the waits for the server (it is a real process: default the monotonic clock). */
   clock?: Clock;
-}
-
-/** Resolves after `ms` on `clock`. */
-function pause(clock: Clock, ms: number): Promise<void> {
-  return new Promise((r) => clock.setTimeout(r, ms));
 }
 
 /** A running (or stopped) local etcd; `restart()` keeps the data dir and ports. */
@@ -226,7 +221,7 @@ export class LocalEtcd {
       if (this.#member ? await this.#listening() : await healthy(this.clientPort, this.#tls)) {
         return;
       }
-      await pause(clock, 50);
+      await sleep(clock, 50);
     }
     throw new TimeoutError(`etcd on ${this.endpoint} not ready after ${this.#startTimeoutMs} ms`);
   }
@@ -281,7 +276,7 @@ export class LocalEtcdCluster {
         await cluster.destroy();
         throw new TimeoutError('the etcd cluster has no leader');
       }
-      await pause(clock, 50);
+      await sleep(clock, 50);
     }
     return cluster;
   }

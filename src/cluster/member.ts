@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import { describeError } from '../errors/index.js';
 import { noopClusterMetrics, type ClusterMetrics } from './metrics.js';
-import { backoff, monotonicClock, type Clock, type TimerHandle } from '../sched/index.js';
+import { backoff, monotonicClock, Timer, type Clock } from '../sched/index.js';
 import type { ClaimGate, ClaimProber } from './claims.js';
 import { computeHold, handoverMoves } from './holding.js';
 import {
@@ -87,9 +87,11 @@ export class ClusterMember {
   /** It can hold IPs: its external interface has a link, and it hears its peers. */
   #able = true;
   #linkUp = true;
-  #graceTimer: TimerHandle | undefined;
+  /** When holding on grace ends: publish again then. */
+  readonly #graceTimer: Timer;
   #kicked = false;
-  #timers = new Set<TimerHandle>();
+  /** The pending retries of #later(), cancelled by stop(). */
+  readonly #timers = new Set<Timer>();
   readonly #lastMove = new Map<string, { node: string | undefined; at: number }>();
   #readyWaiters: (() => void)[] = [];
 
@@ -98,6 +100,7 @@ export class ClusterMember {
     this.options = resolveOptions(params.options);
     this.#store = params.store;
     this.#clock = params.clock ?? monotonicClock;
+    this.#graceTimer = new Timer(this.#clock);
     this.#metrics = params.metrics ?? noopClusterMetrics();
     this.#log = params.log;
     const w = wireMember(
@@ -225,9 +228,9 @@ export class ClusterMember {
     if (this.#stopping) return;
     this.#stopping = true;
     this.#sync.stop();
-    for (const t of this.#timers) this.#clock.clearTimeout(t);
+    for (const t of this.#timers) t.cancel();
     this.#timers.clear();
-    if (this.#graceTimer !== undefined) this.#clock.clearTimeout(this.#graceTimer);
+    this.#graceTimer.cancel();
     const lease = this.#lease.id;
     const mine = lease === undefined ? [] : this.#own.ownedAll(lease);
     this.#publish('stop');
@@ -292,10 +295,11 @@ export class ClusterMember {
   }
 
   #later(ms: number, fn: () => void): void {
-    const t = this.#clock.setTimeout(() => {
+    const t = new Timer(this.#clock);
+    t.start(ms, () => {
       this.#timers.delete(t);
       if (!this.#stopping) fn();
-    }, ms);
+    });
     this.#timers.add(t);
   }
 
@@ -455,16 +459,9 @@ export class ClusterMember {
 
   /** Holding on grace until `until`: publish again then (the fence, unless extended). */
   #armGrace(until: number | undefined): void {
-    if (this.#graceTimer !== undefined) this.#clock.clearTimeout(this.#graceTimer);
-    this.#graceTimer = undefined;
+    this.#graceTimer.cancel();
     if (until === undefined || this.#stopping) return;
-    this.#graceTimer = this.#clock.setTimeout(
-      () => {
-        this.#graceTimer = undefined;
-        this.#publish('fence');
-      },
-      Math.max(0, until - this.#clock.now()),
-    );
+    this.#graceTimer.start(Math.max(0, until - this.#clock.now()), () => this.#publish('fence'));
   }
 
   #updatePeerIps(): void {

@@ -22,7 +22,7 @@
 //
 // Pure: the sockets are the transport's (peer-udp.ts), time is the injected clock.
 import { randomBytes } from 'node:crypto';
-import type { Clock, TimerHandle } from '../sched/index.js';
+import { Timer, type Clock } from '../sched/index.js';
 
 export interface PeerAddress {
   readonly ip: string;
@@ -146,7 +146,8 @@ export class PeerMonitor {
   readonly #p: PeerMonitorParams;
   readonly #peers = new Map<string, Peer>();
   readonly #defer: (fn: () => void) => void;
-  #timer: TimerHandle | undefined;
+  /** The next heartbeat round. */
+  readonly #timer: Timer;
   #stopped = true;
   #noClaimUntil = -Infinity;
   #startedAt = 0;
@@ -154,6 +155,7 @@ export class PeerMonitor {
 
   constructor(p: PeerMonitorParams) {
     this.#p = p;
+    this.#timer = new Timer(p.clock);
     this.#defer = p.defer ?? ((fn) => setImmediate(fn));
   }
 
@@ -206,8 +208,7 @@ export class PeerMonitor {
 
   stop(): void {
     this.#stopped = true;
-    if (this.#timer !== undefined) this.#p.clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#timer.cancel();
     this.#p.transport.close();
   }
 
@@ -293,7 +294,7 @@ export class PeerMonitor {
 
   #tick(): void {
     if (this.#stopped) return;
-    this.#timer = this.#p.clock.setTimeout(() => this.#tick(), this.#p.intervalMs);
+    this.#timer.start(this.#p.intervalMs, () => this.#tick());
     const now = this.#p.clock.now();
     const local = this.#p.local();
     // Sending while promising is the promise: honoured from now on, whatever follows.

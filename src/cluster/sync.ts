@@ -2,7 +2,7 @@
 // revision. A watch that ends on an error resumes from the last revision seen (nothing is
 // missed); one whose revision was compacted away reads everything again.
 import { describeError } from '../errors/index.js';
-import { backoff, type Clock, type TimerHandle } from '../sched/index.js';
+import { backoff, Timer, type Clock } from '../sched/index.js';
 import type { ClusterMetrics } from './metrics.js';
 import { CompactedError, type ClusterStore, type WatchHandle } from './store.js';
 import type { ClusterView } from './view.js';
@@ -26,7 +26,8 @@ export class ViewSync {
   readonly #p: ViewSyncParams;
   #watch: WatchHandle | undefined;
   #retry = 0;
-  #timer: TimerHandle | undefined;
+  /** Pending between a failure (or a read) and the next step. */
+  readonly #timer: Timer;
   #syncing = false;
   #fullRead = true;
   #ready = false;
@@ -34,6 +35,7 @@ export class ViewSync {
 
   constructor(p: ViewSyncParams) {
     this.#p = p;
+    this.#timer = new Timer(p.clock);
   }
 
   /** The view has been read once. */
@@ -54,24 +56,21 @@ export class ViewSync {
     this.#stopped = true;
     this.#watch?.cancel();
     this.#watch = undefined;
-    if (this.#timer !== undefined) this.#p.clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#timer.cancel();
   }
 
   /** etcd answers again: take the next step now rather than at the next backoff step. */
   now(): void {
-    if (this.#timer === undefined) return; // reading, or watching
-    this.#p.clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
+    if (!this.#timer.pending) return; // reading, or watching
+    this.#timer.cancel();
     this.#retry = 0;
     this.#step();
   }
 
   #later(ms: number): void {
-    this.#timer = this.#p.clock.setTimeout(() => {
-      this.#timer = undefined;
+    this.#timer.start(ms, () => {
       if (!this.#stopped) this.#step();
-    }, ms);
+    });
   }
 
   #backoff(): number {

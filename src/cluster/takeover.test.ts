@@ -11,6 +11,7 @@ import { findOverlaps, type HoldRecord } from './history.js';
 import type { HoldSet } from './hold.js';
 import { ClusterMember } from './member.js';
 import type { ClusterOptions } from './options.js';
+import { Timer } from '../sched/index.js';
 import { FakeClock } from '../sched/testing.js';
 import { FakeEtcd, FakePeerNet, type FakeStoreClient } from './testing.js';
 
@@ -57,10 +58,8 @@ function lab(names: string[], opts: Partial<ClusterOptions> = {}) {
         probes.push(ip);
         const mac = taken.get(ip);
         return new Promise((resolve, reject) =>
-          clock.setTimeout(
-            () =>
-              mac ? reject(Object.assign(new Error('dup'), { mac, what: 'ARP reply' })) : resolve(),
-            150,
+          new Timer(clock).start(150, () =>
+            mac ? reject(Object.assign(new Error('dup'), { mac, what: 'ARP reply' })) : resolve(),
           ),
         );
       },

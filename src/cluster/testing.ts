@@ -4,7 +4,7 @@
 // (a partitioned client, latency) per client. Several FakeStoreClients share one FakeEtcd.
 import { ClosedError, TimeoutError } from '../errors/index.js';
 import type { PeerTransport, PeerTransportHandlers } from './peers.js';
-import type { Clock, TimerHandle } from '../sched/index.js';
+import { Timer, type Clock } from '../sched/index.js';
 import {
   CompactedError,
   type ClusterStore,
@@ -33,6 +33,13 @@ interface Watcher {
   client: FakeStoreClient;
 }
 
+/** Runs `fn` in `ms` on `clock`; the Timer cancels it. */
+function after(clock: Clock, ms: number, fn: () => void): Timer {
+  const t = new Timer(clock);
+  t.start(ms, fn);
+  return t;
+}
+
 /** One clock-driven etcd. */
 export class FakeEtcd {
   readonly clock: Clock;
@@ -45,27 +52,27 @@ export class FakeEtcd {
   /** Shortest TTL granted (etcd: ceil(1.5 × election timeout)). */
   minTtlSeconds = 1;
   #nextLease = 0x1000;
-  #loop: TimerHandle | undefined;
+  readonly #loop: Timer;
   readonly revokeIntervalMs: number;
   /** While true the server answers nothing (everyone's outage). */
   down = false;
 
   constructor(clock: Clock, opts: { revokeIntervalMs?: number } = {}) {
     this.clock = clock;
+    this.#loop = new Timer(clock);
     this.revokeIntervalMs = opts.revokeIntervalMs ?? 500;
     this.#schedule();
   }
 
   #schedule(): void {
-    this.#loop = this.clock.setTimeout(() => {
+    this.#loop.start(this.revokeIntervalMs, () => {
       this.expireLeases();
       this.#schedule();
-    }, this.revokeIntervalMs);
+    });
   }
 
   stop(): void {
-    if (this.#loop !== undefined) this.clock.clearTimeout(this.#loop);
-    this.#loop = undefined;
+    this.#loop.cancel();
   }
 
   /** Revokes every lease whose expiry has passed (etcd's lessor loop). */
@@ -218,7 +225,7 @@ export class FakeStoreClient implements ClusterStore {
         reject(new TimeoutError(`${name}: no answer within ${this.requestTimeoutMs} ms`));
       };
       if (this.partitioned || this.etcd.down) {
-        clock.setTimeout(fail, this.requestTimeoutMs);
+        after(clock, this.requestTimeoutMs, fail);
         return;
       }
       const run = (): void => {
@@ -234,11 +241,11 @@ export class FakeStoreClient implements ClusterStore {
           return;
         }
         this.ops.push(`${name} ok`);
-        if (this.loseAnswers) clock.setTimeout(fail, this.requestTimeoutMs);
-        else if (this.latencyMs > 0) clock.setTimeout(() => resolve(result), this.latencyMs);
+        if (this.loseAnswers) after(clock, this.requestTimeoutMs, fail);
+        else if (this.latencyMs > 0) after(clock, this.latencyMs, () => resolve(result));
         else queueMicrotask(() => resolve(result));
       };
-      if (this.latencyMs > 0) clock.setTimeout(run, this.latencyMs);
+      if (this.latencyMs > 0) after(clock, this.latencyMs, run);
       else run();
     });
   }
@@ -317,11 +324,10 @@ export class FakeStoreClient implements ClusterStore {
     const w: Watcher = { prefix, next: fromRevision, handlers, client: this };
     if (this.partitioned || this.etcd.down || this.#closed) {
       const clock = this.etcd.clock;
-      const t = clock.setTimeout(
-        () => handlers.onEnd(new TimeoutError('watch: no connection')),
-        this.requestTimeoutMs,
+      const t = after(clock, this.requestTimeoutMs, () =>
+        handlers.onEnd(new TimeoutError('watch: no connection')),
       );
-      return { cancel: () => clock.clearTimeout(t) };
+      return { cancel: () => t.cancel() };
     }
     this.etcd.watchers.add(w);
     this.etcd.deliver(w);

@@ -304,8 +304,8 @@ export class Assigner {
     e.prefixlen = a.prefixlen;
     e.flags = a.flags;
     const dadFailedNow = (a.flags & IFA_F_DADFAILED) !== 0;
-    if (dadFailedNow) finishTentative(e, this.#p.clock, () => dadFailed(a.ip));
-    else if ((a.flags & IFA_F_TENTATIVE) === 0) finishTentative(e, this.#p.clock);
+    if (dadFailedNow) finishTentative(e, () => dadFailed(a.ip));
+    else if ((a.flags & IFA_F_TENTATIVE) === 0) finishTentative(e);
     if (!e.desired) {
       if (this.#loaded) this.#removeForeign(e);
     } else if (e.state === 'failed' && !dadFailedNow && !e.running) {
@@ -318,11 +318,7 @@ export class Assigner {
     if (e === undefined || !e.present) return;
     e.present = false;
     e.flags = undefined;
-    finishTentative(
-      e,
-      this.#p.clock,
-      () => new FibkeeperError(`${ip.address} was removed during DAD`),
-    );
+    finishTentative(e, () => new FibkeeperError(`${ip.address} was removed during DAD`));
     if (e.desired) {
       e.repairCause ??= 'address';
       this.#p.log.debug({ ip: ip.address }, 'extip: address removed from the holder; re-adding');
@@ -459,7 +455,7 @@ export class Assigner {
     this.#stopped = true;
     const err = stoppedError();
     for (const e of this.#entries.values()) {
-      finishTentative(e, this.#p.clock, () => err);
+      finishTentative(e, () => err);
       for (const w of e.waiters) w.batch.settle(e.ip.address, err);
       e.waiters = [];
     }

@@ -6,7 +6,7 @@
 // from the injected clock.
 import type { EventSink } from '../events/index.js';
 import type { Logger } from '../log/index.js';
-import type { Clock, TimerHandle } from '../sched/index.js';
+import { Timer, type Clock } from '../sched/index.js';
 import type { Conflict } from './linkio.js';
 
 export interface ConflictLogParams {
@@ -25,7 +25,8 @@ const SHOWN = 8;
 
 export class ConflictLog {
   readonly #p: ConflictLogParams;
-  #timer: TimerHandle | undefined;
+  /** Pending while an interval is open (claims are summed, not logged one by one). */
+  readonly #timer: Timer;
   #since = 0;
   #claims = 0;
   #defended = 0;
@@ -36,11 +37,12 @@ export class ConflictLog {
 
   constructor(p: ConflictLogParams) {
     this.#p = p;
+    this.#timer = new Timer(p.clock, { unref: true });
   }
 
   /** One claim seen; `defended`: a re-announcement answered it (not rate-limited away). */
   record(c: Conflict, defended: boolean): void {
-    if (this.#timer === undefined) {
+    if (!this.#timer.pending) {
       this.#p.log.warn({ ...c, defended }, 'extip: another host claims an external IP');
       this.#p.events?.emit(
         'extip.conflict',
@@ -62,19 +64,16 @@ export class ConflictLog {
 
   /** Logs what is pending and stops the timer. Idempotent. */
   stop(): void {
-    if (this.#timer !== undefined) this.#p.clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#timer.cancel();
     this.#flush();
   }
 
   #open(): void {
     this.#since = this.#p.clock.now();
-    this.#timer = this.#p.clock.setTimeout(() => this.#onTimer(), this.#p.intervalMs);
-    (this.#timer as { unref?: () => void }).unref?.();
+    this.#timer.start(this.#p.intervalMs, () => this.#onTimer());
   }
 
   #onTimer(): void {
-    this.#timer = undefined;
     // claims went on: summarize them and keep summarizing; else the next claim is logged at once
     if (this.#flush()) this.#open();
   }

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { ConflictError, describeError, FibkeeperError } from '../errors/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
 import type { ExtipMetrics } from './metrics.js';
-import type { Clock, TimerHandle } from '../sched/index.js';
+import { Timer, type Clock } from '../sched/index.js';
 import { DAD_NONCE_LEN } from './ndp.js';
 
 export interface DadOptions {
@@ -57,7 +57,7 @@ interface Run {
   readonly nonce: Buffer;
   sent: number;
   /** The next probe or the end of the wait. A live timer: a caller awaits the outcome. */
-  timer: TimerHandle | undefined;
+  readonly timer: Timer;
   readonly promise: Promise<void>;
   resolve(): void;
   reject(err: Error): void;
@@ -96,7 +96,8 @@ export class DadProber {
       reject = rej;
     });
     const nonce = randomBytes(DAD_NONCE_LEN);
-    const run: Run = { ip, nonce, sent: 0, timer: undefined, promise, resolve, reject };
+    const timer = new Timer(this.#p.clock);
+    const run: Run = { ip, nonce, sent: 0, timer, promise, resolve, reject };
     this.#runs.set(ip.address, run);
     try {
       this.#p.sink.listen(ip, true);
@@ -141,7 +142,6 @@ export class DadProber {
 
   /** Sends the next probe, or, after the wait, declares the address unique. */
   #next(run: Run): void {
-    run.timer = undefined;
     if (run.sent >= this.#p.probes) {
       this.#end(run);
       this.#p.metrics.dad(familyLabel(run.ip), 'unique');
@@ -157,7 +157,7 @@ export class DadProber {
     run.sent++;
     const last = run.sent >= this.#p.probes;
     const wait = last ? this.#p.waitMs : this.#p.intervalMs;
-    run.timer = this.#p.clock.setTimeout(() => this.#next(run), wait);
+    run.timer.start(wait, () => this.#next(run));
   }
 
   #fail(run: Run, err: unknown): void {
@@ -175,8 +175,7 @@ export class DadProber {
 
   #end(run: Run): void {
     this.#runs.delete(run.ip.address);
-    if (run.timer !== undefined) this.#p.clock.clearTimeout(run.timer);
-    run.timer = undefined;
+    run.timer.cancel();
     try {
       this.#p.sink.listen(run.ip, false);
     } catch {

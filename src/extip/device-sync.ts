@@ -13,7 +13,7 @@ import {
   type Link,
   type RtEvent,
 } from '../netlink/index.js';
-import type { Clock, TimerHandle } from '../sched/index.js';
+import { Timer, type Clock } from '../sched/index.js';
 import type { Assigner } from './assigner.js';
 import type { ClusterIps } from './cluster.js';
 import type { ExternalWatch } from './external-watch.js';
@@ -52,7 +52,7 @@ export class DeviceSync {
   /** Events that arrive before begin(), replayed by it. */
   #queued: RtEvent[] = [];
   #stopped = false;
-  #checkTimer: TimerHandle | undefined;
+  readonly #checkTimer: Timer;
   #checking: Promise<void> | undefined;
   /** Notifications were lost before begin(): check once begun. */
   #overflowAtStart = false;
@@ -62,6 +62,7 @@ export class DeviceSync {
   /** Listens at once (before the feed's first dump is awaited): nothing is missed. */
   constructor(p: DeviceSyncParams) {
     this.#p = p;
+    this.#checkTimer = new Timer(p.clock, { unref: true });
     this.#unlisten = p.feed.listen({
       resyncing: (reason) => {
         if (reason === 'overflow') this.#lost = true;
@@ -92,8 +93,7 @@ export class DeviceSync {
   /** Stops the periodic check and the listener; resolves when no check runs. Idempotent. */
   stop(): Promise<void> {
     this.#stopped = true;
-    if (this.#checkTimer !== undefined) this.#p.clock.clearTimeout(this.#checkTimer);
-    this.#checkTimer = undefined;
+    this.#checkTimer.cancel();
     this.#unlisten();
     return Promise.allSettled([this.#checking]).then(() => undefined);
   }
@@ -174,10 +174,9 @@ export class DeviceSync {
 
   #scheduleCheck(): void {
     if (this.#p.checkIntervalMs === 0 || this.#stopped) return;
-    this.#checkTimer = this.#p.clock.setTimeout(() => {
+    this.#checkTimer.start(this.#p.checkIntervalMs, () => {
       void this.check('periodic').finally(() => this.#scheduleCheck());
-    }, this.#p.checkIntervalMs);
-    (this.#checkTimer as { unref?: () => void }).unref?.();
+    });
   }
 
   async #checkOnce(reason: CheckReason): Promise<void> {

@@ -5,7 +5,7 @@
 import { describeError, errnoCode } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { IFF_UP, type NetlinkHandle } from '../netlink/index.js';
-import { backoff, type Clock } from '../sched/index.js';
+import { backoff, Timer, type Clock } from '../sched/index.js';
 import type { Assigner } from './assigner.js';
 import type { Holder } from './holder.js';
 import type { ExtipMetrics } from './metrics.js';
@@ -119,12 +119,13 @@ export class HolderRepair {
   /** A pause that stop() cuts short. */
   #sleep(ms: number): Promise<void> {
     return new Promise<void>((resolve) => {
+      const timer = new Timer(this.#p.clock);
       const wake = (): void => {
         this.#sleepers.delete(wake);
-        this.#p.clock.clearTimeout(timer);
+        timer.cancel();
         resolve();
       };
-      const timer = this.#p.clock.setTimeout(wake, ms);
+      timer.start(ms, wake);
       this.#sleepers.add(wake);
     });
   }

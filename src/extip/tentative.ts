@@ -4,7 +4,7 @@
 // TENTATIVE_TIMEOUT_MS on the clock (failed: no carrier?).
 import { TimeoutError } from '../errors/index.js';
 import { IFA_F_DADFAILED, IFA_F_TENTATIVE } from '../netlink/index.js';
-import type { Clock } from '../sched/index.js';
+import { Timer, type Clock } from '../sched/index.js';
 import { dadFailed, type Entry } from './types.js';
 
 /** How long such an address may stay tentative before the assignment fails, ms. */
@@ -22,24 +22,25 @@ export function waitTentative(e: Entry, clock: Clock, waiting: () => void): Prom
   if (flags !== undefined && (flags & IFA_F_TENTATIVE) === 0) return Promise.resolve();
   waiting();
   return new Promise<void>((resolve, reject) => {
-    const timer = clock.setTimeout(() => {
+    const timer = new Timer(clock);
+    timer.start(TENTATIVE_TIMEOUT_MS, () => {
       e.tentative = undefined;
       reject(
         new TimeoutError(
           `${e.ip.address} stayed tentative on the holder (the kernel's duplicate address detection) for ${TENTATIVE_TIMEOUT_MS} ms; does the holder have a carrier?`,
         ),
       );
-    }, TENTATIVE_TIMEOUT_MS);
+    });
     e.tentative = { resolve, reject, timer };
   });
 }
 
 /** Ends a wait: done (no failure), or failed with failure() (built only if one waited). */
-export function finishTentative(e: Entry, clock: Clock, failure?: () => Error): void {
+export function finishTentative(e: Entry, failure?: () => Error): void {
   const d = e.tentative;
   if (d === undefined) return;
   e.tentative = undefined;
-  clock.clearTimeout(d.timer);
+  d.timer.cancel();
   if (failure === undefined) d.resolve();
   else d.reject(failure());
 }

@@ -2,7 +2,7 @@
 // announcer, the per-IP status, and the error of a request for several IPs.
 import { ClosedError, describeError, FibkeeperError } from '../errors/index.js';
 import type { ParsedIp } from '../ipaddr/index.js';
-import type { TimerHandle } from '../sched/index.js';
+import type { Timer } from '../sched/index.js';
 
 /** An address as seen on the holder (dump or event). */
 export interface ObservedAddress {
@@ -149,7 +149,7 @@ export interface Waiter {
 export interface TentativeWait {
   resolve(): void;
   reject(err: Error): void;
-  timer: TimerHandle;
+  timer: Timer;
 }
 
 export interface Entry {
