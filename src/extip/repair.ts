@@ -116,8 +116,9 @@ export class HolderRepair {
     await Promise.allSettled([this.#recreating, this.#settingUp]);
   }
 
-  /** A pause that stop() cuts short. */
+  /** A pause that stop() cuts short; none starts once stop() was asked. */
   #sleep(ms: number): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const timer = new Timer(this.#p.clock);
       const wake = (): void => {
