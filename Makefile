@@ -104,15 +104,18 @@ format:
 	npx prettier --write .
 
 # Every test. Privileged tests must run (not skip): FIBKEEPER_REQUIRE_PRIVILEGED=1 turns
-# a missing privilege into a failure.
+# a missing privilege into a failure. Each file's wall time goes to
+# build/test-timings-nodeMAJOR.json and the slowest 20 are printed at the end
+# (test/helpers/timings-reporter.ts).
+TEST_TIMINGS = FIBKEEPER_TEST_TIMINGS=build/test-timings-node$$(node -p 'process.versions.node.split(".")[0]').json
 test: build lint
-	FIBKEEPER_REQUIRE_PRIVILEGED=1 npx vitest run
+	FIBKEEPER_REQUIRE_PRIVILEGED=1 $(TEST_TIMINGS) npx vitest run
 
 test-unit: build lint
-	npx vitest run --project unit
+	$(TEST_TIMINGS) npx vitest run --project unit
 
 test-netns: build
-	FIBKEEPER_REQUIRE_PRIVILEGED=1 npx vitest run --project netns
+	FIBKEEPER_REQUIRE_PRIVILEGED=1 $(TEST_TIMINGS) npx vitest run --project netns
 
 # The whole suite again on the other LTS line (CI runs it after make test).
 $(NODE22_BIN)/node:

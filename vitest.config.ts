@@ -12,6 +12,9 @@ import { defineConfig } from 'vitest/config';
 // tmpfs run acknowledged 80 of 1,000 requests instead of ~550), so they run after them.
 export default defineConfig({
   test: {
+    // Each file's wall time, kept and its slowest printed when FIBKEEPER_TEST_TIMINGS names a
+    // file (make test does): test/helpers/timings-reporter.ts.
+    reporters: ['default', './test/helpers/timings-reporter.ts'],
     projects: [
       {
         test: {
