@@ -20,6 +20,7 @@ const NETNS_ALONE = [
   'test/native/xdp.netns.test.ts', // a flood
   'test/neighbor/bounded.netns.test.ts', // probes per second
   'test/neighbor/entries.netns.test.ts', // an entry back within 2 s
+  'test/neighbor/refresh.netns.test.ts', // entries aging in 0.5 s, the kernel's own probes
   'test/neighbor/resilience.netns.test.ts', // 5,000 next hops, bursts of 3,000 entries
 ];
 
