@@ -49,6 +49,7 @@ describe('the timings reporter', () => {
     expect(doc.files[0]!.wallMs).toBeGreaterThanOrEqual(400);
     expect(doc.files[0]!.testsMs).toBeGreaterThanOrEqual(400);
     expect(doc.wallMs).toBeGreaterThanOrEqual(doc.files[0]!.wallMs);
+    expect(Math.min(...doc.files.map((f) => f.startMs))).toBe(0);
     expect(r.stdout).toMatch(/slowest 2 of 2 test files \(wall time; node [\d.]+; suite \d+ s\):/);
     expect(r.stdout).toMatch(/^\s+\d+\.\d s {2}slow\.test\.ts\s+\S* ?\(1 tests\)$/m);
   }, 60_000);

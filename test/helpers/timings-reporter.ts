@@ -11,6 +11,8 @@ import type { Reporter, TestModule } from 'vitest/node';
 export interface FileTiming {
   file: string;
   project: string;
+  /** When the file started, from the first file's start (ms): the groups show as spans. */
+  startMs: number;
   /** Start to end of the file, as the main process saw it (ms). */
   wallMs: number;
   /** Tests and hooks (vitest's own sum, ms). */
@@ -59,6 +61,7 @@ export default class TimingsReporter implements Reporter {
 
   onTestRunEnd(modules: ReadonlyArray<TestModule>): void {
     if (!this.out) return;
+    const first = Math.min(...this.started.values());
     const files: FileTiming[] = modules.map((m) => {
       const d = m.diagnostic();
       const start = this.started.get(m.moduleId);
@@ -66,6 +69,7 @@ export default class TimingsReporter implements Reporter {
       return {
         file: relative(process.cwd(), m.moduleId),
         project: m.project.name,
+        startMs: start !== undefined ? start - first : 0,
         wallMs: start !== undefined && end !== undefined ? end - start : d.duration,
         testsMs: Math.round(d.duration),
         collectMs: Math.round(d.collectDuration),
