@@ -10,7 +10,7 @@
 FROM node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      clang llvm libbpf-dev libelf-dev zlib1g-dev make g++ python3 pkg-config \
+      clang libbpf-dev libelf-dev zlib1g-dev make g++ python3 pkg-config \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY package.json package-lock.json ./

@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
-APT_PACKAGES := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool iproute2 iputils-ping \
+APT_PACKAGES := clang libbpf-dev libelf-dev zlib1g-dev bpftool iproute2 iputils-ping \
                 tcpdump tshark prometheus ethtool pkg-config make g++ python3 procps \
                 etcd-server python3-seccomp systemd util-linux nftables iptables conntrack openssl \
                 buildah man-db groff-base fish
@@ -24,7 +24,7 @@ export PATH := $(NODE_BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 NODE22_VERSION := 22.23.5
 NODE22_BIN := $(CURDIR)/build/node22/node_modules/.bin
 
-.PHONY: help deps apt npm node-version build bpf native ts install test test-unit test-netns test-node22 image image-name image-check lint format check demo bench clean FORCE
+.PHONY: help deps apt npm node-version libbpf-version build bpf native ts install test test-unit test-netns test-node22 image image-name image-check lint format check demo bench clean FORCE
 
 help:
 	@echo "make deps       install apt packages ($(APT_PACKAGES)) and npm ci"
@@ -69,8 +69,17 @@ build/bpf/%.o: bpf/%.c $(wildcard bpf/*.h)
 
 native: native/build/Release/fibkeeper.node
 
+# The addon links the system libbpf (-lbpf): 1.1 or later (Debian 12's, what CI and the image
+# build against), asked of pkg-config so that an older or missing one fails here with the fix
+# instead of as a compile error in native/.
+LIBBPF_MIN := 1.1
+libbpf-version:
+	@command -v pkg-config >/dev/null || { echo "the native addon's build needs pkg-config to find libbpf: make apt installs it (apt-get install pkg-config)" >&2; exit 1; }
+	@pkg-config --atleast-version=$(LIBBPF_MIN) libbpf || { \
+	  echo "the native addon needs libbpf $(LIBBPF_MIN) or later; pkg-config finds $$(pkg-config --modversion libbpf 2>/dev/null || echo none): install libbpf-dev $(LIBBPF_MIN)+ (make apt on Debian 12)" >&2; exit 1; }
+
 # Rebuilt when the sources change and when another Node.js runs the build (its headers).
-native/build/Release/fibkeeper.node: $(NATIVE_SRCS) node_modules/.package-lock.json build/node-version
+native/build/Release/fibkeeper.node: $(NATIVE_SRCS) node_modules/.package-lock.json build/node-version | libbpf-version
 	cd native && ../$(NODE_GYP) rebuild --nodedir="$$(node ../scripts/nodedir.mjs)" --jobs=max --loglevel=warn >/dev/null
 	@echo "built $@ for node $$(node --version)"
 
@@ -104,15 +113,18 @@ format:
 	npx prettier --write .
 
 # Every test. Privileged tests must run (not skip): FIBKEEPER_REQUIRE_PRIVILEGED=1 turns
-# a missing privilege into a failure.
+# a missing privilege into a failure. Each file's wall time goes to
+# build/test-timings-nodeMAJOR.json and the slowest 20 are printed at the end
+# (test/helpers/timings-reporter.ts).
+TEST_TIMINGS = FIBKEEPER_TEST_TIMINGS=build/test-timings-node$$(node -p 'process.versions.node.split(".")[0]').json
 test: build lint
-	FIBKEEPER_REQUIRE_PRIVILEGED=1 npx vitest run
+	FIBKEEPER_REQUIRE_PRIVILEGED=1 $(TEST_TIMINGS) npx vitest run
 
 test-unit: build lint
-	npx vitest run --project unit
+	$(TEST_TIMINGS) npx vitest run --project unit
 
 test-netns: build
-	FIBKEEPER_REQUIRE_PRIVILEGED=1 npx vitest run --project netns
+	FIBKEEPER_REQUIRE_PRIVILEGED=1 $(TEST_TIMINGS) npx vitest run --project netns
 
 # The whole suite again on the other LTS line (CI runs it after make test).
 $(NODE22_BIN)/node:

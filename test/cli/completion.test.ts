@@ -10,32 +10,49 @@ import { COMMANDS } from '../../src/cli/commands.js';
 
 const BIN = resolve('bin/fibkeeper.js');
 
+/** fish runs in a directory with one file: offered only where a path is wanted. */
+const FISH_DIR = mkdtempSync(join(tmpdir(), 'fkt-fish-'));
+writeFileSync(join(FISH_DIR, 'c.yaml'), '');
+const SCRIPT_DIR = mkdtempSync(join(tmpdir(), 'fkt-completion-'));
+
+/**
+ * `fibkeeper completion SHELL` as printed, run once per shell and kept in a file that each
+ * completion below sources (the script is static: what `| source` would read every time).
+ */
+const scripts = new Map<string, string>();
+function script(shell: 'bash' | 'fish'): string {
+  let path = scripts.get(shell);
+  if (path === undefined) {
+    const r = spawnSync(process.execPath, [BIN, 'completion', shell], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    path = join(SCRIPT_DIR, shell);
+    writeFileSync(path, r.stdout);
+    scripts.set(shell, path);
+  }
+  return path;
+}
+
 /** What bash completes for the command line `words` (the last one being typed). */
 function complete(...words: string[]): string[] {
   const line = ['fibkeeper', ...words].map((w) => `'${w}'`).join(' ');
-  const script = `source <(node ${BIN} completion bash)
+  const sh = `source ${script('bash')}
 complete -p fibkeeper
 COMP_WORDS=(${line}); COMP_CWORD=${words.length}
 _fibkeeper
 printf '%s\\n' "\${COMPREPLY[@]}"`;
-  const r = spawnSync('bash', ['-c', script], { encoding: 'utf8' });
+  const r = spawnSync('bash', ['-c', sh], { encoding: 'utf8' });
   expect(r.status, r.stderr).toBe(0);
   const [spec, ...out] = r.stdout.split('\n').filter(Boolean);
   expect(spec).toBe('complete -F _fibkeeper fibkeeper');
   return out.sort();
 }
 
-/** fish runs in a directory with one file: offered only where a path is wanted. */
-const FISH_DIR = mkdtempSync(join(tmpdir(), 'fkt-fish-'));
-writeFileSync(join(FISH_DIR, 'c.yaml'), '');
-
 /** What fish offers for the command line `line` (candidates without their descriptions). */
 function fishComplete(line: string): string[] {
-  const r = spawnSync(
-    'fish',
-    ['-c', `${process.execPath} ${BIN} completion fish | source; complete -C '${line}'`],
-    { encoding: 'utf8', cwd: FISH_DIR },
-  );
+  const r = spawnSync('fish', ['-c', `source ${script('fish')}; complete -C '${line}'`], {
+    encoding: 'utf8',
+    cwd: FISH_DIR,
+  });
   expect(r.status, r.stderr).toBe(0);
   expect(r.stderr).toBe('');
   return r.stdout
@@ -46,7 +63,9 @@ function fishComplete(line: string): string[] {
 }
 
 describe('fibkeeper completion', () => {
-  afterAll(() => rmSync(FISH_DIR, { recursive: true, force: true }));
+  afterAll(() => {
+    for (const d of [FISH_DIR, SCRIPT_DIR]) rmSync(d, { recursive: true, force: true });
+  });
 
   it('bash: the top-level commands, the subcommands of a group, the options of a command', () => {
     const top = [...new Set(COMMANDS.map((c) => c.name.split(' ')[0]!))];

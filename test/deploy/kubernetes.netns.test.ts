@@ -7,12 +7,11 @@
 // answer `kubectl exec … fibkeeper …`, and forward in XDP; a degraded agent must stay alive.
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { labDown } from '../../src/lab/index.js';
+import { describe, expect, it } from 'vitest';
 import { POLICY_BOUNDS } from '../../src/fib/index.js';
+import { tempDir, trackChild } from '../helpers/cleanup.js';
 import { privileged, waitFor } from '../helpers/netns.js';
 import {
   IMAGE_PATH,
@@ -42,18 +41,7 @@ let agent: ChildProcess | undefined;
 let node: NodeLab | undefined;
 let dir = '';
 
-afterEach(async () => {
-  if (agent && agent.exitCode === null && agent.signalCode === null) {
-    const gone = new Promise((r) => agent?.once('exit', r));
-    agent.kill('SIGKILL');
-    await gone;
-  }
-  agent = undefined;
-  if (node) labDown(node.lab.prefix);
-  node = undefined;
-  if (dir) rmSync(dir, { recursive: true, force: true });
-  dir = '';
-});
+// Each test's agent, lab and temp dir go when it ends (trackChild, nodeLabUp, tempDir).
 
 function logOf(): string {
   try {
@@ -88,7 +76,7 @@ describe.skipIf(skip)('deploy/kubernetes/daemonset.yaml as shipped', () => {
   for (const family of [4, 6] as const) {
     it(`starts from its own ConfigMap on a dual-stack IPv${family}-primary node, passes its probes and forwards in XDP; degraded is not dead`, async () => {
       node = nodeLabUp(`fkd${family}${randomBytes(2).toString('hex')}`);
-      dir = mkdtempSync(join(tmpdir(), 'fkt-ds-'));
+      dir = tempDir('fkt-ds-');
       const ds = readDaemonSet();
       const pod = ds.podSpec;
       expect(pod.hostNetwork).toBe(true);
@@ -134,21 +122,23 @@ describe.skipIf(skip)('deploy/kubernetes/daemonset.yaml as shipped', () => {
       );
       expect(init.length, 'an init container mounts bpffs where the node has none').toBe(1);
       const sc = c.securityContext;
-      agent = startSandbox(
-        {
-          netns: node.router,
-          dir,
-          volumes: [...img.volumes, ...volumes],
-          setup: img.setup,
-          init,
-          argv,
-          env: { ...img.env, ...env },
-          caps: containerCaps(c),
-          noNewPrivs: sc?.allowPrivilegeEscalation === false,
-          readOnlyRoot: sc?.readOnlyRootFilesystem === true,
-          cwd: img.cwd,
-        },
-        openSync(join(dir, 'agent.log'), 'a'),
+      agent = trackChild(
+        startSandbox(
+          {
+            netns: node.router,
+            dir,
+            volumes: [...img.volumes, ...volumes],
+            setup: img.setup,
+            init,
+            argv,
+            env: { ...img.env, ...env },
+            caps: containerCaps(c),
+            noNewPrivs: sc?.allowPrivilegeEscalation === false,
+            readOnlyRoot: sc?.readOnlyRootFilesystem === true,
+            cwd: img.cwd,
+          },
+          openSync(join(dir, 'agent.log'), 'a'),
+        ),
       );
 
       // The kubelet's probes, from the node's network, at the pod IP (= the node IP).
@@ -229,7 +219,7 @@ describe.skipIf(skip)('deploy/kubernetes/daemonset.yaml as shipped', () => {
 describe.skipIf(skip)('the image (Dockerfile) as shipped', () => {
   it('runs its ENTRYPOINT and CMD with the config `fibkeeper config example` prints, and forwards', async () => {
     node = nodeLabUp(`fki${randomBytes(2).toString('hex')}`);
-    dir = mkdtempSync(join(tmpdir(), 'fkt-img-'));
+    dir = tempDir('fkt-img-');
     const image = runtime();
     const { entrypoint, cmd } = imageCommand(image);
     const argv = [...entrypoint, ...cmd];
@@ -247,20 +237,22 @@ describe.skipIf(skip)('the image (Dockerfile) as shipped', () => {
     // docker run --network host --cap-drop ALL --cap-add NET_ADMIN --cap-add BPF
     //   --cap-add PERFMON --cap-add NET_RAW -v /sys/fs/bpf:/sys/fs/bpf
     //   -v /etc/fibkeeper:/etc/fibkeeper:ro IMAGE   (README, Deployment)
-    agent = startSandbox(
-      {
-        netns: node.router,
-        dir,
-        volumes: [...img.volumes, { target: '/etc/fibkeeper', source: etc, readOnly: true }],
-        setup: img.setup,
-        init: [['mount', '-t', 'bpf', 'bpf', '/sys/fs/bpf']],
-        argv,
-        env: img.env,
-        caps: ['NET_ADMIN', 'BPF', 'PERFMON', 'NET_RAW'],
-        noNewPrivs: true,
-        cwd: img.cwd,
-      },
-      openSync(join(dir, 'agent.log'), 'a'),
+    agent = trackChild(
+      startSandbox(
+        {
+          netns: node.router,
+          dir,
+          volumes: [...img.volumes, { target: '/etc/fibkeeper', source: etc, readOnly: true }],
+          setup: img.setup,
+          init: [['mount', '-t', 'bpf', 'bpf', '/sys/fs/bpf']],
+          argv,
+          env: img.env,
+          caps: ['NET_ADMIN', 'BPF', 'PERFMON', 'NET_RAW'],
+          noNewPrivs: true,
+          cwd: img.cwd,
+        },
+        openSync(join(dir, 'agent.log'), 'a'),
+      ),
     );
     const metrics = 'http://127.0.0.1:9470';
     await waitOk(node.router, `${metrics}/readyz`, alive);

@@ -6,6 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { expect } from 'vitest';
 import { labDown, labUp, type Lab } from '../../src/lab/index.js';
+import { cleanupLater } from '../helpers/cleanup.js';
 import { ip, nsExec, sysctl, waitFor } from '../helpers/netns.js';
 import type { Stage } from './manifests.js';
 import type { SandboxVolume } from './sandbox.js';
@@ -23,8 +24,10 @@ const RENAMES: [string, string][] = [
   ['r-gw', 'eth2'],
 ];
 
+/** The lab for `prefix`, taken down when the current test (or the file) ends. */
 export function nodeLabUp(prefix: string): NodeLab {
   const lab = labUp(prefix);
+  cleanupLater(() => labDown(prefix));
   const router = lab.hosts.router;
   try {
     // Renaming needs the link down; keep the IPv6 addresses meanwhile (lab namespace only).

@@ -7,19 +7,10 @@
 // RestrictNamespaces= must allow.
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { labDown } from '../../src/lab/index.js';
+import { describe, expect, it } from 'vitest';
+import { tempDir, trackChild } from '../helpers/cleanup.js';
 import { ipJson, makeNetns, privileged, waitFor } from '../helpers/netns.js';
 import { notifyReceiver, type NotifyReceiver } from '../helpers/notify.js';
 import { expectForwardingInXdp, httpIn, nodeLabUp, type NodeLab } from './lab.js';
@@ -35,18 +26,7 @@ let agent: ChildProcess | undefined;
 let node: NodeLab | undefined;
 let dir = '';
 
-afterEach(async () => {
-  if (agent && agent.exitCode === null && agent.signalCode === null) {
-    const gone = new Promise((r) => agent?.once('exit', r));
-    agent.kill('SIGKILL');
-    await gone;
-  }
-  agent = undefined;
-  if (node) labDown(node.lab.prefix);
-  node = undefined;
-  if (dir) rmSync(dir, { recursive: true, force: true });
-  dir = '';
-});
+// Each test's agent, lab and temp dir go when it ends (trackChild, nodeLabUp, tempDir).
 
 const log = () => {
   try {
@@ -106,14 +86,14 @@ describe.skipIf(skip)('deploy/systemd/fibkeeper.service as shipped', () => {
     const unit = readUnit();
     expect(unit.get('Type')).toEqual(['notify']);
     node = nodeLabUp(`fks${randomBytes(2).toString('hex')}`);
-    dir = mkdtempSync(join(tmpdir(), 'fkt-unit-'));
+    dir = tempDir('fkt-unit-');
     etc();
     const notify = await notifyReceiver(join(dir, 'notify.sock'));
 
     const pre = exec(unit, 'ExecStartPre', node.router, notify);
     expect(await exitOf(pre), log()).toBe(0);
 
-    agent = exec(unit, 'ExecStart', node.router, notify);
+    agent = trackChild(exec(unit, 'ExecStart', node.router, notify));
     const ready = await notify
       .next((m) => /^READY=1$/m.test(m), { timeoutMs: 30_000 })
       .catch((err: Error) => {
@@ -176,14 +156,16 @@ describe.skipIf(skip)('deploy/systemd/fibkeeper.service as shipped', () => {
     const fast: Unit = new Map(unit);
     fast.set('WatchdogSec', ['6s']);
     node = nodeLabUp(`fkw${randomBytes(2).toString('hex')}`);
-    dir = mkdtempSync(join(tmpdir(), 'fkt-unitwd-'));
+    dir = tempDir('fkt-unitwd-');
     etc();
     const notify = await notifyReceiver(join(dir, 'notify.sock'));
     // From 8 s on, every netlink receive begins a deaf period of 10 minutes (reopened sockets
     // too): nothing the agent does can cure it. Health timings shortened for the test.
     const faults =
       'classes=timeout,rate=1,sockets=netlink,deafMs=600000,delayMs=8000,probeMs=500,silentMs=1500,liveMs=4000';
-    agent = exec(fast, 'ExecStart', node.router, notify, [], { FIBKEEPER_TEST_FAULTS: faults });
+    agent = trackChild(
+      exec(fast, 'ExecStart', node.router, notify, [], { FIBKEEPER_TEST_FAULTS: faults }),
+    );
     await notify.next((m) => /^READY=1$/m.test(m), { timeoutMs: 30_000 });
     const pings = () => notify.messages.filter((m) => /^WATCHDOG=1$/m.test(m)).length;
     const first = pings();
@@ -212,7 +194,7 @@ describe.skipIf(skip)('deploy/systemd/fibkeeper.service as shipped', () => {
     await killed;
     // Restart=on-failure: the same ExecStart, without the faults this time.
     const from = notify.messages.length;
-    agent = exec(fast, 'ExecStart', node.router, notify);
+    agent = trackChild(exec(fast, 'ExecStart', node.router, notify));
     await notify.next((m) => /^READY=1$/m.test(m), { from, timeoutMs: 30_000 });
     await notify.next((m) => /^WATCHDOG=1$/m.test(m), { from, timeoutMs: 10_000 });
     expect(httpIn(node.router, `${METRICS}/livez`).status).toBe(200);
@@ -224,7 +206,7 @@ describe.skipIf(skip)('deploy/systemd/fibkeeper.service as shipped', () => {
   it('manages another network namespace (`netns`) with CAP_SYS_ADMIN added as documented', async () => {
     const unit = readUnit();
     node = nodeLabUp(`fkn${randomBytes(2).toString('hex')}`);
-    dir = mkdtempSync(join(tmpdir(), 'fkt-unitns-'));
+    dir = tempDir('fkt-unitns-');
     // The service runs in the node's own namespace (a fresh one here) and manages the router.
     const host = makeNetns('sdhost');
     etc(`netns: ${node.router}`);
@@ -233,7 +215,7 @@ describe.skipIf(skip)('deploy/systemd/fibkeeper.service as shipped', () => {
     expect(readFileSync('deploy/systemd/fibkeeper.service', 'utf8')).toMatch(
       /CAP_SYS_ADMIN is NOT granted\. It is needed only \(a\) to manage another network namespace/,
     );
-    agent = exec(unit, 'ExecStart', host, notify, ['CAP_SYS_ADMIN']);
+    agent = trackChild(exec(unit, 'ExecStart', host, notify, ['CAP_SYS_ADMIN']));
     await notify
       .next((m) => /^READY=1$/m.test(m), { timeoutMs: 30_000 })
       .catch((err: Error) => {
@@ -252,7 +234,7 @@ describe.skipIf(skip)('deploy/systemd/fibkeeper.service as shipped', () => {
     // The filter is real: RestrictNamespaces=yes (the unit's old setting) forbids the setns().
     const strict: Unit = new Map(unit);
     strict.set('RestrictNamespaces', ['yes']);
-    agent = exec(strict, 'ExecStart', host, notify, ['CAP_SYS_ADMIN']);
+    agent = trackChild(exec(strict, 'ExecStart', host, notify, ['CAP_SYS_ADMIN']));
     expect(await exitOf(agent)).toBe(1);
     expect(log()).toMatch(/setns.*EPERM|EPERM.*setns/);
   }, 90_000);
@@ -261,7 +243,7 @@ describe.skipIf(skip)('deploy/systemd/fibkeeper.service as shipped', () => {
 describe.skipIf(skip)('the systemd sandbox emulation', () => {
   it('applies the unit: filtered system calls, namespaces, read-only paths, capabilities', async () => {
     const unit = readUnit();
-    dir = mkdtempSync(join(tmpdir(), 'fkt-unitsb-'));
+    dir = tempDir('fkt-unitsb-');
     const ns = makeNetns('sdsb');
     const notify = await notifyReceiver(join(dir, 'notify.sock'));
     /** Runs `script` in the unit's sandbox (CAP_SYS_ADMIN added, so that only the filters refuse). */

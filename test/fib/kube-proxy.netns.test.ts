@@ -76,7 +76,11 @@ COMMIT
 `;
 
 function restore(lab: DiffLab, cmd: string): void {
-  const r = spawnSync('ip', ['netns', 'exec', lab.router, cmd], { input: RULES, encoding: 'utf8' });
+  // -w: wait for the xtables lock (one file for the whole host) that another test may hold.
+  const r = spawnSync('ip', ['netns', 'exec', lab.router, cmd, '-w'], {
+    input: RULES,
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`${cmd}: ${r.stderr}`);
 }
 
@@ -92,7 +96,7 @@ function scenario(backend: 'nft' | 'legacy'): Scenario {
         lab,
         backend === 'nft'
           ? 'nft delete table ip filter; nft delete table ip nat; conntrack -F'
-          : 'iptables-legacy -F; iptables-legacy -X; iptables-legacy -t nat -F; iptables-legacy -t nat -X; conntrack -F',
+          : 'iptables-legacy -w -F; iptables-legacy -w -X; iptables-legacy -w -t nat -F; iptables-legacy -w -t nat -X; conntrack -F',
       ),
     ...(backend === 'nft' ? { counters: nftCounters } : {}),
     cases: [

@@ -62,8 +62,8 @@ const CHANGES: Change[] = [
   },
   {
     name: 'an iptables-legacy FORWARD DROP (polled)',
-    add: (lab) => sh(lab, 'iptables-legacy -A FORWARD -j DROP'),
-    remove: (lab) => sh(lab, 'iptables-legacy -D FORWARD -j DROP'),
+    add: (lab) => sh(lab, 'iptables-legacy -w -A FORWARD -j DROP'),
+    remove: (lab) => sh(lab, 'iptables-legacy -w -D FORWARD -j DROP'),
     reason: 'netfilter',
     boundMs: POLICY_BOUNDS.pollMs,
   },

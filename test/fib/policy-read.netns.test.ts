@@ -264,23 +264,23 @@ describe.skipIf(skip)("reading the node's policy", () => {
       ns,
       'sh',
       '-ec',
-      `iptables-legacy -A INPUT -p tcp --dport 22 -j ACCEPT
-      iptables-legacy -N mine
-      iptables-legacy -A mine -j RETURN
-      ip6tables-legacy -P FORWARD DROP
-      ip6tables-legacy -t mangle -L >/dev/null`,
+      `iptables-legacy -w -A INPUT -p tcp --dport 22 -j ACCEPT
+      iptables-legacy -w -N mine
+      iptables-legacy -w -A mine -j RETURN
+      ip6tables-legacy -w -P FORWARD DROP
+      ip6tables-legacy -w -t mangle -L >/dev/null`,
     );
     const tables = readLegacyTables(ns);
     // a table with rules: what else it holds is counted (its policies are not read: it acts)
     const filter = tables.find((t) => t.family === 4 && t.name === 'filter');
-    const s = nsExec(ns, 'iptables-legacy', '-S').split('\n');
+    const s = nsExec(ns, 'iptables-legacy', '-w', '-S').split('\n');
     // a user chain is two entries (its head and its end), each rule one
     expect(filter?.extra).toBe(
       s.filter((l) => l.startsWith('-A ')).length + 2 * s.filter((l) => l.startsWith('-N ')).length,
     );
     // tables of built-in chains only: their policies, as -S prints them
     const filter6 = tables.find((t) => t.family === 6 && t.name === 'filter');
-    const policies6 = nsExec(ns, 'ip6tables-legacy', '-S')
+    const policies6 = nsExec(ns, 'ip6tables-legacy', '-w', '-S')
       .split('\n')
       .filter((l) => l.startsWith('-P '))
       .map((l) => l.split(' ').slice(1));

@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { InvalidArgumentError, NotFoundError } from '../../src/errors/index.js';
 import {
   BPF_NOEXIST,
@@ -17,6 +17,7 @@ import {
 } from '../../src/native/index.js';
 import { privileged } from '../helpers/netns.js';
 import { compileBpf, privateBpffs } from './fixtures.js';
+import { track } from '../helpers/cleanup.js';
 
 const { skip } = privileged();
 
@@ -31,16 +32,6 @@ const u64 = (v: bigint): Buffer => {
   return b;
 };
 const packet = (len = 64): Buffer => Buffer.alloc(len, 0xab);
-
-/** Everything opened by a test, closed after it (pass or fail). */
-const opened: { close(): void }[] = [];
-function track<T extends { close(): void }>(x: T): T {
-  opened.push(x);
-  return x;
-}
-afterEach(() => {
-  for (const x of opened.splice(0).reverse()) x.close();
-});
 
 let testObj = '';
 let badObj = '';

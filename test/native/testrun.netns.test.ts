@@ -1,21 +1,13 @@
 // Privileged tests of BpfProgram.testRun with an ingress device in a namespace, and with
 // live frames that really enter that namespace's stack.
 import { execFileSync } from 'node:child_process';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { BpfObject, PacketSocket, XdpAction, runInNetns } from '../../src/native/index.js';
 import { ip, makeNetns, privileged, sysctl, waitFor } from '../helpers/netns.js';
 import { compileBpf } from './fixtures.js';
+import { track } from '../helpers/cleanup.js';
 
 const { skip } = privileged();
-
-const opened: { close(): void }[] = [];
-function track<T extends { close(): void }>(x: T): T {
-  opened.push(x);
-  return x;
-}
-afterEach(() => {
-  for (const x of opened.splice(0).reverse()) x.close();
-});
 
 let testObj = '';
 beforeAll(() => {

@@ -5,7 +5,7 @@ import { existsSync, readFileSync, rmSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   BpfLink,
   BpfObject,
@@ -28,19 +28,11 @@ import {
   waitFor,
 } from '../helpers/netns.js';
 import { compileBpf, privateBpffs } from './fixtures.js';
+import { track } from '../helpers/cleanup.js';
 
 const { skip } = privileged();
 const ADDON = fileURLToPath(new URL('../../native/build/Release/fibkeeper.node', import.meta.url));
 const FLOOD = fileURLToPath(new URL('./fixtures/flood.mjs', import.meta.url));
-
-const opened: { close(): void }[] = [];
-function track<T extends { close(): void }>(x: T): T {
-  opened.push(x);
-  return x;
-}
-afterEach(() => {
-  for (const x of opened.splice(0).reverse()) x.close();
-});
 
 let testObj = '';
 beforeAll(() => {
@@ -200,10 +192,11 @@ describe.skipIf(skip)('XDP links', () => {
     expect(xdpQuery(va, { netns: a }).genericProgId).toBe(prog.id);
     const again = track(BpfLink.fromPinned(path));
     expect(again.id).toBe(id);
-    expect(track(BpfLink.fromId(id)).info().progId).toBe(prog.id);
+    const byId = track(BpfLink.fromId(id));
+    expect(byId.info().progId).toBe(prog.id);
     unlinkSync(path);
     again.close();
-    for (const x of opened.splice(opened.indexOf(again) + 1)) x.close(); // the fromId handle
+    byId.close();
     expect(xdpQuery(va, { netns: a }).attachMode).toBe('none');
   });
 

@@ -6,7 +6,6 @@ import { ip, privileged, sysctl, waitFor } from '../helpers/netns.js';
 import { buildLab, entry, hasMarks, startAgent, waitEntry, type Lab } from './lab.js';
 
 const { skip } = privileged();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Resolution attempts on ra0 give up after 2 broadcasts 250 ms apart. */
 function quickGiveUp(lab: Lab): void {
@@ -27,8 +26,18 @@ describe.skipIf(skip)('neighbor: a gateway that is down, then back', () => {
       n.upsert('test', ['10.9.0.5']); // via 10.1.0.2
       await n.waitReady();
       await waitEntry(lab.r, '10.1.0.2', 'ra0', (e) => e.state.includes('FAILED'));
-      // Down for a while: several attempts, each FAILED again.
-      await sleep(4000);
+      // Down for longer than neighbor.unusableAfter: the agent calls it unusable; legacy has
+      // written it again at least 3 times by then (each attempt FAILED again), managed left
+      // the re-probing to the kernel.
+      await waitFor(
+        () =>
+          n.health().level === 'degraded' &&
+          (mode === 'managed' || n.status().counters.reinserts.failed >= 3),
+        {
+          timeoutMs: 10_000,
+          what: () => `degraded, reinserts ${n.status().counters.reinserts.failed}`,
+        },
+      );
       // Between attempts FAILED, during one INCOMPLETE: never resolved.
       expect(['FAILED', 'INCOMPLETE']).toContain(entry(lab.r, '10.1.0.2', 'ra0')?.state[0]);
       // Unresolved for longer than neighbor.unusableAfter: the agent is degraded and names
@@ -74,8 +83,16 @@ describe.skipIf(skip)('neighbor: a gateway that is down, then back', () => {
       expect(await n.metrics.registry.metrics()).toMatch(
         /^fibkeeper_neighbor_unusable_entries\{device="ra0"\} 0$/m,
       );
+      // Nothing left to write: no retry scheduled and nothing backing off (the reconciler
+      // dropped the next hop's backoff when it read the REACHABLE entry), so the count stays.
       const after = n.status().counters.reinserts.failed;
-      await sleep(1500);
+      await waitFor(
+        () => {
+          const s = n.status().summary;
+          return s.scheduledRetries === 0 && s.backingOff === 0;
+        },
+        { what: () => `no retry left: ${JSON.stringify(n.status().summary)}` },
+      );
       expect(n.status().counters.reinserts.failed).toBe(after);
     });
   }

@@ -238,10 +238,10 @@ export function policyScenarios(): Scenario[] {
       setup: (lab) =>
         sh(
           lab,
-          `iptables-legacy -P FORWARD DROP; ip6tables-legacy -A FORWARD -d ${A6.server} -j DROP`,
+          `iptables-legacy -w -P FORWARD DROP; ip6tables-legacy -w -A FORWARD -d ${A6.server} -j DROP`,
         ),
       teardown: (lab) =>
-        shQuiet(lab, 'iptables-legacy -P FORWARD ACCEPT; ip6tables-legacy -F FORWARD'),
+        shQuiet(lab, 'iptables-legacy -w -P FORWARD ACCEPT; ip6tables-legacy -w -F FORWARD'),
       cases: [
         c('v4: FORWARD policy DROP', toServer4(), NF),
         c('v6: a DROP rule', toServer6(), NF),
