@@ -200,10 +200,16 @@ describe.skipIf(skip)('a state file on a disk that fills up', () => {
         ip: string;
       }[];
       expect(list.map((e) => e.ip).sort()).toEqual(first);
-      await new Promise((res) => setTimeout(res, 300));
-      expect(ownedNeighbors(w.ns, w.dev)).toEqual(first);
-      // Space again: the same request goes through, and a restart loads the file.
+      // Space again. A marker IP added after the refusal proves the reconciler has run past
+      // it: its entry comes, and the refused IPs' do not.
       mnt('rm', join(small, 'fill'));
+      const marker = '10.88.4.9';
+      expect(
+        (await call(w.sock, 'POST', '/v1/forwardable', { owner: 'marker', ips: [marker] })).status,
+      ).toBe(200);
+      await waitFor(() => ownedNeighbors(w.ns, w.dev).includes(marker), { what: 'marker entry' });
+      expect(ownedNeighbors(w.ns, w.dev)).toEqual([...first, marker].sort());
+      // The same request goes through now, and a restart loads the file.
       expect(
         (await call(w.sock, 'POST', '/v1/forwardable', { owner: 'ops', ips: many })).status,
       ).toBe(200);
@@ -212,7 +218,7 @@ describe.skipIf(skip)('a state file on a disk that fills up', () => {
       const after = (await call(w.sock, 'GET', '/v1/forwardable')).body.forwardable as {
         ip: string;
       }[];
-      expect(after.length).toBe(402);
+      expect(after.length).toBe(403);
       await call(w.sock, 'PUT', '/v1/owners/ops/forwardable', { ips: [] });
     } finally {
       await stopAgent(agent);

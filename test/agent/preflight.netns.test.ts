@@ -35,6 +35,17 @@ function untouched(w: AgentWorld): void {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Adds `marker` (owner "marker") through the API and waits for its kernel entry: the
+ * reconciler has then run past everything queued before. Returns the owned entries.
+ */
+async function markerRound(w: AgentWorld, marker: string): Promise<string[]> {
+  const r = await call(w.sock, 'POST', '/v1/forwardable', { owner: 'marker', ips: [marker] });
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  await waitFor(() => ownedNeighbors(w.ns, w.dev).includes(marker), { what: `${marker} entry` });
+  return ownedNeighbors(w.ns, w.dev);
+}
+
 async function exitsWithin(a: AgentProc, ms: number): Promise<number | null | 'running'> {
   return Promise.race([a.exited, sleep(ms).then(() => 'running' as const)]);
 }
@@ -162,8 +173,9 @@ describe.skipIf(skip)('validate, lock, then act', () => {
       expect(second.log()).toMatch(/another fibkeeper agent/);
       expect(xdpProgs(w)).toEqual(progs);
       expect(holderIps(w.ns)).toEqual(['10.89.9.1']);
-      await sleep(300);
-      expect(ownedNeighbors(w.ns, w.dev)).toEqual(['10.88.9.1']);
+      // The first agent's reconciler ran after the refusal (a marker's entry came): the
+      // refused agent's IP was never written.
+      expect(await markerRound(w, '10.88.9.5')).toEqual(['10.88.9.1', '10.88.9.5']);
       expect((await call(w.sock, 'GET', '/v1/status')).body.ready).toBe(true);
       expect(existsSync(b.sock)).toBe(false);
     } finally {
@@ -207,12 +219,13 @@ describe.skipIf(skip)('validate, lock, then act', () => {
       );
       a.child.kill('SIGHUP');
       await waitFor(() => /config reload refused/.test(a.log()), { what: 'refused reload' });
-      await sleep(300);
+      // A marker added after the refusal: once its entry is in, the reconciler has run past
+      // the reload, and no part of the refused file was applied.
+      expect(await markerRound(w, '10.88.9.5')).toEqual(['10.88.9.1', '10.88.9.5']);
       const list = (await call(w.sock, 'GET', '/v1/forwardable')).body.forwardable as {
         ip: string;
       }[];
-      expect(list.map((e) => e.ip)).toEqual(['10.88.9.1']);
-      expect(ownedNeighbors(w.ns, w.dev)).toEqual(['10.88.9.1']);
+      expect(list.map((e) => e.ip).sort()).toEqual(['10.88.9.1', '10.88.9.5']);
       expect(holderIps(w.ns)).toEqual([]);
     } finally {
       await stopAgent(a);
