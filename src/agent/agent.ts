@@ -33,6 +33,7 @@ import {
   type FeatureResult,
   type ProbeReport,
 } from '../probe/index.js';
+import { AgentBgp } from './bgp.js';
 import { AgentCluster, dropLeftovers, setPeers } from './cluster.js';
 import { ControlPlane } from './control.js';
 import { AgentEvents } from './events.js';
@@ -86,6 +87,8 @@ export class Agent implements AgentView {
   xdp: XdpForwarder | undefined;
   missTracker: MissTracker | undefined;
   cluster: AgentCluster | undefined;
+  /** BGP announcement of the held external IPs (bgp.enabled). */
+  bgp: AgentBgp | undefined;
   /** Done once the cluster's node IPs are in the neighbor table (its first prune waits). */
   #peersLoaded: (() => void) | undefined;
   /** What the control API added: durable before a request is answered, restored on start. */
@@ -212,6 +215,7 @@ export class Agent implements AgentView {
       if (this.cfg.neighbor.enabled) await this.#startNeighbor(usable);
       if (this.cfg.extip.enabled) await this.#startExtip(usable);
       if (this.cfg.cluster.enabled) await this.#startCluster();
+      if (this.cfg.bgp.enabled) await this.#startBgp();
       if (this.cfg.xdp.enabled && this.cfg.xdp.missTracker.enabled) this.#startMissTracker();
       this.reportSkipped('state file entries not applied');
       this.#phase = 'running';
@@ -362,6 +366,20 @@ export class Agent implements AgentView {
     this.#stoppers.push(() => c.stop());
     if (x.externalInterface?.up === false) c.member.setAble(false);
     await c.start(this.cfg.cluster.static, this.#peersLoaded);
+  }
+
+  async #startBgp(): Promise<void> {
+    const b = new AgentBgp({
+      cfg: this.cfg,
+      ...(this.netns ? { netns: this.netns } : {}),
+      extip: this.extip as ExternalIpSubsystem,
+      events: this.events.log,
+      registry: this.registry,
+      log: this.log.child({ component: 'bgp' }),
+    });
+    this.bgp = b;
+    this.#stoppers.push(() => b.stop());
+    await b.start();
   }
 
   async #startXdp(): Promise<void> {
