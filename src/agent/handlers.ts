@@ -180,6 +180,12 @@ export function handlersFor(agent: AgentView): ControlHandlers {
       agent.assertRunning();
       return agent.probeReport ?? null;
     },
+    async bgpStatus() {
+      agent.assertRunning();
+      if (!agent.bgp)
+        throw new NotSupportedError('bgp', 'BGP announcement is off (bgp.enabled: false)');
+      return agent.bgp.speaker.status();
+    },
     async clusterStatus() {
       cluster();
       return clusterStatus(agent);

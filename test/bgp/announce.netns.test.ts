@@ -63,6 +63,12 @@ describe.skipIf(skip)('BGP announcement of node-local external IPs', () => {
       ['fd77:1::1', 'Established', 1],
     ]);
 
+    const text = agent.cli('bgp', 'status').stdout;
+    expect(text).toMatch(
+      /^10\.77\.1\.1\s+65000\s+fk_peer0\s+up\s+Established\s+\S+\s+on\s+1\s+-$/m,
+    );
+    expect(text).toContain('announced: 2 (2 advertised, 0 withdrawn since start)');
+
     const del = agent.cli('extip', 'del', V4, V6);
     expect(del.status, del.stderr).toBe(0);
     await waitFor(
