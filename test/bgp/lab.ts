@@ -58,21 +58,21 @@ export interface RouterOptions {
   neighborExtra?: (i: number, addr: string) => string[];
 }
 
+const HEAD = ['frr defaults datacenter', 'hostname fkt-router', 'log stdout'];
+
+/** Each daemon reads a file of its own: bgpd stops at a block it does not know (bfd). */
+function daemonConf(d: string, o: RouterOptions): string {
+  if (d === 'bgpd') return frrConf(o);
+  if (d === 'bfdd') {
+    const p = ['bfd', ' profile fast', '  receive-interval 100', '  transmit-interval 100'];
+    return [...HEAD, ...p, '  detect-multiplier 3', ' exit', 'exit'].join('\n') + '\n';
+  }
+  return HEAD.join('\n') + '\n';
+}
+
 function frrConf(o: RouterOptions): string {
   const l = [
-    'frr defaults datacenter',
-    'hostname fkt-router',
-    'log stdout',
-    ...(o.bfd
-      ? [
-          'bfd',
-          ' profile fast',
-          '  receive-interval 100',
-          '  transmit-interval 100',
-          '  detect-multiplier 3',
-          'exit',
-        ]
-      : []),
+    ...HEAD,
     `router bgp ${ROUTER_ASN}`,
     ' bgp router-id 10.77.0.1',
     ' no bgp ebgp-requires-policy',
@@ -123,8 +123,6 @@ export async function makeRouter(
   ip(client, 'addr', 'add', `${CLIENT_V6}/64`, 'dev', 'eth0', 'nodad');
   ip(client, 'route', 'add', 'default', 'via', '10.78.0.1');
   ip(client, '-6', 'route', 'add', 'default', 'via', 'fd78::1');
-  const conf = join(dir, 'frr.conf');
-  writeFileSync(conf, frrConf(o));
   const pidFiles: string[] = [];
   const kill = (): void => {
     for (const f of pidFiles) {
@@ -142,11 +140,13 @@ export async function makeRouter(
   const daemons = ['zebra', ...(o.bfd ? ['bfdd'] : []), 'bgpd'];
   for (const d of daemons) {
     const pid = join(dir, `${d}.pid`);
+    const conf = join(dir, `${d}.conf`);
+    writeFileSync(conf, daemonConf(d, o));
     pidFiles.push(pid);
     const args = [`${FRR}/${d}`, '-d', '-N', ns, '-i', pid, '--vty_socket', dir, '-f', conf];
     args.push('--log', `file:${join(dir, `${d}.log`)}`);
-    if (d !== 'bfdd') args.push('-z', join(dir, 'zserv.api'));
-    else args.push('--bfdctl', join(dir, 'bfdd.sock'));
+    args.push('-z', join(dir, 'zserv.api'));
+    if (d === 'bfdd') args.push('--bfdctl', join(dir, 'bfdd.sock'));
     nsExec(ns, ...(args as [string, ...string[]]));
     await waitFor(() => existsSync(join(dir, `${d}.vty`)), { timeoutMs: 10_000, what: `${d} vty` });
   }
