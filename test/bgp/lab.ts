@@ -67,7 +67,8 @@ function daemonConf(d: string, o: RouterOptions): string {
     const p = ['bfd', ' profile fast', '  receive-interval 100', '  transmit-interval 100'];
     return [...HEAD, ...p, '  detect-multiplier 3', ' exit', 'exit'].join('\n') + '\n';
   }
-  return HEAD.join('\n') + '\n';
+  // Routes with their next hops inline (not nexthop objects): `ip monitor route` shows them.
+  return [...HEAD, 'no zebra nexthop kernel enable'].join('\n') + '\n';
 }
 
 function frrConf(o: RouterOptions): string {
