@@ -282,3 +282,32 @@ function httpGet(url: string): Promise<number> {
 export function pingOnce(ns: string, dst: string): boolean {
   return spawnSync('ip', ['netns', 'exec', ns, 'ping', '-c', '1', '-W', '1', dst]).status === 0;
 }
+
+/** Every route event of the router namespace that names `ip`, as `ip monitor route` prints it. */
+export function monitor(
+  router: Router,
+  ip: string,
+): { events: string[]; stop: () => void; proc: ChildProcess } {
+  const proc = spawn('ip', ['-n', router.ns, 'monitor', 'route'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const events: string[] = [];
+  let cur: string | undefined;
+  let partial = '';
+  proc.stdout!.on('data', (d: Buffer) => {
+    const lines = (partial + d.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    for (const l of lines) {
+      if (l.startsWith('\t') || l.startsWith(' ')) {
+        if (cur !== undefined) events[events.length - 1] += `\n${l}`;
+        continue;
+      }
+      cur = l.includes(ip) ? l : undefined;
+      if (cur !== undefined) events.push(l);
+    }
+  });
+  return { events, proc, stop: () => proc.kill('SIGKILL') };
+}
+
+export const nextHops = (event: string): number =>
+  event.startsWith('Deleted') ? 0 : Math.max(1, (event.match(/nexthop via/g) ?? []).length);

@@ -4,12 +4,13 @@
 // client reaches it through the router — and the router's FIB never has two next hops for
 // the IP: every route change of the router namespace is recorded (`ip monitor route`, the
 // kernel's own report of each change) and checked.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalEtcd } from '../../src/cluster/index.js';
 import { makeNetns, privileged, waitFor } from '../helpers/netns.js';
 import {
   makeRouter,
+  monitor,
+  nextHops,
   nodeV4,
   nodeV6,
   pingOnce,
@@ -28,32 +29,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await etcd?.destroy();
 });
-
-/** Every route event of the router namespace that names IP, as `ip monitor route` prints it. */
-function monitor(router: Router): { events: string[]; stop: () => void; proc: ChildProcess } {
-  const proc = spawn('ip', ['-n', router.ns, 'monitor', 'route'], {
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
-  const events: string[] = [];
-  let cur: string | undefined;
-  let partial = '';
-  proc.stdout!.on('data', (d: Buffer) => {
-    const lines = (partial + d.toString()).split('\n');
-    partial = lines.pop() ?? '';
-    for (const l of lines) {
-      if (l.startsWith('\t') || l.startsWith(' ')) {
-        if (cur !== undefined) events[events.length - 1] += `\n${l}`;
-        continue;
-      }
-      cur = l.includes(IP) ? l : undefined;
-      if (cur !== undefined) events.push(l);
-    }
-  });
-  return { events, proc, stop: () => proc.kill('SIGKILL') };
-}
-
-const nextHops = (event: string): number =>
-  event.startsWith('Deleted') ? 0 : Math.max(1, (event.match(/nexthop via/g) ?? []).length);
 
 async function world(): Promise<{ router: Router; client: string; agents: AgentHandle[] }> {
   const nodes = [makeNetns('bgcn1'), makeNetns('bgcn2')];
@@ -101,7 +76,7 @@ describe.skipIf(skip)(
     for (const how of ['SIGKILL', 'stop'] as const) {
       it(`${how} of the holder: the other node announces, never two next hops`, async () => {
         const { router, client, agents } = await world();
-        const mon = monitor(router);
+        const mon = monitor(router, IP);
         try {
           const add = agents[0]!.cli('cluster', 'extip', 'add', IP);
           expect(add.status, add.stderr).toBe(0);
