@@ -201,7 +201,7 @@ export async function startAgent(
   ns: string,
   i: number,
   extra: string[] = [],
-  opts: { wait?: boolean } = {},
+  opts: { wait?: boolean; peers?: string[] } = {},
 ): Promise<AgentHandle> {
   const dir = mkdtempSync(join(tmpdir(), 'fkt-bgp-agent-'));
   onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
@@ -228,7 +228,7 @@ export async function startAgent(
       `  asn: ${NODE_ASN}`,
       `  routerId: ${nodeV4(i)}`,
       `  runDir: ${join(dir, 'bgp')}`,
-      `  peers: ["${routerV4(i)} as ${ROUTER_ASN}", "${routerV6(i)} as ${ROUTER_ASN}"]`,
+      `  peers: ${JSON.stringify(opts.peers ?? [`${routerV4(i)} as ${ROUTER_ASN}`, `${routerV6(i)} as ${ROUTER_ASN}`])}`,
       ...extra,
       `api:\n  socket: ${sock}`,
       `metrics:\n  address: 127.0.0.1:${port}`,
