@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../log/index.js';
+import type { Clock } from '../sched/index.js';
 import { BirdControl, parseProtocols, type BirdProtocolState } from './control.js';
 
 export interface BirdDaemonParams {
@@ -15,6 +16,7 @@ export interface BirdDaemonParams {
   /** Network namespace: a name under /run/netns or a path; default the agent's. */
   netns?: string;
   log: Logger;
+  clock: Clock;
   /** The daemon ended without stop() (its exit code or signal, its last stderr lines). */
   onExit: (why: string) => void;
 }
@@ -97,7 +99,8 @@ export class BirdDaemon {
       });
       child.once('error', (err) => resolve(`cannot run ${cmd}: ${err.message}`));
     });
-    const deadline = Date.now() + timeoutMs;
+    const clock = this.#p.clock;
+    const deadline = clock.now() + timeoutMs;
     let gone: string | undefined;
     void exited.then((w) => (gone = w));
     for (;;) {
@@ -106,11 +109,11 @@ export class BirdDaemon {
         this.#control = await BirdControl.open(this.ctlPath);
         return;
       } catch (err) {
-        if (Date.now() > deadline) {
+        if (clock.now() > deadline) {
           await this.stop();
           throw new Error(`bird did not open ${this.ctlPath} in ${timeoutMs} ms`, { cause: err });
         }
-        await new Promise((r) => setTimeout(r, 20));
+        await new Promise<void>((r) => clock.setTimeout(r, 20));
       }
     }
   }
@@ -142,8 +145,8 @@ export class BirdDaemon {
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
     const done = new Promise<void>((r) => child.once('exit', () => r()));
     child.kill('SIGTERM');
-    const t = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    const t = this.#p.clock.setTimeout(() => child.kill('SIGKILL'), graceMs);
     await done;
-    clearTimeout(t);
+    this.#p.clock.clearTimeout(t);
   }
 }

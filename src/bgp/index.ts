@@ -15,6 +15,7 @@ export {
   type BgpSpeakerParams,
   type BgpStatus,
   type BgpPeerStatus,
+  type SpeakerDaemon,
 } from './speaker.js';
 export { BirdDaemon, type BirdDaemonParams } from './daemon.js';
 export { birdConf, peerProtocol, type BirdConfInput } from './bird-conf.js';

@@ -21,7 +21,15 @@ export interface BgpSpeakerParams {
   clock: Clock;
   log: Logger;
   metrics?: BgpMetrics;
+  /** Tests: the daemon (default a BirdDaemon from the config); it calls `onExit` it is given. */
+  daemon?: (onExit: (why: string) => void) => SpeakerDaemon;
 }
+
+/** What the speaker needs of the daemon (BirdDaemon). */
+export type SpeakerDaemon = Pick<
+  BirdDaemon,
+  'start' | 'configure' | 'protocols' | 'stop' | 'pid' | 'confPath' | 'ctlPath'
+>;
 
 export interface BgpPeerStatus {
   address: string;
@@ -49,7 +57,7 @@ export interface BgpStatus {
 const fam = (ip: string): 'ipv4' | 'ipv6' => (ip.includes(':') ? 'ipv6' : 'ipv4');
 
 export class BgpSpeaker {
-  readonly daemon: BirdDaemon;
+  readonly daemon: SpeakerDaemon;
   #applied = new Set<string>();
   #running: Promise<void> | undefined;
   #again = false;
@@ -63,13 +71,17 @@ export class BgpSpeaker {
 
   constructor(p: BgpSpeakerParams) {
     this.#p = p;
-    this.daemon = new BirdDaemon({
-      binary: p.config.daemon,
-      runDir: p.config.runDir,
-      ...(p.netns !== undefined ? { netns: p.netns } : {}),
-      log: p.log,
-      onExit: (why) => this.#daemonEnded(why),
-    });
+    const onExit = (why: string): void => this.#daemonEnded(why);
+    this.daemon =
+      p.daemon?.(onExit) ??
+      new BirdDaemon({
+        binary: p.config.daemon,
+        runDir: p.config.runDir,
+        ...(p.netns !== undefined ? { netns: p.netns } : {}),
+        log: p.log,
+        clock: p.clock,
+        onExit,
+      });
   }
 
   #conf(ips: readonly string[]): string {
@@ -156,6 +168,7 @@ export class BgpSpeaker {
   }
 
   #daemonEnded(why: string): void {
+    if (this.#stopped) return;
     this.#lastError = why;
     this.#applied = new Set();
     this.#failures++;
