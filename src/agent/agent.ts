@@ -526,6 +526,7 @@ export class Agent implements AgentView {
     const x = this.xdp?.health();
     if (x && !x.ok) reasons.push(...x.reasons.map((r) => prefixed('xdp', r)));
     reasons.push(...(this.cluster?.health() ?? []));
+    reasons.push(...(this.bgp?.problems() ?? []));
     return { ok: reasons.length === 0, reasons };
   }
 

@@ -6,7 +6,7 @@
 // nothing it needed. Started after the external IPs and the cluster member, stopped before
 // them (the peers withdraw first).
 import type { Registry } from 'prom-client';
-import { BgpSpeaker, registerBgpMetrics } from '../bgp/index.js';
+import { BgpSpeaker, registerBgpMetrics, type BgpPeerStatus } from '../bgp/index.js';
 import { checkBgpOptions, type FibkeeperConfig } from '../config/index.js';
 import type { EventLog } from '../events/index.js';
 import type { ExternalIpSubsystem } from '../extip/index.js';
@@ -30,6 +30,8 @@ export class AgentBgp {
   #unfollow: (() => void) | undefined;
   #timer: TimerHandle | undefined;
   #pending = false;
+  /** The sessions as last read (every resync), for health(). */
+  #sessions: BgpPeerStatus[] = [];
   #stopped = false;
   readonly #clock: Clock;
   readonly #p: AgentBgpParams;
@@ -85,8 +87,23 @@ export class AgentBgp {
     this.#timer = this.#clock.setTimeout(() => {
       if (this.#stopped) return;
       void this.speaker.sync();
+      void this.speaker.sessions().then(
+        (s) => (this.#sessions = s),
+        () => (this.#sessions = []),
+      );
       this.#tick();
     }, this.#p.resyncMs ?? 2000);
+  }
+
+  /**
+   * For /healthz: the daemon not running, each peer whose session is not established (with
+   * the daemon's last error). As of the last resync.
+   */
+  problems(): string[] {
+    if (this.speaker.daemon.pid === undefined) return ['bgp: the daemon is not running'];
+    return this.#sessions
+      .filter((s) => s.session !== 'Established')
+      .map((s) => `bgp: peer ${s.address} ${s.session}${s.lastError ? `: ${s.lastError}` : ''}`);
   }
 
   async stop(): Promise<void> {

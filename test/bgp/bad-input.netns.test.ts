@@ -63,6 +63,19 @@ describe.skipIf(skip)('BGP with bad input', () => {
     expect(p.map((x) => x.session)).not.toContain('Established');
     const text = agent.cli('bgp', 'status').stdout;
     expect(text).toMatch(/fd77:1::1\s+65099\s+fk_peer1\s+\S+\s+\S+.*Bad peer AS/i);
+    // /healthz names each peer that is not established (for alerts), and the reason
+    await waitFor(
+      async () => {
+        const r = await fetch(`http://127.0.0.1:${agent.port}/healthz`);
+        const body = await r.text();
+        return (
+          r.status === 503 &&
+          /bgp: peer 10\.77\.1\.99 Active: Socket: No route to host/.test(body) &&
+          /bgp: peer fd77:1::1 \w+: BGP Error: Bad peer AS/.test(body)
+        );
+      },
+      { timeoutMs: 10_000, what: 'bgp reasons in /healthz' },
+    );
     // nothing else broke: an external IP is assigned
     expect(agent.cli('extip', 'add', '192.0.2.50').status).toBe(0);
     expect(ip(node, '-j', 'addr', 'show', 'dev', 'fkh0')).toContain('192.0.2.50');
