@@ -428,7 +428,10 @@ ts(
   [
     [`sum by (instance) (fibkeeper_bgp_session_up${sel})`, 'sessions up {{instance}}'],
     [`sum by (instance, peer) (fibkeeper_bgp_peer_routes_exported${sel})`, '{{instance}} {{peer}}'],
-    [`sum by (instance, family) (fibkeeper_bgp_announced${sel})`, 'announced {{instance}} {{family}}'],
+    [
+      `sum by (instance, family) (fibkeeper_bgp_announced${sel})`,
+      'announced {{instance}} {{family}}',
+    ],
   ],
   'short',
   'Sessions: 1 per peer while Established. A node whose sessions are down is reachable from the routed fabric by none of its external IPs.',
