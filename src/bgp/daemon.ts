@@ -72,6 +72,13 @@ export class BirdDaemon {
   /** Writes the configuration, starts the daemon, waits until its control socket answers. */
   async start(conf: string, timeoutMs = 10_000): Promise<void> {
     mkdirSync(this.#p.runDir, { recursive: true, mode: 0o700 });
+    const other = await BirdControl.open(this.ctlPath).catch(() => undefined);
+    if (other !== undefined) {
+      other.close();
+      throw new Error(
+        `a BIRD already answers on ${this.ctlPath} (another agent's?); give each agent a bgp.runDir of its own`,
+      );
+    }
     rmSync(this.ctlPath, { force: true });
     this.#write(conf);
     const [cmd, ...args] = this.argv();

@@ -80,6 +80,22 @@ describe.skipIf(skip)('BGP with bad input', () => {
     expect(agent.cli('extip', 'add', '192.0.2.50').status).toBe(0);
     expect(ip(node, '-j', 'addr', 'show', 'dev', 'fkh0')).toContain('192.0.2.50');
     expect(router.bgpRoutes(4)).toEqual({});
+
+    // a second agent (another namespace) given the same bgp.runDir refuses to start, and the
+    // first one's daemon keeps its control socket
+    const ns2 = makeNetns('bgbo');
+    ip(ns2, 'link', 'add', 'ext0', 'type', 'veth', 'peer', 'name', 'ext1');
+    ip(ns2, 'link', 'set', 'ext0', 'up');
+    const other = await startAgent(ns2, 1, [], {
+      wait: false,
+      runDir: join(agent.dir, 'bgp'),
+    });
+    const code = await new Promise((r) => other.proc.once('exit', r));
+    expect(code).not.toBe(0);
+    expect(other.log()).toContain(
+      `a BIRD already answers on ${join(agent.dir, 'bgp', 'bird.ctl')}`,
+    );
+    expect(agent.cli('bgp', 'status', '--json').status).toBe(0);
   });
 
   it('refuses a malformed community before anything starts, naming the option', () => {

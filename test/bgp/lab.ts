@@ -201,7 +201,7 @@ export async function startAgent(
   ns: string,
   i: number,
   extra: string[] = [],
-  opts: { wait?: boolean; peers?: string[] } = {},
+  opts: { wait?: boolean; peers?: string[]; runDir?: string } = {},
 ): Promise<AgentHandle> {
   const dir = mkdtempSync(join(tmpdir(), 'fkt-bgp-agent-'));
   onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
@@ -227,7 +227,7 @@ export async function startAgent(
       '  enabled: true',
       `  asn: ${NODE_ASN}`,
       `  routerId: ${nodeV4(i)}`,
-      `  runDir: ${join(dir, 'bgp')}`,
+      `  runDir: ${opts.runDir ?? join(dir, 'bgp')}`,
       `  peers: ${JSON.stringify(opts.peers ?? [`${routerV4(i)} as ${ROUTER_ASN}`, `${routerV6(i)} as ${ROUTER_ASN}`])}`,
       ...extra,
       `api:\n  socket: ${sock}`,

@@ -85,6 +85,6 @@ export const BGP_OPTIONS = [
     path: 'bgp.runDir',
     type: 'string',
     default: '/run/fibkeeper/bgp',
-    doc: "Directory of the daemon's generated configuration (mode 0600) and control socket; `birdc -s DIR/bird.ctl` reads the daemon's state.",
+    doc: "Directory of the daemon's generated configuration (mode 0600) and control socket; `birdc -s DIR/bird.ctl` reads the daemon's state. One per agent: an agent refuses to start on a directory whose socket another BIRD answers on.",
   },
 ] as const satisfies readonly OptionSpec[];
