@@ -33,7 +33,7 @@ import {
   type FeatureResult,
   type ProbeReport,
 } from '../probe/index.js';
-import { AgentBgp } from './bgp.js';
+import { startBgp, type AgentBgp } from './bgp.js';
 import { AgentCluster, dropLeftovers, setPeers } from './cluster.js';
 import { ControlPlane } from './control.js';
 import { AgentEvents } from './events.js';
@@ -215,7 +215,7 @@ export class Agent implements AgentView {
       if (this.cfg.neighbor.enabled) await this.#startNeighbor(usable);
       if (this.cfg.extip.enabled) await this.#startExtip(usable);
       if (this.cfg.cluster.enabled) await this.#startCluster();
-      if (this.cfg.bgp.enabled) await this.#startBgp();
+      if (this.cfg.bgp.enabled) this.bgp = await startBgp(this, this.#stoppers);
       if (this.cfg.xdp.enabled && this.cfg.xdp.missTracker.enabled) this.#startMissTracker();
       this.reportSkipped('state file entries not applied');
       this.#phase = 'running';
@@ -366,20 +366,6 @@ export class Agent implements AgentView {
     this.#stoppers.push(() => c.stop());
     if (x.externalInterface?.up === false) c.member.setAble(false);
     await c.start(this.cfg.cluster.static, this.#peersLoaded);
-  }
-
-  async #startBgp(): Promise<void> {
-    const b = new AgentBgp({
-      cfg: this.cfg,
-      ...(this.netns ? { netns: this.netns } : {}),
-      extip: this.extip as ExternalIpSubsystem,
-      events: this.events.log,
-      registry: this.registry,
-      log: this.log.child({ component: 'bgp' }),
-    });
-    this.bgp = b;
-    this.#stoppers.push(() => b.stop());
-    await b.start();
   }
 
   async #startXdp(): Promise<void> {

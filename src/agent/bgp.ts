@@ -10,6 +10,7 @@ import { BgpSpeaker, registerBgpMetrics, type BgpPeerStatus } from '../bgp/index
 import { checkBgpOptions, type FibkeeperConfig } from '../config/index.js';
 import type { EventLog } from '../events/index.js';
 import type { ExternalIpSubsystem } from '../extip/index.js';
+import type { AgentEvents } from './events.js';
 import type { Logger } from '../log/index.js';
 import { systemClock, type Clock, type TimerHandle } from '../sched/index.js';
 
@@ -112,4 +113,33 @@ export class AgentBgp {
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
     await this.speaker.stop();
   }
+}
+
+/**
+ * The agent's hook: creates the BGP part over the agent's external IPs, events, registry and
+ * log, registers its stop (before its start, so a failed start is stopped too), starts it.
+ */
+export async function startBgp(
+  agent: {
+    cfg: FibkeeperConfig;
+    netns: string | undefined;
+    extip: ExternalIpSubsystem | undefined;
+    events: AgentEvents;
+    registry: Registry;
+    log: Logger;
+  },
+  stoppers: (() => Promise<void> | void)[],
+): Promise<AgentBgp> {
+  if (agent.extip === undefined) throw new Error('bgp needs the external IPs (extip.enabled)');
+  const b = new AgentBgp({
+    cfg: agent.cfg,
+    ...(agent.netns !== undefined ? { netns: agent.netns } : {}),
+    extip: agent.extip,
+    events: agent.events.log,
+    registry: agent.registry,
+    log: agent.log.child({ component: 'bgp' }),
+  });
+  stoppers.push(() => b.stop());
+  await b.start();
+  return b;
 }
