@@ -23,7 +23,7 @@ RUN make build && npm prune --omit=dev --omit=optional
 FROM node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libbpf1 libelf1 iproute2 \
+      libbpf1 libelf1 iproute2 bird2 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/fibkeeper
 COPY --from=build /src/package.json ./

@@ -5,7 +5,7 @@ SHELL := /bin/bash
 APT_PACKAGES := clang libbpf-dev libelf-dev zlib1g-dev bpftool iproute2 iputils-ping \
                 tcpdump tshark prometheus ethtool pkg-config make g++ python3 procps \
                 etcd-server python3-seccomp systemd util-linux nftables iptables conntrack openssl \
-                buildah man-db groff-base fish
+                buildah man-db groff-base fish bird2 frr
 CLANG ?= clang
 BPF_CFLAGS := -O2 -g -Wall -Wextra -Werror -target bpf -D__TARGET_ARCH_x86 \
               -I/usr/include/$(shell uname -m)-linux-gnu -Ibpf

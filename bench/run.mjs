@@ -134,6 +134,15 @@ const NOTES = {
     'last final run. testrun_ipv4_rp_filter is the rp_filter emulation (the reverse ' +
     'bpf_fib_lookup, cached per CPU and flow: one lookup per flow and generation of the ' +
     "agent's kernel state) against the same program without it.",
+  bgp:
+    'Command: `node bench/bgp/run.mjs --n 1000 --rounds 10` (on a machine at load average 5-9). ' +
+    'One node (agent + its BIRD 2 child), an FRR 8.4 router (zebra, bgpd, bfdd) and a client, ' +
+    'each in its namespace. add-to-fib: one POST /v1/extip of 1,000 IPv4 IPs (DAD 100 ms) to ' +
+    "each /32 first seen in a dump of the router's FIB every 5 ms; reference: a BIRD given the " +
+    'same routes by `birdc configure`. first-reply: 20 of the IPs pinged from the client every ' +
+    '10 ms from before the add. kill/cut-withdraw: SIGKILL of the agent, or every packet of ' +
+    "the node dropped with its link up (BFD 3 × 100 ms), to the route leaving the router's " +
+    'FIB; reference: a static BIRD killed or cut the same way; p99 of 10 rounds is their maximum.',
   cluster:
     'Command: `node bench/cluster/run.mjs --rounds 20`. Three nodes ' +
     'and a client on one bridge; fibkeeper (three agents, default cluster settings, a local ' +

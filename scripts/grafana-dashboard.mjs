@@ -424,6 +424,33 @@ ts(
   "1 while a node keeps its cluster IPs past its lease on the other members' promises not to claim.",
 );
 
+row('BGP');
+ts(
+  'Sessions established, routes advertised per peer',
+  12,
+  [
+    [`sum by (instance) (fibkeeper_bgp_session_up${sel})`, 'sessions up {{instance}}'],
+    [`sum by (instance, peer) (fibkeeper_bgp_peer_routes_exported${sel})`, '{{instance}} {{peer}}'],
+    [
+      `sum by (instance, family) (fibkeeper_bgp_announced${sel})`,
+      'announced {{instance}} {{family}}',
+    ],
+  ],
+  'short',
+  'Sessions: 1 per peer while Established. A node whose sessions are down is reachable from the routed fabric by none of its external IPs.',
+);
+ts(
+  'Advertised, withdrawn, daemon restarts, refused configurations',
+  12,
+  [
+    [by('fibkeeper_bgp_advertised_total', 'family'), 'advertised {{family}}'],
+    [by('fibkeeper_bgp_withdrawn_total', 'family'), 'withdrawn {{family}}'],
+    [total('fibkeeper_bgp_daemon_restarts_total'), 'daemon restarts'],
+    [total('fibkeeper_bgp_configure_errors_total'), 'refused configurations'],
+  ],
+  'ops',
+);
+
 const dashboard = {
   title: 'fibkeeper',
   uid: 'fibkeeper',

@@ -28,6 +28,7 @@ import {
   type SocketName,
 } from '../netlink/index.js';
 import { featureAvailable, type FeatureResult, type ProbeReport } from '../probe/index.js';
+import { startBgp, type AgentBgp } from './bgp.js';
 import { AgentCluster, dropLeftovers, setPeers } from './cluster.js';
 import { ControlPlane } from './control.js';
 import { AgentEvents } from './events.js';
@@ -82,6 +83,8 @@ export class Agent implements AgentView {
   xdp: XdpForwarder | undefined;
   missTracker: MissTracker | undefined;
   cluster: AgentCluster | undefined;
+  /** BGP announcement of the held external IPs (bgp.enabled). */
+  bgp: AgentBgp | undefined;
   /** Done once the cluster's node IPs are in the neighbor table (its first prune waits). */
   #peersLoaded: (() => void) | undefined;
   /** What the control API added: durable before a request is answered, restored on start. */
@@ -208,6 +211,7 @@ export class Agent implements AgentView {
       if (this.cfg.neighbor.enabled) await this.#startNeighbor(usable);
       if (this.cfg.extip.enabled) await this.#startExtip(usable);
       if (this.cfg.cluster.enabled) await this.#startCluster();
+      if (this.cfg.bgp.enabled) this.bgp = await startBgp(this, this.#stoppers);
       if (this.cfg.xdp.enabled && this.cfg.xdp.missTracker.enabled) this.#startMissTracker();
       this.reportSkipped('state file entries not applied');
       this.#phase = 'running';
@@ -422,6 +426,7 @@ export class Agent implements AgentView {
     const x = this.xdp?.health();
     if (x && !x.ok) reasons.push(...x.reasons.map((r) => prefixed('xdp', r)));
     reasons.push(...(this.cluster?.health() ?? []));
+    reasons.push(...(this.bgp?.problems() ?? []));
     return { ok: reasons.length === 0, reasons };
   }
 

@@ -2,6 +2,7 @@
 // themselves (registered on a scratch registry), for the README and its test. It sits in
 // the agent, above every subsystem, and reads each group through its subsystem's index.ts.
 import { Registry } from 'prom-client';
+import { registerBgpMetrics } from '../bgp/index.js';
 import { registerClusterMetrics } from '../cluster/index.js';
 import { registerExtipMetrics } from '../extip/index.js';
 import { registerXdpMetrics } from '../fib/index.js';
@@ -28,6 +29,7 @@ export async function metricCatalog(): Promise<MetricInfo[]> {
   registerClusterMetrics(registry);
   new NeighborMetrics({ registry });
   registerXdpMetrics(registry);
+  registerBgpMetrics(registry, async () => []);
   const json = await registry.getMetricsAsJSON();
   const info = (name: string) =>
     (registry.getSingleMetric(name) as unknown as { labelNames?: string[] } | undefined)

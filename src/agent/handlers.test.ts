@@ -33,6 +33,7 @@ describe('the API handlers', () => {
       ['xdpMisses', () => h.xdpMisses(10)],
       ['probe', () => h.probe()],
       ['xdpDetach', () => h.xdpDetach()],
+      ['bgpStatus', () => h.bgpStatus()],
       ['clusterStatus', () => h.clusterStatus()],
       ['clusterExtipList', () => h.clusterExtipList()],
       ['clusterExtipAdd', () => h.clusterExtipAdd([], { nodes: [], labels: {} })],

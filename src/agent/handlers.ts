@@ -106,6 +106,11 @@ export const HANDLERS: HandlerTable = {
     a.events.xdpDetached(detached);
     return { detached };
   },
+  bgpStatus: async (a) => {
+    a.assertRunning();
+    if (!a.bgp) throw new NotSupportedError('bgp', 'BGP announcement is off (bgp.enabled: false)');
+    return a.bgp.speaker.status();
+  },
   clusterStatus: async (a) => {
     clusterOf(a);
     return clusterStatus(a);

@@ -9,6 +9,7 @@ import type { HealthReport } from '../metrics/index.js';
 import type { NeighborSubsystem } from '../neighbor/index.js';
 import type { DeviceFeed, NetlinkHandle } from '../netlink/index.js';
 import type { ProbeReport } from '../probe/index.js';
+import type { AgentBgp } from './bgp.js';
 import type { AgentCluster } from './cluster.js';
 import type { ControlPlane } from './control.js';
 import type { AgentEvents } from './events.js';
@@ -33,6 +34,7 @@ export interface AgentView {
   readonly xdp: XdpForwarder | undefined;
   readonly missTracker: MissTracker | undefined;
   readonly cluster: AgentCluster | undefined;
+  readonly bgp: AgentBgp | undefined;
   readonly store: StateStore;
   readonly control: ControlPlane;
   /** What the agent did and saw, for GET /v1/events. */

@@ -89,6 +89,10 @@ function handlers(): ControlHandlers {
       calls.push(`cluster uncordon ${node}`);
       return false;
     },
+    async bgpStatus() {
+      calls.push('bgp status');
+      return { peers: [] };
+    },
   };
 }
 

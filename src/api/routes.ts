@@ -96,6 +96,8 @@ export interface ControlHandlers {
   clusterDrain(node: string): Promise<boolean>;
   /** Lets a drained node hold IPs again; resolves whether it was drained. */
   clusterUncordon(node: string): Promise<boolean>;
+  /** BGP: the daemon, each peer's session, the IPs announced (bgp.enabled). */
+  bgpStatus(): Promise<unknown>;
 }
 
 /** GET /v1/status?ip=&owner=&device=&state=&limit= */
@@ -358,6 +360,10 @@ export const ROUTES: readonly Route[] = [
         return { ok: true, node, was: await h.clusterUncordon(node) };
       },
     },
+  },
+  {
+    path: /^\/v1\/bgp\/status$/,
+    methods: { GET: async (h, ctx) => (noBody(ctx), await h.bgpStatus()) },
   },
   {
     path: /^\/v1\/cluster\/status$/,

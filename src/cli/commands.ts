@@ -1,6 +1,7 @@
 // The table of subcommands.
 import type { Command } from './command.js';
 import { extipCommands, forwardableCommands, statusCommand } from './client-commands.js';
+import { bgpStatusCommand } from './bgp.js';
 import { clusterCommands } from './cluster.js';
 import { configCheckCommand, configExampleCommand } from './config.js';
 import { completionCommand } from './completion.js';
@@ -19,6 +20,7 @@ export const COMMANDS: readonly Command[] = [
   ...forwardableCommands,
   ...extipCommands,
   ...clusterCommands,
+  bgpStatusCommand,
   xdpDetachCommand,
   xdpMissesCommand,
   probeCommand,

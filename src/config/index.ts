@@ -16,6 +16,13 @@ export {
   MIN_TOKEN_LENGTH,
 } from './validate.js';
 export {
+  checkBgpOptions,
+  parseBgpPeer,
+  parseCommunity,
+  readPasswordFile,
+  type BgpPeer,
+} from './bgp.js';
+export {
   isNodeName,
   normalizePrefix,
   parseLabelList,

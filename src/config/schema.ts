@@ -11,6 +11,7 @@ import { NEIGHBOR_OPTIONS } from './options/neighbor.js';
 import { EXTIP_OPTIONS } from './options/extip.js';
 import { CLUSTER_OPTIONS } from './options/cluster.js';
 import { SERVICE_OPTIONS } from './options/service.js';
+import { BGP_OPTIONS } from './options/bgp.js';
 
 export type { OptionSpec, OptionType } from './spec.js';
 
@@ -21,6 +22,7 @@ const TABLE = [
   ...NEIGHBOR_OPTIONS,
   ...EXTIP_OPTIONS,
   ...CLUSTER_OPTIONS,
+  ...BGP_OPTIONS,
   ...SERVICE_OPTIONS,
 ] as const;
 

@@ -6,6 +6,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { ConfigError } from '../errors/index.js';
 import { formatHostPort, parseHostPort, parseIp } from '../ipaddr/index.js';
 import type { FibkeeperConfig } from './schema.js';
+import { checkBgpOptions } from './bgp.js';
 import { checkClusterOptions } from './cluster.js';
 import { checkIp, checkIps, conflictError } from './rules.js';
 
@@ -236,6 +237,7 @@ export function checkRunnable(cfg: FibkeeperConfig): { token: Buffer | undefined
     checkPemFile('cluster.etcd.certFile', cfg.cluster.etcd.certFile);
     checkPemFile('cluster.etcd.keyFile', cfg.cluster.etcd.keyFile);
   }
+  if (cfg.bgp.enabled) checkBgpOptions(cfg);
   const token = cfg.api.tokenFile === '' ? undefined : readTokenFile(cfg.api.tokenFile);
   return { token };
 }
