@@ -16,26 +16,21 @@ import {
   Writer,
 } from './codec/index.js';
 import { NetlinkHandle } from './handle.js';
-import { ack, PORT, FakeKernel, kernelAck, type Script, ThreadedFakeKernel } from './testing.js';
+import {
+  ack,
+  PORT,
+  FakeKernel,
+  kernelAck,
+  type Script,
+  ThreadedFakeKernel,
+  fakeNeigh,
+  openFake,
+} from './testing.js';
 import { turns } from '../sched/testing.js';
 
-function open(
-  kernel: FakeKernel,
-  opts: { window?: number; timeoutMs?: number; maxSendBytes?: number } = {},
-) {
-  return NetlinkHandle.open({ openSocket: () => kernel, ...opts });
-}
+const open = openFake;
 
-const neigh = (dst: string): Neigh => ({
-  family: C.AF_INET,
-  ifindex: 7,
-  state: C.NUD_REACHABLE,
-  flags: 0,
-  type: 1,
-  flagsExt: 0,
-  dst,
-  lladdr: '02:00:00:00:00:01',
-});
+const neigh = fakeNeigh;
 
 describe('requests and replies', () => {
   it('resolves an ack, and turns an error ack into NetlinkError with the ext-ack text', async () => {

@@ -3,36 +3,15 @@
 import { describe, expect, it } from 'vitest';
 import { ClosedError, TimeoutError } from '../errors/index.js';
 import * as C from './codec/index.js';
-import {
-  formatNeigh,
-  formatRoute,
-  type Neigh,
-  neighFields,
-  readNeighFields,
-  Writer,
-} from './codec/index.js';
+import { formatNeigh, formatRoute, neighFields, readNeighFields, Writer } from './codec/index.js';
 import { NetlinkHandle } from './handle.js';
-import { enobufs, FakeKernel } from './testing.js';
+import { enobufs, FakeKernel, fakeNeigh, openFake } from './testing.js';
 import { FakeClock } from '../sched/testing.js';
 import type { SubscriptionEvent } from './subscription.js';
 
-function open(
-  kernel: FakeKernel,
-  opts: { window?: number; timeoutMs?: number; maxSendBytes?: number } = {},
-) {
-  return NetlinkHandle.open({ openSocket: () => kernel, ...opts });
-}
+const open = openFake;
 
-const neigh = (dst: string): Neigh => ({
-  family: C.AF_INET,
-  ifindex: 7,
-  state: C.NUD_REACHABLE,
-  flags: 0,
-  type: 1,
-  flagsExt: 0,
-  dst,
-  lladdr: '02:00:00:00:00:01',
-});
+const neigh = fakeNeigh;
 
 describe('lifetime', () => {
   it('fails a request that hears nothing with TimeoutError', async () => {

@@ -6,24 +6,15 @@ import { describe, expect, it } from 'vitest';
 import type { SystemError } from '../native/index.js';
 import { FakeClock } from '../sched/testing.js';
 import * as C from './codec/index.js';
-import { formatDoneMessage, formatNeigh, NetlinkError, type Neigh } from './codec/index.js';
+import { formatDoneMessage, formatNeigh, NetlinkError } from './codec/index.js';
 import { NetlinkHandle } from './handle.js';
-import { FakeKernel, kernelAck, PORT, type Script } from './testing.js';
+import { FakeKernel, kernelAck, PORT, type Script, fakeNeigh } from './testing.js';
 
 function sysErr(code: string, errno: number): SystemError {
   return Object.assign(new Error(`recvmsg: ${code}`), { code, errno, syscall: 'recvmsg' });
 }
 
-const neigh = (dst: string): Neigh => ({
-  family: C.AF_INET,
-  ifindex: 7,
-  state: C.NUD_REACHABLE,
-  flags: 0,
-  type: 1,
-  flagsExt: 0,
-  dst,
-  lladdr: '02:00:00:00:00:01',
-});
+const neigh = fakeNeigh;
 
 /** A handle whose request sockets are fresh fake kernels (kernels[0] first). */
 function openHandle(script: () => Script, opts: Parameters<typeof NetlinkHandle.open>[0] = {}) {

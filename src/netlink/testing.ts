@@ -2,6 +2,7 @@
 // the Transport interface, with or without a send thread.
 import type { NetlinkReceiver, SystemError } from '../native/index.js';
 import * as C from './codec/index.js';
+import { NetlinkHandle } from './handle.js';
 import { formatErrorMessage, type NlMsgHeader, readHeader, Writer } from './codec/index.js';
 
 export const PORT = 4242;
@@ -168,4 +169,24 @@ export function enobufs(): SystemError {
 function afterTurns(n: number, fn: () => void): void {
   if (n <= 0) fn();
   else setImmediate(() => afterTurns(n - 1, fn));
+}
+
+/** A neighbor on ifindex 7, REACHABLE at 02:00:00:00:00:01: the tests' usual row. */
+export const fakeNeigh = (dst: string): C.Neigh => ({
+  family: C.AF_INET,
+  ifindex: 7,
+  state: C.NUD_REACHABLE,
+  flags: 0,
+  type: 1,
+  flagsExt: 0,
+  dst,
+  lladdr: '02:00:00:00:00:01',
+});
+
+/** A handle over one fake kernel. */
+export function openFake(
+  kernel: FakeKernel,
+  opts: { window?: number; timeoutMs?: number; maxSendBytes?: number } = {},
+): NetlinkHandle {
+  return NetlinkHandle.open({ openSocket: () => kernel, ...opts });
 }

@@ -1,74 +1,29 @@
 // The Reconciler's urgent requeues, full resync, batch operations and lifecycle, on a fake
 // target (FakeOps, FakeBatchOps) and fake timers; the rounds, retries, prune and refresh are in
-// reconciler.test.ts (the same setup, repeated in each file).
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+// reconciler.test.ts (the same setup: reconcilerHarness in testing.ts).
+import { describe, expect, it, vi } from 'vitest';
 import { ClosedError, ConfigError } from '../errors/index.js';
-import { FakeBatchOps, FakeOps } from './testing.js';
+import {
+  FakeBatchOps,
+  FakeOps,
+  insert,
+  ipKeyOf,
+  ipTable,
+  reconcilerHarness,
+  statuses,
+  type IpEntry,
+} from './testing.js';
 import { RateLimiter } from '../sched/index.js';
 import {
   Reconciler,
-  Table,
   type ReconcileOp,
   type ReconcilerConfig,
   type ReconcilerMetrics,
-  type ReconcilerParams,
 } from './index.js';
 
-interface Entry {
-  ip: string;
-  mac?: string;
-}
-
-const keyOf = (e: Entry): string => e.ip;
-
-function ipTable(name = 'ips'): Table<Entry> {
-  return new Table<Entry>({ name, primaryKey: keyOf });
-}
-
-interface Setup {
-  table: Table<Entry>;
-  ops: FakeOps<Entry>;
-  r: Reconciler<Entry>;
-}
-
-const running: Reconciler<Entry>[] = [];
-
-function setup(
-  config: Partial<ReconcilerConfig> = {},
-  extra: Partial<ReconcilerParams<Entry>> = {},
-  ops: FakeOps<Entry> = new FakeOps(keyOf),
-): Setup {
-  const table = extra.table ?? ipTable();
-  const r = new Reconciler<Entry>({ table, ops, config, ...extra });
-  running.push(r);
-  return { table, ops, r };
-}
-
-/** Row statuses as "key:kind", sorted. */
-function statuses(table: Table<Entry>): string[] {
-  return [...table.rows()].map((row) => `${row.key}:${table.status(row.key)?.kind}`).sort();
-}
-
-function insert(table: Table<Entry>, ...ips: string[]): void {
-  table.write((w) => {
-    for (const ip of ips) w.upsert({ ip });
-  });
-}
-
-async function advance(r: Reconciler<Entry>, ms: number): Promise<void> {
-  await vi.advanceTimersByTimeAsync(ms);
-  await r.waitIdle();
-}
-
-beforeEach(() => {
-  vi.useFakeTimers();
-  vi.setSystemTime(0);
-});
-
-afterEach(async () => {
-  for (const r of running.splice(0)) await r.stop();
-  vi.useRealTimers();
-});
+type Entry = IpEntry;
+const keyOf = ipKeyOf;
+const { setup, advance } = reconcilerHarness();
 
 describe('Reconciler: urgent requeues', () => {
   it('go ahead of the requeues already waiting for the rate limiter', async () => {

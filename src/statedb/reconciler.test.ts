@@ -1,66 +1,11 @@
 // The Reconciler's rounds, failures and retries, prune, refresh, requeue and rate limit, on a
 // fake target (FakeOps) and fake timers (urgent requeues, full resync, batches and lifecycle:
 // reconciler-batches.test.ts).
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { FakeOps } from './testing.js';
+import { describe, expect, it } from 'vitest';
+import { insert, ipTable, reconcilerHarness, statuses } from './testing.js';
 import { RateLimiter } from '../sched/index.js';
-import { Reconciler, Table, type ReconcilerConfig, type ReconcilerParams } from './index.js';
 
-interface Entry {
-  ip: string;
-  mac?: string;
-}
-
-const keyOf = (e: Entry): string => e.ip;
-
-function ipTable(name = 'ips'): Table<Entry> {
-  return new Table<Entry>({ name, primaryKey: keyOf });
-}
-
-interface Setup {
-  table: Table<Entry>;
-  ops: FakeOps<Entry>;
-  r: Reconciler<Entry>;
-}
-
-const running: Reconciler<Entry>[] = [];
-
-function setup(
-  config: Partial<ReconcilerConfig> = {},
-  extra: Partial<ReconcilerParams<Entry>> = {},
-  ops: FakeOps<Entry> = new FakeOps(keyOf),
-): Setup {
-  const table = extra.table ?? ipTable();
-  const r = new Reconciler<Entry>({ table, ops, config, ...extra });
-  running.push(r);
-  return { table, ops, r };
-}
-
-/** Row statuses as "key:kind", sorted. */
-function statuses(table: Table<Entry>): string[] {
-  return [...table.rows()].map((row) => `${row.key}:${table.status(row.key)?.kind}`).sort();
-}
-
-function insert(table: Table<Entry>, ...ips: string[]): void {
-  table.write((w) => {
-    for (const ip of ips) w.upsert({ ip });
-  });
-}
-
-async function advance(r: Reconciler<Entry>, ms: number): Promise<void> {
-  await vi.advanceTimersByTimeAsync(ms);
-  await r.waitIdle();
-}
-
-beforeEach(() => {
-  vi.useFakeTimers();
-  vi.setSystemTime(0);
-});
-
-afterEach(async () => {
-  for (const r of running.splice(0)) await r.stop();
-  vi.useRealTimers();
-});
+const { setup, advance } = reconcilerHarness();
 
 describe('Reconciler: incremental reconciliation', () => {
   it('reconciles the initial rows, prunes once, and reports the first round', async () => {

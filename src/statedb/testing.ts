@@ -1,7 +1,11 @@
 // Test double for reconciler tests (used only by statedb's *.test.ts): a target held in a Map,
 // a "faulty" switch (all operations fail) and per-key failures, and an operation history in
 // the form "update(10.0.0.2) fail".
+import { afterEach, beforeEach, vi } from 'vitest';
 import type { BatchResult, Operations } from './ops.js';
+import type { ReconcilerConfig } from './config.js';
+import { Reconciler, type ReconcilerParams } from './reconciler.js';
+import { Table } from './table.js';
 
 export class FakeOps<Obj> implements Operations<Obj> {
   /** What the target holds, by key. */
@@ -117,4 +121,71 @@ export class FakeBatchOps<Obj> extends FakeOps<Obj> {
     this.history.push(`deleteBatch(${objs.length})`);
     return objs.map((o) => this.applyDelete(o));
   }
+}
+
+// --- the reconciler tests' setup (reconciler.test.ts, reconciler-batches.test.ts) ----------
+
+/** The row the reconciler tests keep: an IP, and a MAC some of them set. */
+export interface IpEntry {
+  ip: string;
+  mac?: string;
+}
+
+export const ipKeyOf = (e: IpEntry): string => e.ip;
+
+export function ipTable(name = 'ips'): Table<IpEntry> {
+  return new Table<IpEntry>({ name, primaryKey: ipKeyOf });
+}
+
+export interface ReconcilerSetup {
+  table: Table<IpEntry>;
+  ops: FakeOps<IpEntry>;
+  r: Reconciler<IpEntry>;
+}
+
+/** Row statuses as "key:kind", sorted. */
+export function statuses(table: Table<IpEntry>): string[] {
+  return [...table.rows()].map((row) => `${row.key}:${table.status(row.key)?.kind}`).sort();
+}
+
+export function insert(table: Table<IpEntry>, ...ips: string[]): void {
+  table.write((w) => {
+    for (const ip of ips) w.upsert({ ip });
+  });
+}
+
+/**
+ * Fake timers from 0 around each test of the calling file, and reconcilers that stop after
+ * it: setup() makes one over a fresh table (or extra.table) and FakeOps; advance() moves the
+ * fake time and waits for the reconciler to be idle.
+ */
+export function reconcilerHarness(): {
+  setup: (
+    config?: Partial<ReconcilerConfig>,
+    extra?: Partial<ReconcilerParams<IpEntry>>,
+    ops?: FakeOps<IpEntry>,
+  ) => ReconcilerSetup;
+  advance: (r: Reconciler<IpEntry>, ms: number) => Promise<void>;
+} {
+  const running: Reconciler<IpEntry>[] = [];
+  beforeEach(() => {
+    vi.useFakeTimers();
+    vi.setSystemTime(0);
+  });
+  afterEach(async () => {
+    for (const r of running.splice(0)) await r.stop();
+    vi.useRealTimers();
+  });
+  return {
+    setup(config = {}, extra = {}, ops = new FakeOps(ipKeyOf)) {
+      const table = extra.table ?? ipTable();
+      const r = new Reconciler<IpEntry>({ table, ops, config, ...extra });
+      running.push(r);
+      return { table, ops, r };
+    },
+    async advance(r, ms) {
+      await vi.advanceTimersByTimeAsync(ms);
+      await r.waitIdle();
+    },
+  };
 }
