@@ -45,20 +45,24 @@ describe.skipIf(skip)('conflicts', () => {
     const lab = await makeLab('xcf');
     const { extip, registry } = await startExtip(lab.node, testConfig({ announceCount: 1 }));
     await extip.assign([EXT4]);
+    /** An ARP reply from the peer's MAC that says `ip` is at it. */
+    const claim = (ip: string) =>
+      sendFrom(
+        lab.peer,
+        'peer0',
+        buildArpReply({
+          senderMac: PEER_MAC,
+          senderIp: ip,
+          targetMac: NODE_MAC,
+          targetIp: '10.20.0.1',
+        }),
+      );
+    const conflicts = () => metric(registry, 'fibkeeper_extip_conflicts_total', { family: 'ipv4' });
     const cap = capture(lab.peer, 'peer0');
-    sendFrom(
-      lab.peer,
-      'peer0',
-      buildArpReply({
-        senderMac: PEER_MAC,
-        senderIp: EXT4,
-        targetMac: NODE_MAC,
-        targetIp: '10.20.0.1',
-      }),
-    );
+    claim(EXT4);
     const seen = await framesMatching(cap, ours(EXT4), 2); // request + reply forms
     expect(seen.map((f) => (decodeFrame(f) as ArpFrame).op)).toEqual([1, 2]);
-    expect(await metric(registry, 'fibkeeper_extip_conflicts_total', { family: 'ipv4' })).toBe(1);
+    expect(await conflicts()).toBe(1);
     expect(
       await metric(registry, 'fibkeeper_extip_announcements_sent_total', {
         family: 'ipv4',
@@ -66,20 +70,8 @@ describe.skipIf(skip)('conflicts', () => {
       }),
     ).toBe(1);
     // a second claim within the defend interval: counted, not answered (rate limit)
-    sendFrom(
-      lab.peer,
-      'peer0',
-      buildArpReply({
-        senderMac: PEER_MAC,
-        senderIp: EXT4,
-        targetMac: NODE_MAC,
-        targetIp: '10.20.0.1',
-      }),
-    );
-    await waitFor(
-      async () =>
-        (await metric(registry, 'fibkeeper_extip_conflicts_total', { family: 'ipv4' })) === 2,
-    );
+    claim(EXT4);
+    await waitFor(async () => (await conflicts()) === 2);
     // the defence is decided with the count (same frame, same turn): none for the second
     const defended = () =>
       metric(registry, 'fibkeeper_extip_announcements_sent_total', {
@@ -89,33 +81,12 @@ describe.skipIf(skip)('conflicts', () => {
     expect(await defended()).toBe(1);
     expect(cap.frames.filter(ours(EXT4))).toHaveLength(2);
     // a claim for an IP that is not ours is nobody's business
-    sendFrom(
-      lab.peer,
-      'peer0',
-      buildArpReply({
-        senderMac: PEER_MAC,
-        senderIp: PEER_V4,
-        targetMac: NODE_MAC,
-        targetIp: '10.20.0.1',
-      }),
-    );
+    claim(PEER_V4);
     // then one for ours: once it is counted, the frame before it was read (one socket, in
     // order), and counted only if it was ours
-    sendFrom(
-      lab.peer,
-      'peer0',
-      buildArpReply({
-        senderMac: PEER_MAC,
-        senderIp: EXT4,
-        targetMac: NODE_MAC,
-        targetIp: '10.20.0.1',
-      }),
-    );
-    await waitFor(
-      async () =>
-        (await metric(registry, 'fibkeeper_extip_conflicts_total', { family: 'ipv4' })) >= 3,
-    );
-    expect(await metric(registry, 'fibkeeper_extip_conflicts_total', { family: 'ipv4' })).toBe(3);
+    claim(EXT4);
+    await waitFor(async () => (await conflicts()) >= 3);
+    expect(await conflicts()).toBe(3);
   });
 
   it('a neighbor advertisement for our IPv6 from another MAC is counted and defended', async () => {
