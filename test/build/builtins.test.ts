@@ -1,7 +1,8 @@
 // The agent's module graph loads no built-in it never uses. An ES import of `node:http`
 // builds the module's namespace from every export, and Node 24's lazy ones (WebSocket,
 // CloseEvent, MessageEvent) load undici, tls and crypto with it: about 13 MiB of RSS
-// (src/util/http.ts). Asked of Node itself: the built-ins it loaded (process.moduleLoadList)
+// (src/util/http.ts); prom-client's index loads https (tls) and cluster for its
+// Pushgateway and aggregator, about 7 MiB more (src/metrics/prom.ts). Asked of Node itself: the built-ins it loaded (process.moduleLoadList)
 // once `fibkeeper`'s CLI (every command, `run` among them) is imported from dist/.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -26,5 +27,10 @@ describe('the modules the CLI loads', () => {
     const loaded = loadedBy('dist/cli/index.js');
     expect(loaded.length).toBeGreaterThan(50); // the list is Node's, and it is read
     expect(loaded.filter((m) => m.includes('undici'))).toEqual([]);
+  });
+
+  it('do not include tls (prom-client by its parts, node:https only when cluster TLS asks)', () => {
+    const loaded = loadedBy('dist/cli/index.js');
+    expect(loaded.filter((m) => /^NativeModule (tls|https|cluster)$/.test(m))).toEqual([]);
   });
 });
