@@ -570,8 +570,8 @@ export class NeighborSubsystem {
    * 1,000,000 IPs indexed them all before it could answer (1.5 s). Waiting for an idle
    * calculator and reconciler first, as it once did, left most of the index to the first
    * route change at a million (both stay busy until the load's last entry is written):
-   * 639,552 to 819,776 IPs indexed at once (1.5–2.6 s), and route changes slow for the next
-   * 2 s while the collector caught up (docs/neighbor.md).
+   * 639,552 to 819,776 IPs indexed at once (1.5–2.6 s), then major collections of up to
+   * 440 ms while the collector caught up (docs/neighbor.md).
    */
   #indexLater(): void {
     if (this.#indexing || this.#forwardable.unindexed === 0) return;
