@@ -75,6 +75,18 @@ function args() {
 }
 
 const statusOf = (pid) => readFileSync(`/proc/${pid}/status`, 'utf8');
+/** A process's start in clock ticks since boot (USER_HZ, 100 a second on Linux). */
+function startTicks(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+}
+/**
+ * When the process started (ms since the epoch; to ~100 ms: the agent re-executes itself
+ * with its flags, same PID): about the origin of its --trace-gc times, to line them up with
+ * the slow samples. Measured against this process's own start, whose epoch time we know.
+ */
+const startedAt = (pid) =>
+  Math.round(performance.timeOrigin + (startTicks(pid) - startTicks(process.pid)) * 10);
 const kib = (text, key) => Number(new RegExp(`${key}:\\s+(\\d+) kB`).exec(text)?.[1] ?? NaN);
 const mib = (k) => r2(k / 1024);
 
@@ -425,6 +437,7 @@ async function one(opts, n, mode, mod) {
       xdp: opts.xdp,
     });
     const idle = kib(statusOf(agent.pid), 'VmRSS');
+    const agentStart = startedAt(agent.pid);
     const counter = await entryCounter(ctx, n);
     const t0 = performance.now();
     const answer = await sendIps(agent, 'bench', n, opts.api);
@@ -476,6 +489,7 @@ async function one(opts, n, mode, mod) {
       ratio: r2(convergeMs / refMs),
       perRequestMs: answer.perRequestMs,
       completedByDump: seen.dumped,
+      agentStartedAt: agentStart,
       rssIdleMiB: mib(idle),
       rssMiB: mib(kib(end, 'VmRSS')),
       rssPeakMiB: mib(kib(end, 'VmHWM')),

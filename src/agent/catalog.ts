@@ -1,8 +1,8 @@
 // Every fibkeeper metric with its type, labels and meaning, read from the metric groups
 // themselves (registered on a scratch registry), for the README and its test. It sits in
 // the agent, above every subsystem, and reads each group through its subsystem's index.ts.
-import { Registry } from 'prom-client';
 import { registerBgpMetrics } from '../bgp/index.js';
+import { Registry } from '../metrics/index.js';
 import { registerClusterMetrics } from '../cluster/index.js';
 import { registerExtipMetrics } from '../extip/index.js';
 import { registerXdpMetrics } from '../fib/index.js';

@@ -1,6 +1,6 @@
 // Metric group of the agent itself: readiness, config reloads, kernel sockets replaced, the
 // event stream's followers, and the XDP miss tracker.
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from '../metrics/index.js';
 import { SOCKET_NAMES } from '../netlink/index.js';
 
 export interface AgentMetrics {

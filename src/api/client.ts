@@ -1,6 +1,7 @@
 // The CLI's side of the control API: JSON requests over the unix socket, and streams of JSON
 // lines (GET /v1/events).
-import { request, type ClientRequest } from 'node:http';
+import type { ClientRequest } from 'node:http';
+import { request } from '../util/index.js';
 import { FibkeeperError, type ErrorCode } from '../errors/index.js';
 
 export class ApiError extends FibkeeperError {

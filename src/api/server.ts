@@ -3,7 +3,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, chmodSync, lstatSync, unlinkSync, statSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer } from '../util/index.js';
 import { dirname } from 'node:path';
 import {
   ConflictError,

@@ -2,7 +2,7 @@
 // withdrawn, each peer's session, the daemon's restarts and refused configurations. Label
 // values come from small fixed sets (the peer label is the configured peer's protocol name,
 // bounded by bgp.peers); IPs never become labels.
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from '../metrics/index.js';
 
 export interface BgpMetrics {
   announced: Gauge<'family'>;

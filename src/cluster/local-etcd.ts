@@ -4,7 +4,6 @@
 // stopped (or killed) by its own PID. Never a system service, never anything but 127.0.0.1.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { request } from 'node:https';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -344,8 +343,16 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** /health over TLS, with the client certificate (the server asks for one). */
-function healthyTls(port: number, tls: NonNullable<LocalEtcdOptions['tls']>): Promise<boolean> {
+/**
+ * /health over TLS, with the client certificate (the server asks for one). node:https is
+ * loaded here, not at start: it brings tls and crypto (~8 MiB of RSS) that an agent outside
+ * cluster mode never uses (docs/neighbor.md, "Memory").
+ */
+async function healthyTls(
+  port: number,
+  tls: NonNullable<LocalEtcdOptions['tls']>,
+): Promise<boolean> {
+  const { request } = await import('node:https');
   return new Promise((resolve) => {
     const req = request(
       {

@@ -1,7 +1,7 @@
 // Metric group of cluster mode (src/cluster): ownership of cluster external IPs, the lease
 // that fences them, and the etcd requests behind both. Label values come from fixed sets
 // and start at zero; IPs and node names never become labels.
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from '../metrics/index.js';
 
 export const CLUSTER_OPS = ['grant', 'keepalive', 'revoke', 'get', 'txn', 'put', 'delete'] as const;
 /** One kind of etcd request. */

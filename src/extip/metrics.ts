@@ -1,7 +1,7 @@
 // Metric group of the external-IP subsystem (src/extip): what is assigned, what was sent,
 // what had to be repaired, which conflicts were seen. Label values come from small fixed
 // sets; IPs never become labels.
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from '../metrics/index.js';
 
 export type ExtipFamilyLabel = 'ipv4' | 'ipv6';
 

@@ -2,7 +2,7 @@
 // from its per-CPU map at scrape time, and which devices have the program attached. Labels:
 // device (a device name, or ":other" for the shared slot of devices beyond the 63rd — a name
 // no Linux device can have), result, action, reason, mode. IPs never become labels.
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from '../metrics/index.js';
 import type { XdpDeviceCounters, XdpDeviceStatus } from './types.js';
 
 export interface PacketBytesLike {

@@ -8,7 +8,7 @@
 // per class; bench/faults runs the two-minute soak.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { request } from '../util/index.js';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { labDown, labUp } from './lab.js';

@@ -2,7 +2,9 @@
 // and the HTTP endpoint. Each metric group lives with the subsystem it describes
 // (src/<subsystem>/metrics.ts) and takes the registry; BPF counters are read lazily in
 // collect(). The catalog of every metric is the agent's (src/agent/catalog.ts).
-import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Gauge, Registry, collectDefaultMetrics } from './prom.js';
+
+export { Counter, Gauge, Histogram, Registry } from './prom.js';
 
 export { MetricsServer, type HealthReport, type MetricsServerParams } from './server.js';
 /** Kept here for the control API's TCP listener (one parser: src/ipaddr). */

@@ -6,7 +6,8 @@
 //   GET /readyz   200 once the initial dumps and the first reconciliation are done
 //   GET /healthz  200 when every reconciler is healthy, 503 with the reasons otherwise:
 //                 "an operator should look" (alerts), never a reason to restart
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
+import { createServer } from '../util/index.js';
 import type { Registry } from 'prom-client';
 import { FibkeeperError } from '../errors/index.js';
 import { parseHostPort } from '../ipaddr/index.js';

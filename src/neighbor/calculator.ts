@@ -10,16 +10,16 @@
 // full pass runs on demand (periodic resync, route overflow). A lookup that fails keeps the
 // previous answer and is retried with backoff; "no route through this device" is an answer.
 import type { Logger } from '../log/index.js';
-import { backoff, type Clock, type TimerHandle } from '../sched/index.js';
-import type { Table, TableWriter } from '../statedb/index.js';
+import { backoff, Timer, type Clock } from '../sched/index.js';
+import type { Table } from '../statedb/index.js';
 import type { NeighborMetrics } from './metrics.js';
 import type { DeviceTracker } from './devices.js';
 import type { ForwardableIPs } from './forwardable.js';
-import { familyOfText, type LookupOutcome } from './nexthop.js';
+import { NextHopAssignments, NONE } from './assignments.js';
+import type { LookupOutcome } from './nexthop.js';
 import { NoEntryReasons } from './reasons.js';
 import type { GroupKey } from './prefixes.js';
 import type { RouteTracker } from './routes.js';
-import { DesiredRow, type RefSet } from './refset.js';
 import { lookupNextHops, type LookupFn, type SharedLookups } from './share.js';
 import { neighKey, splitNeighKey, type DesiredNeighbor, type RouteRow } from './types.js';
 
@@ -56,16 +56,10 @@ const INIT_RETRIES = 3;
 
 export class Calculator {
   readonly #p: CalculatorParams;
-  /**
-   * ifindex → forwardable IP → its next hops on that device, but for the common case of an
-   * on-link IP that is its own one next hop: that one is not kept here (a map entry fewer
-   * per IP) but read from the desired table — its row (ifindex, ip) references the IP
-   * itself (#hopsOf). One other next hop is kept as the string, several as an array. A
-   * device stays in the map (maybe with no entry) until it is dropped.
-   */
-  readonly #byDevice = new Map<number, Map<string, Hops>>();
   /** ifindex → IPs to look up soon (changes). */
   readonly #urgent = new Map<number, Set<string>>();
+  /** What the lookups answered, and the desired rows it makes (assignments.ts). */
+  readonly #hops: NextHopAssignments;
   /**
    * Whole devices to look up (selection, full resync), in chunks; `released` is the release
    * count when the list was made (unchanged: every IP in it is still wanted).
@@ -75,7 +69,8 @@ export class Calculator {
   readonly #noEntry = new NoEntryReasons();
   /** "ifindex|ip" → the failed lookup waiting for its retry. */
   readonly #failed = new Map<string, LookupFailure>();
-  #retryTimer: TimerHandle | undefined = undefined;
+  /** Wakes the pass when the earliest failed lookup is due again (at #retryAt). */
+  readonly #retry: Timer;
   #retryAt = Infinity;
   #running = false;
   #pumping = false;
@@ -90,6 +85,8 @@ export class Calculator {
 
   constructor(p: CalculatorParams) {
     this.#p = p;
+    this.#hops = new NextHopAssignments(p.desired);
+    this.#retry = new Timer(p.clock);
     this.#initDone = p.desired.registerInitializer('first-calculation');
   }
 
@@ -104,8 +101,7 @@ export class Calculator {
 
   stop(): void {
     this.#running = false;
-    if (this.#retryTimer !== undefined) this.#p.clock.clearTimeout(this.#retryTimer);
-    this.#retryTimer = undefined;
+    this.#retry.cancel();
     this.#flushIdle();
   }
 
@@ -181,12 +177,7 @@ export class Calculator {
 
   /** The next hops of one forwardable IP, by device. */
   nexthopsOf(ip: string): Map<number, readonly string[]> {
-    const out = new Map<number, readonly string[]>();
-    for (const d of this.#byDevice.keys()) {
-      const nh = this.#hopsOf(d, ip);
-      if (nh !== undefined) out.set(d, hopList(nh));
-    }
-    return out;
+    return this.#hops.nexthopsOf(ip);
   }
 
   /**
@@ -195,8 +186,7 @@ export class Calculator {
    * neighbor message brings (one address in memory, not two, per on-link IP).
    */
   onLinkString(ifindex: number, ip: string): string | undefined {
-    const h = this.#hopsOf(ifindex, ip);
-    return typeof h === 'string' && h === ip ? h : undefined;
+    return this.#hops.onLinkString(ifindex, ip);
   }
 
   /** Why an IP has no next hop on a device, when there is more to say than "no route". */
@@ -353,7 +343,7 @@ export class Calculator {
           ip,
           outcome.kind === 'unreachable' ? outcome.reason : undefined,
         );
-        this.#assign(w, ifindex, ip, outcome.kind === 'nexthops' ? outcome.nexthops : NONE);
+        this.#hops.assign(w, ifindex, ip, outcome.kind === 'nexthops' ? outcome.nexthops : NONE);
       }
     });
   }
@@ -367,73 +357,15 @@ export class Calculator {
     if (failures === 1) this.#p.log.warn({ ip, ifindex, error }, 'next-hop lookup failed');
   }
 
-  /** Sets the next hops of (ifindex, ip), adjusting references and desired rows. */
-  #assign(
-    w: TableWriter<DesiredNeighbor>,
-    ifindex: number,
-    ip: string,
-    nexthops: readonly string[],
-  ): void {
-    let m = this.#byDevice.get(ifindex);
-    const cur = m === undefined ? undefined : this.#hopsOf(ifindex, ip, m);
-    if (sameHops(cur, nexthops)) return;
-    const old = cur === undefined ? NONE : hopList(cur);
-    for (const nh of old) if (!nexthops.includes(nh)) this.#unref(w, ifindex, nh, ip);
-    for (const nh of nexthops) if (!old.includes(nh)) this.#ref(w, ifindex, nh, ip);
-    if (nexthops.length === 0) {
-      m?.delete(ip);
-      return;
-    }
-    if (m === undefined) this.#byDevice.set(ifindex, (m = new Map()));
-    // Its own one next hop: the desired row (ifindex, ip) says so, referencing the IP.
-    if (nexthops.length === 1 && nexthops[0] === ip) m.delete(ip);
-    else m.set(ip, nexthops.length === 1 ? nexthops[0]! : nexthops);
-  }
-
-  /**
-   * The next hops of `ip` on a device: kept in the device's map, or (an on-link IP that is
-   * its own one next hop) the desired row (ifindex, ip) referencing the IP; undefined: none.
-   */
-  #hopsOf(ifindex: number, ip: string, m = this.#byDevice.get(ifindex)): Hops | undefined {
-    const h = m?.get(ip);
-    if (h !== undefined || m === undefined) return h;
-    const row = this.#refsOf(neighKey(ifindex, ip)) as DesiredRow | undefined;
-    return row !== undefined && row.has(ip) ? row.nexthop : undefined;
-  }
-
-  /** The forwardable IPs that need desired row `key` (the row itself: a DesiredRow). */
-  #refsOf(key: string): RefSet | undefined {
-    return this.#p.desired.get(key) as DesiredRow | undefined;
-  }
-
-  #ref(w: TableWriter<DesiredNeighbor>, ifindex: number, nexthop: string, ip: string): void {
-    const key = neighKey(ifindex, nexthop);
-    let s = this.#refsOf(key);
-    if (s === undefined) {
-      const row = new DesiredRow(key, ifindex, nexthop, familyOfText(nexthop));
-      w.upsert(row);
-      s = row;
-    }
-    s.add(ip);
-  }
-
-  #unref(w: TableWriter<DesiredNeighbor>, ifindex: number, nexthop: string, ip: string): void {
-    const key = neighKey(ifindex, nexthop);
-    const s = this.#refsOf(key);
-    if (s === undefined) return;
-    s.delete(ip);
-    if (s.size === 0) w.delete(key);
-  }
-
   /** Drops every assignment of these IPs (removed, or now the node's own). */
   #release(ips: readonly string[]): void {
     this.#released++;
     this.#p.desired.write((w) => {
       for (const ip of ips) {
-        for (const [d] of this.#byDevice) this.#assign(w, d, ip, NONE);
+        this.#hops.release(w, ip);
         this.#noEntry.forgetIp(ip);
         for (const d of this.#urgent.values()) d.delete(ip);
-        for (const d of this.#byDevice.keys()) this.#failed.delete(neighKey(d, ip));
+        for (const d of this.#hops.devices()) this.#failed.delete(neighKey(d, ip));
       }
     });
     this.#maybeInitialized();
@@ -443,21 +375,10 @@ export class Calculator {
     this.#urgent.delete(ifindex);
     this.#noEntry.forgetDevice(ifindex);
     this.#bulk = this.#bulk.filter((b) => b.ifindex !== ifindex);
-    const m = this.#byDevice.get(ifindex);
     for (const key of [...this.#failed.keys()]) {
       if (key.startsWith(`${ifindex}|`)) this.#failed.delete(key);
     }
-    if (m === undefined) return;
-    // The IPs with next hops there: those in the map, and those that are their own (the
-    // device's desired rows that reference their own next hop).
-    const ips = new Set(m.keys());
-    for (const row of this.#p.desired.list()) {
-      if (row.ifindex === ifindex && row.refs.has(row.nexthop)) ips.add(row.nexthop);
-    }
-    this.#p.desired.write((w) => {
-      for (const ip of ips) this.#assign(w, ifindex, ip, NONE);
-    });
-    this.#byDevice.delete(ifindex);
+    this.#hops.dropDevice(ifindex);
   }
 
   // ---- retries and initialization ----------------------------------------------------
@@ -467,16 +388,11 @@ export class Calculator {
     let next = Infinity;
     for (const f of this.#failed.values()) next = Math.min(next, f.due);
     if (next === Infinity || next >= this.#retryAt) return;
-    if (this.#retryTimer !== undefined) this.#p.clock.clearTimeout(this.#retryTimer);
     this.#retryAt = next;
-    this.#retryTimer = this.#p.clock.setTimeout(
-      () => {
-        this.#retryTimer = undefined;
-        this.#retryAt = Infinity;
-        this.#kick();
-      },
-      Math.max(0, next - this.#p.clock.now()),
-    );
+    this.#retry.start(Math.max(0, next - this.#p.clock.now()), () => {
+      this.#retryAt = Infinity;
+      this.#kick();
+    });
   }
 
   /**
@@ -501,19 +417,5 @@ export class Calculator {
   }
 }
 
-const NONE: readonly string[] = [];
 /** Added IPs from this many on go to the whole-list queue instead of the per-pair one. */
 const BULK_ADD = 256;
-
-/** Next hops of one IP on one device: the one next hop itself, or several. */
-type Hops = string | readonly string[];
-
-function hopList(h: Hops): readonly string[] {
-  return typeof h === 'string' ? [h] : h;
-}
-
-function sameHops(cur: Hops | undefined, next: readonly string[]): boolean {
-  if (cur === undefined) return next.length === 0;
-  if (typeof cur === 'string') return next.length === 1 && next[0] === cur;
-  return cur.length === next.length && cur.every((x, i) => x === next[i]);
-}

@@ -3,7 +3,7 @@
 // sizes, kernel entries by state) are read lazily in collect() from a source the subsystem
 // sets. Label values are bounded: states, reasons, operations and the selected devices'
 // names, never IPs.
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from '../metrics/index.js';
 import type { ReconcileOp, ReconcilerMetrics } from '../statedb/index.js';
 
 /** Read at scrape time. */

@@ -1,5 +1,5 @@
-// NeighborSubsystem: wires the tables, the calculator, the reactor and the reconciler to
-// the kernel, and is the component the agent starts and stops.
+// NeighborSubsystem: the facade the agent starts and stops over the parts wiring.ts builds
+// (who owns which table, who writes the kernel, which feed each reads: see its list).
 //
 //   link+address events ─► Device table ──┐
 //   route events ────────► Route table ───┼─► calculator ─► DesiredNeighbor ─► reconciler ─► kernel
@@ -11,47 +11,22 @@ import { ClosedError } from '../errors/index.js';
 import type { EventSink } from '../events/index.js';
 import type { IpArg } from '../ipaddr/index.js';
 import type { Logger } from '../log/index.js';
-import { NeighborMetrics, type NeighborCounters, type ResyncReason } from './metrics.js';
-import {
-  NetlinkHandle,
-  NTF_EXT_MANAGED,
-  nudStateNames,
-  DeviceFeed,
-  type RouteFeed,
-  type Route,
-  type RouteQuery,
-} from '../netlink/index.js';
-import { Periodic, systemClock, type Clock, type TimerHandle } from '../sched/index.js';
-import { Reconciler, Table, type Health } from '../statedb/index.js';
+import type { NeighborMetrics, NeighborCounters } from './metrics.js';
+import { NetlinkHandle, type DeviceFeed, type RouteFeed } from '../netlink/index.js';
+import { Periodic, systemClock, Timer, type Clock } from '../sched/index.js';
+import type { Health } from '../statedb/index.js';
 import { stripUndefined } from '../util/index.js';
-import { Calculator } from './calculator.js';
-import {
-  defaultTuning,
-  queuedEvents,
-  resolveMode,
-  type NeighborConfig,
-  type NeighborTuning,
-} from './config.js';
-import { DeviceTracker } from './devices.js';
-import { NeighborEvents } from './events.js';
-import { makeFeeds, type Feed, type RouteSource } from './feeds.js';
-import { ForwardableIPs, type OwnerChange } from './forwardable.js';
-import { isOwned, ObservedNeighbors } from './observed.js';
-import type { GroupKey } from './prefixes.js';
-import { Reactor, type RequeueCause } from './reactor.js';
-import { Refresher } from './refresh.js';
-import { RefreshPath } from './mode.js';
-import { makeWriter } from './writer.js';
-import { RouteTracker } from './routes.js';
-import { RuleTracker } from './rules.js';
+import { defaultTuning, queuedEvents, type NeighborConfig, type NeighborTuning } from './config.js';
+import type { OwnerChange } from './forwardable.js';
 import { buildStatus, type NeighborStatus, type StatusQuery } from './status.js';
+import { FIBKEEPER_NEIGH_PROTOCOL, type RefreshMode, type UnusableEntry } from './types.js';
 import {
-  FIBKEEPER_NEIGH_PROTOCOL,
-  neighKey,
-  type DesiredNeighbor,
-  type RefreshMode,
-  type UnusableEntry,
-} from './types.js';
+  openNeighborFeeds,
+  wireNeighbor,
+  type NeighborFeeds,
+  type NeighborParts,
+  type WiringContext,
+} from './wiring.js';
 
 export interface NeighborSubsystemParams {
   /** Network namespace to manage (a name under /run/netns or a path); default: our own. */
@@ -98,287 +73,66 @@ export interface NeighborHealth {
 
 type State = 'new' | 'starting' | 'running' | 'stopped';
 
-/** Forwardable IPs put into the range index per turn of the event loop (~15 ms). */
-const INDEX_SLICE = 16_384;
+/**
+ * Forwardable IPs put into the range index per turn of the event loop: ~3 µs each here, so
+ * a route change that comes meanwhile waits ~10 ms at most.
+ */
+const INDEX_SLICE = 4096;
 
 export class NeighborSubsystem {
-  readonly #path: RefreshPath;
   readonly protocol = FIBKEEPER_NEIGH_PROTOCOL;
   readonly metrics: NeighborMetrics;
-  readonly #forwardable: ForwardableIPs;
-  readonly #devices: DeviceTracker;
-  readonly #routes: RouteTracker;
-  readonly #rules = new RuleTracker();
-  readonly #observed: ObservedNeighbors;
-  readonly #desired: Table<DesiredNeighbor>;
+  /** What the parts need from the facade (wiring.ts). */
+  readonly #ctx: WiringContext;
+  readonly #n: NeighborParts;
   readonly #p: NeighborSubsystemParams;
   readonly #tuning: NeighborTuning;
   readonly #clock: Clock;
   readonly #log: Logger;
-  readonly #calculator: Calculator;
-  readonly #reactor: Reactor;
-  readonly #refresher: Refresher;
-  readonly #reconciler: Reconciler<DesiredNeighbor>;
-  readonly #causes = new Map<string, RequeueCause>();
-  readonly #events: NeighborEvents | undefined;
   #state: State = 'new';
   /** The background indexing of the forwardable IPs runs (#indexLater). */
   #indexing = false;
   #nl: NetlinkHandle | undefined = undefined;
-  #deviceFeed: DeviceFeed | undefined = undefined;
-  #unlisten: (() => void) | undefined = undefined;
-  #routeFeed: RouteSource | undefined = undefined;
-  #neighFeed: Feed<number, ResyncReason> | undefined = undefined;
+  /** The feeds start() opened (wiring.ts), each set as it is made. */
+  readonly #feeds: Partial<NeighborFeeds> = {};
   /** The periodic full resync, every neighbor.resyncInterval while running. */
   readonly #resync: Periodic;
-  #redumpTimer: TimerHandle | undefined = undefined;
-  readonly #initDone: Map<string, () => void>;
+  /** The route dump again after a change of devices, neighbor tuning routeRedumpDelayMs later. */
+  readonly #redump: Timer;
   #stopDone: Promise<void> | undefined = undefined;
 
   constructor(p: NeighborSubsystemParams) {
     this.#p = p;
-    this.#path = new RefreshPath({
-      initial: resolveMode(p.config.refresh, p.managedSupported),
-      auto: p.config.refresh === 'auto' && p.managedSupported,
-      rateLimit: p.config.rateLimit,
-      size: () => this.#desired.size,
-      switched: (to, size) => this.#switched(to, size),
-    });
     this.#tuning = { ...defaultTuning(), ...stripUndefined(p.tuning ?? {}) };
     this.#clock = p.clock ?? systemClock;
     this.#resync = new Periodic(this.#clock, p.config.resyncInterval, () => this.#fullResync());
+    this.#redump = new Timer(this.#clock);
     this.#log = p.log.child({ component: 'neighbor' });
-    this.metrics = new NeighborMetrics({ registry: p.registry });
-    const now = (): number => this.#clock.now();
-    this.#devices = new DeviceTracker(
-      { devices: p.config.devices, holderName: p.config.holderName },
-      now,
-    );
-    this.#forwardable = new ForwardableIPs({ nodeAddresses: () => this.#devices.nodeAddresses() });
-    this.#routes = new RouteTracker(now);
-    this.#observed = new ObservedNeighbors(
-      this.protocol,
-      this.#tuning.internAddresses
-        ? (ifindex, ip) => this.#calculator.onLinkString(ifindex, ip)
-        : undefined,
-      now,
-    );
-    this.#desired = new Table<DesiredNeighbor>({
-      name: 'desired-neighbors',
-      primaryKey: (d) => d.key,
-      now,
-    });
-    this.#initDone = new Map([
-      ['devices', this.#devices.table.registerInitializer('dump')],
-      ['routes', this.#routes.table.registerInitializer('dump')],
-      ['neighbors', () => this.#observed.markInitialized()],
-    ]);
-    this.#calculator = new Calculator({
-      forwardable: this.#forwardable,
-      devices: this.#devices,
-      routes: this.#routes,
-      desired: this.#desired,
-      lookup: (oif, ips) => this.#lookup(oif, ips),
-      groupOf: this.#tuning.shareLookups ? (ip) => this.#groupOf(ip) : undefined,
+    this.#ctx = {
+      config: p.config,
+      managedSupported: p.managedSupported,
+      ...(p.registry ? { registry: p.registry } : {}),
+      ...(p.events ? { events: p.events } : {}),
+      tuning: this.#tuning,
       clock: this.#clock,
       log: this.#log,
-      metrics: this.metrics,
-      chunk: this.#tuning.lookupChunk,
-      retryMinMs: p.config.retryMin,
-      retryMaxMs: p.config.retryMax,
-    });
-    this.#events =
-      p.events &&
-      new NeighborEvents({
-        sink: p.events,
-        clock: this.#clock,
-        nameOf: (ifindex) => this.#devices.nameOf(ifindex),
-        unresolved: () => this.#observed.unresolvedCount,
-        unusable: () => this.unusable(),
-      });
-    this.#reactor = new Reactor({
-      desired: this.#desired,
-      devices: this.#devices,
-      mode: () => this.#currentMode(),
-      protocol: this.protocol,
-      clock: this.#clock,
-      retryMinMs: p.config.retryMin,
-      retryMaxMs: p.config.retryMax,
-      requeue: (key, cause) => this.#requeue(key, cause),
-      ...(this.#events ? { lost: (key, cause) => this.#events?.lost(key, cause) } : {}),
-    });
-    this.#reconciler = this.#makeReconciler();
-    this.#refresher = this.#makeRefresher();
-    this.#wire();
-    this.#exposeMetrics();
-  }
-
-  #censusCache:
-    | { observed: number; desired: number; value: ReturnType<ObservedNeighbors['census']> }
-    | undefined;
-
-  /** The observed table's census, computed again only after a change of either table. */
-  #census(): ReturnType<ObservedNeighbors['census']> {
-    const c = this.#censusCache;
-    const observed = this.#observed.version;
-    const desired = this.#desired.revision;
-    if (c !== undefined && c.observed === observed && c.desired === desired) return c.value;
-    const value = this.#observed.census((ifindex, ip) => this.#desired.has(neighKey(ifindex, ip)));
-    this.#censusCache = { observed, desired, value };
-    return value;
-  }
-
-  /** The rate limiter's burst: a tenth of a second's worth of neighbor.rateLimit. */
-  get #burst(): number {
-    return Math.max(1, Math.ceil(this.#p.config.rateLimit / 10));
+      running: () => this.#state === 'running',
+      handle: () => this.#handle(),
+      neighFeed: () => this.#feeds.neighbors,
+      redumpRoutes: () => this.#scheduleRouteRedump(),
+    };
+    this.#n = wireNeighbor(this.#ctx);
+    this.metrics = this.#n.metrics;
   }
 
   /** How entries stay fresh right now: managed (the kernel re-resolves) or legacy. */
   get mode(): RefreshMode {
-    return this.#path.mode;
-  }
-
-  /** The refresh path, switched first when `auto` calls for it (mode.ts). */
-  #currentMode(): RefreshMode {
-    return this.#path.current();
-  }
-
-  /**
-   * The refresh path switched: writes the entries that carry the other path's flags again
-   * (rate-limited: at the switch there are about rateLimit of them).
-   */
-  #switched(to: RefreshMode, size: number): void {
-    this.metrics.modeSwitched(to);
-    this.#log.info(
-      { mode: to, desiredEntries: size, rateLimit: this.#p.config.rateLimit },
-      'neighbor.refresh auto: switched the refresh path',
-    );
-    setImmediate(() => {
-      if (this.#state !== 'running' || this.#path.mode !== to) return;
-      for (const r of this.#desired.rows()) {
-        const d = r.object;
-        const seen = this.#observed.find(d.ifindex, d.nexthop);
-        if (seen === undefined || !isOwned(seen, this.protocol)) continue;
-        const managed = (seen.flagsExt & NTF_EXT_MANAGED) !== 0;
-        if (managed !== (to === 'managed')) this.#requeue(r.key, 'mode');
-      }
-    });
-  }
-
-  #makeRefresher(): Refresher {
-    return new Refresher({
-      desired: this.#desired,
-      observed: this.#observed,
-      devices: this.#devices,
-      protocol: this.protocol,
-      mode: () => this.#currentMode(),
-      clock: this.#clock,
-      requeue: (key) => this.#requeue(key, 'refresh'),
-      written: (key) => this.#causes.get(key) !== 'refresh',
-      // The limiter's burst: the reconciler takes them at rateLimit per second.
-      outstanding: this.#burst,
-      scanPerTick: this.#tuning.refreshScan,
-      tickMs: this.#tuning.refreshTickMs,
-    });
-  }
-
-  /** The gauges read at scrape time. */
-  #exposeMetrics(): void {
-    this.metrics.setSource({
-      forwardableIps: () => this.#forwardable.size,
-      selectedDevices: () => this.#devices.selected().length,
-      desiredByStatus: () => this.#desired.statusCounts(),
-      kernelEntriesByState: () => this.#census().byState,
-      foreignEntries: () => this.#census().foreignWanted,
-      refreshMode: () => this.#path.mode,
-      unusableByDevice: () => {
-        const by = new Map(this.#devices.selected().map((d) => [d.name, 0]));
-        for (const u of this.unusable()) by.set(u.device, (by.get(u.device) ?? 0) + 1);
-        return by;
-      },
-    });
-  }
-
-  #makeReconciler(): Reconciler<DesiredNeighbor> {
-    return makeWriter({
-      config: this.#p.config,
-      tuning: this.#tuning,
-      kernel: {
-        neighSetMany: (e) => this.#handle().neighSetMany(e),
-        neighDelMany: (e) => this.#handle().neighDelMany(e),
-        neighGet: (k) => this.#handle().neighGet(k),
-        neighEach: (each) => this.#handle().neighEach(each),
-      },
-      mode: () => this.#currentMode(),
-      protocol: this.protocol,
-      desired: this.#desired,
-      inputs: [this.#forwardable, this.#devices.table, this.#routes.table, this.#observed],
-      observed: this.#observed,
-      metrics: this.metrics,
-      clock: this.#clock,
-      log: this.#log,
-      twoStep: this.#tuning.legacyTwoStep ?? !this.#p.managedSupported,
-      causes: this.#causes,
-      burst: this.#burst,
-      reading: (on) => this.#neighFeed?.reading(on),
-      eventsRead: () => this.#neighFeed?.eventsRead ?? 0,
-      eventOverflows: () => this.#neighFeed?.overflows ?? 0,
-      eventsQueued: () => this.eventsQueued(),
-      missing: (keys) => {
-        for (const k of keys) this.#requeue(k, 'deleted');
-      },
-      ...(this.#events ? { events: this.#events } : {}),
-    });
-  }
-
-  #wire(): void {
-    const calc = this.#calculator;
-    this.#forwardable.setListener({ changed: (a, r) => calc.forwardableChanged(a, r) });
-    this.#devices.setListener({
-      selectionChanged: (a, r) => {
-        if (this.#state === 'running') this.metrics.resync('desired', 'device');
-        calc.selectionChanged(a, r);
-      },
-      nodeAddressChanged: (ip, present) => calc.nodeAddressChanged(ip, present),
-      routesMayHaveChanged: () => this.#scheduleRouteRedump(),
-    });
-    this.#routes.setListener({ routeChanged: (b, a) => calc.routeChanged(b, a) });
-    this.#rules.setListener({
-      rulesChanged: () => {
-        if (this.#state !== 'running') return;
-        this.#log.info(
-          { ipv4TableOnly: this.#rules.tableOnly(4), ipv6TableOnly: this.#rules.tableOnly(6) },
-          'policy rules changed: every next hop is looked up again',
-        );
-        this.metrics.resync('desired', 'rules');
-        calc.fullResync();
-      },
-    });
-  }
-
-  /** The lookup an IP may share: only while its family's routing is table-only. */
-  #groupOf(ip: string): GroupKey | undefined {
-    const family = ip.includes(':') ? 6 : 4;
-    return this.#rules.tableOnly(family) ? this.#routes.prefixes.groupOf(ip) : undefined;
+    return this.#n.path.mode;
   }
 
   #handle(): NetlinkHandle {
     if (this.#nl === undefined) throw new ClosedError('neighbor subsystem: not started');
     return this.#nl;
-  }
-
-  #lookup(oif: number, ips: readonly string[]): Promise<readonly (Route | Error)[]> {
-    const queries = new Array<RouteQuery>(ips.length);
-    for (let i = 0; i < ips.length; i++) queries[i] = { dst: ips[i]!, oif, fibmatch: true };
-    return this.#handle().routeGetMany(queries);
-  }
-
-  #requeue(key: string, cause: RequeueCause): void {
-    this.#causes.set(key, cause);
-    // A lost or failed entry goes ahead of the refreshes waiting for the rate limit.
-    const urgent = cause === 'deleted' || cause === 'failed';
-    if (!this.#reconciler.requeue(key, { urgent })) this.#causes.delete(key);
-    this.#log.debug({ key, cause }, 'requeued');
   }
 
   // ---- lifecycle ---------------------------------------------------------------------
@@ -392,7 +146,7 @@ export class NeighborSubsystem {
     if (this.#state !== 'new') {
       throw new ClosedError(`neighbor: initializer ${name} registered after start()`);
     }
-    return this.#forwardable.registerInitializer(name);
+    return this.#n.forwardable.registerInitializer(name);
   }
 
   /**
@@ -408,64 +162,43 @@ export class NeighborSubsystem {
     try {
       this.#nl = this.#p.netlink ?? NetlinkHandle.open({ netns: this.#p.netns });
       this.#openFeeds();
-      await this.#deviceFeed!.start();
-      await this.#routeFeed!.initial();
-      await this.#neighFeed!.initial();
+      await this.#feeds.devices!.start();
+      await this.#feeds.routes!.initial();
+      await this.#feeds.neighbors!.initial();
     } catch (err) {
       await this.stop();
       throw err;
     }
     if (this.#state !== 'starting') return;
     this.#state = 'running';
-    this.#calculator.start();
-    this.#reactor.start();
-    this.#reconciler.start();
-    this.#refresher.start();
-    void this.#forwardable.waitInitialized().then(() => this.#calculator.inputInitialized());
+    this.#n.calculator.start();
+    this.#n.reactor.start();
+    this.#n.reconciler.start();
+    this.#n.refresher.start();
+    void this.#n.forwardable.waitInitialized().then(() => this.#n.calculator.inputInitialized());
     this.#resync.start();
-    this.#events?.start();
+    this.#n.events?.start();
     this.#log.info(
-      { mode: this.mode, devices: this.#devices.selected().map((d) => d.name) },
+      { mode: this.mode, devices: this.#n.devices.selected().map((d) => d.name) },
       'neighbor subsystem started',
     );
   }
 
   #openFeeds(): void {
-    const feeds = makeFeeds({
-      nl: this.#handle(),
-      tuning: this.#tuning,
-      clock: this.#clock,
-      log: this.#log,
-      retryMs: this.#p.config.retryMin,
-      metrics: this.metrics,
-      devices: this.#devices,
-      deviceFeed: () => this.#deviceFeed!,
-      routes: this.#routes,
-      rules: this.#rules,
-      ...(this.#p.routes ? { routeFeed: this.#p.routes } : {}),
-      observed: this.#observed,
-      reactor: this.#reactor,
-      loaded: (table, changed) => {
+    openNeighborFeeds(
+      this.#ctx,
+      this.#n,
+      {
+        ...(this.#p.devices ? { devices: this.#p.devices } : {}),
+        ...(this.#p.routes ? { routes: this.#p.routes } : {}),
+      },
+      (table, changed) => {
         if (table === 'neighbors') this.#repairMissing();
         this.#markInitialized(table);
         if (table === 'devices' && changed === true) this.#scheduleRouteRedump();
       },
-    });
-    this.#routeFeed = feeds.routes;
-    this.#neighFeed = feeds.neighbors;
-    // Subscribe to everything before the first dump of anything (a shared device feed is
-    // subscribed and loaded already: listen() hands over its snapshot at once).
-    for (const f of [this.#routeFeed, this.#neighFeed]) f.open();
-    this.#deviceFeed =
-      this.#p.devices ??
-      new DeviceFeed({
-        nl: this.#handle(),
-        log: this.#log,
-        clock: this.#clock,
-        rcvbuf: this.#tuning.linkRcvbuf,
-        retryMs: this.#p.config.retryMin,
-      });
-    this.#unlisten = this.#deviceFeed.listen(feeds.links);
+      this.#feeds,
+    );
   }
 
   /**
@@ -473,35 +206,35 @@ export class NeighborSubsystem {
    * or not their deletion was seen (its event may have been lost in the overflow).
    */
   #repairMissing(): void {
-    for (const r of this.#desired.rows()) {
+    for (const r of this.#n.desired.rows()) {
       const d = r.object;
-      if (this.#observed.find(d.ifindex, d.nexthop) !== undefined) continue;
-      if (this.#desired.status(r.key)?.kind !== 'done') continue;
-      this.#reactor.observedEntry(d.ifindex, d.nexthop, undefined);
+      if (this.#n.observed.find(d.ifindex, d.nexthop) !== undefined) continue;
+      if (this.#n.desired.status(r.key)?.kind !== 'done') continue;
+      this.#n.reactor.observedEntry(d.ifindex, d.nexthop, undefined);
     }
   }
 
   #markInitialized(table: string): void {
-    const done = this.#initDone.get(table);
+    const done = this.#n.initDone.get(table);
     if (done === undefined) return;
-    this.#initDone.delete(table);
+    this.#n.initDone.delete(table);
     done();
-    this.#calculator.inputInitialized();
+    this.#n.calculator.inputInitialized();
   }
 
   /** The periodic full resync: routes dumped again, every next hop looked up again. */
   #fullResync(): void {
     this.metrics.resync('desired', 'interval');
-    void this.#routeFeed?.resync('interval');
-    this.#calculator.fullResync();
+    void this.#feeds.routes?.resync('interval');
+    this.#n.calculator.fullResync();
   }
 
+  /** Dumps the routes again shortly; a redump already due covers this change too. */
   #scheduleRouteRedump(): void {
-    if (this.#state !== 'running' || this.#redumpTimer !== undefined) return;
-    this.#redumpTimer = this.#clock.setTimeout(() => {
-      this.#redumpTimer = undefined;
-      void this.#routeFeed?.resync('device');
-    }, this.#tuning.routeRedumpDelayMs);
+    if (this.#state !== 'running') return;
+    this.#redump.startIfIdle(this.#tuning.routeRedumpDelayMs, () => {
+      void this.#feeds.routes?.resync('device');
+    });
   }
 
   /**
@@ -513,15 +246,15 @@ export class NeighborSubsystem {
     this.#state = 'stopped';
     this.#stopDone = (async () => {
       this.#resync.stop();
-      this.#events?.stop();
-      if (this.#redumpTimer !== undefined) this.#clock.clearTimeout(this.#redumpTimer);
-      this.#refresher.stop();
-      await this.#reconciler.stop();
-      this.#reactor.stop();
-      this.#calculator.stop();
-      this.#unlisten?.();
-      if (this.#p.devices === undefined) this.#deviceFeed?.stop();
-      for (const f of [this.#routeFeed, this.#neighFeed]) f?.stop();
+      this.#n.events?.stop();
+      this.#redump.cancel();
+      this.#n.refresher.stop();
+      await this.#n.reconciler.stop();
+      this.#n.reactor.stop();
+      this.#n.calculator.stop();
+      this.#feeds.unlisten?.();
+      if (this.#p.devices === undefined) this.#feeds.devices?.stop();
+      for (const f of [this.#feeds.routes, this.#feeds.neighbors]) f?.stop();
       if (this.#p.netlink === undefined) this.#nl?.close();
       this.#log.info('neighbor subsystem stopped');
     })();
@@ -535,7 +268,7 @@ export class NeighborSubsystem {
    * Returns how many IPs the owner did not hold before.
    */
   upsert(owner: string, ips: readonly IpArg[]): OwnerChange {
-    const change = this.#forwardable.upsert(owner, ips);
+    const change = this.#n.forwardable.upsert(owner, ips);
     this.#indexLater();
     return change;
   }
@@ -545,37 +278,39 @@ export class NeighborSubsystem {
    * Returns how many of the IPs the owner held (the others are no error).
    */
   delete(owner: string, ips: readonly IpArg[]): OwnerChange {
-    return this.#forwardable.delete(owner, ips);
+    return this.#n.forwardable.delete(owner, ips);
   }
 
   /** Makes `ips` exactly what `owner` holds. All or nothing. Returns what changed. */
   setOwner(owner: string, ips: readonly IpArg[]): OwnerChange {
-    const change = this.#forwardable.setOwner(owner, ips);
+    const change = this.#n.forwardable.setOwner(owner, ips);
     this.#indexLater();
     return change;
   }
 
   /** Forwardable IPs added and not yet in the range index (#indexLater catches up). */
   get unindexedIps(): number {
-    return this.#forwardable.unindexed;
+    return this.#n.forwardable.unindexed;
   }
 
   /**
    * Puts the IPs that upsert/setOwner added into the range index in slices of INDEX_SLICE,
-   * once the calculator and the reconciler are idle (a load's writes come first), one slice
-   * per turn of the event loop. Without it, the first route change after a load of 1,000,000
-   * IPs indexed them all before it could answer (1.5 s).
+   * one slice per turn of the event loop, beside the load's lookups and writes: the index is
+   * ready about when the entries are. Without it, the first route change after a load of
+   * 1,000,000 IPs indexed them all before it could answer (1.5 s). Waiting for an idle
+   * calculator and reconciler first, as it once did, left most of the index to the first
+   * route change at a million (both stay busy until the load's last entry is written):
+   * 639,552 to 819,776 IPs indexed at once (1.5–2.6 s), then major collections of up to
+   * 440 ms while the collector caught up (docs/neighbor.md).
    */
   #indexLater(): void {
-    if (this.#indexing || this.#forwardable.unindexed === 0) return;
+    if (this.#indexing || this.#n.forwardable.unindexed === 0) return;
     this.#indexing = true;
     void (async () => {
       const stopped = (): boolean => this.#state === 'stopped'; // read again after each wait
-      while (!stopped() && this.#forwardable.unindexed > 0) {
-        await this.#calculator.waitIdle();
-        await this.#reconciler.waitIdle();
+      while (!stopped() && this.#n.forwardable.unindexed > 0) {
         await new Promise<void>((resolve) => setImmediate(resolve));
-        if (!stopped()) this.#forwardable.indexSome(INDEX_SLICE);
+        if (!stopped()) this.#n.forwardable.indexSome(INDEX_SLICE);
       }
     })()
       .catch((err: unknown) =>
@@ -588,28 +323,28 @@ export class NeighborSubsystem {
 
   /** Checks IPs as upsert() does (valid unicast, not the node's own), changing nothing. */
   check(ips: readonly IpArg[]): string[] {
-    return this.#forwardable.check(ips);
+    return this.#n.forwardable.check(ips);
   }
 
   /** The owners of one forwardable IP (canonical text); [] when it is not forwardable. */
   owners(ip: string): readonly string[] {
-    return this.#forwardable.get(ip)?.owners ?? [];
+    return this.#n.forwardable.get(ip)?.owners ?? [];
   }
 
   /** Every forwardable IP with its owners. */
   list(): { ip: string; owners: readonly string[] }[] {
-    return this.#forwardable.list().map((f) => ({ ip: f.ip, owners: f.owners }));
+    return this.#n.forwardable.list().map((f) => ({ ip: f.ip, owners: f.owners }));
   }
 
   // ---- readiness, health, status -----------------------------------------------------
 
   /** Initial dumps loaded, first calculation and first reconciliation round (with prune) done. */
   ready(): boolean {
-    return this.#reconciler.firstRoundDone;
+    return this.#n.reconciler.firstRoundDone;
   }
 
   waitReady(signal?: AbortSignal): Promise<void> {
-    return this.#reconciler.waitFirstRound(signal);
+    return this.#n.reconciler.waitFirstRound(signal);
   }
 
   /**
@@ -618,15 +353,16 @@ export class NeighborSubsystem {
    */
   async settled(): Promise<void> {
     for (let i = 0; i < 3; i++) {
-      for (const f of [this.#deviceFeed, this.#routeFeed, this.#neighFeed]) await f?.idle();
-      await this.#calculator.waitIdle();
-      await this.#reconciler.waitIdle();
+      for (const f of [this.#feeds.devices, this.#feeds.routes, this.#feeds.neighbors])
+        await f?.idle();
+      await this.#n.calculator.waitIdle();
+      await this.#n.reconciler.waitIdle();
     }
   }
 
   /** Neighbor events waiting unread in the event socket now (0 when the kernel cannot tell). */
   eventsQueued(): number {
-    return queuedEvents(this.#neighFeed?.queuedBytes());
+    return queuedEvents(this.#feeds.neighbors?.queuedBytes());
   }
 
   /** The counters (inserts, re-inserts, refreshes, deletes, lookups, resyncs...) as numbers. */
@@ -635,16 +371,16 @@ export class NeighborSubsystem {
   }
 
   health(): NeighborHealth {
-    const reconciler = this.#reconciler.health();
+    const reconciler = this.#n.reconciler.health();
     const feeds: Record<string, string> = {};
     for (const [name, f] of [
-      ['links', this.#deviceFeed],
-      ['routes', this.#routeFeed],
-      ['neighbors', this.#neighFeed],
+      ['links', this.#feeds.devices],
+      ['routes', this.#feeds.routes],
+      ['neighbors', this.#feeds.neighbors],
     ] as const) {
       if (f?.lastError !== undefined) feeds[name] = f.lastError;
     }
-    const failingLookups = this.#calculator.failingLookups;
+    const failingLookups = this.#n.calculator.failingLookups;
     const unusable = this.unusable();
     const ok =
       reconciler.level === 'ok' &&
@@ -666,19 +402,7 @@ export class NeighborSubsystem {
    * has not resolved since, oldest first.
    */
   unusable(): UnusableEntry[] {
-    const now = this.#clock.now();
-    const rows = this.#observed.unresolvedSince(
-      now - this.#p.config.unusableAfter,
-      (ifindex, ip) =>
-        this.#devices.isSelected(ifindex) && this.#desired.has(neighKey(ifindex, ip)),
-    );
-    return rows.map((r) => ({
-      nexthop: r.ip,
-      device: this.#devices.nameOf(r.ifindex) ?? String(r.ifindex),
-      state: nudStateNames(r.state).join(',').toLowerCase(),
-      forSeconds: Math.round((now - r.since) / 1000),
-      forwardable: [...(this.#desired.get(neighKey(r.ifindex, r.ip))?.refs ?? [])].slice(0, 5),
-    }));
+    return this.#n.unusable();
   }
 
   /** Rows for `fibkeeper status` (filtered and capped by `q`). */
@@ -688,20 +412,20 @@ export class NeighborSubsystem {
         mode: this.mode,
         protocol: this.protocol,
         ready: this.ready(),
-        forwardable: this.#forwardable,
-        devices: this.#devices,
-        desired: this.#desired,
-        observed: this.#observed,
-        calculator: this.#calculator,
-        routes: this.#routes,
-        reactor: this.#reactor,
+        forwardable: this.#n.forwardable,
+        devices: this.#n.devices,
+        desired: this.#n.desired,
+        observed: this.#n.observed,
+        calculator: this.#n.calculator,
+        routes: this.#n.routes,
+        reactor: this.#n.reactor,
         counters: this.metrics.counters(),
-        census: this.#census(),
-        pendingLookups: this.#calculator.pending,
-        scheduledRetries: this.#reconciler.scheduledRetries,
+        census: this.#n.census(),
+        pendingLookups: this.#n.calculator.pending,
+        scheduledRetries: this.#n.reconciler.scheduledRetries,
         sharedLookups: {
-          ipv4: this.#tuning.shareLookups && this.#rules.tableOnly(4),
-          ipv6: this.#tuning.shareLookups && this.#rules.tableOnly(6),
+          ipv4: this.#tuning.shareLookups && this.#n.rules.tableOnly(4),
+          ipv6: this.#tuning.shareLookups && this.#n.rules.tableOnly(6),
         },
         unusable: this.unusable(),
       },

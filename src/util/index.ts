@@ -12,3 +12,5 @@ export function stripUndefined<T extends object>(o: T): T {
   for (const k of Object.keys(o) as (keyof T)[]) if (o[k] !== undefined) out[k] = o[k];
   return out as T;
 }
+
+export { createServer, request } from './http.js';

@@ -2,8 +2,8 @@
 // KeyScheduler), so that a FakeClock drives it in tests: no file of src/ outside src/sched
 // names setTimeout or setInterval, not even a clock's (tests included: they advance a
 // FakeClock, or wait for the counter that proves a round ran). Allowed: src/demo and
-// src/lab (demonstrations in real time), and the modules still being converted (ALLOWED_NOW;
-// to be emptied).
+// src/lab (demonstrations in real time), nothing else: every module is converted (the list
+// of modules still being converted, ALLOWED_NOW, emptied with src/neighbor, is gone).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -11,8 +11,6 @@ import { ROOT, sourceFiles } from '../helpers/imports.js';
 
 /** Where raw timers stay: the clock itself and the real-time demonstrations. */
 const ALLOWED = ['src/sched/', 'src/demo/', 'src/lab/'];
-/** Modules converted in other branches (issue work in progress): remove as they land. */
-const ALLOWED_NOW = ['src/neighbor/'];
 
 /** Lines of `text` that name a raw timer. */
 function rawTimers(text: string): string[] {
@@ -22,7 +20,7 @@ function rawTimers(text: string): string[] {
 describe('timers', () => {
   it('go through the injected clock everywhere in src/ outside src/sched', () => {
     const found = sourceFiles('src')
-      .filter((f) => ![...ALLOWED, ...ALLOWED_NOW].some((a) => f.startsWith(a)))
+      .filter((f) => !ALLOWED.some((a) => f.startsWith(a)))
       .flatMap((f) =>
         rawTimers(readFileSync(join(ROOT, f), 'utf8')).map((l) => `${f}: ${l.trim()}`),
       );

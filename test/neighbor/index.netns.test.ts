@@ -1,6 +1,6 @@
 // The range index of a bulk load (which forwardable IPs a route's prefix covers) is built in
-// the background once the load's writes are done, so that the first route change after it
-// does not index them all before it can answer (1.5 s after a load of 1,000,000 IPs); a
+// the background while the load's entries are written, so that the first route change after
+// it does not index them all before it can answer (1.5 s after a load of 1,000,000 IPs); a
 // delete meanwhile does not build it either.
 import { describe, expect, it } from 'vitest';
 import { ip, privileged, waitFor } from '../helpers/netns.js';
