@@ -148,7 +148,8 @@ describe.skipIf(skip)('NetlinkSocket', () => {
     await waitFor(() => state.msgs.some((m) => m.seq === 3 && m.type === nl.NLMSG_DONE));
     sock.pause();
     sock.send(nl.getLinkDump(4));
-    await new Promise((r) => setTimeout(r, 100));
+    // the reply is in the socket's queue, and the paused socket has not read it
+    await waitFor(() => (sock.queuedBytes() ?? 0) > 0, { what: 'the reply queued' });
     expect(state.msgs.some((m) => m.seq === 4)).toBe(false);
     collect(sock); // resume with a new receiver: the queued reply arrives there
     sock.close();
@@ -176,14 +177,15 @@ describe.skipIf(skip)('NetlinkSocket', () => {
     sock.pause();
     expect(sock.queuedBytes()).toBe(0);
     for (let seq = 1; seq <= 3; seq++) sock.send(nl.getLinkDump(seq));
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor(() => (sock.queuedBytes() ?? 0) > 0 && sock.queuedBytes() === rmem(), {
+      what: 'the replies queued',
+    });
     const queued = sock.queuedBytes() ?? 0;
     // Three dumps: at least a reply and a DONE each, every skb at least its length.
     expect(queued).toBeGreaterThan(0);
     expect(queued).toBe(rmem());
     sock.send(nl.getLinkDump(4));
-    await new Promise((r) => setTimeout(r, 50));
-    expect(sock.queuedBytes()).toBeGreaterThan(queued);
+    await waitFor(() => (sock.queuedBytes() ?? 0) > queued, { what: 'the fourth reply queued' });
     expect(sock.queuedBytes()).toBe(rmem());
     collect(sock);
     await waitFor(() => sock.queuedBytes() === 0, { what: 'queue read' });

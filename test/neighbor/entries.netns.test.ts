@@ -72,7 +72,7 @@ describe.skipIf(skip)('neighbor entries', () => {
     ip(lab.r, 'route', 'add', '10.8.0.0/24', 'via', '10.1.0.3');
     ip(lab.r, 'route', 'replace', '10.9.0.0/24', 'via', '10.2.0.2');
     await waitEntry(lab.r, '10.2.0.2', 'rb0', hasMarks);
-    await new Promise((r) => setTimeout(r, 200));
+    await n.settled(); // both route changes recalculated and reconciled
     expect(owned(lab.r)).toEqual(['10.1.0.3 ra0', '10.2.0.2 rb0']);
 
     // Multipath: one entry per leg on each selected device.

@@ -26,7 +26,7 @@ describe.skipIf(skip)('neighbor next hops under policy rules', () => {
     // Only 10.9.0.128/25 goes to table 100: those IPs need 10.1.0.3, the others still 10.1.0.2.
     ip(lab.r, 'rule', 'add', 'to', '10.9.0.128/25', 'lookup', '100', 'pref', '100');
     await waitEntry(lab.r, '10.1.0.3', 'ra0', hasMarks);
-    await new Promise((r) => setTimeout(r, 200));
+    await n.settled(); // the rule's recalculation and its reconciliation are done
     expect(owned(lab.r)).toEqual(['10.1.0.2 ra0', '10.1.0.20 ra0', '10.1.0.3 ra0']);
     const st = n.status({ ip: '10.9.0.200' });
     expect(st.forwardable[0]?.devices.find((d) => d.device === 'ra0')?.nexthops).toEqual([
