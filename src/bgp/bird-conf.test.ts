@@ -22,6 +22,7 @@ const input = (over: Partial<BirdConfInput> = {}): BirdConfInput => ({
   largeCommunities: ['65000:1:2'],
   localPreference: 200,
   holdTimeMs: 9000,
+  gracefulRestartMs: 0,
   bfdIntervalMs: 100,
   bfdMultiplier: 3,
   ips: ['192.0.2.10', '2001:db8::10'],
@@ -56,6 +57,15 @@ describe('birdConf', () => {
     expect(c).not.toContain('protocol kernel'); // never touches the node's FIB
   });
 
+  it('negotiates graceful restart with its time only when asked', () => {
+    expect(birdConf(input())).not.toContain('graceful restart');
+    const c = birdConf(input({ gracefulRestartMs: 30_000 }));
+    expect(c).toMatch(
+      /protocol bgp fk_peer0 \{[^}]*graceful restart on;\n  graceful restart time 30;/,
+    );
+    expect(c).toMatch(/protocol bgp fk_peer1 \{[^}]*graceful restart time 30;/);
+  });
+
   it('is the same text for the same input', () => {
     expect(birdConf(input())).toBe(birdConf(input()));
   });
@@ -65,6 +75,7 @@ describe('birdConf', () => {
       birdConf(input()),
       birdConf(input({ ips: [] })),
       birdConf(input({ peers: [parseBgpPeer('10.0.0.1 as 65000 bfd off')], routerId: '' })),
+      birdConf(input({ gracefulRestartMs: 30_000 })),
     ]) {
       const r = birdParses(conf);
       expect(r.ok, `${r.out}\n${conf}`).toBe(true);

@@ -15,6 +15,8 @@ export interface BirdConfInput {
   largeCommunities: readonly string[];
   localPreference: number;
   holdTimeMs: number;
+  /** Graceful restart time offered to the peers; 0: off (BIRD only says it is GR aware). */
+  gracefulRestartMs: number;
   bfdIntervalMs: number;
   bfdMultiplier: number;
   /** The IPs to announce, canonical text. */
@@ -60,6 +62,10 @@ function bgpProtocol(p: BgpPeer, index: number, i: BirdConfInput): string[] {
     `  error wait time 1, 10;`,
     `  bfd ${p.bfd ? 'on' : 'off'};`,
   ];
+  if (i.gracefulRestartMs > 0) {
+    lines.push('  graceful restart on;');
+    lines.push(`  graceful restart time ${Math.round(i.gracefulRestartMs / 1000)};`);
+  }
   const secret = i.passwords.get(p.address);
   if (secret !== undefined) lines.push(`  password "${secret}";`);
   lines.push(

@@ -101,6 +101,7 @@ export class BgpSpeaker {
       largeCommunities: c.largeCommunities,
       localPreference: c.localPreference,
       holdTimeMs: c.holdTime,
+      gracefulRestartMs: c.gracefulRestart,
       bfdIntervalMs: c.bfd.interval,
       bfdMultiplier: c.bfd.multiplier,
       ips: [...ips].sort(),
@@ -220,11 +221,14 @@ export class BgpSpeaker {
     };
   }
 
-  /** Stops the daemon (its peers withdraw the routes at once). Idempotent. */
+  /**
+   * Stops the daemon: its peers withdraw the routes at once, or with bgp.gracefulRestart on
+   * keep them as stale until the next agent's daemon has announced again. Idempotent.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#restart.cancel();
     await this.#running?.catch(() => undefined);
-    await this.daemon.stop();
+    await this.daemon.stop(3000, this.#p.config.gracefulRestart > 0);
   }
 }

@@ -157,6 +157,9 @@ export function checkBgpOptions(cfg: FibkeeperConfig): BgpPeer[] {
   if (b.holdTime % 1000 !== 0) {
     throw new ConfigError('bgp.holdTime', 'must be whole seconds (BGP counts in seconds)');
   }
+  if (b.gracefulRestart % 1000 !== 0) {
+    throw new ConfigError('bgp.gracefulRestart', 'must be whole seconds (BGP counts in seconds)');
+  }
   if (b.runDir === '' || !b.runDir.startsWith('/')) {
     throw new ConfigError('bgp.runDir', 'must be an absolute directory path');
   }

@@ -59,6 +59,15 @@ export const BGP_OPTIONS = [
     doc: 'BGP hold time offered to the peers (whole seconds, at least 3s); keepalives every third of it. The bound on a dead node without BFD.',
   },
   {
+    path: 'bgp.gracefulRestart',
+    type: 'duration',
+    // Off by default: a node that stops for good should be withdrawn at once. 0 = off.
+    default: 0,
+    min: 0,
+    max: 4095 * SECOND,
+    doc: 'Graceful restart (RFC 4724) restart time, whole seconds; 0 (default) is off. When on, every orderly stop of the agent (SIGTERM, SIGINT) is a graceful restart: BIRD closes its sessions without a notification, the routers keep the routes as stale for at most this time (the node keeps its addresses, so traffic flows), and the next agent re-announces and sends End-of-RIB. A crash of the agent (SIGKILL included) still withdraws at once: BIRD gets SIGTERM as its parent-death signal and closes with a Cease notification.',
+  },
+  {
     path: 'bgp.bfd.interval',
     type: 'duration',
     // MetalLB's FRR default: 3 × 300 ms = 0.9 s detection.
@@ -79,7 +88,7 @@ export const BGP_OPTIONS = [
     path: 'bgp.daemon',
     type: 'string',
     default: 'bird',
-    doc: 'The BIRD 2 binary (Debian package bird2), looked up in PATH unless a path. It runs under `setpriv --pdeathsig KILL`, so it is killed when the agent dies.',
+    doc: 'The BIRD 2 binary (Debian package bird2), looked up in PATH unless a path. It runs under `setpriv --pdeathsig TERM`, so it shuts down (withdrawing its routes) when the agent dies.',
   },
   {
     path: 'bgp.runDir',
