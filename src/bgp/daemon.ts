@@ -20,6 +20,12 @@ export interface BirdDaemonParams {
   netns?: string;
   log: Logger;
   clock: Clock;
+  /**
+   * Start in graceful restart recovery (`bird -R`): the OPEN says the speaker restarted with
+   * its forwarding state kept, so a peer keeps the stale routes until End-of-RIB instead of
+   * dropping them when the new session comes up (RFC 4724, the F bit).
+   */
+  recover?: boolean;
   /** The daemon ended without stop() (its exit code or signal, its last stderr lines). */
   onExit: (why: string) => void;
 }
@@ -58,6 +64,7 @@ export class BirdDaemon {
       'TERM',
       ...enter,
       this.#p.binary,
+      ...(this.#p.recover === true ? ['-R'] : []),
       '-f',
       '-c',
       this.confPath,

@@ -82,6 +82,7 @@ export class BgpSpeaker {
         log: p.log,
         clock: p.clock,
         onExit,
+        recover: p.config.gracefulRestart > 0,
       });
   }
 

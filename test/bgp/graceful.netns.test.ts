@@ -66,11 +66,15 @@ describe.skipIf(skip)('graceful restart', () => {
     const t0 = performance.now();
     agent.proc.kill('SIGTERM');
     await exited;
+    // The router keeps the route, marked stale, while no agent runs.
+    const stale = router.vtysh(`show bgp ipv4 unicast ${V4}/32`);
+    expect(stale, stale).toMatch(/Stale/i);
+    expect(router.kernelRoute(`${V4}/32`)).toHaveLength(1);
     const next = await runAgent(agent.dir, agent.sock, agent.port);
     await waitFor(() => bfdUp(router), { timeoutMs: 20_000, what: 'BFD up again' });
     const back = performance.now() - t0;
     // The next agent's End-of-RIB clears the stale mark: the path is fresh again.
-    await waitFor(() => !router.vtysh(`show bgp ipv4 unicast ${V4}/32`).includes('Stale'), {
+    await waitFor(() => !/Stale/i.test(router.vtysh(`show bgp ipv4 unicast ${V4}/32`)), {
       timeoutMs: 10_000,
       what: 'stale mark cleared',
     });
