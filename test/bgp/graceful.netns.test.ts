@@ -78,6 +78,9 @@ describe.skipIf(skip)('graceful restart', () => {
       timeoutMs: 10_000,
       what: 'stale mark cleared',
     });
+    // The new session said the node kept its forwarding state (bird -R: the F bit).
+    const nbr = router.vtysh(`show bgp neighbors ${nodeV4(1)}`);
+    expect(nbr, nbr).toMatch(/IPv4 Unicast\(preserved\)/);
     await pinged;
     mon.stop();
     const m = /(\d+) packets transmitted, (\d+) received/.exec(out);
