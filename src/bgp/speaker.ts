@@ -4,7 +4,7 @@
 // coalesced: one runs at a time, and a sync asked for while one runs runs once after it, with
 // the set as it is then. A daemon that ends unexpectedly is started again after a backoff.
 import type { FibkeeperConfig, BgpPeer } from '../config/index.js';
-import { readPasswordFile } from '../config/index.js';
+import { parseBgpIpAttributes, readPasswordFile } from '../config/index.js';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { backoff, Timer, type Clock } from '../sched/index.js';
@@ -101,6 +101,7 @@ export class BgpSpeaker {
       communities: c.communities,
       largeCommunities: c.largeCommunities,
       localPreference: c.localPreference,
+      ipAttributes: c.ipAttributes.map(parseBgpIpAttributes),
       holdTimeMs: c.holdTime,
       gracefulRestartMs: c.gracefulRestart,
       bfdIntervalMs: c.bfd.interval,

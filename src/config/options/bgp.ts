@@ -50,6 +50,12 @@ export const BGP_OPTIONS = [
     doc: 'LOCAL_PREF sent to iBGP peers (0: the daemon default, 100). eBGP peers never receive it.',
   },
   {
+    path: 'bgp.ipAttributes',
+    type: 'list',
+    default: [],
+    doc: "Per external IP attributes, one entry per IP: `IP [community ASN:VALUE]... [large-community GLOBAL:LOCAL1:LOCAL2]... [local-preference N]`, e.g. `192.0.2.10 community 65000:200 local-preference 150`. The communities are added to bgp.communities and bgp.largeCommunities for that IP's route; local-preference replaces bgp.localPreference for it (iBGP peers only). An entry for an IP the node does not hold does nothing.",
+  },
+  {
     path: 'bgp.holdTime',
     type: 'duration',
     // 90 s is the RFC 4271 suggestion and what FRR and BIRD use; BFD is the fast bound.
