@@ -10,8 +10,9 @@
 //     way (no detection, no agent).
 //  2. first-reply: the client pings a sample of the IPs every 10 ms from before the add; the
 //     time of each one's first reply (p50/p99 over the sample).
-//  3. kill-withdraw: SIGKILL of the agent → its route gone from the router's FIB; reference:
-//     SIGKILL of the static BIRD. p99 over the rounds (with few rounds, the maximum).
+//  3. kill-withdraw: SIGKILL of the agent (its BIRD gets SIGTERM, the parent-death signal,
+//     and closes with a Cease) → its route gone from the router's FIB; reference: SIGKILL of
+//     the static BIRD (a TCP close). p99 over the rounds (with few rounds, the maximum).
 //  4. cut-withdraw: every packet of the node dropped (nft in the node namespace, link up) →
 //     route gone (BFD 3 × 100 ms); reference: the static BIRD cut the same way. Goal ≤ 500 ms.
 //

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { parseBgpPeer } from '../config/index.js';
+import { parseBgpIpAttributes, parseBgpPeer } from '../config/index.js';
 import { birdConf, type BirdConfInput } from './bird-conf.js';
 
 const hasBird = spawnSync('bird', ['--version']).status === 0;
@@ -22,6 +22,8 @@ const input = (over: Partial<BirdConfInput> = {}): BirdConfInput => ({
   largeCommunities: ['65000:1:2'],
   localPreference: 200,
   holdTimeMs: 9000,
+  gracefulRestartMs: 0,
+  ipAttributes: [],
   bfdIntervalMs: 100,
   bfdMultiplier: 3,
   ips: ['192.0.2.10', '2001:db8::10'],
@@ -56,6 +58,27 @@ describe('birdConf', () => {
     expect(c).not.toContain('protocol kernel'); // never touches the node's FIB
   });
 
+  it('negotiates graceful restart with its time only when asked', () => {
+    expect(birdConf(input())).not.toContain('graceful restart');
+    const c = birdConf(input({ gracefulRestartMs: 30_000 }));
+    expect(c).toMatch(
+      /protocol bgp fk_peer0 \{[^}]*graceful restart on;\n  graceful restart time 30;/,
+    );
+    expect(c).toMatch(/protocol bgp fk_peer1 \{[^}]*graceful restart time 30;/);
+  });
+
+  it("adds the per-IP attributes in the export filter of the IP's family", () => {
+    const c = birdConf(
+      input({
+        ipAttributes: [parseBgpIpAttributes('192.0.2.10 community 65000:7 local-preference 150')],
+      }),
+    );
+    expect(c).toContain(
+      '  if net = 192.0.2.10/32 then {\n    bgp_community.add((65000, 7));\n    bgp_local_pref = 150;\n  }\n  accept;',
+    );
+    expect(c.split('filter fk_export6')[1]).not.toContain('192.0.2.10');
+  });
+
   it('is the same text for the same input', () => {
     expect(birdConf(input())).toBe(birdConf(input()));
   });
@@ -65,6 +88,15 @@ describe('birdConf', () => {
       birdConf(input()),
       birdConf(input({ ips: [] })),
       birdConf(input({ peers: [parseBgpPeer('10.0.0.1 as 65000 bfd off')], routerId: '' })),
+      birdConf(input({ gracefulRestartMs: 30_000 })),
+      birdConf(
+        input({
+          ipAttributes: [
+            parseBgpIpAttributes('192.0.2.10 community 65000:7 large-community 1:2:3'),
+            parseBgpIpAttributes('2001:db8::10 local-preference 150'),
+          ],
+        }),
+      ),
     ]) {
       const r = birdParses(conf);
       expect(r.ok, `${r.out}\n${conf}`).toBe(true);

@@ -3,7 +3,7 @@
 // reaches the node's FIB), one export filter per family that lets only those routes out
 // and sets the communities, one BGP protocol per peer, and a BFD protocol when a peer asks
 // for it. Pure: the same input gives the same text, byte for byte.
-import { parseCommunity, type BgpPeer } from '../config/index.js';
+import { parseCommunity, type BgpIpAttributes, type BgpPeer } from '../config/index.js';
 
 export interface BirdConfInput {
   asn: number;
@@ -14,7 +14,11 @@ export interface BirdConfInput {
   communities: readonly string[];
   largeCommunities: readonly string[];
   localPreference: number;
+  /** Per IP: attributes on top of the ones above (bgp.ipAttributes). */
+  ipAttributes: readonly BgpIpAttributes[];
   holdTimeMs: number;
+  /** Graceful restart time offered to the peers; 0: off (BIRD only says it is GR aware). */
+  gracefulRestartMs: number;
   bfdIntervalMs: number;
   bfdMultiplier: number;
   /** The IPs to announce, canonical text. */
@@ -43,6 +47,17 @@ function exportFilter(family: 4 | 6, i: BirdConfInput): string[] {
     lines.push(`  bgp_large_community.add((${a}, ${b}, ${d}));`);
   }
   if (i.localPreference > 0) lines.push(`  bgp_local_pref = ${i.localPreference};`);
+  for (const a of i.ipAttributes) {
+    if (a.ip.includes(':') !== (family === 6)) continue;
+    lines.push(`  if net = ${a.ip}/${family === 4 ? 32 : 128} then {`);
+    for (const c of a.communities)
+      lines.push(`    bgp_community.add((${parseCommunity(c, false).join(', ')}));`);
+    for (const c of a.largeCommunities) {
+      lines.push(`    bgp_large_community.add((${parseCommunity(c, true).join(', ')}));`);
+    }
+    if (a.localPreference > 0) lines.push(`    bgp_local_pref = ${a.localPreference};`);
+    lines.push('  }');
+  }
   lines.push('  accept;', '}');
   return lines;
 }
@@ -60,6 +75,10 @@ function bgpProtocol(p: BgpPeer, index: number, i: BirdConfInput): string[] {
     `  error wait time 1, 10;`,
     `  bfd ${p.bfd ? 'on' : 'off'};`,
   ];
+  if (i.gracefulRestartMs > 0) {
+    lines.push('  graceful restart on;');
+    lines.push(`  graceful restart time ${Math.round(i.gracefulRestartMs / 1000)};`);
+  }
   const secret = i.passwords.get(p.address);
   if (secret !== undefined) lines.push(`  password "${secret}";`);
   lines.push(

@@ -1,7 +1,10 @@
 // The BIRD daemon as the agent's child: started in the managed namespace under
-// `setpriv --pdeathsig KILL` (the kernel kills it when the agent dies, SIGKILL included, so
-// its BGP and BFD sessions close with the agent), its configuration written to a file of
-// mode 0600 (it may hold TCP MD5 secrets) and applied with `configure` on the control socket.
+// `setpriv --pdeathsig TERM` (the kernel sends it SIGTERM when the agent dies, SIGKILL
+// included: BIRD shuts down in order and closes its sessions with a Cease notification, so
+// the routers drop its routes at once even when graceful restart was negotiated — a TCP
+// close without a notification would have them keep the routes as stale for the restart
+// time), its configuration written to a file of mode 0600 (it may hold TCP MD5 secrets) and
+// applied with `configure` on the control socket.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,6 +20,12 @@ export interface BirdDaemonParams {
   netns?: string;
   log: Logger;
   clock: Clock;
+  /**
+   * Start in graceful restart recovery (`bird -R`): the OPEN says the speaker restarted with
+   * its forwarding state kept, so a peer keeps the stale routes until End-of-RIB instead of
+   * dropping them when the new session comes up (RFC 4724, the F bit).
+   */
+  recover?: boolean;
   /** The daemon ended without stop() (its exit code or signal, its last stderr lines). */
   onExit: (why: string) => void;
 }
@@ -52,9 +61,10 @@ export class BirdDaemon {
     return [
       'setpriv',
       '--pdeathsig',
-      'KILL',
+      'TERM',
       ...enter,
       this.#p.binary,
+      ...(this.#p.recover === true ? ['-R'] : []),
       '-f',
       '-c',
       this.confPath,
@@ -142,18 +152,32 @@ export class BirdDaemon {
 
   /**
    * Stops the daemon: SIGTERM (BIRD closes its sessions with a Cease notification, so the
-   * peers withdraw its routes at once), SIGKILL after `graceMs`. Idempotent.
+   * peers withdraw its routes at once), or with `graceful` the control command `graceful
+   * restart` (BIRD closes its sessions without a notification: peers that negotiated graceful
+   * restart keep the routes as stale until the next daemon's End-of-RIB or the restart time).
+   * SIGKILL after `graceMs`. Idempotent.
    */
-  async stop(graceMs = 3000): Promise<void> {
+  async stop(graceMs = 3000, graceful = false): Promise<void> {
     const child = this.#child;
+    const control = this.#control;
     this.#stopping = true;
-    this.#control?.close();
     this.#control = undefined;
-    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) {
+      control?.close();
+      return;
+    }
     const done = new Promise<void>((r) => child.once('exit', () => r()));
-    child.kill('SIGTERM');
     const kill = new Timer(this.#p.clock);
     kill.start(graceMs, () => child.kill('SIGKILL'));
+    if (graceful && control !== undefined) {
+      // The daemon answers and exits; the socket closes under the command.
+      await control.command('graceful restart').catch((err: unknown) => {
+        this.#p.log.debug({ err }, 'bird: graceful restart');
+      });
+    } else {
+      child.kill('SIGTERM');
+    }
+    control?.close();
     await done;
     kill.cancel();
   }

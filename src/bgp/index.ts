@@ -1,6 +1,6 @@
 // BGP announcement of external IPs: the agent drives a BIRD 2 daemon (Debian's bird2) that
-// it starts as its child in the managed namespace and that the kernel kills when the agent
-// dies (setpriv --pdeathsig KILL); the IPs the node holds become static /32 and /128 routes
+// it starts as its child in the managed namespace and that the kernel sends SIGTERM when the
+// agent dies (setpriv --pdeathsig TERM: BIRD closes with a Cease notification); the IPs the node holds become static /32 and /128 routes
 // exported to every peer, with BFD towards each peer that asks for it. docs/decisions.md
 // says why BIRD and how the routes are tied to the agent's life. This file is the
 // subsystem's whole public surface.

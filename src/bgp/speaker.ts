@@ -4,7 +4,7 @@
 // coalesced: one runs at a time, and a sync asked for while one runs runs once after it, with
 // the set as it is then. A daemon that ends unexpectedly is started again after a backoff.
 import type { FibkeeperConfig, BgpPeer } from '../config/index.js';
-import { readPasswordFile } from '../config/index.js';
+import { parseBgpIpAttributes, readPasswordFile } from '../config/index.js';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { backoff, Timer, type Clock } from '../sched/index.js';
@@ -82,6 +82,7 @@ export class BgpSpeaker {
         log: p.log,
         clock: p.clock,
         onExit,
+        recover: p.config.gracefulRestart > 0,
       });
   }
 
@@ -100,7 +101,9 @@ export class BgpSpeaker {
       communities: c.communities,
       largeCommunities: c.largeCommunities,
       localPreference: c.localPreference,
+      ipAttributes: c.ipAttributes.map(parseBgpIpAttributes),
       holdTimeMs: c.holdTime,
+      gracefulRestartMs: c.gracefulRestart,
       bfdIntervalMs: c.bfd.interval,
       bfdMultiplier: c.bfd.multiplier,
       ips: [...ips].sort(),
@@ -220,11 +223,14 @@ export class BgpSpeaker {
     };
   }
 
-  /** Stops the daemon (its peers withdraw the routes at once). Idempotent. */
+  /**
+   * Stops the daemon: its peers withdraw the routes at once, or with bgp.gracefulRestart on
+   * keep them as stale until the next agent's daemon has announced again. Idempotent.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#restart.cancel();
     await this.#running?.catch(() => undefined);
-    await this.daemon.stop();
+    await this.daemon.stop(3000, this.#p.config.gracefulRestart > 0);
   }
 }

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildConfig, checkRunnable, parseBgpPeer } from './index.js';
+import { buildConfig, checkRunnable, parseBgpIpAttributes, parseBgpPeer } from './index.js';
 
 const base = {
   extip: { enabled: true, interface: 'eth0' },
@@ -28,6 +28,28 @@ describe('bgp options', () => {
       passwordFile: '/x',
       bfd: false,
     });
+  });
+
+  it('parses per-IP attributes and refuses bad ones, naming the option', () => {
+    expect(
+      parseBgpIpAttributes('2001:DB8::0010 community 1:2 community 3:4 local-preference 5'),
+    ).toEqual({
+      ip: '2001:db8::10',
+      communities: ['1:2', '3:4'],
+      largeCommunities: [],
+      localPreference: 5,
+    });
+    for (const [ipAttributes, msg] of [
+      [['192.0.2.1'], /name at least one attribute/],
+      [['192.0.2.1 community 70000:1'], /not a community/],
+      [['192.0.2.1 local-preference x'], /local-preference must be a whole number/],
+      [['192.0.2.1 colour red'], /unknown word "colour"/],
+      [['nope community 1:1'], /not an IP address/],
+      [['192.0.2.1 community 1:1', '192.0.2.1 community 1:2'], /192.0.2.1 is listed twice/],
+    ] as const) {
+      expect(() => check({ ipAttributes }), ipAttributes.join()).toThrow(msg);
+      expect(() => check({ ipAttributes }), ipAttributes.join()).toThrow(/bgp.ipAttributes/);
+    }
   });
 
   it('accepts a minimal configuration', () => {

@@ -87,6 +87,51 @@ export function parseBgpPeer(entry: string): BgpPeer {
   }
 }
 
+/** One entry of bgp.ipAttributes, parsed: what one external IP's route carries besides
+ * bgp.communities and bgp.largeCommunities. */
+export interface BgpIpAttributes {
+  /** Canonical text. */
+  ip: string;
+  communities: string[];
+  largeCommunities: string[];
+  /** 0: bgp.localPreference. */
+  localPreference: number;
+}
+
+const ATTR_SYNTAX =
+  'IP [community ASN:VALUE]... [large-community GLOBAL:LOCAL1:LOCAL2]... [local-preference N]';
+
+/** Parses one entry of bgp.ipAttributes; throws an Error naming what is wrong and the syntax. */
+export function parseBgpIpAttributes(entry: string): BgpIpAttributes {
+  try {
+    const words = entry.trim().split(/\s+/);
+    const a: BgpIpAttributes = {
+      ip: ipOf(words[0], 'the external IP').address,
+      communities: [],
+      largeCommunities: [],
+      localPreference: 0,
+    };
+    for (let i = 1; i < words.length; i++) {
+      const w = words[i];
+      const v = words[++i];
+      if (w === 'community' || w === 'large-community') {
+        const large = w === 'large-community';
+        if (v === undefined) throw new Error(`${w} needs a value`);
+        parseCommunity(v, large);
+        (large ? a.largeCommunities : a.communities).push(v);
+      } else if (w === 'local-preference') {
+        a.localPreference = int(v, 'local-preference', 1, 4294967295);
+      } else throw new Error(`unknown word "${w}"`);
+    }
+    if (words.length < 3) throw new Error('name at least one attribute after the IP');
+    return a;
+  } catch (err) {
+    throw new Error(`"${entry}": ${(err as Error).message} (syntax: ${ATTR_SYNTAX})`, {
+      cause: err,
+    });
+  }
+}
+
 /** "65000:100" -> [65000, 100]; throws naming the community. */
 export function parseCommunity(text: string, large: boolean): number[] {
   const parts = text.split(':');
@@ -154,8 +199,17 @@ export function checkBgpOptions(cfg: FibkeeperConfig): BgpPeer[] {
   }
   b.communities.forEach((c) => as('bgp.communities', () => parseCommunity(c, false)));
   b.largeCommunities.forEach((c) => as('bgp.largeCommunities', () => parseCommunity(c, true)));
+  const ips = new Set<string>();
+  for (const e of b.ipAttributes) {
+    const a = as('bgp.ipAttributes', () => parseBgpIpAttributes(e));
+    if (ips.has(a.ip)) throw new ConfigError('bgp.ipAttributes', `${a.ip} is listed twice`);
+    ips.add(a.ip);
+  }
   if (b.holdTime % 1000 !== 0) {
     throw new ConfigError('bgp.holdTime', 'must be whole seconds (BGP counts in seconds)');
+  }
+  if (b.gracefulRestart % 1000 !== 0) {
+    throw new ConfigError('bgp.gracefulRestart', 'must be whole seconds (BGP counts in seconds)');
   }
   if (b.runDir === '' || !b.runDir.startsWith('/')) {
     throw new ConfigError('bgp.runDir', 'must be an absolute directory path');

@@ -17,9 +17,11 @@ export {
 } from './validate.js';
 export {
   checkBgpOptions,
+  parseBgpIpAttributes,
   parseBgpPeer,
   parseCommunity,
   readPasswordFile,
+  type BgpIpAttributes,
   type BgpPeer,
 } from './bgp.js';
 export {

@@ -234,6 +234,17 @@ export async function startAgent(
       `metrics:\n  address: 127.0.0.1:${port}`,
     ].join('\n') + '\n',
   );
+  return runAgent(dir, sock, port, opts.wait);
+}
+
+/** `fibkeeper run` on the configuration an earlier startAgent wrote in `dir` (a restart). */
+export async function runAgent(
+  dir: string,
+  sock: string,
+  port: number,
+  wait?: boolean,
+): Promise<AgentHandle> {
+  const config = join(dir, 'config.yaml');
   const logFile = join(dir, 'agent.log');
   const proc = spawn('node', [BIN, 'run', '--config', config], {
     stdio: ['ignore', openSync(logFile, 'a'), openSync(logFile, 'a')],
@@ -255,7 +266,7 @@ export async function startAgent(
       spawnSync('node', [BIN, ...args, '--socket', sock], { encoding: 'utf8', timeout: 30_000 }),
     log: () => readFileSync(logFile, 'utf8'),
   };
-  if (opts.wait !== false) {
+  if (wait !== false) {
     await waitFor(
       async () => {
         if (proc.exitCode !== null) throw new Error(`agent exited: ${h.log().slice(-1500)}`);

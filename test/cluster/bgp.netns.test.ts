@@ -3,10 +3,14 @@
 // holder's agent is SIGKILLed, or stopped, the other node takes it and announces it, the
 // client reaches it through the router — and the router's FIB never has two next hops for
 // the IP: every route change of the router namespace is recorded (`ip monitor route`, the
-// kernel's own report of each change) and checked.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// kernel's own report of each change) and checked. A cut of the holder's link (its BGP/BFD
+// path to the router and its path to etcd black-holed at once, the link itself up) has the
+// router drop the route by BFD and the other node take the IP after the lease.
+import { spawnSync } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { LocalEtcd } from '../../src/cluster/index.js';
 import { makeNetns, privileged, waitFor } from '../helpers/netns.js';
+import { ProxyProc } from './world.js';
 import {
   makeRouter,
   monitor,
@@ -30,8 +34,23 @@ afterAll(async () => {
   await etcd?.destroy();
 });
 
-async function world(): Promise<{ router: Router; client: string; agents: AgentHandle[] }> {
+interface World {
+  router: Router;
+  client: string;
+  agents: AgentHandle[];
+  nodes: string[];
+  /** Each node's own path to etcd. */
+  proxies: ProxyProc[];
+}
+
+async function world(): Promise<World> {
   const nodes = [makeNetns('bgcn1'), makeNetns('bgcn2')];
+  const port = Number(etcd!.endpoint.split(':').pop());
+  // In processes of their own: the test's spawnSync calls must not stall the agents' etcd.
+  const proxies = [await ProxyProc.start(port), await ProxyProc.start(port)];
+  onTestFinished(() => {
+    for (const p of proxies) p.close();
+  });
   const client = makeNetns('bgcc');
   const router = await makeRouter(nodes, client, { nodes: 2, bfd: true });
   const agents: AgentHandle[] = [];
@@ -47,11 +66,11 @@ async function world(): Promise<{ router: Router; client: string; agents: AgentH
         `  nodeName: n${i}`,
         `  nodeIPs: ["${nodeV4(i)}", "${nodeV6(i)}"]`,
         `  prefix: ${prefix}`,
-        `  etcd:\n    endpoints: ["${etcd!.endpoint}"]`,
+        `  etcd:\n    endpoints: ["${proxies[k]!.endpoint}"]`,
       ]),
     );
   }
-  return { router, client, agents };
+  return { router, client, agents, nodes, proxies };
 }
 
 /** The node (1-based) the router's FIB sends IP to, once there is exactly one. */
@@ -70,12 +89,30 @@ async function holderByRouter(router: Router, not?: number): Promise<number> {
   return [1, 2].find((i) => nodeV4(i) === gw)!;
 }
 
+/** Node i's link cut, its carrier up: every packet to and from the router dropped, and its
+ * path to etcd black-holed (the link carries both). */
+async function cutLink(w: World, i: number): Promise<void> {
+  const nft = [
+    'table inet fkcut {',
+    '  chain i { type filter hook input priority -300; policy drop; }',
+    '  chain o { type filter hook output priority -300; policy drop; }',
+    '}',
+  ].join('\n');
+  const r = spawnSync('ip', ['netns', 'exec', w.nodes[i - 1]!, 'nft', '-f', '-'], {
+    input: nft,
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) throw new Error(`nft: ${r.stderr}`);
+  await w.proxies[i - 1]!.cut();
+}
+
 describe.skipIf(skip)(
   'cluster mode over BGP: the holder announces, failover moves the route',
   () => {
-    for (const how of ['SIGKILL', 'stop'] as const) {
+    for (const how of ['SIGKILL', 'stop', 'link cut'] as const) {
       it(`${how} of the holder: the other node announces, never two next hops`, async () => {
-        const { router, client, agents } = await world();
+        const w = await world();
+        const { router, client, agents } = w;
         const mon = monitor(router, IP);
         try {
           const add = agents[0]!.cli('cluster', 'extip', 'add', IP);
@@ -92,9 +129,20 @@ describe.skipIf(skip)(
             what: `ping ${IP} via n${first}`,
           });
           const holder = agents[first - 1]!;
-          if (how === 'SIGKILL') holder.proc.kill('SIGKILL');
-          else holder.proc.kill('SIGTERM');
           const t0 = performance.now();
+          if (how === 'SIGKILL') holder.proc.kill('SIGKILL');
+          else if (how === 'stop') holder.proc.kill('SIGTERM');
+          else await cutLink(w, first);
+          let gone: number | undefined;
+          if (how === 'link cut') {
+            // BFD (3 x 100 ms) drops the cut node's route long before the lease moves the IP.
+            await waitFor(() => router.kernelRoute(`${IP}/32`).length === 0, {
+              timeoutMs: 5000,
+              intervalMs: 5,
+              what: `the route via n${first} withdrawn`,
+            });
+            gone = performance.now() - t0;
+          }
           const second = await holderByRouter(router, first).catch((err: unknown) => {
             const dump = agents.map(
               (a) =>
@@ -103,8 +151,9 @@ describe.skipIf(skip)(
             throw new Error(`${String(err)}\n${dump.join('\n----\n')}`);
           });
           console.log(
-            `${how} of n${first}'s agent -> route via n${second} in ${(performance.now() - t0).toFixed(0)} ms`,
+            `${how} of n${first}'s agent -> route via n${second} in ${(performance.now() - t0).toFixed(0)} ms${how === 'link cut' ? ` (route via n${first} gone from the router after ${gone?.toFixed(0)} ms)` : ''}`,
           );
+          if (how === 'link cut') expect(gone, 'BFD dropped the route first').toBeDefined();
           expect(second).not.toBe(first);
           await waitFor(() => pingOnce(client, IP), {
             timeoutMs: 5000,

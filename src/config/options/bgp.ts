@@ -50,6 +50,12 @@ export const BGP_OPTIONS = [
     doc: 'LOCAL_PREF sent to iBGP peers (0: the daemon default, 100). eBGP peers never receive it.',
   },
   {
+    path: 'bgp.ipAttributes',
+    type: 'list',
+    default: [],
+    doc: "Per external IP attributes, one entry per IP: `IP [community ASN:VALUE]... [large-community GLOBAL:LOCAL1:LOCAL2]... [local-preference N]`, e.g. `192.0.2.10 community 65000:200 local-preference 150`. The communities are added to bgp.communities and bgp.largeCommunities for that IP's route; local-preference replaces bgp.localPreference for it (iBGP peers only). An entry for an IP the node does not hold does nothing.",
+  },
+  {
     path: 'bgp.holdTime',
     type: 'duration',
     // 90 s is the RFC 4271 suggestion and what FRR and BIRD use; BFD is the fast bound.
@@ -57,6 +63,15 @@ export const BGP_OPTIONS = [
     min: 3 * SECOND,
     max: 65535 * SECOND,
     doc: 'BGP hold time offered to the peers (whole seconds, at least 3s); keepalives every third of it. The bound on a dead node without BFD.',
+  },
+  {
+    path: 'bgp.gracefulRestart',
+    type: 'duration',
+    // Off by default: a node that stops for good should be withdrawn at once. 0 = off.
+    default: 0,
+    min: 0,
+    max: 4095 * SECOND,
+    doc: 'Graceful restart (RFC 4724) restart time, whole seconds; 0 (default) is off. When on, every orderly stop of the agent (SIGTERM, SIGINT) is a graceful restart: BIRD closes its sessions without a notification, the routers keep the routes as stale for at most this time (the node keeps its addresses, so traffic flows), and the next agent re-announces and sends End-of-RIB. A crash of the agent (SIGKILL included) still withdraws at once: BIRD gets SIGTERM as its parent-death signal and closes with a Cease notification.',
   },
   {
     path: 'bgp.bfd.interval',
@@ -79,7 +94,7 @@ export const BGP_OPTIONS = [
     path: 'bgp.daemon',
     type: 'string',
     default: 'bird',
-    doc: 'The BIRD 2 binary (Debian package bird2), looked up in PATH unless a path. It runs under `setpriv --pdeathsig KILL`, so it is killed when the agent dies.',
+    doc: 'The BIRD 2 binary (Debian package bird2), looked up in PATH unless a path. It runs under `setpriv --pdeathsig TERM`, so it shuts down (withdrawing its routes) when the agent dies.',
   },
   {
     path: 'bgp.runDir',
