@@ -135,7 +135,7 @@ const NOTES = {
     'bpf_fib_lookup, cached per CPU and flow: one lookup per flow and generation of the ' +
     "agent's kernel state) against the same program without it.",
   bgp:
-    'Command: `node bench/bgp/run.mjs --n 1000 --rounds 10` (on a machine at load average 5-9). ' +
+    'Command: `node bench/bgp/run.mjs --n 1000 --rounds 10` (load average about 1). ' +
     'One node (agent + its BIRD 2 child), an FRR 8.4 router (zebra, bgpd, bfdd) and a client, ' +
     'each in its namespace. add-to-fib: one POST /v1/extip of 1,000 IPv4 IPs (DAD 100 ms) to ' +
     "each /32 first seen in a dump of the router's FIB every 5 ms; reference: a BIRD given the " +
