@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
 // machine (thousands of entries, floods, 1,000 concurrent requests). Every other netns file
 // builds its own namespaces (makeNetns, unique lab prefixes), pin dirs (privateBpffs), temp
 // dirs, sockets and ports (port 0), sets sysctls only inside its namespaces and keeps its
-// kernel neighbor entries far below gc_thresh3, so two of them run side by side.
+// kernel neighbor entries far below gc_thresh3, so several of them run side by side.
 const NETNS_ALONE = [
   'test/agent/history.netns.test.ts', // acknowledged counts under 1,000 concurrent requests
   'test/agent/memlimit.netns.test.ts', // the agent's memory under its limit, the largest table
@@ -26,7 +26,7 @@ const NETNS_ALONE = [
 
 // Five projects, in groups that run one after the other (sequence.groupOrder):
 //  0 unit:   pure logic, no root, runs anywhere, two files at a time;
-//    netns:  privileged tests that build their own network namespaces, two files at a time
+//    netns:  privileged tests that build their own network namespaces, three files at a time
 //            beside the unit files; they fail, never skip, when FIBKEEPER_REQUIRE_PRIVILEGED=1
 //            and the process is not root.
 //  1 netns-alone: the privileged files of NETNS_ALONE, one at a time, with nothing beside.
@@ -57,7 +57,9 @@ export default defineConfig({
           name: 'netns',
           include: ['src/**/*.netns.test.ts', 'test/**/*.netns.test.ts'],
           exclude: ['test/cluster/**', 'node_modules/**', 'dist/**', ...NETNS_ALONE],
-          maxWorkers: 2,
+          // three at a time: they spend most of their time waiting on the kernel, agents and
+          // peers, not on the two cores (the suite passed with two at a time at load 7-11)
+          maxWorkers: 3,
           testTimeout: 60_000,
           hookTimeout: 60_000,
         },
