@@ -25,7 +25,7 @@ const NETNS_ALONE = [
 ];
 
 // Five projects, in groups that run one after the other (sequence.groupOrder):
-//  0 unit:   pure logic, no root, runs anywhere, two files at a time;
+//  0 unit:   pure logic, no root, runs anywhere, three files at a time;
 //    netns:  privileged tests that build their own network namespaces, three files at a time
 //            beside the unit files; they fail, never skip, when FIBKEEPER_REQUIRE_PRIVILEGED=1
 //            and the process is not root.
@@ -48,7 +48,7 @@ export default defineConfig({
           name: 'unit',
           include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
           exclude: ['**/*.netns.test.ts', 'test/cluster/**', 'node_modules/**', 'dist/**'],
-          maxWorkers: 2,
+          maxWorkers: 3, // vitest wants the same as the netns project of its group
           testTimeout: 20_000,
         },
       },
