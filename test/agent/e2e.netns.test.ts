@@ -12,7 +12,6 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,6 +23,7 @@ import { PacketSocket, isBpffs, unmount } from '../../src/native/index.js';
 import { NetlinkHandle, type Subscription } from '../../src/netlink/index.js';
 import { ipJson, privileged, waitFor } from '../helpers/netns.js';
 import { documentFields, documentedFields, undocumented } from '../helpers/status-doc.js';
+import { freePort } from '../helpers/ports.js';
 
 const { skip } = privileged();
 const BIN = 'bin/fibkeeper.js';
@@ -50,15 +50,6 @@ function cli(...args: string[]): { code: number; out: string; err: string } {
 
 const sock = () => join(dir, 'run', 'api.sock');
 const api = (...args: string[]) => cli(...args, '--socket', sock());
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
-}
 
 function writeConfig(extra: string, xdpExtra = ''): string {
   const path = join(dir, 'config.yaml');

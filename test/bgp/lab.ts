@@ -14,11 +14,13 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
 import { ip, makeNetns, nsExec, sysctl, vethPair, waitFor } from '../helpers/netns.js';
+import { freePort } from '../helpers/ports.js';
+
+export { freePort };
 
 export const ROUTER_ASN = 65000;
 export const NODE_ASN = 65001;
@@ -175,15 +177,6 @@ export async function makeRouter(
       ) as ReturnType<Router['kernelRoute']>,
     pids: () => pidFiles.map((f) => Number(readFileSync(f, 'utf8').trim())),
   };
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
 }
 
 export interface AgentHandle {

@@ -2,7 +2,6 @@
 // back (`ip neigh del`, `ip addr del`) and one made through the CLI (`extip add`) each arrive
 // on a running `fibkeeper events -f`, and the kernel shows the repair the event reports.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   BIN,
@@ -19,17 +18,9 @@ import {
 } from '../agent/harness.js';
 import type { StatusDocument } from '../../src/agent/index.js';
 import { ip, privileged, waitFor } from '../helpers/netns.js';
+import { freePort } from '../helpers/ports.js';
 
 const { skip } = privileged();
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
-}
 
 /** A running `fibkeeper events ...`: its output so far, and how to end it (by its PID). */
 function follow(...args: string[]): { child: ChildProcess; out: () => string; err: () => string } {

@@ -22,7 +22,6 @@ import {
   LocalEtcd,
   LocalEtcdCluster,
   findOverlaps,
-  freePort,
   holdIntervals,
   type HoldRecord,
 } from '../../src/cluster/index.js';
@@ -43,6 +42,7 @@ import { PacketSocket } from '../../src/native/index.js';
 import { neighborSolicit } from '../extip/lab.js';
 import { call } from '../agent/harness.js';
 import { ifindexOf, ipJson, waitFor } from '../helpers/netns.js';
+import { freePort } from '../helpers/ports.js';
 const PROXY = new URL('./proxy.ts', import.meta.url).href;
 
 /**

@@ -5,25 +5,17 @@
 // by its PID and removed when the file ends.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cleanupLater } from '../helpers/cleanup.js';
 import { waitFor } from '../helpers/netns.js';
+import { freePort } from '../helpers/ports.js';
+
+export { freePort };
 
 export const RULES = 'deploy/prometheus/fibkeeper-rules.yaml';
 
 /** A free TCP port on 127.0.0.1 (closed again: the caller binds it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** The shipped rules with every `for:` cut to 1 s and every range to 15 s. */
 export function quickRules(text: string): string {

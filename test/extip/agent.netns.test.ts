@@ -5,24 +5,15 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ip, privileged, waitFor } from '../helpers/netns.js';
 import { PEER_MAC, holderAddrs, makeLab } from './lab.js';
+import { freePort } from '../helpers/ports.js';
 
 const { skip } = privileged();
 const BIN = 'bin/fibkeeper.js';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
-}
 
 describe.skipIf(skip)('the agent with duplicate address detection', () => {
   it('starts although a static IP is held elsewhere; extip add names the conflict', async () => {
