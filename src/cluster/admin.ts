@@ -9,7 +9,7 @@ import {
   type DesiredIp,
 } from './keys.js';
 import { validateLabels, validateNodeName } from '../config/index.js';
-import type { Eligibility } from './placement.js';
+import { HOLD_MODES, type Eligibility } from './placement.js';
 import type { ClusterStore } from './store.js';
 
 export class ClusterAdmin {
@@ -31,7 +31,13 @@ export class ClusterAdmin {
       validateNodeName(n, 'eligible node'),
     );
     const labels = validateLabels(eligible.labels ?? {});
-    await this.#store.put(this.#layout.ip(canonical), encodeDesired({ nodes, labels }));
+    const mode = eligible.mode ?? 'single';
+    if (!HOLD_MODES.includes(mode)) {
+      throw new InvalidArgumentError(
+        `cluster IP mode ${String(mode)}: use single or active-active`,
+      );
+    }
+    await this.#store.put(this.#layout.ip(canonical), encodeDesired({ nodes, labels, mode }));
     return canonical;
   }
 

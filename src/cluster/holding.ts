@@ -4,6 +4,7 @@ import { sameIps, type HoldReason, type HoldSet } from './hold.js';
 import { encodeOwner, type KeyLayout } from './keys.js';
 import { holdable } from './member-util.js';
 import { place } from './placement.js';
+import { isActiveActive, singleHolderIps } from './active.js';
 import type { Move } from './takeover.js';
 import type { ClusterView } from './view.js';
 
@@ -88,12 +89,11 @@ export function handoverMoves(
   without: string,
 ): Move[] {
   const members = holdable(view).filter((m) => m.name !== without);
-  const all = [...view.desired.values()].map((d) => ({ ip: d.ip, eligible: d.eligible }));
   // The whole set is placed (bounded loads depend on it); the moves are for `ips` only.
-  const placement = place(all, members);
+  const placement = place(singleHolderIps(view), members);
   const out: Move[] = [];
   for (const ip of ips) {
-    if (!view.desired.has(ip)) continue;
+    if (!view.desired.has(ip) || isActiveActive(view, ip)) continue;
     const target = placement.get(ip);
     const m = target === undefined ? undefined : view.members.get(target);
     if (m === undefined) continue;

@@ -14,7 +14,7 @@
 // trusted.
 import { canonicalIp, validateUnicastIp } from '../ipaddr/index.js';
 import { isNodeName, normalizePrefix } from '../config/index.js';
-import type { Eligibility } from './placement.js';
+import { HOLD_MODES, type Eligibility, type HoldMode } from './placement.js';
 
 export interface MemberInfo {
   readonly name: string;
@@ -25,6 +25,8 @@ export interface MemberInfo {
   readonly able?: boolean;
   /** Where its peer heartbeat listens (UDP), if it has one. */
   readonly hb?: { readonly ip: string; readonly port: number };
+  /** It announces the IPs it holds over BGP: it may hold active-active IPs. Absent: false. */
+  readonly bgp?: boolean;
 }
 
 /** A silent member whose lease another member revoked: its IPs cool down before a claim. */
@@ -122,6 +124,7 @@ export function encodeMember(m: Omit<MemberInfo, 'name'>): string {
     ips: m.ips,
     ...(m.able === false ? { able: false } : {}),
     ...(m.hb ? { hb: m.hb } : {}),
+    ...(m.bgp === true ? { bgp: true } : {}),
   });
 }
 
@@ -152,6 +155,7 @@ export function decodeMember(name: string, value: string): MemberInfo | Error {
     ips: good,
     ...(doc['able'] === false ? { able: false } : {}),
     ...(hbOk ? { hb: { ip: canonicalIp(hb['ip'] as string), port: hb['port'] as number } } : {}),
+    ...(doc['bgp'] === true ? { bgp: true } : {}),
   };
 }
 
@@ -177,9 +181,14 @@ export function decodeFenced(node: string, value: string): FencedInfo | Error {
 }
 
 export function encodeDesired(e: Eligibility): string {
-  const doc: { nodes?: readonly string[]; labels?: Readonly<Record<string, string>> } = {};
+  const doc: {
+    nodes?: readonly string[];
+    labels?: Readonly<Record<string, string>>;
+    mode?: HoldMode;
+  } = {};
   if (e.nodes && e.nodes.length > 0) doc.nodes = e.nodes;
   if (e.labels && Object.keys(e.labels).length > 0) doc.labels = e.labels;
+  if (e.mode === 'active-active') doc.mode = e.mode;
   return JSON.stringify(doc);
 }
 
@@ -195,7 +204,16 @@ export function decodeDesired(ip: string, value: string): DesiredIp | Error {
   const nodes = doc['nodes'] === undefined ? [] : stringArray(doc['nodes']);
   const labels = stringRecord(doc['labels']);
   if (!nodes || !labels) return new Error(`cluster IP ${ip}: nodes or labels malformed`);
-  return { ip, eligible: { nodes, labels } };
+  const mode = doc['mode'] ?? 'single';
+  if (!HOLD_MODES.includes(mode as HoldMode)) {
+    return new Error(
+      `cluster IP ${ip}: mode ${JSON.stringify(mode)} is not one of ${HOLD_MODES.join(', ')}`,
+    );
+  }
+  return {
+    ip,
+    eligible: { nodes, labels, ...(mode === 'active-active' ? { mode: 'active-active' } : {}) },
+  };
 }
 
 export function encodeOwner(node: string): string {

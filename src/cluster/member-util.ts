@@ -1,4 +1,5 @@
 // Small pure helpers of ClusterMember over its view.
+import type { Clock } from '../sched/index.js';
 import type { ClusterMetrics } from './metrics.js';
 import type { HoldReason } from './hold.js';
 import type { PlacementMember } from './placement.js';
@@ -44,5 +45,23 @@ export function countChanges(
   if (lostN > 0) {
     const change = reason === 'fence' ? 'fenced' : reason === 'lost' ? 'lost' : 'released';
     metrics.ownership(change, lostN);
+  }
+}
+
+/** Runs an etcd request and records its duration and outcome. */
+export async function timedRequest<T>(
+  clock: Clock,
+  metrics: ClusterMetrics,
+  op: 'get' | 'txn',
+  fn: () => Promise<T>,
+): Promise<T> {
+  const sent = clock.now();
+  try {
+    const r = await fn();
+    metrics.request(op, clock.now() - sent, true);
+    return r;
+  } catch (err) {
+    metrics.request(op, clock.now() - sent, false);
+    throw err;
   }
 }

@@ -2,61 +2,23 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { registerClusterMetrics } from './metrics.js';
 import { ClusterAdmin } from './admin.js';
-import { findOverlaps, type HoldRecord } from './history.js';
+import { findOverlaps } from './history.js';
 import type { HoldSet } from './hold.js';
 import { ClusterMember } from './member.js';
 import type { ClusterOptions } from './options.js';
 import { FakeClock, turns } from '../sched/testing.js';
-import { FakeEtcd, type FakeStoreClient } from './testing.js';
+import { FakeEtcd, memberLab } from './testing.js';
 
-interface Node {
-  name: string;
-  store: FakeStoreClient;
-  member: ClusterMember;
-  sets: HoldSet[];
-}
-
-let running: { etcd: FakeEtcd; nodes: Node[] } | undefined;
-afterEach(async () => {
-  if (!running) return;
-  for (const n of running.nodes) void n.member.stop();
-  running.etcd.stop();
+let running: { stop(): void } | undefined;
+afterEach(() => {
+  running?.stop();
   running = undefined;
 });
 
 function lab(names: string[], opts: Partial<ClusterOptions> = {}) {
-  const clock = new FakeClock();
-  const etcd = new FakeEtcd(clock);
-  const records: HoldRecord[] = [];
-  const nodes: Node[] = [];
-  const add = (name: string, extra: Partial<ClusterOptions> = {}): Node => {
-    const store = etcd.client();
-    const sets: HoldSet[] = [];
-    const member = new ClusterMember({
-      store,
-      clock,
-      options: {
-        nodeName: name,
-        nodeIPs: [`10.9.0.${nodes.length + 1}`],
-        rebalanceDelay: 0,
-        ...opts,
-        ...extra,
-      },
-      onHold: (s) => {
-        sets.push(s);
-        records.push({ node: name, at: clock.now(), ips: s.ips, deadline: s.deadline });
-      },
-    });
-    const n = { name, store, member, sets };
-    nodes.push(n);
-    return n;
-  };
-  for (const name of names) add(name);
-  const admin = new ClusterAdmin(etcd.client());
-  const holders = (ip: string) => nodes.filter((n) => n.member.mayHold(ip)).map((n) => n.name);
-  const held = (n: Node) => n.member.holdSet().ips;
-  running = { etcd, nodes };
-  return { clock, etcd, nodes, records, admin, add, holders, held };
+  const l = memberLab(names, opts);
+  running = l;
+  return l;
 }
 
 async function addIps(admin: ClusterAdmin, n: number, base = 10): Promise<string[]> {
@@ -161,7 +123,7 @@ describe('ClusterMember against a fake etcd', () => {
       },
       onSet: (set) => recorded.push(set),
     });
-    running = { etcd, nodes: [] };
+    running = { stop: () => etcd.stop() };
     try {
       await member.start();
       await clock.advanceAsync(3000); // claims, then renewals that move the deadline

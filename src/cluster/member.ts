@@ -19,11 +19,12 @@ import {
 } from './hold.js';
 import { encodeMember, type KeyLayout } from './keys.js';
 import type { LeaseChange, LeaseKeeper } from './lease.js';
-import { countChanges, holdable, peerIps, trackMoves } from './member-util.js';
+import { countChanges, holdable, peerIps, timedRequest, trackMoves } from './member-util.js';
 import { resolveOptions, type ClusterOptions } from './options.js';
 import type { Ownership } from './ownership.js';
 import type { PeerMonitor, PeerTransport } from './peers.js';
 import { isEligible, place } from './placement.js';
+import { isActiveActive, singleHolderIps, type ActiveHold } from './active.js';
 import type { ClusterStore } from './store.js';
 import type { Registration } from './registration.js';
 import type { ViewSync } from './sync.js';
@@ -48,6 +49,8 @@ export interface ClusterMemberParams {
    * what the node held when (the log), and for the kernel fence's deadline.
    */
   onSet?: (set: HoldSet) => void;
+  /** Active-active IPs to withdraw now (they stay held for withdrawLinger more: active.ts). */
+  onWithdraw?: (ips: readonly string[]) => void;
   /** Called with the other members' node IPs whenever they change (owner `cluster`). */
   onPeers?: (ips: readonly string[]) => void;
   /** The peer heartbeat's sockets; without one, peers are not heard (lease expiry only). */
@@ -78,6 +81,7 @@ export class ClusterMember {
   readonly #claims: ClaimGate;
   readonly #prober: ClaimProber;
   readonly #own: Ownership;
+  readonly #active: ActiveHold;
   #peerIps: readonly string[] = [];
   #started = false;
   #stopping = false;
@@ -114,6 +118,7 @@ export class ClusterMember {
         peers: params.peers,
         probe: params.probe,
         defer: params.defer,
+        onWithdraw: params.onWithdraw,
       },
       this.#host(),
     );
@@ -127,6 +132,7 @@ export class ClusterMember {
     this.#claims = w.claims;
     this.#prober = w.prober;
     this.#heard = w.heard;
+    this.#active = w.active;
     if (params.onHold) this.#hold.subscribe(params.onHold);
   }
 
@@ -152,7 +158,7 @@ export class ClusterMember {
       kick: () => this.#kick(),
       later: (ms, fn) => this.#later(ms, fn),
       backoff: (a) => this.#backoff(a),
-      timed: (op, fn) => this.#timed(op, fn),
+      timed: (op, fn) => timedRequest(this.#clock, this.#metrics, op, fn),
       moves: (ips, without) => this.#moves(ips, without),
       memberValue: () => this.#memberValue(),
       promising: () => this.#promising(),
@@ -181,6 +187,16 @@ export class ClusterMember {
   mayHold(ip: string): boolean {
     const h = this.#hold.current;
     return !this.#stopping && this.#clock.now() < h.deadline && h.ips.includes(ip);
+  }
+
+  /** Active-active (held by every eligible member that announces routes), or single holder. */
+  isActiveActive(ip: string): boolean {
+    return isActiveActive(this.#view, ip);
+  }
+
+  /** An active-active IP still held but not to be announced: its flows are moving away. */
+  withdrawing(ip: string): boolean {
+    return this.#active.lingering(ip);
   }
 
   /** The desired cluster IPs as this node last read them from etcd (canonical). */
@@ -341,6 +357,7 @@ export class ClusterMember {
     return encodeMember({
       labels: this.options.labels,
       ips: this.options.nodeIPs,
+      bgp: this.options.bgp,
       ...(this.#able ? {} : { able: false }),
       ...(this.#heard ? { hb: this.#heard.local } : {}),
     });
@@ -362,8 +379,7 @@ export class ClusterMember {
   }
 
   #placement(): Map<string, string> {
-    const ips = [...this.#view.desired.values()].map((d) => ({ ip: d.ip, eligible: d.eligible }));
-    return place(ips, holdable(this.#view));
+    return place(singleHolderIps(this.#view), holdable(this.#view));
   }
 
   #reconcile(): void {
@@ -385,6 +401,10 @@ export class ClusterMember {
     this.#own.pruneReleasing(lease);
     for (const [ip, desired] of view.desired) {
       const owner = view.owners.get(ip);
+      if (desired.eligible.mode === 'active-active') {
+        if (owner?.node === me && owner.lease === lease) this.#own.release(ip, lease); // was single
+        continue; // every eligible member holds it (active.ts)
+      }
       const target = placement.get(ip);
       if (!owner) {
         if (!this.#own.unownedSince.has(ip)) this.#own.unownedSince.set(ip, now);
@@ -441,7 +461,12 @@ export class ClusterMember {
       grace: lease !== undefined ? this.#heard?.graceUntil() : undefined,
       graceMs: this.#graceMs(),
       mayHoldAny: !this.#stopping && this.#isReady() && this.#able,
-      owned: (l) => this.#own.owned(l),
+      owned: (l) => [
+        ...new Set([
+          ...this.#own.owned(l),
+          ...this.#active.held(this.#view, this.#clock.now(), prev.ips),
+        ]),
+      ],
       prev,
     });
     this.#metrics.setGrace(onGrace);
@@ -469,17 +494,5 @@ export class ClusterMember {
     if (sameIps(next, this.#peerIps)) return;
     this.#peerIps = next;
     this.#p.onPeers?.(next);
-  }
-
-  async #timed<T>(op: 'get' | 'txn', fn: () => Promise<T>): Promise<T> {
-    const sent = this.#clock.now();
-    try {
-      const r = await fn();
-      this.#metrics.request(op, this.#clock.now() - sent, true);
-      return r;
-    } catch (err) {
-      this.#metrics.request(op, this.#clock.now() - sent, false);
-      throw err;
-    }
   }
 }

@@ -27,7 +27,10 @@ export type ClusterOptions = Pick<
   | 'handoverOnStop'
   | 'heartbeatInterval'
   | 'peerTimeout'
+  | 'withdrawLinger'
 > & {
+  /** It announces the IPs it holds over BGP (bgp.enabled): it holds active-active IPs. */
+  bgp: boolean;
   /** Labels IPs can select eligible nodes by. */
   labels: Record<string, string>;
   /** First and longest retry delay of failed etcd requests (doubling), ms. */
@@ -49,6 +52,8 @@ export function defaultOptions(): Omit<ClusterOptions, 'nodeName'> {
     handoverOnStop: c.handoverOnStop,
     heartbeatInterval: c.heartbeatInterval,
     peerTimeout: c.peerTimeout,
+    withdrawLinger: c.withdrawLinger,
+    bgp: false,
     retryMinMs: 50,
     retryMaxMs: 1000,
   };

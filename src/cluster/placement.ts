@@ -13,8 +13,19 @@
 // leaver's own, of 200 over 5 members; placement.test.ts checks the distribution). An IP whose eligible members are all full goes to its
 // highest-weight eligible member anyway (eligibility wins over balance).
 
+/**
+ * How many of its eligible members hold a cluster IP: `single`, the one placement picks (it
+ * answers ARP/NDP for it, or announces it over BGP); `active-active`, every eligible member
+ * that announces routes over BGP (bgp.enabled), not drained and able: the router spreads the
+ * flows over them (ECMP), and no one answers ARP/NDP for it.
+ */
+export type HoldMode = 'single' | 'active-active';
+export const HOLD_MODES: readonly HoldMode[] = ['single', 'active-active'];
+
 /** Which members may hold an IP: all (no constraint), or those named or labelled so. */
 export interface Eligibility {
+  /** How many of them hold it; absent: single. */
+  readonly mode?: HoldMode;
   /** Member names; empty or absent: any name. */
   readonly nodes?: readonly string[];
   /** Labels a member must all carry (key → value); empty or absent: no label needed. */

@@ -1,6 +1,8 @@
 // What `fibkeeper cluster status` and the API show of one member: its lease, the members it
 // sees, and every cluster IP with its owner, placement and last move.
+import { announcers } from './active.js';
 import type { Conflict } from './claims.js';
+import type { HoldMode } from './placement.js';
 import type { HoldSet } from './hold.js';
 import type { LeaseKeeper } from './lease.js';
 import type { PeerStatus } from './peers.js';
@@ -38,9 +40,15 @@ export interface ClusterStatus {
     cordoned: boolean;
     /** Says it can hold IPs (false: its external interface has no link). */
     able: boolean;
+    /** Announces the IPs it holds over BGP (it holds active-active IPs). */
+    bgp: boolean;
   }[];
   ips: {
     ip: string;
+    /** single: one owner; active-active: every member in `announcers` holds it. */
+    mode: HoldMode;
+    /** Active-active: the members that hold and announce it, as the view has them. */
+    announcers: string[] | undefined;
     owner: string | undefined;
     placement: string | undefined;
     eligible: { nodes?: readonly string[]; labels?: Readonly<Record<string, string>> };
@@ -93,6 +101,7 @@ export function describeStatus(s: {
         seenForMs: Math.round(s.now - m.seenAt),
         cordoned: s.view.cordoned.has(m.name),
         able: m.able !== false,
+        bgp: m.bgp === true,
       }))
       .sort((a, b) => (a.name < b.name ? -1 : 1)),
     ips: [...s.view.desired.values()]
@@ -102,6 +111,8 @@ export function describeStatus(s: {
         const cool = s.cooling.get(d.ip);
         return {
           ip: d.ip,
+          mode: d.eligible.mode ?? 'single',
+          announcers: d.eligible.mode === 'active-active' ? announcers(s.view, d.ip) : undefined,
           owner: s.view.owners.get(d.ip)?.node,
           placement: s.placement.get(d.ip),
           eligible: d.eligible,

@@ -3,6 +3,12 @@
 // transactions ClusterStore needs, prefix watches with history and compaction, and faults
 // (a partitioned client, latency) per client. Several FakeStoreClients share one FakeEtcd.
 import { ClosedError, TimeoutError } from '../errors/index.js';
+import { FakeClock } from '../sched/testing.js';
+import { ClusterAdmin } from './admin.js';
+import type { HoldRecord } from './history.js';
+import type { HoldSet } from './hold.js';
+import { ClusterMember } from './member.js';
+import type { ClusterOptions } from './options.js';
 import type { PeerTransport, PeerTransportHandlers } from './peers.js';
 import { Timer, type Clock } from '../sched/index.js';
 import {
@@ -418,4 +424,58 @@ export class FakePeerNet {
   heal(node: string): void {
     this.#cut.delete(node);
   }
+}
+
+export interface LabNode {
+  name: string;
+  store: FakeStoreClient;
+  member: ClusterMember;
+  /** The hold sets the member handed to its listener. */
+  sets: HoldSet[];
+  /** The active-active IPs it was told to withdraw, in order. */
+  withdrawn: string[][];
+}
+
+/**
+ * Members named `names` over one FakeEtcd on a FakeClock (rebalanceDelay 0 unless `opts`
+ * say), each recording its hold sets; `add` joins another; `stop` ends them all.
+ */
+export function memberLab(names: string[], opts: Partial<ClusterOptions> = {}) {
+  const clock = new FakeClock();
+  const etcd = new FakeEtcd(clock);
+  const records: HoldRecord[] = [];
+  const nodes: LabNode[] = [];
+  const add = (name: string, extra: Partial<ClusterOptions> = {}): LabNode => {
+    const store = etcd.client();
+    const sets: HoldSet[] = [];
+    const withdrawn: string[][] = [];
+    const member = new ClusterMember({
+      store,
+      clock,
+      options: {
+        nodeName: name,
+        nodeIPs: [`10.9.0.${nodes.length + 1}`],
+        rebalanceDelay: 0,
+        ...opts,
+        ...extra,
+      },
+      onHold: (s) => {
+        sets.push(s);
+        records.push({ node: name, at: clock.now(), ips: s.ips, deadline: s.deadline });
+      },
+      onWithdraw: (ips) => withdrawn.push([...ips]),
+    });
+    const n = { name, store, member, sets, withdrawn };
+    nodes.push(n);
+    return n;
+  };
+  for (const name of names) add(name);
+  const admin = new ClusterAdmin(etcd.client());
+  const holders = (ip: string) => nodes.filter((n) => n.member.mayHold(ip)).map((n) => n.name);
+  const held = (n: LabNode) => n.member.holdSet().ips;
+  const stop = (): void => {
+    for (const n of nodes) void n.member.stop();
+    etcd.stop();
+  };
+  return { clock, etcd, nodes, records, admin, add, holders, held, stop };
 }

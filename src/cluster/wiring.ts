@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import { describeError } from '../errors/index.js';
 import type { Clock } from '../sched/index.js';
+import { ActiveHold } from './active.js';
 import { ClaimGate, ClaimProber } from './claims.js';
 import { HoldPublisher, type HoldReason, type HoldSet } from './hold.js';
 import { KeyLayout } from './keys.js';
@@ -42,6 +43,8 @@ export interface MemberParts {
   heard: PeerMonitor | undefined;
   /** Writes the fence and revokes the lease of a dead or silent peer, once the others agree. */
   takeover: Takeover;
+  /** Decides the active-active IPs this node holds, and how long a withdrawn one lingers. */
+  active: ActiveHold;
 }
 
 /** What the parts call back into the member. */
@@ -77,6 +80,7 @@ export interface MemberContext {
   peers: PeerTransport | undefined;
   probe: ((ip: string) => Promise<void>) | undefined;
   defer: ((fn: () => void) => void) | undefined;
+  onWithdraw: ((ips: readonly string[]) => void) | undefined;
 }
 
 /** A claim refused by duplicate address detection is tried again after this, ms. */
@@ -85,7 +89,15 @@ const CONFLICT_RETRY_MS = 10_000;
 /** Builds every part: the etcd side first, then the peers' side over it. */
 export function wireMember(ctx: MemberContext, host: MemberHost): MemberParts {
   const keys = wireKeys(ctx, host);
-  return { ...keys, ...wirePeers(ctx, host, keys) };
+  const active = new ActiveHold({
+    node: ctx.node,
+    bgp: ctx.options.bgp,
+    lingerMs: ctx.options.withdrawLinger,
+    later: (ms, fn) => host.later(ms, fn),
+    republish: () => host.publish('sync'),
+    ...(ctx.onWithdraw ? { onWithdraw: ctx.onWithdraw } : {}),
+  });
+  return { ...keys, ...wirePeers(ctx, host, keys), active };
 }
 
 type KeyParts = Pick<

@@ -159,4 +159,14 @@ export const CLUSTER_OPTIONS = [
     default: true,
     doc: 'On stop, revoke the lease so that the next owners take the IPs over at once (off: they wait for the TTL).',
   },
+  {
+    path: 'cluster.withdrawLinger',
+    type: 'duration',
+    // 1 s: a router takes tens of ms to act on a withdrawal (FRR here: under 100 ms), BIRD
+    // a few hundred to reconfigure with 1,000 routes; flows then find the other nodes.
+    default: SECOND,
+    min: 0,
+    max: MINUTE,
+    doc: 'Active-active cluster IPs (needs bgp.enabled): how long a node that gives one up of its own accord (drained, no longer eligible, deleted) keeps the address after withdrawing its route, so that the router moves the flows to the other nodes before the address goes. 0: at once.',
+  },
 ] as const satisfies readonly OptionSpec[];
