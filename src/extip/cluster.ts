@@ -24,6 +24,11 @@ import type { AnnouncerLike, ExternalIpStatus, ObservedAddress } from './types.j
 export interface ClusterGate {
   /** True while the node may speak for `ip`: in its hold set and its lease provably valid. */
   mayHold(ip: string): boolean;
+  /**
+   * An IP held by several nodes at once (active-active), announced over BGP only: no
+   * gratuitous ARP or unsolicited NA is sent for it and no ARP/NDP request is answered.
+   */
+  routedOnly?(ip: string): boolean;
   /** The cluster holder's name (cluster.holderName); default fkcluster0. */
   holderName?: string;
   /** Tests: the fence object file. */
@@ -130,9 +135,13 @@ export class ClusterIps {
     return [...this.#refused].map(([ip, reason]) => ({ ip, reason }));
   }
 
-  /** Nothing forbids speaking for `ip`: not a cluster IP, or held with a valid lease now. */
+  /**
+   * Nothing forbids speaking for `ip` on the segment: not a cluster IP, or held with a valid
+   * lease now and not routed only (active-active IPs reach the node by BGP, never by ARP/NDP).
+   */
   mayAnswer(ip: string): boolean {
-    return !this.#known.has(ip) || this.#gate.mayHold(ip);
+    if (!this.#known.has(ip)) return true;
+    return this.#gate.mayHold(ip) && this.#gate.routedOnly?.(ip) !== true;
   }
 
   /** On the cluster holder and assigned (we answer for it, while mayAnswer allows). */

@@ -222,6 +222,30 @@ describe.skipIf(skip)('extip in cluster mode', () => {
     expect(await peerReaches(lab, C4)).toBe(false);
   });
 
+  it('a routed-only (active-active) IP is held and reached by its route, never announced or answered', async () => {
+    const lab = await makeLab('xc5');
+    const g: TestGate = { ...gate(), routedOnly: (ipText) => ipText === C4 };
+    g.mayHold = (ipText) => g.valid && g.held.has(ipText);
+    const { extip, registry } = await startCluster(lab, g);
+    const cap = capture(lab.peer, 'peer0');
+    g.held = new Set([C4, C6]);
+    await extip.setClusterIps([C4, C6]);
+    await waitFor(() => holderAddrs(lab.node, HOLDER).length === 2, { what: 'both held' });
+    // C6 is announced as usual: once its announcement is seen, C4's would have been too
+    await waitFor(() => answersFor(cap.frames, C6) >= 1, { what: "C6's announcement" });
+    expect(answersFor(cap.frames, C4)).toBe(0);
+    // asked by ARP, nobody answers (neither the agent nor the kernel)
+    expect(await peerReaches(lab, C4)).toBe(false);
+    expect(answersFor(cap.frames, C4)).toBe(0);
+    expect(await metric(registry, 'fibkeeper_extip_responses_sent_total', { family: 'ipv4' })).toBe(
+      0,
+    );
+    // routed to the node (as a BGP route would), it answers
+    ip(lab.peer, 'route', 'add', `${C4}/32`, 'via', NODE_V4);
+    expect(await pings(lab, C4)).toBe(true);
+    expect(extip.list().find((s) => s.ip === C4)).toMatchObject({ state: 'assigned' });
+  });
+
   it('refuses an IP that is both node-local and a cluster IP, either way round', async () => {
     const lab = await makeLab('xc4');
     const g = gate();
