@@ -306,6 +306,7 @@ export class Agent implements AgentView {
           setPeers(this.neighbor, ips, this.log.child({ component: 'cluster' })),
         ),
       onHoldSet: (set, status) => this.events.cluster.hold(set, status),
+      withdraw: () => this.bgp?.changed(), // the routes go now, the addresses after the linger
     });
     this.cluster = c;
     this.#stoppers.push(() => c.stop());

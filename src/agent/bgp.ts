@@ -18,6 +18,8 @@ export interface AgentBgpParams {
   cfg: FibkeeperConfig;
   netns?: string;
   extip: ExternalIpSubsystem;
+  /** Cluster mode: held, but not to be announced (an active-active IP on its way out). */
+  withdrawing?: (ip: string) => boolean;
   events: EventLog;
   registry: Registry;
   log: Logger;
@@ -47,7 +49,7 @@ export class AgentBgp {
     const held = (): string[] =>
       p.extip
         .list()
-        .filter((s) => s.state === 'assigned')
+        .filter((s) => s.state === 'assigned' && p.withdrawing?.(s.ip) !== true)
         .map((s) => s.ip);
     let speaker: BgpSpeaker | undefined;
     const metrics = registerBgpMetrics(p.registry, async () =>
@@ -75,6 +77,11 @@ export class AgentBgp {
     });
     this.#tick();
     this.#soon(); // what changed while the daemon started
+  }
+
+  /** The held set changed in a way no event tells (an active-active IP withdrawn). */
+  changed(): void {
+    this.#soon();
   }
 
   /** A sync after the emitting change is done (the event comes before the state moves). */
@@ -128,6 +135,7 @@ export async function startBgp(
     cfg: FibkeeperConfig;
     netns: string | undefined;
     extip: ExternalIpSubsystem | undefined;
+    cluster: { member: { withdrawing(ip: string): boolean } } | undefined;
     events: AgentEvents;
     registry: Registry;
     log: Logger;
@@ -139,6 +147,9 @@ export async function startBgp(
     cfg: agent.cfg,
     ...(agent.netns !== undefined ? { netns: agent.netns } : {}),
     extip: agent.extip,
+    ...(agent.cluster
+      ? { withdrawing: (ip: string) => agent.cluster!.member.withdrawing(ip) }
+      : {}),
     events: agent.events.log,
     registry: agent.registry,
     log: agent.log.child({ component: 'bgp' }),

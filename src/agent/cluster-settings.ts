@@ -10,7 +10,7 @@ import { resolveOptions, type ClusterOptions, type EtcdStoreOptions } from '../c
 
 export function clusterSettings(
   cfg: FibkeeperConfig['cluster'],
-  fallback: { nodeIP?: string; hostname?: string } = {},
+  fallback: { nodeIP?: string; hostname?: string; bgp?: boolean } = {},
 ): { options: ClusterOptions; store: EtcdStoreOptions } {
   const {
     enabled: _e,
@@ -27,6 +27,7 @@ export function clusterSettings(
   const options = resolveOptions({
     ...same,
     nodeName: nodeName || (fallback.hostname ?? hostname()),
+    bgp: fallback.bgp === true,
     labels: parseLabelList(labels),
     nodeIPs: (nodeIPs.length > 0 ? nodeIPs : fromNode).map((ip) => canonicalIp(ip)),
   });

@@ -35,6 +35,8 @@ export interface AgentClusterParams {
   peers: (ips: readonly string[]) => void;
   /** Duplicate address detection on the external interface (ExternalIpSubsystem.probe). */
   probe?: (ip: string) => Promise<void>;
+  /** Active-active IPs whose routes are to be withdrawn now (they stay held a moment). */
+  withdraw?: (ips: readonly string[]) => void;
   /** Told of every hold set (events: IPs taken and given up, fences, moves). */
   onHoldSet?: (set: HoldSet, status: () => ClusterStatus) => void;
   /** Times the wait for the peers and the seeding retries; default the monotonic clock. */
@@ -55,7 +57,10 @@ export class AgentCluster {
   #lastIps: readonly string[] = [];
 
   constructor(p: AgentClusterParams) {
-    const { options, store } = clusterSettings(p.cfg.cluster, { nodeIP: p.cfg.extip.nodeIP });
+    const { options, store } = clusterSettings(p.cfg.cluster, {
+      nodeIP: p.cfg.extip.nodeIP,
+      bgp: p.cfg.bgp.enabled,
+    });
     this.#log = p.log;
     this.#clock = p.clock ?? monotonicClock;
     this.#startedAt = this.#clock.now();
@@ -83,6 +88,7 @@ export class AgentCluster {
       },
       onHold: (set) => p.hold(set.ips),
       onPeers: p.peers,
+      ...(p.withdraw ? { onWithdraw: p.withdraw } : {}),
       ...(hbIp === undefined
         ? {}
         : {

@@ -121,6 +121,7 @@ export const HANDLERS: HandlerTable = {
       ip: d.ip,
       nodes: [...(d.eligible.nodes ?? [])],
       labels: { ...(d.eligible.labels ?? {}) },
+      mode: d.eligible.mode ?? 'single',
       owner: d.owner ?? null,
     }));
   },

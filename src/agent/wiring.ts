@@ -80,6 +80,7 @@ export function extipParams(a: Wired): ExternalIpParams {
       ? {
           cluster: {
             mayHold: (ip: string) => a.cluster?.member.mayHold(ip) === true,
+            routedOnly: (ip: string) => a.cluster?.member.isActiveActive(ip) === true,
             holderName: a.cfg.cluster.holderName,
           },
           onExternalUp: (up: boolean) => a.cluster?.member.setAble(up),

@@ -33,6 +33,8 @@ export interface ClusterIpEntry {
   /** Eligible node names ([]: any) and labels ({}: any). */
   nodes: string[];
   labels: Record<string, string>;
+  /** single (one owner) or active-active (every eligible node that announces over BGP). */
+  mode: 'single' | 'active-active';
   owner: string | null;
 }
 
@@ -40,6 +42,8 @@ export interface ClusterIpEntry {
 export interface ClusterEligibility {
   nodes: string[];
   labels: Record<string, string>;
+  /** Absent: single. */
+  mode?: 'single' | 'active-active';
 }
 
 /** What a forwardable call changed for its owner: IPs it took that it did not hold, IPs it gave up. */
@@ -187,7 +191,12 @@ const texts = (list: readonly ParsedIp[]): string[] => list.map((ip) => ip.addre
 
 /** The body's optional "nodes" and "labels" (eligibility of a cluster IP), checked. */
 function eligibility(body: Record<string, unknown>): ClusterEligibility {
-  const { nodes = [], labels = {} } = body;
+  const { nodes = [], labels = {}, mode = 'single' } = body;
+  if (mode !== 'single' && mode !== 'active-active') {
+    throw new InvalidArgumentError(
+      `"mode" ${JSON.stringify(mode)} is not one of single, active-active`,
+    );
+  }
   if (!Array.isArray(nodes) || nodes.some((n) => typeof n !== 'string')) {
     throw new InvalidArgumentError('"nodes" must be a list of node names');
   }
@@ -197,6 +206,7 @@ function eligibility(body: Record<string, unknown>): ClusterEligibility {
   return {
     nodes: [...new Set(nodes as string[])].map((n) => validateNodeName(n, 'eligible node')),
     labels: validateLabels(labels as Record<string, string>),
+    ...(mode === 'active-active' ? { mode } : {}),
   };
 }
 

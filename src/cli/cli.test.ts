@@ -248,8 +248,9 @@ describe('cli', () => {
           void seen.push({ ips, eligible }),
         clusterExtipDelete: async (ips: string[]) => ips.slice(1),
         clusterExtipList: async () => [
-          { ip: '192.0.2.10', nodes: ['a', 'b'], labels: {}, owner: 'b' },
-          { ip: '2001:db8::10', nodes: [], labels: { zone: 'x' }, owner: null },
+          { ip: '192.0.2.10', nodes: ['a', 'b'], labels: {}, mode: 'single', owner: 'b' },
+          { ip: '2001:db8::10', nodes: [], labels: { zone: 'x' }, mode: 'single', owner: null },
+          { ip: '192.0.2.60', nodes: [], labels: {}, mode: 'active-active', owner: null },
         ],
         clusterStatus: async () => ({
           node: 'a',
@@ -290,6 +291,20 @@ describe('cli', () => {
           eligible: { nodes: ['a', 'b'], labels: { zone: 'x' } },
         },
       ]);
+      const aa = await run(
+        'cluster',
+        'extip',
+        'add',
+        '192.0.2.60',
+        '--active-active',
+        '--socket',
+        sock,
+      );
+      expect(aa.out).toBe('added to the cluster (active-active): 192.0.2.60\n');
+      expect(seen.at(-1)).toEqual({
+        ips: ['192.0.2.60'],
+        eligible: { nodes: [], labels: {}, mode: 'active-active' },
+      });
       const badLabel = await run(
         'cluster',
         'extip',
@@ -306,9 +321,10 @@ describe('cli', () => {
       expect(del.out).toBe('removed from the cluster: 192.0.2.10 (1 not in the desired set)\n');
       const list = await run('cluster', 'extip', 'list', '--socket', sock);
       expect(list.out.split('\n')).toEqual([
-        'IP            OWNER  NODES  LABELS',
-        '192.0.2.10    b      a,b    *',
-        '2001:db8::10  -      *      zone=x',
+        'IP            MODE           OWNER  NODES  LABELS',
+        '192.0.2.10    single         b      a,b    *',
+        '2001:db8::10  single         -      *      zone=x',
+        '192.0.2.60    active-active  (all)  *      *',
         '',
       ]);
       const st = await run('cluster', 'status', '--socket', sock);

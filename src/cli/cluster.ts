@@ -49,26 +49,33 @@ const addCommand: Command = {
     'Options:',
     '  --node NAME         only these nodes may hold the IPs (repeat; default: any node)',
     '  --label KEY=VALUE   only nodes with all these labels (cluster.labels) may hold them',
+    '  --active-active     every eligible node that announces over BGP (bgp.enabled) holds',
+    '                      them at once and the router spreads the flows (ECMP); no node',
+    '                      answers ARP/NDP for them. A drained node withdraws its route',
+    '                      first and drops the address cluster.withdrawLinger later',
     ...COMMON_HELP,
     '',
-    'Adding an IP that is there already replaces its eligibility. The owner is chosen by',
-    'placement over the live eligible members: `fibkeeper cluster status` shows it.',
+    'Adding an IP that is there already replaces its eligibility and mode. The owner is',
+    'chosen by placement over the live eligible members: `fibkeeper cluster status` shows it.',
   ].join('\n'),
   options: {
     ...COMMON,
     node: { type: 'string', multiple: true },
     label: { type: 'string', multiple: true },
+    'active-active': { type: 'boolean' },
   },
   positionals: true,
   async run(args, io) {
     const ips = needIps(args);
     const nodes = Array.isArray(args.values.node) ? args.values.node : [];
+    const aa = flag(args, 'active-active');
     const r = await clientFor(args).call<{ ips: string[] }>('POST', '/v1/cluster/extip', {
       ips,
       nodes,
       labels: labelsOf(args),
+      ...(aa ? { mode: 'active-active' } : {}),
     });
-    io.out(`added to the cluster: ${r.ips.join(' ')}\n`);
+    io.out(`added to the cluster${aa ? ' (active-active)' : ''}: ${r.ips.join(' ')}\n`);
     return EXIT_OK;
   },
 };
@@ -105,13 +112,14 @@ const listCommand: Command = {
     if (printData(io, o, r.extip)) return EXIT_OK;
     const rows = r.extip.map((e) => [
       e.ip,
-      e.owner ?? '-',
+      e.mode,
+      e.mode === 'active-active' ? '(all)' : (e.owner ?? '-'),
       e.nodes.join(',') || '*',
       Object.entries(e.labels)
         .map(([k, v]) => `${k}=${v}`)
         .join(',') || '*',
     ]);
-    io.out(columns(['IP', 'OWNER', 'NODES', 'LABELS'], rows));
+    io.out(columns(['IP', 'MODE', 'OWNER', 'NODES', 'LABELS'], rows));
     return EXIT_OK;
   },
 };

@@ -222,7 +222,7 @@ export function formatClusterStatus(c: Loose<ClusterSection>): string {
       const p = heard.get(s(m.name));
       return [
         s(m.name),
-        m.cordoned ? 'cordoned' : m.able === false ? 'unable' : 'ok',
+        (m.cordoned ? 'cordoned' : m.able === false ? 'unable' : 'ok') + (m.bgp ? ' bgp' : ''),
         ago(m.seenForMs),
         m.name === c.node
           ? '(self)'
@@ -242,8 +242,9 @@ export function formatClusterStatus(c: Loose<ClusterSection>): string {
     ['IP', 'OWNER', 'PLACEMENT', 'LAST MOVE', 'HERE'],
     ips.map((i) => [
       s(i.ip),
-      s(i.owner),
-      s(i.placement),
+      // active-active: every announcer holds it (no owner, no placement)
+      i.mode === 'active-active' ? `all: ${arr(i.announcers).join(',') || 'none'}` : s(i.owner),
+      i.mode === 'active-active' ? 'active-active' : s(i.placement),
       i.lastMoveAgoMs === undefined ? '-' : `${ago(i.lastMoveAgoMs)} ago`,
       [
         i.heldHere ? 'held' : '',

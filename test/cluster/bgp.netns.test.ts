@@ -7,71 +7,17 @@
 // path to the router and its path to etcd black-holed at once, the link itself up) has the
 // router drop the route by BFD and the other node take the IP after the lease.
 import { spawnSync } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { LocalEtcd } from '../../src/cluster/index.js';
-import { makeNetns, privileged, waitFor } from '../helpers/netns.js';
-import { ProxyProc } from './world.js';
-import {
-  makeRouter,
-  monitor,
-  nextHops,
-  nodeV4,
-  nodeV6,
-  pingOnce,
-  startAgent,
-  type AgentHandle,
-  type Router,
-} from '../bgp/lab.js';
+import { describe, expect, it } from 'vitest';
+import { privileged, waitFor } from '../helpers/netns.js';
+import { bgpWorld, fileEtcd, type BgpWorld } from './bgp-world.js';
+import { monitor, nextHops, nodeV4, pingOnce, type Router } from '../bgp/lab.js';
 
 const { skip } = privileged();
 const IP = '192.0.2.30';
 
-let etcd: LocalEtcd | undefined;
-beforeAll(async () => {
-  if (!skip) etcd = await LocalEtcd.start();
-}, 30_000);
-afterAll(async () => {
-  await etcd?.destroy();
-});
+const etcd = fileEtcd(skip);
 
-interface World {
-  router: Router;
-  client: string;
-  agents: AgentHandle[];
-  nodes: string[];
-  /** Each node's own path to etcd. */
-  proxies: ProxyProc[];
-}
-
-async function world(): Promise<World> {
-  const nodes = [makeNetns('bgcn1'), makeNetns('bgcn2')];
-  const port = Number(etcd!.endpoint.split(':').pop());
-  // In processes of their own: the test's spawnSync calls must not stall the agents' etcd.
-  const proxies = [await ProxyProc.start(port), await ProxyProc.start(port)];
-  onTestFinished(() => {
-    for (const p of proxies) p.close();
-  });
-  const client = makeNetns('bgcc');
-  const router = await makeRouter(nodes, client, { nodes: 2, bfd: true });
-  const agents: AgentHandle[] = [];
-  const prefix = `/fkbgp${process.pid}x${Date.now()}/`;
-  for (const [k, ns] of nodes.entries()) {
-    const i = k + 1;
-    agents.push(
-      await startAgent(ns, i, [
-        '  bfd:',
-        '    interval: 100ms',
-        'cluster:',
-        '  enabled: true',
-        `  nodeName: n${i}`,
-        `  nodeIPs: ["${nodeV4(i)}", "${nodeV6(i)}"]`,
-        `  prefix: ${prefix}`,
-        `  etcd:\n    endpoints: ["${proxies[k]!.endpoint}"]`,
-      ]),
-    );
-  }
-  return { router, client, agents, nodes, proxies };
-}
+const world = (): Promise<BgpWorld> => bgpWorld(etcd(), 2, 'bgc');
 
 /** The node (1-based) the router's FIB sends IP to, once there is exactly one. */
 async function holderByRouter(router: Router, not?: number): Promise<number> {
@@ -91,7 +37,7 @@ async function holderByRouter(router: Router, not?: number): Promise<number> {
 
 /** Node i's link cut, its carrier up: every packet to and from the router dropped, and its
  * path to etcd black-holed (the link carries both). */
-async function cutLink(w: World, i: number): Promise<void> {
+async function cutLink(w: BgpWorld, i: number): Promise<void> {
   const nft = [
     'table inet fkcut {',
     '  chain i { type filter hook input priority -300; policy drop; }',
