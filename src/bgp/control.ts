@@ -117,12 +117,15 @@ export interface BirdProtocolState {
   /** Routes exported to the peer (advertised now). */
   exported: number;
   lastError: string;
+  /** The peer sent the graceful restart capability (it keeps our routes on a planned restart). */
+  peerGracefulRestart: boolean;
 }
 
 /** Parses `show protocols all` (codes 1002 rows, 1006 details) into BGP protocol states. */
 export function parseProtocols(reply: BirdReply): BirdProtocolState[] {
   const out: BirdProtocolState[] = [];
   let cur: BirdProtocolState | undefined;
+  let caps: 'local' | 'neighbor' | undefined; // the capability list being read
   for (const { code, text } of reply.lines) {
     if (code === 1002) {
       const f = text.trim().split(/\s+/);
@@ -135,13 +138,20 @@ export function parseProtocols(reply: BirdReply): BirdProtocolState[] {
         info: f.slice(5).join(' '),
         exported: 0,
         lastError: '',
+        peerGracefulRestart: false,
       };
+      caps = undefined;
       out.push(cur);
     } else if (code === 1006 && cur) {
       const routes = /Routes:\s+\d+ imported, (?:\d+ filtered, )?(\d+) exported/.exec(text);
       if (routes) cur.exported += Number(routes[1]);
       const err = /Last error:\s+(.*)$/.exec(text);
       if (err) cur.lastError = err[1]!.trim();
+      const t = text.trim();
+      if (t === 'Local capabilities') caps = 'local';
+      else if (t === 'Neighbor capabilities') caps = 'neighbor';
+      else if (/^(Session|Channel)\b/.test(t)) caps = undefined;
+      else if (caps === 'neighbor' && t === 'Graceful restart') cur.peerGracefulRestart = true;
     }
   }
   return out;

@@ -43,6 +43,12 @@ export interface BgpPeerStatus {
   since: string;
   advertised: number;
   lastError: string;
+  /**
+   * Graceful restart on this session: on (bgp.gracefulRestart set and the peer sent the
+   * capability: it keeps the routes on a planned restart), `no peer support`, `pending` (no
+   * session yet to tell), or off.
+   */
+  gracefulRestart: 'on' | 'no peer support' | 'pending' | 'off';
 }
 
 export interface BgpStatus {
@@ -52,6 +58,8 @@ export interface BgpStatus {
   withdrawnTotal: number;
   peers: BgpPeerStatus[];
   lastError: string | null;
+  /** bgp.gracefulRestart in seconds (0: off): how long routers keep the routes on a planned restart. */
+  gracefulRestartS: number;
 }
 
 const fam = (ip: string): 'ipv4' | 'ipv6' => (ip.includes(':') ? 'ipv6' : 'ipv4');
@@ -203,6 +211,14 @@ export class BgpSpeaker {
         since: s?.since ?? '',
         advertised: s?.exported ?? 0,
         lastError: s?.lastError ?? (this.daemon.pid === undefined ? 'daemon not running' : ''),
+        gracefulRestart:
+          this.#p.config.gracefulRestart <= 0
+            ? 'off'
+            : s?.info.startsWith('Established') !== true
+              ? 'pending'
+              : s.peerGracefulRestart
+                ? 'on'
+                : 'no peer support',
       };
     });
   }
@@ -220,6 +236,7 @@ export class BgpSpeaker {
       withdrawnTotal: this.#withdrawn,
       peers: await this.sessions().catch(() => []),
       lastError: this.#lastError,
+      gracefulRestartS: Math.round(this.#p.config.gracefulRestart / 1000),
     };
   }
 

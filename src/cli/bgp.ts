@@ -5,7 +5,18 @@ import { documentCommand } from './client-commands.js';
 
 export function formatBgpStatus(s: BgpStatus): string {
   const rows = [
-    ['PEER', 'AS', 'PROTOCOL', 'STATE', 'SESSION', 'SINCE', 'BFD', 'ADVERTISED', 'LAST ERROR'],
+    [
+      'PEER',
+      'AS',
+      'PROTOCOL',
+      'STATE',
+      'SESSION',
+      'SINCE',
+      'BFD',
+      'GR',
+      'ADVERTISED',
+      'LAST ERROR',
+    ],
   ];
   for (const p of s.peers) {
     rows.push([
@@ -16,6 +27,7 @@ export function formatBgpStatus(s: BgpStatus): string {
       p.session,
       p.since,
       p.bfd ? 'on' : 'off',
+      p.gracefulRestart === 'no peer support' ? 'no-peer' : p.gracefulRestart,
       String(p.advertised),
       p.lastError || '-',
     ]);
@@ -31,6 +43,7 @@ export function formatBgpStatus(s: BgpStatus): string {
   return [
     `daemon: ${d.running ? `bird pid ${d.pid}` : 'not running'} (config ${d.config}, control ${d.control})`,
     `announced: ${s.announced.length} (${s.advertisedTotal} advertised, ${s.withdrawnTotal} withdrawn since start)`,
+    `graceful restart: ${s.gracefulRestartS > 0 ? `${s.gracefulRestartS} s (an orderly stop keeps the routes at the routers as stale)` : 'off (a stop withdraws the routes)'}`,
     ...(s.lastError ? [`last error: ${s.lastError}`] : []),
     '',
     ...table,

@@ -65,9 +65,10 @@ describe.skipIf(skip)('BGP announcement of node-local external IPs', () => {
 
     const text = agent.cli('bgp', 'status').stdout;
     expect(text).toMatch(
-      /^10\.77\.1\.1\s+65000\s+fk_peer0\s+up\s+Established\s+\S+\s+on\s+1\s+-$/m,
+      /^10\.77\.1\.1\s+65000\s+fk_peer0\s+up\s+Established\s+\S+\s+on\s+off\s+1\s+-$/m,
     );
     expect(text).toContain('announced: 2 (2 advertised, 0 withdrawn since start)');
+    expect(text).toContain('graceful restart: off');
 
     const del = agent.cli('extip', 'del', V4, V6);
     expect(del.status, del.stderr).toBe(0);

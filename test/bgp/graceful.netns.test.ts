@@ -27,6 +27,17 @@ async function lab() {
   // The router has negotiated GR with the node (the node's restart time is what we set).
   const nbr = router.vtysh(`show bgp neighbors ${nodeV4(1)}`);
   expect(nbr).toMatch(/Remote GR Mode: Restart/);
+  // and the node says so: the router sent the capability (FRR is a GR helper by default)
+  const st = () =>
+    JSON.parse(agent.cli('bgp', 'status', '--json').stdout) as {
+      gracefulRestartS: number;
+      peers: { gracefulRestart: string }[];
+    };
+  expect(st().gracefulRestartS).toBe(30);
+  await waitFor(() => st().peers.every((p) => p.gracefulRestart === 'on'), {
+    timeoutMs: 10_000,
+    what: () => `GR on with both peers: ${JSON.stringify(st().peers)}`,
+  });
   return { node, client, router, agent };
 }
 
