@@ -45,9 +45,12 @@ export interface Router {
   /** `show bgp ipv4|ipv6 unicast json`'s routes. */
   bgpRoutes(family: 4 | 6): Record<string, { nexthops: { ip: string }[] }[]>;
   /** The kernel's route to `prefix` in the router namespace (`ip -j route show`), or []. */
-  kernelRoute(
-    prefix: string,
-  ): { dst: string; gateway?: string; nexthops?: { gateway: string }[] }[];
+  kernelRoute(prefix: string): {
+    dst: string;
+    gateway?: string;
+    dev?: string;
+    nexthops?: { gateway: string; dev?: string }[];
+  }[];
   pids(): number[];
 }
 

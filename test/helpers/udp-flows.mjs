@@ -5,7 +5,9 @@
 //   node udp-flows.mjs flows DST PORT COUNT INTERVAL_MS
 //       COUNT flows (one socket each: its own source port), each sending "<flow>:<seq>" every
 //       INTERVAL_MS. Prints "ready" once every flow has had an answer. On stdin, "mark NAME"
-//       records the next sequence number under NAME ("marked NAME"); "stop" stops sending,
+//       records the next sequence number under NAME and prints "marked NAME" once every flow
+//       has had an answer to a datagram sent from then on (each flow's path as the router
+//       takes it now is known); "stop" stops sending,
 //       waits 500 ms for late answers, prints one JSON line and exits:
 //       { marks: {NAME: seq}, flows: [[node or null for each seq]] }.
 import dgram from 'node:dgram';
@@ -27,6 +29,7 @@ if (mode === 'serve') {
       const [head, node] = String(msg).split('|');
       const seq = Number(head.split(':')[1]);
       if (got[seq] === null) got[seq] = node;
+      settle();
       if (!ready && answers.every((a) => a.some((x) => x))) {
         ready = true;
         process.stdout.write('ready\n');
@@ -37,6 +40,15 @@ if (mode === 'serve') {
     return s;
   });
   let ready = false;
+  /** Marks whose flows have not all been answered since: name → first sequence number. */
+  const pending = new Map();
+  const settle = () => {
+    for (const [name, from] of pending) {
+      if (!answers.every((a) => a.slice(from).some((x) => x))) continue;
+      pending.delete(name);
+      process.stdout.write(`marked ${name}\n`);
+    }
+  };
   let seq = 0;
   const marks = {};
   const timer = setInterval(() => {
@@ -57,7 +69,7 @@ if (mode === 'serve') {
       const [cmd, arg] = line.split(' ');
       if (cmd === 'mark') {
         marks[arg] = seq;
-        process.stdout.write(`marked ${arg}\n`);
+        pending.set(arg, seq);
       } else if (cmd === 'stop') {
         clearInterval(timer);
         setTimeout(() => {
