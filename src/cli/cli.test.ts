@@ -256,9 +256,17 @@ describe('cli', () => {
           node: 'a',
           ready: true,
           lease: { id: '7', ttlMs: 1000, ageMs: 12_345, holdForMs: 640 },
-          members: [{ name: 'a', labels: { zone: 'x' }, ips: ['10.0.0.1'], seenForMs: 900 }],
+          members: [
+            { name: 'a', labels: { zone: 'x' }, ips: ['10.0.0.1'], seenForMs: 900, bgp: true },
+          ],
           ips: [
             { ip: '192.0.2.10', owner: 'b', placement: 'b', lastMoveAgoMs: 1500, heldHere: false },
+            {
+              ip: '192.0.2.60',
+              mode: 'active-active',
+              announcers: ['a', 'c'],
+              heldHere: true,
+            },
           ],
           sysctls: [{ key: 'net.ipv4.conf.eth0.arp_ignore', effective: 1, want: 1 }],
           problems: [],
@@ -331,6 +339,8 @@ describe('cli', () => {
       expect(st.out).toMatch(/^Cluster: node a, registered; lease 7 \(TTL 1000 ms, age 12s/);
       expect(st.out).toMatch(/net\.ipv4\.conf\.eth0\.arp_ignore=1/);
       expect(st.out).toMatch(/192\.0\.2\.10 +b +b +1500ms ago/);
+      expect(st.out).toMatch(/^ +192\.0\.2\.60 +all: a,c +active-active +- +held$/m);
+      expect(st.out).toMatch(/^ +a +ok bgp /m);
       const group = await run('cluster');
       expect(group.code).toBe(2);
       expect(group.err).toMatch(
