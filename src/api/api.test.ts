@@ -273,6 +273,12 @@ describe('control API', () => {
     await expect(
       c.call('POST', '/v1/cluster/extip', { ips: ['192.0.2.1'], labels: ['zone=a'] }),
     ).rejects.toThrow(/"labels" must be an object/);
+    await expect(
+      c.call('POST', '/v1/cluster/extip', { ips: ['192.0.2.1'], mode: 'anycast' }),
+    ).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringMatching(/"mode" "anycast" is not one of single, active-active/),
+    });
     expect(calls).toEqual([]);
     expect(
       await c.call('POST', '/v1/cluster/extip', {
@@ -281,11 +287,13 @@ describe('control API', () => {
         labels: { zone: 'a' },
       }),
     ).toEqual({ ok: true, ips: ['2001:db8::1', '192.0.2.1'] });
+    await c.call('POST', '/v1/cluster/extip', { ips: ['192.0.2.9'], mode: 'active-active' });
     expect(
       await c.call('DELETE', '/v1/cluster/extip', { ips: ['192.0.2.1', '192.0.2.2'] }),
     ).toEqual({ ok: true, deleted: ['192.0.2.1'] });
     expect(calls).toEqual([
       'cluster add 2001:db8::1,192.0.2.1 {"nodes":["b","a"],"labels":{"zone":"a"}}',
+      'cluster add 192.0.2.9 {"nodes":[],"labels":{},"mode":"active-active"}',
       'cluster del 192.0.2.1,192.0.2.2',
     ]);
     expect(await c.call('GET', '/v1/cluster/status')).toEqual({ node: 'a' });
