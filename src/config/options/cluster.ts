@@ -7,7 +7,7 @@ export const CLUSTER_OPTIONS = [
     path: 'cluster.enabled',
     type: 'bool',
     default: false,
-    doc: 'Cluster mode: cluster external IPs, each held by one node at a time, coordinated through etcd (docs/cluster.md). Needs extip.enabled and cluster.etcd.endpoints; sets arp_ignore=1 and arp_announce=2 on the external interface.',
+    doc: 'Cluster mode: cluster external IPs, each held by one node at a time (or, added with --active-active, by every eligible node that announces over BGP), coordinated through etcd (docs/cluster.md). Needs extip.enabled and cluster.etcd.endpoints; sets arp_ignore=1 and arp_announce=2 on the external interface.',
   },
   {
     path: 'cluster.nodeName',
