@@ -1,6 +1,9 @@
 // What the agent's process needs beyond Node: a stop deadline that holds whatever the event
-// loop is waiting for.
+// loop is waiting for, and giving the C heap's free pages back to the kernel.
 #include <time.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,10 +39,25 @@ Napi::Value ExitAfter(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// trimHeap(): on a thread of its own, glibc's malloc_trim(0) hands every whole free page of
+// the C heap back to the kernel (madvise), in the middle of the arenas too, where free() only
+// gives back the top. Buffers, netlink messages and V8's off-heap stores come and go in the C
+// heap, and what they leave free stays in the process's RSS until then. The thread takes the
+// arenas' locks for a moment; JS does not wait for it. Without glibc: nothing.
+Napi::Value TrimHeap(const Napi::CallbackInfo& info) {
+#if defined(__GLIBC__)
+  std::thread([] { malloc_trim(0); }).detach();
+  return Napi::Boolean::New(info.Env(), true);
+#else
+  return Napi::Boolean::New(info.Env(), false);
+#endif
+}
+
 }  // namespace
 
 void InitProcess(Napi::Env env, Napi::Object exports) {
   exports.Set("exitAfter", Napi::Function::New(env, ExitAfter, "exitAfter"));
+  exports.Set("trimHeap", Napi::Function::New(env, TrimHeap, "trimHeap"));
 }
 
 }  // namespace fk

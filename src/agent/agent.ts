@@ -33,6 +33,7 @@ import { AgentCluster, dropLeftovers, setPeers } from './cluster.js';
 import { ControlPlane } from './control.js';
 import { AgentEvents } from './events.js';
 import { neighborProblems, prefixed } from './health.js';
+import { startHeapTrim } from './heap-trim.js';
 import { handlersFor } from './handlers.js';
 import { acquireAgentLock, type AgentLock } from './lock.js';
 import { registerAgentMetrics, type AgentMetrics } from './metrics.js';
@@ -177,7 +178,7 @@ export class Agent implements AgentView {
       const { token } = checkRunnable(this.cfg);
       checkCapabilities(this.cfg, this.#p.capabilities);
       this.#lock = acquireAgentLock({ netns: this.cfg.netns, stateFile: this.cfg.stateFile });
-      this.#stoppers.push(() => this.#lock?.release());
+      this.#stoppers.push(() => this.#lock?.release(), startHeapTrim());
       const { usable, skipped } = this.store.load(staticSets(this.cfg));
       this.skipped = [...skipped];
       await this.#startApi(token);

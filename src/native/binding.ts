@@ -256,6 +256,7 @@ export interface Binding {
   ): void;
   faultCounts(): number[];
   exitAfter(ms: number, code: number, message: string): void;
+  trimHeap(): boolean;
   flockFd(fd: number, exclusive: boolean, wait: boolean): boolean;
   tcxQuery(ifindex: number, egress: boolean, netns?: string): number[] | null;
   iptablesTable(

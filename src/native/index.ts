@@ -21,7 +21,7 @@ export {
 } from './packet-socket.js';
 export { runInNetns, mountBpffs, unmount, isBpffs, flockFd } from './netns.js';
 export { sdNotify } from './notify.js';
-export { exitAfter } from './process.js';
+export { exitAfter, trimHeap } from './process.js';
 export {
   configureFaults,
   faultCounts,

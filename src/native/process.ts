@@ -11,3 +11,11 @@ export function exitAfter(ms: number, code: number, message: string): void {
   if (!Number.isInteger(ms) || ms < 0) throw new InvalidArgumentError(`exitAfter: bad ms ${ms}`);
   binding().exitAfter(ms, code, message.endsWith('\n') ? message : `${message}\n`);
 }
+
+/**
+ * Gives the C heap's free pages back to the kernel, on a thread of the addon (glibc's
+ * malloc_trim; the event loop does not wait). False where the C library has no such call.
+ */
+export function trimHeap(): boolean {
+  return binding().trimHeap();
+}
