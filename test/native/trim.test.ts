@@ -49,9 +49,12 @@ function run(trim: boolean): { before: number; after: number; trimmed: boolean |
 describe('trimHeap', () => {
   it("hands the freed pages back: the kernel's RssAnon falls by most of the ~75 MiB freed", () => {
     const without = run(false);
-    expect(without.before - without.after, 'nothing gives them back by itself').toBeLessThan(5);
+    expect(
+      without.before - without.after,
+      `nothing gives them back by itself: ${JSON.stringify(without)}`,
+    ).toBeLessThan(5);
     const withTrim = run(true);
     expect(withTrim.trimmed).toBe(true);
-    expect(withTrim.before - withTrim.after).toBeGreaterThan(40);
-  });
+    expect(withTrim.before - withTrim.after, JSON.stringify(withTrim)).toBeGreaterThan(40);
+  }, 30_000); // two processes that fill and free ~80 MiB each: seconds on a busy machine
 });
