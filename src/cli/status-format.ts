@@ -133,6 +133,7 @@ function kernelText(k: Loose<KernelEntry> | null | undefined): string {
 function neighborSection(n: Loose<NeighborSection>): string {
   const sum = n.summary ?? {};
   let out = `\nNeighbors (mode ${s(n.mode)}, protocol ${s(n.protocol)})\n`;
+  for (const w of arr(n.warnings)) out += `  warning: ${s(w)}\n`;
   out += `  forwardable IPs ${s(sum.forwardableIps)}, desired entries ${s(sum.desiredEntries)}, selected devices ${s(sum.selectedDevices)}\n`;
   const by = sum.desiredByStatus ?? {};
   out += `  reconcile: ${s(by.done, '0')} done, ${s(by.pending, '0')} pending, ${s(by.error, '0')} error; kernel states: ${

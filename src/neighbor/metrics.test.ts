@@ -19,6 +19,7 @@ describe('neighbor metrics', () => {
         ]),
       foreignEntries: () => 2,
       refreshMode: () => 'legacy',
+      managedOverLimit: () => false,
       unusableByDevice: () =>
         new Map([
           ['eth0', 0],
@@ -45,6 +46,7 @@ describe('neighbor metrics', () => {
       'fibkeeper_neighbor_unusable_entries{device="eth1"} 2',
       'fibkeeper_neighbor_refresh_mode{mode="legacy"} 1',
       'fibkeeper_neighbor_refresh_mode{mode="managed"} 0',
+      'fibkeeper_neighbor_managed_over_limit 0',
       'fibkeeper_neighbor_mode_switches_total{to="managed"} 0',
       'fibkeeper_neighbor_mode_switches_total{to="legacy"} 0',
       'fibkeeper_neighbor_inserts_total 4',

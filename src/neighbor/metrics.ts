@@ -17,6 +17,8 @@ export interface NeighborGaugeSource {
   foreignEntries(): number;
   /** The refresh path in use. */
   refreshMode(): RefreshModeName;
+  /** neighbor.refresh is a forced `managed` with more than rateLimit desired entries. */
+  managedOverLimit(): boolean;
   /** Unusable desired entries (unresolved past neighbor.unusableAfter) per selected device. */
   unusableByDevice(): ReadonlyMap<string, number>;
 }
@@ -229,6 +231,14 @@ export class NeighborMetrics implements ReconcilerMetrics {
       collect() {
         const now = self()?.refreshMode();
         for (const mode of REFRESH_MODES) this.set({ mode }, mode === now ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'fibkeeper_neighbor_managed_over_limit',
+      help: "1 while neighbor.refresh is managed (forced) with more desired entries than neighbor.rateLimit (until they are down to half of it): the kernel's re-probing of managed entries is then bounded by nothing but the table; neighbor.refresh: auto keeps it within rateLimit.",
+      registers,
+      collect() {
+        this.set(self()?.managedOverLimit() ? 1 : 0);
       },
     });
     new Gauge({

@@ -2,7 +2,10 @@
 // fibkeeper wants at most `neighbor.rateLimit` of them, the legacy path above (the kernel
 // probes managed entries in bursts as large as the table; the legacy refresh is paced by the
 // rate limit), managed again once the table is down to half of that (no flapping at the
-// threshold). docs/neighbor.md, "Why auto switches to the legacy path".
+// threshold). A forced `managed` keeps its path whatever the size, but says when it runs more
+// than `rateLimit` entries (the same hysteresis): the kernel's bursts are then unbounded, and
+// at 100,000 entries most of them were unusable. docs/neighbor.md, "Why auto switches to the
+// legacy path".
 import type { RefreshMode } from './types.js';
 
 export interface RefreshPathParams {
@@ -15,11 +18,14 @@ export interface RefreshPathParams {
   size: () => number;
   /** The path was switched (to write the entries of the other path again, count, log). */
   switched(to: RefreshMode, size: number): void;
+  /** A forced `managed` went over `rateLimit` entries (true) or back to half of it (false). */
+  overLimit?(over: boolean, size: number): void;
 }
 
 export class RefreshPath {
   readonly #p: RefreshPathParams;
   #now: RefreshMode;
+  #over = false;
 
   constructor(p: RefreshPathParams) {
     this.#p = p;
@@ -32,16 +38,34 @@ export class RefreshPath {
   }
 
   /**
+   * A forced `managed` with more than `rateLimit` desired entries (until they are down to half
+   * of it): nothing bounds the kernel's re-probing bursts.
+   */
+  get overLimit(): boolean {
+    return this.#over;
+  }
+
+  /**
    * The path, switched first when `auto` calls for it. Asked before every write and every
    * observed change, so entries are written for the path the table's size calls for.
    */
   current(): RefreshMode {
-    if (!this.#p.auto) return this.#now;
     const size = this.#p.size();
     const limit = this.#p.rateLimit;
+    if (!this.#p.auto) {
+      if (this.#now === 'managed') this.#checkOver(size, limit);
+      return this.#now;
+    }
     if (this.#now === 'managed' && size > limit) this.#switchTo('legacy', size);
     else if (this.#now === 'legacy' && size <= limit / 2) this.#switchTo('managed', size);
     return this.#now;
+  }
+
+  #checkOver(size: number, limit: number): void {
+    const over = this.#over ? size > limit / 2 : size > limit;
+    if (over === this.#over) return;
+    this.#over = over;
+    this.#p.overLimit?.(over, size);
   }
 
   #switchTo(to: RefreshMode, size: number): void {

@@ -104,6 +104,8 @@ export interface DeviceStatus {
 
 export interface NeighborStatus {
   mode: RefreshMode;
+  /** What the operator should know of the configuration in use (e.g. a forced `managed` at scale). */
+  warnings: string[];
   protocol: number;
   ready: boolean;
   summary: {
@@ -141,6 +143,7 @@ export interface NeighborStatus {
 
 export interface StatusSources {
   mode: RefreshMode;
+  warnings: string[];
   protocol: number;
   ready: boolean;
   forwardable: ForwardableIPs;
@@ -299,6 +302,7 @@ export function buildStatus(s: StatusSources, q: StatusQuery): NeighborStatus {
   const forwardable = ips.slice(0, limit).map((f) => forwardableRow(s, f, q));
   return {
     mode: s.mode,
+    warnings: s.warnings,
     protocol: s.protocol,
     ready: s.ready,
     summary: {

@@ -21,6 +21,7 @@ import type { OwnerChange } from './forwardable.js';
 import { buildStatus, type NeighborStatus, type StatusQuery } from './status.js';
 import { FIBKEEPER_NEIGH_PROTOCOL, type RefreshMode, type UnusableEntry } from './types.js';
 import {
+  managedOverLimitWarning,
   openNeighborFeeds,
   wireNeighbor,
   type NeighborFeeds,
@@ -410,6 +411,9 @@ export class NeighborSubsystem {
     return buildStatus(
       {
         mode: this.mode,
+        warnings: this.#n.path.overLimit
+          ? [managedOverLimitWarning(this.#n.desired.size, this.#p.config.rateLimit)]
+          : [],
         protocol: this.protocol,
         ready: this.ready(),
         forwardable: this.#n.forwardable,

@@ -4,6 +4,7 @@
 // legacy path (fibkeeper refreshes STALE entries, rate-limited) once it wants more than
 // rateLimit entries, and managed entries again at half of that.
 import { describe, expect, it } from 'vitest';
+import { formatStatus } from '../../src/cli/status-format.js';
 import { ipJson, ip, makeNetns, privileged, sysctl, vethPair, waitFor } from '../helpers/netns.js';
 import { PROTO, startAgent, type IpNeigh } from './lab.js';
 
@@ -126,5 +127,58 @@ describe.skipIf(skip)('neighbor: ARP bounded by rateLimit, not by the table', ()
     expect(n.status().counters.modeSwitches).toEqual({ legacy: 1, managed: 1 });
     const text = await n.metrics.registry.metrics();
     expect(text).toContain('fibkeeper_neighbor_refresh_mode{mode="managed"} 1');
+  });
+
+  it('managed (forced): keeps its path above rateLimit entries, and warns until they are down to half', async () => {
+    const { r } = lab();
+    const n = await startAgent(r, {
+      config: { devices: ['rc0'], refresh: 'managed', rateLimit: 20 },
+    });
+    const managedFlags = () => {
+      const m = marked(r);
+      return m.length > 0 && m.every((x) => x.extern_learn === null && x.managed === null);
+    };
+    const gauge = async () =>
+      /^fibkeeper_neighbor_managed_over_limit (\d+)$/m.exec(
+        await n.metrics.registry.metrics(),
+      )?.[1];
+    n.upsert(
+      'a',
+      Array.from({ length: 10 }, (_, i) => v4(i + 2)),
+    );
+    await n.waitReady();
+    await waitFor(managedFlags, { what: '10 managed entries' });
+    expect(n.status().warnings).toEqual([]);
+    expect(await gauge()).toBe('0');
+    n.upsert(
+      'b',
+      Array.from({ length: 30 }, (_, i) => v4(i + 100)),
+    );
+    await waitFor(() => marked(r).length === 40 && managedFlags(), {
+      timeoutMs: 10_000,
+      what: '40 entries, all managed (the path is forced)',
+    });
+    expect(n.mode).toBe('managed');
+    const [w] = n.status().warnings;
+    expect(w).toContain('neighbor.refresh is managed with 40 desired entries');
+    expect(w).toContain('neighbor.rateLimit (20)');
+    expect(w).toContain('set neighbor.refresh: auto');
+    expect(formatStatus({ neighbor: n.status() })).toContain(`  warning: ${w}`);
+    expect(await gauge()).toBe('1');
+    // Down to 15 (over half of 20): still warned; down to 10: cleared.
+    n.delete(
+      'b',
+      Array.from({ length: 25 }, (_, i) => v4(i + 100)),
+    );
+    await waitFor(() => marked(r).length === 15, { timeoutMs: 10_000, what: '15 entries' });
+    expect(n.status().warnings).toHaveLength(1);
+    n.delete(
+      'b',
+      Array.from({ length: 5 }, (_, i) => v4(i + 125)),
+    );
+    await waitFor(() => marked(r).length === 10, { timeoutMs: 10_000, what: '10 entries' });
+    await waitFor(() => n.status().warnings.length === 0, { what: 'the warning cleared' });
+    expect(await gauge()).toBe('0');
+    expect(n.status().counters.modeSwitches).toEqual({ legacy: 0, managed: 0 });
   });
 });
