@@ -281,6 +281,10 @@ ts(
   12,
   [
     [`max by (mode) (fibkeeper_neighbor_refresh_mode${sel})`, 'path {{mode}}'],
+    [
+      `max(fibkeeper_neighbor_managed_over_limit${sel})`,
+      'forced managed over rateLimit entries (1 = warned)',
+    ],
     [by('fibkeeper_neighbor_mode_switches_total', 'to'), 'switches/s to {{to}}'],
     [`sum(fibkeeper_neighbor_foreign_entries${sel})`, 'foreign entries (left alone)'],
     [
