@@ -3,7 +3,7 @@
 // each alert's condition caused for real — a next hop that never answers, traffic without a
 // neighbor entry, frames lost after a redirect, an external IP another host uses or claims,
 // a state file that cannot be written, a foreign XDP program, a missing external interface,
-// a killed agent, a removed target. The label values the rules match on are checked against
+// a killed agent, a removed target, forced managed entries over the rate limit. The label values the rules match on are checked against
 // the agent's own exposition.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -56,7 +56,10 @@ interface World {
   sock: string;
 }
 
-async function startWorld(env: Record<string, string> = {}): Promise<World> {
+async function startWorld(
+  env: Record<string, string> = {},
+  args: readonly string[] = [],
+): Promise<World> {
   const prefix = `al${randomBytes(3).toString('hex')}`;
   const lab = labUp(prefix);
   cleanupLater(() => labDown(prefix));
@@ -86,6 +89,7 @@ async function startWorld(env: Record<string, string> = {}): Promise<World> {
       `--api-socket=${sock}`,
       `--state-file=${join(dir, 'state', 'state.json')}`,
       `--metrics-address=${metricsAddr}`,
+      ...args,
     ],
     { stdio: ['ignore', log, log], env: { ...process.env, ...env } },
   );
@@ -292,7 +296,7 @@ describe.skipIf(skip)('alerts, end to end', () => {
   });
 });
 
-describe.skipIf(skip)('alerts, end to end: kernel sockets that keep failing', () => {
+describe.skipIf(skip)('alerts, end to end: an agent of its own per alert', () => {
   it('sockets that keep failing are reopened again and again: FibkeeperSocketReopens', async () => {
     // Half of the netlink sends and receives fail with EBUSY once the agent is ready (fault
     // injection at the native boundary): each receive error reopens its socket.
@@ -302,6 +306,24 @@ describe.skipIf(skip)('alerts, end to end: kernel sockets that keep failing', ()
     const a = await w.prom.firing('FibkeeperSocketReopens');
     fired.add('FibkeeperSocketReopens');
     expect(a.annotations.summary).toMatch(/reopened its \S+ socket/);
+  });
+
+  it('forced managed entries over neighbor.rateLimit: FibkeeperManagedNeighborsOverLimit', async () => {
+    const w = await startWorld({}, ['--neighbor-refresh=managed', '--neighbor-rate-limit=2']);
+    // Three on-link next hops on r-server1 (nobody answers: it does not matter here).
+    const ips = ['10.77.2.20', '10.77.2.21', '10.77.2.22'];
+    expect((await call(w.sock, 'POST', '/v1/forwardable', { owner: 'alerts', ips })).status).toBe(
+      200,
+    );
+    const a = await w.prom.firing('FibkeeperManagedNeighborsOverLimit');
+    fired.add('FibkeeperManagedNeighborsOverLimit');
+    expect(a.annotations.summary).toMatch(/forced managed neighbor entries over/);
+    const st = spawnSync(process.execPath, [BIN, 'status', '--socket', w.sock], {
+      encoding: 'utf8',
+    });
+    expect(st.stdout).toContain(
+      'warning: neighbor.refresh is managed with 3 desired entries, more than neighbor.rateLimit (2)',
+    );
   });
 
   it('every shipped alert fired', () => {
