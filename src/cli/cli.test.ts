@@ -107,6 +107,17 @@ describe('cli', () => {
       expect(bypass.code, bypass.err).toBe(0);
       expect(JSON.parse(bypass.out).xdp.nodePolicy).toBe('bypass');
       expect(bypass.err).toMatch(/warning: xdp\.nodePolicy: bypass: frames forwarded in XDP skip/);
+      expect(bypass.err).not.toMatch(/neighbor\.refresh/);
+      // a forced managed path is called out (auto, the default, is not)
+      writeFileSync(
+        join(dir, 'nm.yaml'),
+        'extip:\n  enabled: false\nneighbor:\n  refresh: managed\n  rateLimit: 500\n',
+      );
+      const managed = await run('config', 'check', join(dir, 'nm.yaml'));
+      expect(managed.code, managed.err).toBe(0);
+      expect(managed.err).toMatch(
+        /warning: neighbor\.refresh: managed: above neighbor\.rateLimit \(500\) desired entries/,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

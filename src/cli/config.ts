@@ -57,6 +57,11 @@ export const configCheckCommand: Command = {
         "warning: xdp.nodePolicy: bypass: frames forwarded in XDP skip the node's netfilter (filter, connection tracking, NAT), tc and xfrm policy; respect (the default) sends the traffic they act on to the kernel\n",
       );
     }
+    if (cfg.neighbor.refresh === 'managed') {
+      io.err(
+        `warning: neighbor.refresh: managed: above neighbor.rateLimit (${cfg.neighbor.rateLimit}) desired entries the kernel re-probes every stale managed entry at once, in bursts as large as the table, and most can go unusable (the agent then warns in status); auto (the default) runs managed entries up to rateLimit and refreshes them itself above\n`,
+      );
+    }
     const skippedWhy = await checkOnNode(cfg);
     if (skippedWhy !== undefined) {
       io.err(`note: the static lists were not checked against the node: ${skippedWhy}\n`);
