@@ -10,6 +10,12 @@ import { neighKey, type DesiredNeighbor } from './types.js';
 /** No next hop: released, unreachable, or the device dropped. */
 export const NONE: readonly string[] = [];
 
+/**
+ * For assign(): the IP is its own one next hop (on-link). Checked against what is known
+ * before a list is made: a full resync of unchanged on-link IPs allocates none.
+ */
+export const SELF_HOP: unique symbol = Symbol('self');
+
 /** Next hops of one IP on one device: the one next hop itself, or several. */
 type Hops = string | readonly string[];
 
@@ -54,10 +60,12 @@ export class NextHopAssignments {
     w: TableWriter<DesiredNeighbor>,
     ifindex: number,
     ip: string,
-    nexthops: readonly string[],
+    hops: readonly string[] | typeof SELF_HOP,
   ): void {
     let m = this.#byDevice.get(ifindex);
     const cur = m === undefined ? undefined : this.#hopsOf(ifindex, ip, m);
+    if (hops === SELF_HOP && cur === ip) return;
+    const nexthops = hops === SELF_HOP ? [ip] : hops;
     if (sameHops(cur, nexthops)) return;
     const old = cur === undefined ? NONE : hopList(cur);
     for (const nh of old) if (!nexthops.includes(nh)) this.#unref(w, ifindex, nh, ip);

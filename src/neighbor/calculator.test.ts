@@ -108,6 +108,39 @@ async function setup(opts: { forwardableInit?: boolean; share?: boolean } = {}) 
 }
 
 describe('calculator', () => {
+  it('a full resync reads the table chunk by chunk, not a copy of it made at once', async () => {
+    const s = await setup();
+    const ips = Array.from({ length: 2500 }, (_, i) => `10.50.${i >> 8}.${i & 255}`);
+    s.forwardable.upsert('a', [...ips, '10.1.0.5']);
+    await s.settle();
+    const table = s.forwardable.ips.bind(s.forwardable);
+    let read = 0;
+    s.forwardable.ips = () => {
+      const it = table();
+      const counted: IterableIterator<string> = {
+        next: () => {
+          read++;
+          return it.next();
+        },
+        [Symbol.iterator]: () => counted,
+      };
+      return counted;
+    };
+    const before = s.fib.lookups;
+    s.calc.fullResync();
+    // Nothing read yet (a million IPs copied at once made ~30 MB of garbage), all queued.
+    expect(read).toBe(0);
+    expect(s.calc.pending).toBe(2 * 2501);
+    // Meanwhile one IP is removed and one added.
+    s.forwardable.delete('a', ['10.50.9.196']);
+    s.forwardable.upsert('a', ['10.1.0.6']);
+    await s.settle();
+    expect(read).toBeGreaterThanOrEqual(2 * 2501);
+    expect(s.fib.lookups - before).toBeGreaterThanOrEqual(2 * 2500 + 2);
+    expect(s.calc.pending).toBe(0);
+    expect(s.rows()).toEqual(['2|10.1.0.5 <- 10.1.0.5', '2|10.1.0.6 <- 10.1.0.6']);
+  });
+
   it('computes one entry per next hop with references back to the forwardable IPs', async () => {
     const s = await setup();
     const gw = route('10.9.0.0/24', [[2, '10.1.0.254']]);

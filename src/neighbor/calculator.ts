@@ -15,7 +15,7 @@ import type { Table } from '../statedb/index.js';
 import type { NeighborMetrics } from './metrics.js';
 import type { DeviceTracker } from './devices.js';
 import type { ForwardableIPs } from './forwardable.js';
-import { NextHopAssignments, NONE } from './assignments.js';
+import { NextHopAssignments, NONE, SELF_HOP } from './assignments.js';
 import type { LookupOutcome } from './nexthop.js';
 import { NoEntryReasons } from './reasons.js';
 import type { GroupKey } from './prefixes.js';
@@ -54,6 +54,25 @@ interface LookupFailure {
 /** Failed lookups of a pair that hold back the first calculation; later ones do not. */
 const INIT_RETRIES = 3;
 
+/** A list of IPs to look up on a device, taken from `pos` on. */
+interface BulkList {
+  ifindex: number;
+  ips: string[];
+  pos: number;
+  released: number;
+  iter?: undefined;
+}
+
+/** Every forwardable IP, read from the table's iterator; `left`: about how many (status). */
+interface BulkTable {
+  ifindex: number;
+  ips?: undefined;
+  iter: Iterator<string>;
+  left: number;
+}
+
+type Bulk = BulkList | BulkTable;
+
 export class Calculator {
   readonly #p: CalculatorParams;
   /** ifindex → IPs to look up soon (changes). */
@@ -61,10 +80,12 @@ export class Calculator {
   /** What the lookups answered, and the desired rows it makes (assignments.ts). */
   readonly #hops: NextHopAssignments;
   /**
-   * Whole devices to look up (selection, full resync), in chunks; `released` is the release
-   * count when the list was made (unchanged: every IP in it is still wanted).
+   * Many IPs to look up on a device, in chunks: a list (a bulk add; `released` is the release
+   * count when it was made: unchanged, every IP in it is still wanted), or every forwardable
+   * IP (a device selected, a full resync), read from the table as the chunks are taken —
+   * a copy of a million IPs made ~30 MB of garbage at each full resync.
    */
-  #bulk: { ifindex: number; ips: string[]; pos: number; released: number }[] = [];
+  #bulk: Bulk[] = [];
   /** Why an IP has no next hop on a device, for status (reasons.ts). */
   readonly #noEntry = new NoEntryReasons();
   /** "ifindex|ip" → the failed lookup waiting for its retry. */
@@ -115,7 +136,7 @@ export class Calculator {
   get pending(): number {
     let n = this.#inFlight;
     for (const s of this.#urgent.values()) n += s.size;
-    for (const b of this.#bulk) n += b.ips.length - b.pos;
+    for (const b of this.#bulk) n += b.ips === undefined ? b.left : b.ips.length - b.pos;
     return n;
   }
 
@@ -213,11 +234,8 @@ export class Calculator {
 
   #queueDevice(ifindex: number): void {
     this.#bulk = this.#bulk.filter((b) => b.ifindex !== ifindex);
-    const ips: string[] = [];
-    for (const ip of this.#p.forwardable.ips()) {
-      if (!this.#p.devices.isNodeAddress(ip)) ips.push(ip);
-    }
-    if (ips.length > 0) this.#bulk.push({ ifindex, ips, pos: 0, released: this.#released });
+    const left = this.#p.forwardable.size;
+    if (left > 0) this.#bulk.push({ ifindex, iter: this.#p.forwardable.ips(), left });
   }
 
   #kick(): void {
@@ -267,8 +285,25 @@ export class Calculator {
       retry.ips.push(ip);
     }
     if (retry !== undefined) return retry;
-    const b = this.#bulk[0];
-    if (b === undefined) return undefined;
+    for (;;) {
+      const b = this.#bulk[0];
+      if (b === undefined) return undefined;
+      if (b.ips !== undefined) return this.#takeList(b, n);
+      // The table read live: an IP added since is read too, one removed is not; the node's
+      // own addresses are left out here.
+      const ips: string[] = [];
+      while (ips.length < n) {
+        const r = b.iter.next();
+        if (r.done === true) break;
+        if (!this.#p.devices.isNodeAddress(r.value)) ips.push(r.value);
+      }
+      b.left = Math.max(0, b.left - ips.length);
+      if (ips.length < n) this.#bulk.shift();
+      if (ips.length > 0) return { ifindex: b.ifindex, ips, wanted: true };
+    }
+  }
+
+  #takeList(b: BulkList, n: number): { ifindex: number; ips: string[]; wanted: boolean } {
     const end = Math.min(b.ips.length, b.pos + n);
     const ips = b.ips.slice(b.pos, end);
     b.pos = end;
@@ -343,7 +378,16 @@ export class Calculator {
           ip,
           outcome.kind === 'unreachable' ? outcome.reason : undefined,
         );
-        this.#hops.assign(w, ifindex, ip, outcome.kind === 'nexthops' ? outcome.nexthops : NONE);
+        this.#hops.assign(
+          w,
+          ifindex,
+          ip,
+          outcome.kind === 'self'
+            ? SELF_HOP
+            : outcome.kind === 'nexthops'
+              ? outcome.nexthops
+              : NONE,
+        );
       }
     });
   }

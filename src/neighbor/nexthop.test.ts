@@ -1,14 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { NetlinkError, RTN_LOCAL, RTNH_F_DEAD } from '../netlink/index.js';
 import { route } from './testing.js';
-import { nextHopsOf } from './nexthop.js';
+import { hopsOfOutcome, nextHopsOf } from './nexthop.js';
 
 describe('nextHopsOf', () => {
   it('on-link: the IP itself; via a gateway: the gateway', () => {
-    expect(nextHopsOf(route('10.0.0.0/24', [[2]]), '10.0.0.7', 2)).toEqual({
-      kind: 'nexthops',
-      nexthops: ['10.0.0.7'],
-    });
+    const onLink = nextHopsOf(route('10.0.0.0/24', [[2]]), '10.0.0.7', 2);
+    expect(onLink).toEqual({ kind: 'self' });
+    expect(hopsOfOutcome(onLink, '10.0.0.7')).toEqual(['10.0.0.7']);
     expect(nextHopsOf(route('10.9.0.0/24', [[2, '10.0.0.1']]), '10.9.0.7', 2)).toEqual({
       kind: 'nexthops',
       nexthops: ['10.0.0.1'],

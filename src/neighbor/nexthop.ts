@@ -19,6 +19,11 @@ import {
 export type LookupOutcome =
   /** The next hops on the device (possibly empty when every leg is elsewhere). */
   | { readonly kind: 'nexthops'; readonly nexthops: readonly string[] }
+  /**
+   * On-link: the IP is its own one next hop. One shared object, where `nexthops: [ip]` made
+   * two per IP (100,000 of them at each load and full resync; hopsOfOutcome gives the list).
+   */
+  | { readonly kind: 'self' }
   /** Not routed through the device (or not forwardable at all): no entry. */
   | { readonly kind: 'unreachable'; readonly reason: string }
   /** The lookup itself failed: keep what was known and retry. */
@@ -119,14 +124,35 @@ export function notableReason(reason: string): string | undefined {
 
 const NO_HOPS: LookupOutcome = { kind: 'nexthops', nexthops: [] };
 
-/** The next hops of `ip` under an answer's outcome: sorted, without duplicates. */
+/** The outcome of every on-link IP that is its own one next hop. */
+export const SELF: LookupOutcome = Object.freeze({ kind: 'self' });
+
+/** One gateway's outcome, made once per answer: every IP the answer stands for shares it. */
+const viaOne = new WeakMap<AnswerOutcome, LookupOutcome>();
+
+/**
+ * The next hops of `ip` under an answer's outcome: sorted, without duplicates. Allocates
+ * nothing for an on-link IP (SELF) or one gateway (shared by the answer's IPs).
+ */
 export function nextHopsFor(o: AnswerOutcome, ip: string): LookupOutcome {
   if (o.kind !== 'nexthops') return o;
   const g = o.gateways;
   if (g.length === 0) return NO_HOPS;
-  if (g.length === 1) return { kind: 'nexthops', nexthops: [g[0] ?? ip] };
+  if (g.length === 1) {
+    const gw = g[0];
+    if (gw === undefined) return SELF;
+    let out = viaOne.get(o);
+    if (out === undefined) viaOne.set(o, (out = { kind: 'nexthops', nexthops: [gw] }));
+    return out;
+  }
   const out = [...new Set(g.map((x) => x ?? ip))].sort();
   return { kind: 'nexthops', nexthops: out };
+}
+
+/** The next hops an outcome gives `ip` (none for unreachable and errors). */
+export function hopsOfOutcome(o: LookupOutcome, ip: string): readonly string[] {
+  if (o.kind === 'self') return [ip];
+  return o.kind === 'nexthops' ? o.nexthops : [];
 }
 
 /** The next hops of `ip` on `ifindex` from the kernel's answer to its own lookup. */

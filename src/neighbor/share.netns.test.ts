@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ip, makeNetns, privileged } from '../../test/helpers/netns.js';
 import { NetlinkHandle, type Route } from '../netlink/index.js';
-import { nextHopsOf, type LookupOutcome } from './nexthop.js';
+import { hopsOfOutcome, nextHopsOf, type LookupOutcome } from './nexthop.js';
 import { RouteTracker } from './routes.js';
 import { RuleTracker } from './rules.js';
 import { lookupNextHops, type LookupFn } from './share.js';
@@ -222,9 +222,9 @@ function batch(ns: string, lines: string[]): void {
   if (process.env.FKT_SHARE_DEBUG) console.log(r.stderr.split('\n').slice(0, 40).join('\n'));
 }
 
-const show = (o: LookupOutcome): string =>
-  o.kind === 'nexthops'
-    ? `nexthops ${[...o.nexthops].sort().join(',')}`
+const show = (o: LookupOutcome, ip: string): string =>
+  o.kind === 'nexthops' || o.kind === 'self'
+    ? `nexthops ${[...hopsOfOutcome(o, ip)].sort().join(',')}`
     : `${o.kind} ${o.kind === 'unreachable' ? o.reason : o.error}`;
 
 describe.skipIf(skip)('shared next-hop lookups', () => {
@@ -267,8 +267,8 @@ describe.skipIf(skip)('shared next-hop lookups', () => {
         lookups += shared.lookups.nexthop + shared.lookups.unreachable + shared.lookups.error;
         const mismatches: string[] = [];
         ips.forEach((x, i) => {
-          const want = show(nextHopsOf(own[i]!, x, oif));
-          const got = show(shared.outcomes[i]!);
+          const want = show(nextHopsOf(own[i]!, x, oif), x);
+          const got = show(shared.outcomes[i]!, x);
           const k = want.split(' ')[0]!;
           kinds.set(k, (kinds.get(k) ?? 0) + 1);
           if (want !== got) mismatches.push(`${x} oif ${dev}: own lookup ${want}, shared ${got}`);

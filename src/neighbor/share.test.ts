@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { NetlinkError, RTN_BLACKHOLE, type Route } from '../netlink/index.js';
 import { route } from './testing.js';
-import { nextHopsOf } from './nexthop.js';
+import { hopsOfOutcome, nextHopsOf } from './nexthop.js';
 import { groupLength, NO_GROUP4, NO_GROUP6, PrefixIndex } from './prefixes.js';
 import { lookupNextHops, type LookupFn } from './share.js';
 
@@ -82,8 +82,8 @@ describe('lookupNextHops: one lookup per group, next hops derived per member', (
     expect(r.shared).toBe(3);
     expect(r.lookups).toEqual({ nexthop: 3, unreachable: 1, error: 0 });
     expect(r.outcomes).toEqual([
-      { kind: 'nexthops', nexthops: ['10.1.0.5'] },
-      { kind: 'nexthops', nexthops: ['10.1.0.6'] },
+      { kind: 'self' },
+      { kind: 'self' },
       { kind: 'nexthops', nexthops: ['10.1.0.254'] },
       { kind: 'nexthops', nexthops: ['10.1.0.254'] },
       { kind: 'nexthops', nexthops: ['10.1.0.252', '10.1.0.253'] },
@@ -94,6 +94,10 @@ describe('lookupNextHops: one lookup per group, next hops derived per member', (
     for (const [i, ip] of ips.entries()) {
       expect(r.outcomes[i]).toEqual(nextHopsOf(answers(2, ip), ip, 2));
     }
+    expect(hopsOfOutcome(r.outcomes[1]!, '10.1.0.6')).toEqual(['10.1.0.6']);
+    // Nothing made per IP: the on-link outcome is one object, a gateway's one per answer.
+    expect(r.outcomes[0]).toBe(r.outcomes[1]);
+    expect(r.outcomes[2]).toBe(r.outcomes[3]);
   });
 
   it('without a group every IP is looked up on its own', async () => {
