@@ -131,7 +131,7 @@ export function call(sock, method, path, body, type = 'application/json') {
 }
 
 /** The config of the agent under test: every node subsystem on. */
-function configOf(dir, r, mode, xdp = true) {
+function configOf(dir, r, mode, xdp = true, neighbor = []) {
   return [
     `netns: ${r}`,
     `devices: ["${DEV}"]`,
@@ -143,6 +143,7 @@ function configOf(dir, r, mode, xdp = true) {
     `    enabled: ${xdp}`,
     'neighbor:',
     `  refresh: ${mode}`,
+    ...neighbor.map((l) => `  ${l}`),
     'extip:',
     '  enabled: true',
     '  holderKind: bridge',
@@ -158,9 +159,14 @@ function configOf(dir, r, mode, xdp = true) {
   ].join('\n');
 }
 
-export async function startAgent(dir, r, mode, { nodeOptions = '', xdp = true } = {}) {
+export async function startAgent(
+  dir,
+  r,
+  mode,
+  { nodeOptions = '', xdp = true, neighbor = [] } = {},
+) {
   const cfg = join(dir, 'config.yaml');
-  writeFileSync(cfg, configOf(dir, r, mode, xdp) + '\n');
+  writeFileSync(cfg, configOf(dir, r, mode, xdp, neighbor) + '\n');
   const log = join(dir, 'agent.log');
   const flags = process.env.FKB_AGENT_FLAGS?.split(' ').filter(Boolean) ?? [];
   const bin = join(root, 'bin', 'fibkeeper.js');
