@@ -100,6 +100,12 @@ const NOTES = {
     'writing the same entries with the same flags (mean of a run before and after the agent). ' +
     'RSS peak is VmHWM over the whole run. Route changes are measured while another owner adds ' +
     'and removes an IP every 200 ms (each a state-file save). Every entry is extern_learn.',
+  'neighbor-resync':
+    'Command: `node bench/neighbor/resync.mjs --sizes 100000,1000000 --runs 2`. The whole agent as ' +
+    'whole.mjs runs it, with neighbor.resyncInterval shortened (30 s, 60 s above 100,000) so that ' +
+    'a periodic full resync (every next hop looked up again, the prune dump) falls after the load: ' +
+    "VmHWM just before it (the load's peak) and 15 s after it. Before this pass the resync added " +
+    '8-11 MiB at 100,000 and 22-25 MiB at 1,000,000 to the peak (docs/neighbor.md).',
   'neighbor-statefile':
     'Command: `node bench/neighbor/statefile.mjs`. The state file of 1,000,000 forwardable IPs ' +
     "through the agent's own StateStore: its size, the first save (the whole file, streamed), " +
