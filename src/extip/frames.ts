@@ -15,6 +15,7 @@ import {
   parseUnicastMac,
   validateUnicastIp,
 } from '../ipaddr/index.js';
+import { u16be, w16be, w32be } from '../util/bytes.js';
 
 export const ETH_P_IP = 0x0800;
 export const ETH_P_ARP = 0x0806;
@@ -67,7 +68,7 @@ function ipv6Bytes(ip: string, what: string): Buffer {
 function writeEthernet(frame: Buffer, dst: Uint8Array, src: Uint8Array, etherType: number): void {
   frame.set(dst, 0);
   frame.set(src, 6);
-  frame.writeUInt16BE(etherType, 12);
+  w16be(frame, etherType, 12);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -99,11 +100,11 @@ export function buildArp(p: ArpParams): Buffer {
     p.ethSrc === undefined ? senderMac : macBytes(p.ethSrc, 'Ethernet source'),
     ETH_P_ARP,
   );
-  frame.writeUInt16BE(ARPHRD_ETHER, 14); // hardware type
-  frame.writeUInt16BE(ETH_P_IP, 16); // protocol type
+  w16be(frame, ARPHRD_ETHER, 14); // hardware type
+  w16be(frame, ETH_P_IP, 16); // protocol type
   frame[18] = 6; // hardware address length
   frame[19] = 4; // protocol address length
-  frame.writeUInt16BE(p.op, 20);
+  w16be(frame, p.op, 20);
   frame.set(senderMac, 22);
   frame.set(ipv4Bytes(p.senderIp, 'ARP sender IP'), 28);
   frame.set(macBytes(p.targetMac, 'ARP target MAC'), 32);
@@ -220,8 +221,8 @@ export function buildNeighborAdvert(p: NeighborAdvertParams): Buffer {
   const icmpLen = 24 + (tlla === undefined ? 0 : 8);
   const frame = Buffer.alloc(ETH_HLEN + 40 + icmpLen);
   writeEthernet(frame, ethDst, ethSrc, ETH_P_IPV6);
-  frame.writeUInt32BE(0x60000000, 14); // version 6, traffic class 0, flow label 0
-  frame.writeUInt16BE(icmpLen, 18); // payload length
+  w32be(frame, 0x60000000, 14); // version 6, traffic class 0, flow label 0
+  w16be(frame, icmpLen, 18); // payload length
   frame[20] = IPPROTO_ICMPV6; // next header
   frame[21] = hopLimit;
   frame.set(src, 22);
@@ -237,7 +238,7 @@ export function buildNeighborAdvert(p: NeighborAdvertParams): Buffer {
     icmp[25] = 1; // length in units of 8 bytes
     icmp.set(tlla, 26);
   }
-  icmp.writeUInt16BE(icmpv6Checksum(src, dst, icmp), 2);
+  w16be(icmp, icmpv6Checksum(src, dst, icmp), 2);
   return frame;
 }
 
@@ -371,15 +372,15 @@ function decodeEthernet(f: Uint8Array): { eth: EthernetInfo; offset: number } | 
   }
   const view = Buffer.from(f.buffer, f.byteOffset, f.byteLength);
   let offset = 12;
-  let etherType = view.readUInt16BE(offset);
+  let etherType = u16be(view, offset);
   const vlans: number[] = [];
   while (VLAN_TPIDS.has(etherType)) {
     if (offset + 6 > f.length) {
       return { kind: 'invalid', eth: undefined, reason: 'truncated VLAN tag' };
     }
-    vlans.push(view.readUInt16BE(offset + 2) & 0x0fff);
+    vlans.push(u16be(view, offset + 2) & 0x0fff);
     offset += 4;
-    etherType = view.readUInt16BE(offset);
+    etherType = u16be(view, offset);
   }
   const eth = { dst: formatMac(f, 0), src: formatMac(f, 6), etherType, vlans };
   return { eth, offset: offset + 2 };
@@ -387,8 +388,8 @@ function decodeEthernet(f: Uint8Array): { eth: EthernetInfo; offset: number } | 
 
 function decodeArp(f: Buffer, o: number, eth: EthernetInfo): DecodedFrame {
   if (f.length - o < 8) return { kind: 'invalid', eth, reason: 'truncated ARP header' };
-  const htype = f.readUInt16BE(o);
-  const ptype = f.readUInt16BE(o + 2);
+  const htype = u16be(f, o);
+  const ptype = u16be(f, o + 2);
   if (htype !== ARPHRD_ETHER || ptype !== ETH_P_IP || f[o + 4] !== 6 || f[o + 5] !== 4) {
     return { kind: 'other', eth, what: `ARP for hardware type ${htype}, protocol ${hex16(ptype)}` };
   }
@@ -399,7 +400,7 @@ function decodeArp(f: Buffer, o: number, eth: EthernetInfo): DecodedFrame {
   return {
     kind: 'arp',
     eth,
-    op: f.readUInt16BE(o + 6),
+    op: u16be(f, o + 6),
     senderMac: formatMac(f, o + 8),
     senderIp,
     targetMac: formatMac(f, o + 18),
@@ -412,7 +413,7 @@ function decodeIpv6(f: Buffer, o: number, eth: EthernetInfo): DecodedFrame {
   if (f.length - o < 40) return { kind: 'invalid', eth, reason: 'truncated IPv6 header' };
   if (f[o]! >> 4 !== 6)
     return { kind: 'invalid', eth, reason: `IP version ${f[o]! >> 4} in an IPv6 frame` };
-  const payloadLen = f.readUInt16BE(o + 4);
+  const payloadLen = u16be(f, o + 4);
   const nextHeader = f[o + 6]!;
   if (f.length - o - 40 < payloadLen) {
     return {
@@ -454,7 +455,7 @@ function decodeNaBody(
       targetMac = formatMac(icmp, i + 2);
     i += len;
   }
-  const checksum = icmp.readUInt16BE(2);
+  const checksum = u16be(icmp, 2);
   const flags = icmp[4]!;
   return {
     kind: 'na',

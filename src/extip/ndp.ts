@@ -5,6 +5,7 @@
 // solicited-node multicast group of an address (RFC 4291 §2.7.1). Pure.
 import { formatMac, ipFromBytes, parseUnicastMac, type ParsedIp } from '../ipaddr/index.js';
 import { ETH_HLEN, ETH_P_IPV6, IPPROTO_ICMPV6, icmpv6Checksum } from './frames.js';
+import { u16be, w16be, w32be } from '../util/bytes.js';
 
 export const ND_NEIGHBOR_SOLICIT = 135;
 export const ND_NEIGHBOR_ADVERT = 136;
@@ -41,9 +42,9 @@ export function buildDadSolicit(p: { ip: ParsedIp; mac: Uint8Array; nonce: Uint8
   const f = Buffer.alloc(DAD_NS_FRAME_LEN);
   solicitedNodeMac(p.ip.bytes).copy(f, 0);
   mac.copy(f, 6);
-  f.writeUInt16BE(ETH_P_IPV6, 12);
-  f.writeUInt32BE(0x60000000, 14); // version 6, traffic class 0, flow label 0
-  f.writeUInt16BE(32, 18); // payload: NS (24) + nonce option (8)
+  w16be(f, ETH_P_IPV6, 12);
+  w32be(f, 0x60000000, 14); // version 6, traffic class 0, flow label 0
+  w16be(f, 32, 18); // payload: NS (24) + nonce option (8)
   f[20] = IPPROTO_ICMPV6;
   f[21] = 255;
   // source :: (bytes 22..37 stay zero)
@@ -54,7 +55,7 @@ export function buildDadSolicit(p: { ip: ParsedIp; mac: Uint8Array; nonce: Uint8
   icmp[24] = ND_OPT_NONCE;
   icmp[25] = 1;
   icmp.set(p.nonce, 26);
-  icmp.writeUInt16BE(icmpv6Checksum(f.subarray(22, 38), dst, icmp), 2);
+  w16be(icmp, icmpv6Checksum(f.subarray(22, 38), dst, icmp), 2);
   return f;
 }
 
@@ -87,7 +88,7 @@ export function decodeNeighborSolicit(frame: Uint8Array): NeighborSolicit | unde
   if (icmpv6Type(frame) !== ND_NEIGHBOR_SOLICIT) return undefined;
   const f = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
   const ip = ETH_HLEN;
-  const payloadLen = f.readUInt16BE(ip + 4);
+  const payloadLen = u16be(f, ip + 4);
   if (f[ip + 7] !== 255 || payloadLen < 24 || ip + 40 + payloadLen > f.length) return undefined;
   const src = f.subarray(ip + 8, ip + 24);
   const dst = f.subarray(ip + 24, ip + 40);

@@ -8,6 +8,7 @@ import {
   type RawTestRunOptions,
 } from './binding.js';
 import { adopt, BpfFdObject, openHandle } from './handle.js';
+import { w32le, wi32le } from '../util/bytes.js';
 
 /** XDP program return codes. */
 export const XdpAction = { ABORTED: 0, DROP: 1, PASS: 2, TX: 3, REDIRECT: 4 } as const;
@@ -64,11 +65,11 @@ export function xdpMd(
   opts: { ingressIfindex?: number; rxQueueIndex?: number } = {},
 ): Buffer {
   const md = Buffer.alloc(SIZEOF_XDP_MD);
-  md.writeUInt32LE(0, 0); // data
-  md.writeUInt32LE(length, 4); // data_end
-  md.writeUInt32LE(0, 8); // data_meta
-  md.writeUInt32LE(checkUint('ingressIfindex', opts.ingressIfindex ?? 0), 12);
-  md.writeUInt32LE(checkUint('rxQueueIndex', opts.rxQueueIndex ?? 0), 16);
+  w32le(md, 0, 0); // data
+  w32le(md, length, 4); // data_end
+  w32le(md, 0, 8); // data_meta
+  w32le(md, checkUint('ingressIfindex', opts.ingressIfindex ?? 0), 12);
+  w32le(md, checkUint('rxQueueIndex', opts.rxQueueIndex ?? 0), 16);
   return md;
 }
 
@@ -124,7 +125,7 @@ export class BpfProgram extends BpfFdObject<RawBpfProgram> {
     checkUint('action', action, XdpAction.REDIRECT);
     const insns = Buffer.alloc(16);
     insns.writeUInt8(0xb7, 0); // BPF_ALU64 | BPF_MOV | BPF_K, dst r0
-    insns.writeInt32LE(action, 4);
+    wi32le(insns, action, 4);
     insns.writeUInt8(0x95, 8); // BPF_JMP | BPF_EXIT
     return BpfProgram.loadRaw({ type: 'xdp', insns, name });
   }

@@ -10,6 +10,7 @@ import {
   type SystemError,
 } from './binding.js';
 import { adopt, openHandle, PolledSocket } from './handle.js';
+import { w16be, w16le, w32be, w32le } from '../util/bytes.js';
 
 /** Every ethertype (the default filter). */
 export const ETH_P_ALL = 0x0003;
@@ -161,11 +162,11 @@ function deliverFrames(receiver: PacketReceiver, frames: Buffer, meta: Uint32Arr
 export function bpfInsn(code: number, jt: number, jf: number, k: number): Buffer {
   const b = Buffer.alloc(8);
   const le = endianness() === 'LE';
-  if (le) b.writeUInt16LE(code, 0);
-  else b.writeUInt16BE(code, 0);
+  if (le) w16le(b, code, 0);
+  else w16be(b, code, 0);
   b[2] = jt;
   b[3] = jf;
-  if (le) b.writeUInt32LE(k >>> 0, 4);
-  else b.writeUInt32BE(k >>> 0, 4);
+  if (le) w32le(b, k >>> 0, 4);
+  else w32be(b, k >>> 0, 4);
   return b;
 }

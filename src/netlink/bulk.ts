@@ -9,6 +9,7 @@ import {
   type Writer,
 } from './codec/index.js';
 import type { Clock } from '../sched/index.js';
+import { u16le, w16le, w32le } from '../util/bytes.js';
 
 /** The part of the client a bulk operation uses. */
 export interface BulkHost {
@@ -152,8 +153,8 @@ export class BulkOp<T> {
         continue;
       }
       const b = w.buf;
-      b.writeUInt32LE(this.firstSeq + i, start + 8);
-      b.writeUInt16LE(b.readUInt16LE(start + 6) | NLM_F_REQUEST, start + 6);
+      w32le(b, this.firstSeq + i, start + 8);
+      w16le(b, u16le(b, start + 6) | NLM_F_REQUEST, start + 6);
       lastStart = start;
       batch.lastSent = i;
       batch.end = i + 1;
@@ -161,8 +162,7 @@ export class BulkOp<T> {
     }
     this.#sent = batch.end;
     if (n > 0) {
-      if (spec.mode === 'ack')
-        w.buf.writeUInt16LE(w.buf.readUInt16LE(lastStart + 6) | NLM_F_ACK, lastStart + 6);
+      if (spec.mode === 'ack') w16le(w.buf, u16le(w.buf, lastStart + 6) | NLM_F_ACK, lastStart + 6);
       try {
         this.#host.sendRaw(w.bytes(), n, spec.what, true);
       } catch (err) {

@@ -31,6 +31,7 @@ import {
   SIZEOF_NLMSGHDR,
   type Writer,
 } from './codec/index.js';
+import { w16le, wi32le } from '../util/bytes.js';
 export type { NeighFields };
 
 /** A neighbor entry to set (replace) or, with ifindex + dst only, to delete or get. */
@@ -69,9 +70,9 @@ function encodeNeigh(w: Writer, type: number, flags: number, s: NeighSpec, full:
   const b = w.buf; // begin() made room for the fixed header: write it before any attribute
   const p = start + SIZEOF_NLMSGHDR;
   b[p] = afOfText(s.dst);
-  b.writeInt32LE(s.ifindex, p + 4);
+  wi32le(b, s.ifindex, p + 4);
   if (full) {
-    b.writeUInt16LE(s.state ?? NUD_PERMANENT, p + 8);
+    w16le(b, s.state ?? NUD_PERMANENT, p + 8);
     b[p + 10] =
       (s.flags ?? 0) | (s.externLearned ? NTF_EXT_LEARNED : 0) | (s.router ? NTF_ROUTER : 0);
   }

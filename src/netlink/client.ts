@@ -39,6 +39,7 @@ import {
   type Parse,
   type Transport,
 } from './ops.js';
+import { u16le, u32le, w16le, w32le } from '../util/bytes.js';
 
 export type { ClientParams, ClientStats, Encode, Op, Parse, Transport } from './ops.js';
 
@@ -217,8 +218,8 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
     const w = this.writer();
     encode(w);
     const b = w.buf;
-    b.writeUInt32LE(seq, 8);
-    b.writeUInt16LE(b.readUInt16LE(6) | NLM_F_REQUEST | addFlags, 6);
+    w32le(b, seq, 8);
+    w16le(b, u16le(b, 6) | NLM_F_REQUEST | addFlags, 6);
     this.sendRaw(w.bytes(), 1, what);
   }
 
@@ -335,17 +336,17 @@ export class Client implements NetlinkReceiver, BulkHost, DumpHost, Probed {
     this.lastHeard = this.#now();
     let off = 0;
     while (off < end) {
-      const len = end - off >= SIZEOF_NLMSGHDR ? chunk.readUInt32LE(off) : 0;
+      const len = end - off >= SIZEOF_NLMSGHDR ? u32le(chunk, off) : 0;
       if (len < SIZEOF_NLMSGHDR || len > end - off) {
         // Cut short: the rest of the datagram is lost, replies and dump data alike.
         this.stats.malformed++;
         this.#lost('a malformed datagram');
         return;
       }
-      const type = chunk.readUInt16LE(off + 4);
-      const flags = chunk.readUInt16LE(off + 6);
-      const seq = chunk.readUInt32LE(off + 8);
-      const pid = chunk.readUInt32LE(off + 12);
+      const type = u16le(chunk, off + 4);
+      const flags = u16le(chunk, off + 6);
+      const seq = u32le(chunk, off + 8);
+      const pid = u32le(chunk, off + 12);
       const op = pid === port ? this.#ops.find(seq) : undefined;
       if (op) {
         op.lastActivity = now;

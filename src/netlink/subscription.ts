@@ -28,6 +28,7 @@ import {
 } from './codec/index.js';
 import type { Transport } from './client.js';
 import type { Probed, SocketName } from './health.js';
+import { u16le, u32le, w16le, w32le } from '../util/bytes.js';
 
 /** Named groups: `address`, `route` and `rule` cover both IPv4 and IPv6. */
 export type GroupName =
@@ -214,14 +215,14 @@ export class Subscription implements Probed {
     this.lastHeard = this.#now();
     let off = 0;
     while (!this.#closed && off < end) {
-      const len = end - off >= SIZEOF_NLMSGHDR ? chunk.readUInt32LE(off) : 0;
+      const len = end - off >= SIZEOF_NLMSGHDR ? u32le(chunk, off) : 0;
       if (len < SIZEOF_NLMSGHDR || len > end - off) {
         // Cut short: the event it held is lost.
         this.#parseError(new ParseError(`nlmsg_len ${len} out of bounds`, off));
         this.#lost('malformed', false);
         return;
       }
-      const type = chunk.readUInt16LE(off + 4);
+      const type = u16le(chunk, off + 4);
       if (type === NLMSG_ERROR || type === NLMSG_DONE) {
         off += (len + 3) & ~3; // the ack of a liveness probe
         continue;
@@ -286,10 +287,10 @@ export class Subscription implements Probed {
   sendProbe(): boolean {
     if (this.#closed) return false;
     const h = Buffer.alloc(SIZEOF_NLMSGHDR);
-    h.writeUInt32LE(SIZEOF_NLMSGHDR, 0);
-    h.writeUInt16LE(NLMSG_NOOP, 4);
-    h.writeUInt16LE(NLM_F_REQUEST | NLM_F_ACK, 6);
-    h.writeUInt32LE(this.#probeSeq++, 8);
+    w32le(h, SIZEOF_NLMSGHDR, 0);
+    w16le(h, NLMSG_NOOP, 4);
+    w16le(h, NLM_F_REQUEST | NLM_F_ACK, 6);
+    w32le(h, this.#probeSeq++, 8);
     try {
       this.#t.send(h);
       return true;

@@ -15,6 +15,7 @@ import {
 } from './constants.js';
 import { ParseError } from './errors.js';
 import { expectFixed, expectLen, forEachAttr, getString, getU32, getU8, Writer } from './wire.js';
+import { u32le, w32le } from '../../util/bytes.js';
 
 /** ifa_cacheinfo: lifetimes in seconds (0xffffffff = forever), stamps in 1/100 s. */
 export interface AddressCacheInfo {
@@ -59,7 +60,7 @@ export function parseAddress(buf: Buffer, off: number, len: number): Address {
     prefixlen: buf[p + 1]!,
     flags: buf[p + 2]!,
     scope: buf[p + 3]!,
-    index: buf.readUInt32LE(p + 4),
+    index: u32le(buf, p + 4),
   };
   forEachAttr(buf, p + SIZEOF_IFADDRMSG, off + len, (type, o, l) => {
     switch (type) {
@@ -87,10 +88,10 @@ export function parseAddress(buf: Buffer, off: number, len: number): Address {
       case IFA_CACHEINFO:
         expectLen(o, l, SIZEOF_IFA_CACHEINFO, 'IFA_CACHEINFO');
         a.cacheinfo = {
-          preferred: buf.readUInt32LE(o),
-          valid: buf.readUInt32LE(o + 4),
-          created: buf.readUInt32LE(o + 8),
-          updated: buf.readUInt32LE(o + 12),
+          preferred: u32le(buf, o),
+          valid: u32le(buf, o + 4),
+          created: u32le(buf, o + 8),
+          updated: u32le(buf, o + 12),
         };
         break;
     }
@@ -123,7 +124,7 @@ export function formatAddress(
   b[p + 1] = a.prefixlen;
   b[p + 2] = a.flags & 0xff;
   b[p + 3] = a.scope;
-  b.writeUInt32LE(a.index >>> 0, p + 4);
+  w32le(b, a.index >>> 0, p + 4);
   if (a.local !== undefined) w.ip(IFA_LOCAL, a.local);
   if (a.address !== undefined) w.ip(IFA_ADDRESS, a.address);
   if (a.broadcast !== undefined) w.ip(IFA_BROADCAST, a.broadcast);
@@ -134,10 +135,10 @@ export function formatAddress(
   if (a.cacheinfo) {
     w.ensure(4 + SIZEOF_IFA_CACHEINFO);
     const c = Buffer.alloc(SIZEOF_IFA_CACHEINFO);
-    c.writeUInt32LE(a.cacheinfo.preferred >>> 0, 0);
-    c.writeUInt32LE(a.cacheinfo.valid >>> 0, 4);
-    c.writeUInt32LE(a.cacheinfo.created >>> 0, 8);
-    c.writeUInt32LE(a.cacheinfo.updated >>> 0, 12);
+    w32le(c, a.cacheinfo.preferred >>> 0, 0);
+    w32le(c, a.cacheinfo.valid >>> 0, 4);
+    w32le(c, a.cacheinfo.created >>> 0, 8);
+    w32le(c, a.cacheinfo.updated >>> 0, 12);
     w.bytesAttr(IFA_CACHEINFO, c);
   }
   w.end(start);

@@ -14,6 +14,7 @@ import {
 } from './constants.js';
 import { ParseError, type ExtAck } from './errors.js';
 import { align4, forEachAttr, getString, getU32, Writer, type NlMsgHeader } from './wire.js';
+import { i32le, u16le, u32le, w16le, w32le, wi32le } from '../../util/bytes.js';
 
 /** A parsed NLMSG_ERROR: `error` is 0 for an ack, else a positive errno. */
 export interface ErrorMessage {
@@ -50,17 +51,17 @@ export function parseErrorMessage(buf: Buffer, off: number, len: number): ErrorM
   if (len < SIZEOF_NLMSGHDR + SIZEOF_NLMSGERR) {
     throw new ParseError(`NLMSG_ERROR of ${len} bytes is too short`, off);
   }
-  const flags = buf.readUInt16LE(off + 6);
+  const flags = u16le(buf, off + 6);
   const end = off + len;
   const p = off + SIZEOF_NLMSGHDR;
-  const error = 0 - buf.readInt32LE(p);
+  const error = 0 - i32le(buf, p);
   const r = p + 4;
   const request: NlMsgHeader = {
-    len: buf.readUInt32LE(r),
-    type: buf.readUInt16LE(r + 4),
-    flags: buf.readUInt16LE(r + 6),
-    seq: buf.readUInt32LE(r + 8),
-    pid: buf.readUInt32LE(r + 12),
+    len: u32le(buf, r),
+    type: u16le(buf, r + 4),
+    flags: u16le(buf, r + 6),
+    seq: u32le(buf, r + 8),
+    pid: u32le(buf, r + 12),
   };
   let extAck: ExtAck = {};
   if (flags & NLM_F_ACK_TLVS) {
@@ -82,8 +83,8 @@ export function parseDoneMessage(
   len: number,
 ): { error: number; extAck: ExtAck } {
   if (len < SIZEOF_NLMSGHDR + 4) return { error: 0, extAck: {} };
-  const flags = buf.readUInt16LE(off + 6);
-  const error = 0 - buf.readInt32LE(off + SIZEOF_NLMSGHDR);
+  const flags = u16le(buf, off + 6);
+  const error = 0 - i32le(buf, off + SIZEOF_NLMSGHDR);
   const extAck =
     flags & NLM_F_ACK_TLVS ? parseExtAck(buf, off + SIZEOF_NLMSGHDR + 4, off + len) : {};
   return { error, extAck };
@@ -110,12 +111,12 @@ export function formatErrorMessage(
     pid,
   );
   const p = start + SIZEOF_NLMSGHDR;
-  w.buf.writeInt32LE(-error, p);
-  w.buf.writeUInt32LE(request.len, p + 4);
-  w.buf.writeUInt16LE(request.type, p + 8);
-  w.buf.writeUInt16LE(request.flags, p + 10);
-  w.buf.writeUInt32LE(request.seq >>> 0, p + 12);
-  w.buf.writeUInt32LE(request.pid >>> 0, p + 16);
+  wi32le(w.buf, -error, p);
+  w32le(w.buf, request.len, p + 4);
+  w16le(w.buf, request.type, p + 8);
+  w16le(w.buf, request.flags, p + 10);
+  w32le(w.buf, request.seq >>> 0, p + 12);
+  w32le(w.buf, request.pid >>> 0, p + 16);
   if (extAck.message !== undefined) w.string(NLMSGERR_ATTR_MSG, extAck.message);
   if (extAck.offset !== undefined) w.u32(NLMSGERR_ATTR_OFFS, extAck.offset);
   if (extAck.missingType !== undefined) w.u32(NLMSGERR_ATTR_MISS_TYPE, extAck.missingType);
@@ -126,6 +127,6 @@ export function formatErrorMessage(
 /** Encodes NLMSG_DONE with a status (for tests and fakes). */
 export function formatDoneMessage(w: Writer, seq: number, pid: number, flags = 0, error = 0): void {
   const start = w.begin(NLMSG_DONE, flags, 4, seq, pid);
-  w.buf.writeInt32LE(-error, start + SIZEOF_NLMSGHDR);
+  wi32le(w.buf, -error, start + SIZEOF_NLMSGHDR);
   w.end(start);
 }

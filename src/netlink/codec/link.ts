@@ -51,6 +51,7 @@ import {
   type RawAttr,
   Writer,
 } from './wire.js';
+import { i32le, u16le, u32le, w16le, w32le, wi32le } from '../../util/bytes.js';
 
 /** IFLA_LINKINFO. */
 export interface LinkInfo {
@@ -192,10 +193,10 @@ function parseLinkBody(buf: Buffer, p: number, end: number, at: number): Link {
   if (end - p < SIZEOF_IFINFOMSG) throw new ParseError('truncated ifinfomsg', at + p);
   const link: Link = {
     family: buf[p]!,
-    type: buf.readUInt16LE(p + 2),
-    index: buf.readInt32LE(p + 4),
-    flags: buf.readUInt32LE(p + 8),
-    change: buf.readUInt32LE(p + 12),
+    type: u16le(buf, p + 2),
+    index: i32le(buf, p + 4),
+    flags: u32le(buf, p + 8),
+    change: u32le(buf, p + 12),
   };
   forEachAttr(buf, p + SIZEOF_IFINFOMSG, end, (type, off, len) => {
     switch (type) {
@@ -285,10 +286,10 @@ function writeIfinfomsg(w: Writer, link: Link): void {
   const o = w.off;
   b[o] = link.family;
   b[o + 1] = 0;
-  b.writeUInt16LE(link.type, o + 2);
-  b.writeInt32LE(link.index, o + 4);
-  b.writeUInt32LE(link.flags >>> 0, o + 8);
-  b.writeUInt32LE(link.change >>> 0, o + 12);
+  w16le(b, link.type, o + 2);
+  wi32le(b, link.index, o + 4);
+  w32le(b, link.flags >>> 0, o + 8);
+  w32le(b, link.change >>> 0, o + 12);
   w.off = o + SIZEOF_IFINFOMSG;
 }
 

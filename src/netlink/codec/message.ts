@@ -18,6 +18,7 @@ import { parseNeigh, type Neigh } from './neigh.js';
 import { parseRoute, type Route } from './route.js';
 import { parseRule, type Rule } from './rule.js';
 import { align4, readHeader, type NlMsgHeader } from './wire.js';
+import { u16le } from '../../util/bytes.js';
 
 /** A change notification, or one entry of a dump: `kind` says added/changed vs removed. */
 export type RtEvent =
@@ -43,7 +44,7 @@ const RT_OBJECTS = new Map<number, RtKind>([
 
 /** Parses an rtnetlink object message; undefined for a type this codec does not know. */
 export function parseRtEvent(buf: Buffer, off: number, len: number): RtEvent | undefined {
-  const type = buf.readUInt16LE(off + 4);
+  const type = u16le(buf, off + 4);
   const isNew = RT_OBJECTS.has(type);
   const entry = RT_OBJECTS.get(isNew ? type : type - 1);
   if (!entry) return undefined;

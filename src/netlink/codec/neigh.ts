@@ -35,6 +35,7 @@ import {
   getU8,
   Writer,
 } from './wire.js';
+import { i32be, i32le, u16le, u32le, w16le, w32le, wi32le } from '../../util/bytes.js';
 
 /** nda_cacheinfo: ages in clock ticks (USER_HZ) since the event. */
 export interface NeighCacheInfo {
@@ -107,10 +108,10 @@ function parseNeighAttr(n: Neigh, buf: Buffer, type: number, off: number, len: n
     case NDA_CACHEINFO:
       expectLen(off, len, SIZEOF_NDA_CACHEINFO, 'NDA_CACHEINFO');
       n.cacheinfo = {
-        confirmed: buf.readUInt32LE(off),
-        used: buf.readUInt32LE(off + 4),
-        updated: buf.readUInt32LE(off + 8),
-        refcnt: buf.readUInt32LE(off + 12),
+        confirmed: u32le(buf, off),
+        used: u32le(buf, off + 4),
+        updated: u32le(buf, off + 8),
+        refcnt: u32le(buf, off + 12),
       };
       break;
   }
@@ -160,8 +161,8 @@ export class NeighFields {
     expectFixed(off, len, SIZEOF_NDMSG, 'ndmsg');
     const p = off + SIZEOF_NLMSGHDR;
     this.family = buf[p]!;
-    this.ifindex = buf.readInt32LE(p + 4);
-    this.state = buf.readUInt16LE(p + 8);
+    this.ifindex = i32le(buf, p + 4);
+    this.state = u16le(buf, p + 8);
     this.flags = buf[p + 10]!;
     this.type = buf[p + 11]!;
     this.flagsExt = 0;
@@ -176,17 +177,17 @@ export class NeighFields {
     let a = p + SIZEOF_NDMSG;
     while (a < end) {
       if (end - a < SIZEOF_NLATTR) throw new ParseError('truncated attribute header', a);
-      const alen = buf.readUInt16LE(a);
+      const alen = u16le(buf, a);
       if (alen < SIZEOF_NLATTR || alen > end - a) {
         throw new ParseError(`attribute length ${alen} out of bounds`, a);
       }
-      const type = buf.readUInt16LE(a + 2) & NLA_TYPE_MASK;
+      const type = u16le(buf, a + 2) & NLA_TYPE_MASK;
       const o = a + SIZEOF_NLATTR;
       const l = alen - SIZEOF_NLATTR;
       if (type === NDA_DST) {
         if (l !== 4 && l !== 16) throw new ParseError(`NDA_DST: ${l}-byte address`, o);
         this.dstBytes = l;
-        if (l === 4) this.dst4 = buf.readInt32BE(o);
+        if (l === 4) this.dst4 = i32be(buf, o);
         else this.#dst = ipFromBytes(buf, o, l);
       } else if (type === NDA_LLADDR) {
         if (l === 6) {
@@ -230,8 +231,8 @@ export function parseNeigh(buf: Buffer, off: number, len: number): Neigh {
   const p = off + SIZEOF_NLMSGHDR;
   const n: Neigh = {
     family: buf[p]!,
-    ifindex: buf.readInt32LE(p + 4),
-    state: buf.readUInt16LE(p + 8),
+    ifindex: i32le(buf, p + 4),
+    state: u16le(buf, p + 8),
     flags: buf[p + 10]!,
     type: buf[p + 11]!,
     flagsExt: 0,
@@ -249,8 +250,8 @@ export function formatNeigh(w: Writer, type: number, flags: number, n: Neigh, se
   const b = w.buf;
   const p = start + SIZEOF_NLMSGHDR;
   b[p] = n.family;
-  b.writeInt32LE(n.ifindex, p + 4);
-  b.writeUInt16LE(n.state, p + 8);
+  wi32le(b, n.ifindex, p + 4);
+  w16le(b, n.state, p + 8);
   b[p + 10] = n.flags;
   b[p + 11] = n.type;
   if (n.dst !== undefined) w.ip(NDA_DST, n.dst);
@@ -266,10 +267,10 @@ export function formatNeigh(w: Writer, type: number, flags: number, n: Neigh, se
     const c = n.cacheinfo;
     const a = w.nest(NDA_CACHEINFO);
     w.ensure(SIZEOF_NDA_CACHEINFO);
-    w.buf.writeUInt32LE(c.confirmed >>> 0, w.off);
-    w.buf.writeUInt32LE(c.used >>> 0, w.off + 4);
-    w.buf.writeUInt32LE(c.updated >>> 0, w.off + 8);
-    w.buf.writeUInt32LE(c.refcnt >>> 0, w.off + 12);
+    w32le(w.buf, c.confirmed >>> 0, w.off);
+    w32le(w.buf, c.used >>> 0, w.off + 4);
+    w32le(w.buf, c.updated >>> 0, w.off + 8);
+    w32le(w.buf, c.refcnt >>> 0, w.off + 12);
     w.off += SIZEOF_NDA_CACHEINFO;
     w.nestEnd(a);
   }

@@ -7,6 +7,7 @@
 import { ParseError } from './errors.js';
 import { expectFixed, forEachAttr, getString, type Writer } from './wire.js';
 import { NLM_F_DUMP, NLM_F_REQUEST, SIZEOF_NLMSGHDR } from './constants.js';
+import { i32be, u32be } from '../../util/bytes.js';
 
 export const NETLINK_NETFILTER = 12;
 export const SIZEOF_NFGENMSG = 4;
@@ -130,7 +131,7 @@ export function formatNftGetGen(w: Writer): void {
 
 function be32(buf: Buffer, off: number, len: number, what: string): number {
   if (len !== 4) throw new ParseError(`${what}: ${len} bytes, expected 4`, off);
-  return buf.readUInt32BE(off);
+  return u32be(buf, off);
 }
 
 /** The nfgenmsg family and where the attributes start and end. */
@@ -158,7 +159,7 @@ function parseHook(buf: Buffer, start: number, end: number): NonNullable<NftChai
   let single: string | undefined;
   forEachAttr(buf, start, end, (type, o, l) => {
     if (type === NFTA_HOOK_HOOKNUM) hook.num = be32(buf, o, l, 'NFTA_HOOK_HOOKNUM');
-    else if (type === NFTA_HOOK_PRIORITY) hook.priority = buf.readInt32BE(o);
+    else if (type === NFTA_HOOK_PRIORITY) hook.priority = i32be(buf, o);
     else if (type === NFTA_HOOK_DEV) single = getString(buf, o, l);
     else if (type === NFTA_HOOK_DEVS) {
       forEachAttr(buf, o, o + l, (t, oo, ll) => {

@@ -36,6 +36,7 @@ import {
   type RawAttr,
   Writer,
 } from './wire.js';
+import { i32le, u16le, u32le, w16le, w32le, wi32le } from '../../util/bytes.js';
 
 /** RTA_VIA: a gateway of another family (an IPv6 next hop for an IPv4 route). */
 export interface Via {
@@ -100,7 +101,7 @@ function ipAttr(buf: Buffer, off: number, len: number, what: string): string {
 
 function parseVia(buf: Buffer, off: number, len: number): Via {
   if (len < 2) throw new ParseError('RTA_VIA too short', off);
-  const family = buf.readUInt16LE(off);
+  const family = u16le(buf, off);
   return { family, address: ipAttr(buf, off + 2, len - 2, 'RTA_VIA') };
 }
 
@@ -116,11 +117,11 @@ function parseMultipath(buf: Buffer, start: number, end: number): Nexthop[] {
   let p = start;
   while (p < end) {
     if (end - p < SIZEOF_RTNEXTHOP) throw new ParseError('truncated rtnexthop', p);
-    const len = buf.readUInt16LE(p);
+    const len = u16le(buf, p);
     if (len < SIZEOF_RTNEXTHOP || len > end - p) {
       throw new ParseError(`rtnexthop length ${len} out of bounds`, p);
     }
-    const nh: Nexthop = { flags: buf[p + 2]!, hops: buf[p + 3]!, ifindex: buf.readInt32LE(p + 4) };
+    const nh: Nexthop = { flags: buf[p + 2]!, hops: buf[p + 3]!, ifindex: i32le(buf, p + 4) };
     parseNexthopAttrs(buf, p + SIZEOF_RTNEXTHOP, p + len, nh);
     legs.push(nh);
     p += align4(len);
@@ -177,7 +178,7 @@ function parseRouteAttr(r: Route, buf: Buffer, type: number, off: number, len: n
       break;
     case RTA_ENCAP_TYPE:
       if (len !== 2) throw new ParseError(`RTA_ENCAP_TYPE: ${len} bytes`, off);
-      r.encapType = buf.readUInt16LE(off);
+      r.encapType = u16le(buf, off);
       break;
     case RTA_MULTIPATH:
       r.multipath = parseMultipath(buf, off, off + len);
@@ -203,7 +204,7 @@ export function parseRoute(buf: Buffer, off: number, len: number): Route {
     protocol: buf[p + 5]!,
     scope: buf[p + 6]!,
     type: buf[p + 7]!,
-    flags: buf.readUInt32LE(p + 8),
+    flags: u32le(buf, p + 8),
   };
   forEachAttr(buf, p + SIZEOF_RTMSG, off + len, (type, o, l) => parseRouteAttr(r, buf, type, o, l));
   return r;
@@ -212,10 +213,10 @@ export function parseRoute(buf: Buffer, off: number, len: number): Route {
 function writeVia(w: Writer, via: Via): void {
   w.ensure(4 + 2 + 16 + 3);
   const start = w.off;
-  w.buf.writeUInt16LE(RTA_VIA, start + 2);
-  w.buf.writeUInt16LE(via.family, start + 4);
+  w16le(w.buf, RTA_VIA, start + 2);
+  w16le(w.buf, via.family, start + 4);
   const len = 4 + 2 + writeIp(via.address, w.buf, start + 6);
-  w.buf.writeUInt16LE(len, start);
+  w16le(w.buf, len, start);
   w.off = start + len;
   while (w.off & 3) w.buf[w.off++] = 0;
 }
@@ -227,11 +228,11 @@ function writeMultipath(w: Writer, legs: readonly Nexthop[]): void {
     const start = w.off;
     w.buf[start + 2] = nh.flags;
     w.buf[start + 3] = nh.hops;
-    w.buf.writeInt32LE(nh.ifindex, start + 4);
+    wi32le(w.buf, nh.ifindex, start + 4);
     w.off = start + SIZEOF_RTNEXTHOP;
     if (nh.gateway !== undefined) w.ip(RTA_GATEWAY, nh.gateway);
     if (nh.via) writeVia(w, nh.via);
-    w.buf.writeUInt16LE(w.off - start, start);
+    w16le(w.buf, w.off - start, start);
   }
   w.nestEnd(nest);
 }
@@ -252,7 +253,7 @@ export function formatRoute(w: Writer, type: number, flags: number, r: Route, se
   b[p + 5] = r.protocol;
   b[p + 6] = r.scope;
   b[p + 7] = r.type;
-  b.writeUInt32LE(r.flags >>> 0, p + 8);
+  w32le(b, r.flags >>> 0, p + 8);
   if (r.table > 255) w.u32(RTA_TABLE, r.table);
   if (r.dst !== undefined) w.ip(RTA_DST, r.dst);
   if (r.src !== undefined) w.ip(RTA_SRC, r.src);

@@ -41,6 +41,7 @@ import {
   type RawAttr,
   Writer,
 } from './wire.js';
+import { u16le, u32le, w16le, w32le } from '../../util/bytes.js';
 
 /** An inclusive range of two numbers (FRA_UID_RANGE, FRA_SPORT_RANGE, FRA_DPORT_RANGE). */
 export interface RuleRange {
@@ -108,10 +109,10 @@ function ipAttr(buf: Buffer, off: number, len: number, what: string): string {
 function rangeAttr(buf: Buffer, off: number, len: number, what: string, ports: boolean): RuleRange {
   if (ports) {
     expectLen(off, len, SIZEOF_FIB_RULE_PORT_RANGE, what);
-    return { start: buf.readUInt16LE(off), end: buf.readUInt16LE(off + 2) };
+    return { start: u16le(buf, off), end: u16le(buf, off + 2) };
   }
   expectLen(off, len, SIZEOF_FIB_RULE_UID_RANGE, what);
-  return { start: buf.readUInt32LE(off), end: buf.readUInt32LE(off + 4) };
+  return { start: u32le(buf, off), end: u32le(buf, off + 4) };
 }
 
 /** Decodes one attribute into `r`; false when this codec does not know it. */
@@ -192,7 +193,7 @@ export function parseRule(buf: Buffer, off: number, len: number): Rule {
     tos: buf[p + 3]!,
     table: buf[p + 4]!,
     action: buf[p + 7]!,
-    flags: buf.readUInt32LE(p + 8),
+    flags: u32le(buf, p + 8),
   };
   for (const a of readRawAttrs(buf, p + SIZEOF_FIB_RULE_HDR, off + len)) {
     const type = a.type & NLA_TYPE_MASK;
@@ -205,11 +206,11 @@ export function parseRule(buf: Buffer, off: number, len: number): Rule {
 function writeRange(w: Writer, type: number, v: RuleRange, ports: boolean): void {
   const b = Buffer.alloc(ports ? SIZEOF_FIB_RULE_PORT_RANGE : SIZEOF_FIB_RULE_UID_RANGE);
   if (ports) {
-    b.writeUInt16LE(v.start, 0);
-    b.writeUInt16LE(v.end, 2);
+    w16le(b, v.start, 0);
+    w16le(b, v.end, 2);
   } else {
-    b.writeUInt32LE(v.start >>> 0, 0);
-    b.writeUInt32LE(v.end >>> 0, 4);
+    w32le(b, v.start >>> 0, 0);
+    w32le(b, v.end >>> 0, 4);
   }
   w.bytesAttr(type, b);
 }
@@ -228,7 +229,7 @@ export function formatRule(w: Writer, type: number, flags: number, r: Rule, seq 
   b[p + 3] = r.tos;
   b[p + 4] = r.table > 255 ? 0 : r.table;
   b[p + 7] = r.action;
-  b.writeUInt32LE(r.flags >>> 0, p + 8);
+  w32le(b, r.flags >>> 0, p + 8);
   if (r.table > 255) w.u32(FRA_TABLE, r.table);
   if (r.priority !== undefined) w.u32(FRA_PRIORITY, r.priority);
   if (r.dst !== undefined) w.ip(FRA_DST, r.dst);

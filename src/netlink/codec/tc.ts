@@ -4,6 +4,7 @@
 // configured and which filters sit on a device's ingress or egress.
 import { NLM_F_DUMP, NLM_F_REQUEST, SIZEOF_NLMSGHDR } from './constants.js';
 import { expectFixed, forEachAttr, getString, getU32, type Writer } from './wire.js';
+import { i32le, u32le, w32le, wi32le } from '../../util/bytes.js';
 
 export const RTM_NEWQDISC = 36;
 export const RTM_DELQDISC = 37;
@@ -52,8 +53,8 @@ export function formatQdiscDump(w: Writer): void {
 /** `tc filter show dev IFINDEX parent PARENT` (every chain). */
 export function formatFilterDump(w: Writer, ifindex: number, parent: number): void {
   const start = w.begin(RTM_GETTFILTER, NLM_F_REQUEST | NLM_F_DUMP, SIZEOF_TCMSG);
-  w.buf.writeInt32LE(ifindex, start + SIZEOF_NLMSGHDR + 4);
-  w.buf.writeUInt32LE(parent >>> 0, start + SIZEOF_NLMSGHDR + 12);
+  wi32le(w.buf, ifindex, start + SIZEOF_NLMSGHDR + 4);
+  w32le(w.buf, parent >>> 0, start + SIZEOF_NLMSGHDR + 12);
   w.end(start);
 }
 
@@ -62,10 +63,10 @@ export function parseTcObject(buf: Buffer, off: number, len: number): TcObject {
   expectFixed(off, len, SIZEOF_TCMSG, 'tcmsg');
   const p = off + SIZEOF_NLMSGHDR;
   const o: TcObject = {
-    ifindex: buf.readInt32LE(p + 4),
-    handle: buf.readUInt32LE(p + 8),
-    parent: buf.readUInt32LE(p + 12),
-    info: buf.readUInt32LE(p + 16),
+    ifindex: i32le(buf, p + 4),
+    handle: u32le(buf, p + 8),
+    parent: u32le(buf, p + 12),
+    info: u32le(buf, p + 16),
     kind: '',
   };
   forEachAttr(buf, p + SIZEOF_TCMSG, off + len, (type, a, l) => {

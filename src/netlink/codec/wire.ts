@@ -13,6 +13,7 @@ import {
 } from '../../ipaddr/index.js';
 import { NLA_TYPE_MASK, SIZEOF_NLATTR, SIZEOF_NLMSGHDR } from './constants.js';
 import { ParseError } from './errors.js';
+import { i32le, u16le, u32le, w16le, w32le, wi32le } from '../../util/bytes.js';
 
 export const align4 = (n: number): number => (n + 3) & ~3;
 
@@ -118,19 +119,19 @@ export class Writer {
 
   u16(type: number, v: number): void {
     const o = this.#attrHeader(type, 2);
-    this.buf.writeUInt16LE(v, o);
+    w16le(this.buf, v, o);
     this.#pad(o + 2);
   }
 
   u32(type: number, v: number): void {
     const o = this.#attrHeader(type, 4);
-    this.buf.writeUInt32LE(v >>> 0, o);
+    w32le(this.buf, v >>> 0, o);
     this.off = o + 4;
   }
 
   s32(type: number, v: number): void {
     const o = this.#attrHeader(type, 4);
-    this.buf.writeInt32LE(v, o);
+    wi32le(this.buf, v, o);
     this.off = o + 4;
   }
 
@@ -212,15 +213,15 @@ export class Writer {
 /** Reads and validates the header of the message at `off`; `end` bounds the buffer. */
 export function readHeader(buf: Buffer, off: number, end: number): NlMsgHeader {
   if (end - off < SIZEOF_NLMSGHDR) throw new ParseError('truncated nlmsghdr', off);
-  const len = buf.readUInt32LE(off);
+  const len = u32le(buf, off);
   if (len < SIZEOF_NLMSGHDR) throw new ParseError(`nlmsg_len ${len} below header size`, off);
   if (len > end - off) throw new ParseError(`nlmsg_len ${len} exceeds ${end - off} bytes`, off);
   return {
     len,
-    type: buf.readUInt16LE(off + 4),
-    flags: buf.readUInt16LE(off + 6),
-    seq: buf.readUInt32LE(off + 8),
-    pid: buf.readUInt32LE(off + 12),
+    type: u16le(buf, off + 4),
+    flags: u16le(buf, off + 6),
+    seq: u32le(buf, off + 8),
+    pid: u32le(buf, off + 12),
   };
 }
 
@@ -237,11 +238,11 @@ export function forEachAttr(
   let p = start;
   while (p < end) {
     if (end - p < SIZEOF_NLATTR) throw new ParseError('truncated attribute header', p);
-    const len = buf.readUInt16LE(p);
+    const len = u16le(buf, p);
     if (len < SIZEOF_NLATTR || len > end - p) {
       throw new ParseError(`attribute length ${len} out of bounds`, p);
     }
-    fn(buf.readUInt16LE(p + 2) & NLA_TYPE_MASK, p + SIZEOF_NLATTR, len - SIZEOF_NLATTR);
+    fn(u16le(buf, p + 2) & NLA_TYPE_MASK, p + SIZEOF_NLATTR, len - SIZEOF_NLATTR);
     p += align4(len);
   }
 }
@@ -252,12 +253,12 @@ export function readRawAttrs(buf: Buffer, start: number, end: number): RawAttr[]
   let p = start;
   while (p < end) {
     if (end - p < SIZEOF_NLATTR) throw new ParseError('truncated attribute header', p);
-    const len = buf.readUInt16LE(p);
+    const len = u16le(buf, p);
     if (len < SIZEOF_NLATTR || len > end - p) {
       throw new ParseError(`attribute length ${len} out of bounds`, p);
     }
     out.push({
-      type: buf.readUInt16LE(p + 2),
+      type: u16le(buf, p + 2),
       value: Buffer.from(buf.subarray(p + SIZEOF_NLATTR, p + len)),
     });
     p += align4(len);
@@ -276,17 +277,17 @@ export function getU8(buf: Buffer, off: number, len: number, what: string): numb
 
 export function getU16(buf: Buffer, off: number, len: number, what: string): number {
   expectLen(off, len, 2, what);
-  return buf.readUInt16LE(off);
+  return u16le(buf, off);
 }
 
 export function getU32(buf: Buffer, off: number, len: number, what: string): number {
   expectLen(off, len, 4, what);
-  return buf.readUInt32LE(off);
+  return u32le(buf, off);
 }
 
 export function getS32(buf: Buffer, off: number, len: number, what: string): number {
   expectLen(off, len, 4, what);
-  return buf.readInt32LE(off);
+  return i32le(buf, off);
 }
 
 /** A string attribute: up to the first NUL (the kernel always sends one). */

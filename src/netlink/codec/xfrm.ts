@@ -4,6 +4,7 @@
 import { ipFromBytes } from '../../ipaddr/index.js';
 import { AF_INET, AF_INET6, NLM_F_DUMP, NLM_F_REQUEST, SIZEOF_NLMSGHDR } from './constants.js';
 import { expectFixed, type Writer } from './wire.js';
+import { i32le, u16le, u32le } from '../../util/bytes.js';
 
 export const NETLINK_XFRM = 6;
 export const XFRM_MSG_NEWPOLICY = 0x13;
@@ -77,17 +78,17 @@ function prefix(buf: Buffer, off: number, family: number, len: number): string |
 export function parseXfrmPolicy(buf: Buffer, off: number, len: number): XfrmPolicy {
   expectFixed(off, len, SIZEOF_XFRM_USERPOLICY_INFO, 'xfrm policy');
   const p = off + SIZEOF_NLMSGHDR;
-  const family = buf.readUInt16LE(p + OFFSETOF_XFRM_SEL_FAMILY);
+  const family = u16le(buf, p + OFFSETOF_XFRM_SEL_FAMILY);
   return {
     family,
     dst: prefix(buf, p, family, buf[p + 42]!),
     src: prefix(buf, p + 16, family, buf[p + 43]!),
     proto: buf[p + 44]!,
-    ifindex: buf.readInt32LE(p + 48),
+    ifindex: i32le(buf, p + 48),
     dir: buf[p + OFFSETOF_XFRM_POL_DIR]!,
     action: buf[p + OFFSETOF_XFRM_POL_ACTION]!,
-    priority: buf.readUInt32LE(p + OFFSETOF_XFRM_POL_PRIORITY),
-    index: buf.readUInt32LE(p + OFFSETOF_XFRM_POL_INDEX),
+    priority: u32le(buf, p + OFFSETOF_XFRM_POL_PRIORITY),
+    index: u32le(buf, p + OFFSETOF_XFRM_POL_INDEX),
   };
 }
 
