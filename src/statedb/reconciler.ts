@@ -27,6 +27,9 @@ import type { ChangeIterator, Table } from './table.js';
 import type { Change, Initializable, Row } from './types.js';
 import { abortable, deferred, type Deferred } from './util.js';
 
+/** Why a wait of the loop ends: it woke (see #waitForWork). */
+const WOKEN = new Error('reconciler woke');
+
 export interface ReconcilerParams<Obj> {
   table: Table<Obj>;
   ops: Operations<Obj>;
@@ -306,7 +309,9 @@ export class Reconciler<Obj> {
     } finally {
       this.#idle = false;
       this.#wakeFn = undefined;
-      ac.abort();
+      // A reason of our own: abort() without one makes a DOMException with its stack, and a
+      // rate-limited loop waits thousands of times a second (docs/neighbor.md, "The fifth pass").
+      ac.abort(WOKEN);
       timer.cancel();
     }
   }
