@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=16 --optimize-for-size
+#!/usr/bin/env -S node --max-semi-space-size=16 --optimize-for-size --max-opt=2
 // `fibkeeper run` reloads on SIGHUP; until it has set that up, a SIGHUP must not end it (the
 // config it is about to read is the newest anyway). From the first line, then: the default
 // action of SIGHUP is to end the process. (Before this line Node itself starts, with the

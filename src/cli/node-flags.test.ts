@@ -13,13 +13,14 @@ describe('the agent’s V8 flags', () => {
       '--config',
       'c.yaml',
     ]);
-    const all = ['--max-semi-space-size=4', '--optimize_for_size'];
+    const all = ['--max-semi-space-size=4', '--optimize_for_size', '--max-opt=3'];
     expect(reexecArgs(all, argv, {})).toBeUndefined();
     expect(
-      reexecArgs(['--max_semi_space_size=4', '--optimize-for-size'], argv, {}),
+      reexecArgs(['--max_semi_space_size=4', '--optimize-for-size', '--max_opt=2'], argv, {}),
     ).toBeUndefined();
     expect(reexecArgs(['--max-semi-space-size=4'], argv, {})).toEqual([
       '--optimize-for-size',
+      '--max-opt=2',
       '--max-semi-space-size=4',
       ...argv.slice(1),
     ]);

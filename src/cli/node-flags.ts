@@ -5,7 +5,11 @@
 // and V8's heap growth for speed (an old generation let grow well past what is live before
 // it is collected) cost it another ~200 MiB at 1,000,000 (peak 757 → 557 MiB with
 // --optimize-for-size, which collects sooner and keeps the idle agent ~20 MiB smaller; the
-// convergence stayed within the target) (docs/neighbor.md, "Memory"). A flag of the heap can
+// convergence stayed within the target) (docs/neighbor.md, "Memory"). And it optimizes with
+// Maglev only (--max-opt=2): TurboFan's code is ~5 MiB of the node binary that the agent would
+// otherwise page in (its file-backed RSS 52.2 → 46.7 MiB), and at 100,000 IPs that was what
+// kept the peak above 128 MiB; the convergence stayed within the target at 100,000 and
+// 1,000,000 (docs/neighbor.md, "The fifth pass"). A flag of the heap can
 // only be set when the process starts, so `run` replaces itself (same PID, process.execve)
 // with the flags added, once.
 import { totalmem } from 'node:os';
@@ -13,6 +17,7 @@ import { totalmem } from 'node:os';
 export const AGENT_NODE_FLAGS: readonly string[] = [
   '--max-semi-space-size=16',
   '--optimize-for-size',
+  '--max-opt=2',
 ];
 
 /** What the process needs besides V8's heap (code, the young generation, native buffers). */
