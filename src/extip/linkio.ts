@@ -25,6 +25,7 @@ import {
   type PacketSocketOptions,
   type SystemError,
 } from '../native/index.js';
+import { arpMayConcern, type ArpInterest } from './arp-filter.js';
 import type { ExternalLink } from './external.js';
 import {
   ALL_NODES_IP,
@@ -156,6 +157,7 @@ function stampArp(frame: Buffer, ip: Buffer): void {
 
 export class LinkIo {
   readonly #p: LinkIoParams;
+  readonly #arpInterest: ArpInterest;
   #s: LinkIoSettings;
   #tx: FrameSocket | undefined;
   #rx: FrameSocket[] = [];
@@ -180,6 +182,14 @@ export class LinkIo {
   constructor(p: LinkIoParams) {
     this.#p = p;
     this.#s = { ext: p.ext, respondArp: p.respondArp, ipv6: p.ipv6, ndp: p.ndp };
+    const settings = (): LinkIoSettings => this.#s;
+    this.#arpInterest = {
+      owns: (ip) => p.owns(ip),
+      probing: (ip) => p.dad.probing(ip),
+      get respondArp() {
+        return settings().respondArp;
+      },
+    };
   }
 
   get ext(): ExternalLink {
@@ -382,6 +392,8 @@ export class LinkIo {
   }
 
   #onArp(frame: Buffer): void {
+    // Most ARP is about other hosts (arp-filter.ts): looked at through its IPs, not decoded.
+    if (!arpMayConcern(frame, this.#arpInterest)) return;
     const d = decodeFrame(frame);
     const ours = this.#s.ext.mac;
     if (d.kind !== 'arp' || d.senderMac === ours) return;
