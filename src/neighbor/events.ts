@@ -4,10 +4,11 @@
 // (unresolved past neighbor.unusableAfter). Each kind is a Burst: a bulk load of a million
 // entries is a few events, and an entry costs a counter (its text is made only for the few
 // examples). Unusable next hops are looked for once a second, and only while the kernel holds
-// unresolved entries of ours.
-import { Burst, type EventSink, type EventType } from '../events/index.js';
+// unresolved entries of ours: those that crossed neighbor.unusableAfter since the last look.
+import { Burst, SAMPLE_SIZE, type EventSink, type EventType } from '../events/index.js';
 import { Periodic, type Clock } from '../sched/index.js';
-import { splitNeighKey, type UnusableEntry } from './types.js';
+import { splitNeighKey } from './types.js';
+import type { UnusableList } from './unusable.js';
 
 /** Length of a summary window. */
 const WINDOW_MS = 1000;
@@ -21,8 +22,10 @@ export interface NeighborEventsParams {
   nameOf(ifindex: number): string | undefined;
   /** Unresolved entries of ours in the kernel now (cheap). */
   unresolved(): number;
-  /** The unusable next hops now (NeighborSubsystem.unusable). */
-  unusable(): UnusableEntry[];
+  /** Now less neighbor.unusableAfter: an entry FAILED at this time or earlier is unusable. */
+  unusableUpTo(): number;
+  /** Next hops that went FAILED in (after, upTo] and are unusable: the count, `max` rows. */
+  newlyUnusable(after: number, upTo: number, max: number): UnusableList;
 }
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
@@ -37,9 +40,12 @@ export class NeighborEvents {
   readonly #deleted: Burst;
   readonly #unusable: Burst;
   readonly #check: Periodic;
-  /** Unusable next hops reported ("ifindex|ip"), until they resolve. */
-  #reported = new Set<string>();
-  #lastUnresolved = 0;
+  /**
+   * Where the last look ended: an entry unusable since is one whose first FAILED came after
+   * it (each episode is reported once, when it crosses neighbor.unusableAfter; a next hop
+   * that only becomes wanted later is in health and status, not in an event).
+   */
+  #checkedUpTo = -Infinity;
 
   constructor(p: NeighborEventsParams) {
     this.#p = p;
@@ -110,28 +116,14 @@ export class NeighborEvents {
   }
 
   #checkUnusable(): void {
-    const unresolved = this.#p.unresolved();
-    if (unresolved === 0) {
-      this.#reported.clear();
-      this.#lastUnresolved = 0;
-      return;
-    }
-    // Nothing changed and nothing reported yet that could resolve: a new unusable entry
-    // needs an unresolved one that was not unusable at the last look, so look again only
-    // while some unresolved entry is not reported yet.
-    if (unresolved === this.#lastUnresolved && this.#reported.size >= unresolved) return;
-    this.#lastUnresolved = unresolved;
-    const now = this.#p.unusable();
-    const next = new Set<string>();
-    const fresh: UnusableEntry[] = [];
-    for (const u of now) {
-      const k = `${u.device}|${u.nexthop}`;
-      next.add(k);
-      if (!this.#reported.has(k)) fresh.push(u);
-    }
-    this.#reported = next;
-    this.#unusable.add(fresh.length, (max) =>
-      fresh
+    const upTo = this.#p.unusableUpTo();
+    const after = this.#checkedUpTo;
+    this.#checkedUpTo = upTo;
+    if (this.#p.unresolved() === 0) return;
+    const found = this.#p.newlyUnusable(after, upTo, SAMPLE_SIZE);
+    if (found.count === 0) return;
+    this.#unusable.add(found.count, (max) =>
+      found.entries
         .slice(0, max)
         .map(
           (u) =>

@@ -327,22 +327,38 @@ export class ObservedNeighbors implements Initializable {
   }
 
   /**
-   * fibkeeper's entries that went FAILED at `since` (ms, this table's clock) or earlier and
-   * have not resolved since, for the next hops `wanted` says fibkeeper wants; oldest first.
+   * Calls `fn` for each of fibkeeper's entries that went FAILED after `after` and at `upTo`
+   * (ms, this table's clock) or earlier and have not resolved since, for the next hops
+   * `wanted` says fibkeeper wants; in no order. An entry outside the window costs no text.
    */
+  forEachUnresolved(
+    after: number,
+    upTo: number,
+    wanted: (ifindex: number, ip: string) => boolean,
+    fn: (ifindex: number, ip: string, since: number) => void,
+  ): void {
+    this.#unresolved.forEach((ifindex, k, t) => {
+      if (t > upTo || t <= after) return;
+      const ip = ipOfKey(k);
+      if (wanted(ifindex, ip)) fn(ifindex, ip, t);
+    });
+  }
+
+  /** forEachUnresolved up to `since`, as rows, oldest first. */
   unresolvedSince(
     since: number,
     wanted: (ifindex: number, ip: string) => boolean,
   ): { ifindex: number; ip: string; state: number; since: number }[] {
     const out: { ifindex: number; ip: string; state: number; since: number }[] = [];
-    for (const [ifindex, k, t] of this.#unresolved.entries()) {
-      if (t > since) continue;
-      const ip = ipOfKey(k);
-      if (!wanted(ifindex, ip)) continue;
-      const e = this.#byDevice.get(ifindex)?.get(k);
-      out.push({ ifindex, ip, state: e?.state ?? 0, since: t });
-    }
+    this.forEachUnresolved(-Infinity, since, wanted, (ifindex, ip, t) => {
+      out.push({ ifindex, ip, state: this.stateOf(ifindex, ip), since: t });
+    });
     return out.sort((a, b) => a.since - b.since);
+  }
+
+  /** The NUD state of the entry (ifindex, ip) in the table (0 when absent). */
+  stateOf(ifindex: number, ip: string): number {
+    return this.#byDevice.get(ifindex)?.get(keyOfIp(ip))?.state ?? 0;
   }
 
   /**

@@ -382,19 +382,20 @@ export class NeighborSubsystem {
       if (f?.lastError !== undefined) feeds[name] = f.lastError;
     }
     const failingLookups = this.#n.calculator.failingLookups;
-    const unusable = this.unusable();
+    // The ten oldest and the count: not a row for each of a storm's 100,000 (unusable.ts).
+    const unusable = this.#n.unusable(10);
     const ok =
       reconciler.level === 'ok' &&
       failingLookups === 0 &&
       Object.keys(feeds).length === 0 &&
-      unusable.length === 0;
+      unusable.count === 0;
     return {
       level: ok ? 'ok' : 'degraded',
       reconciler,
       failingLookups,
       feeds,
-      unusable: unusable.slice(0, 10),
-      unusableCount: unusable.length,
+      unusable: unusable.entries,
+      unusableCount: unusable.count,
     };
   }
 
@@ -403,7 +404,7 @@ export class NeighborSubsystem {
    * has not resolved since, oldest first.
    */
   unusable(): UnusableEntry[] {
-    return this.#n.unusable();
+    return this.#n.unusable().entries;
   }
 
   /** Rows for `fibkeeper status` (filtered and capped by `q`). */

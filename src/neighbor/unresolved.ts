@@ -44,8 +44,12 @@ export class UnresolvedEntries<K> {
     if (m.size === 0) this.#byDevice.delete(ifindex);
   }
 
-  /** Every unresolved entry with the time of its first FAILED. */
-  *entries(): IterableIterator<[ifindex: number, key: K, since: number]> {
-    for (const [ifindex, m] of this.#byDevice) for (const [k, t] of m) yield [ifindex, k, t];
+  /**
+   * Calls `fn` for every unresolved entry with the time of its first FAILED. No tuple per
+   * entry: a storm of 100,000 unresolved entries is walked every second (docs/neighbor.md,
+   * "The fifth pass").
+   */
+  forEach(fn: (ifindex: number, key: K, since: number) => void): void {
+    for (const [ifindex, m] of this.#byDevice) m.forEach((t, k) => fn(ifindex, k, t));
   }
 }

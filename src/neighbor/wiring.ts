@@ -26,7 +26,6 @@ import type { Logger } from '../log/index.js';
 import {
   DeviceFeed,
   NTF_EXT_MANAGED,
-  nudStateNames,
   type NetlinkHandle,
   type Route,
   type RouteFeed,
@@ -53,8 +52,8 @@ import {
   neighKey,
   type DesiredNeighbor,
   type RefreshMode,
-  type UnusableEntry,
 } from './types.js';
+import { unusableBetween, unusableByDevice, type UnusableList } from './unusable.js';
 import { makeWriter } from './writer.js';
 
 type Census = ReturnType<ObservedNeighbors['census']>;
@@ -98,8 +97,8 @@ export interface NeighborParts {
   requeue(key: string, cause: RequeueCause): void;
   /** The observed table's census, computed again only after a change of either table. */
   census(): Census;
-  /** Desired next hops unresolved for neighbor.unusableAfter, oldest first. */
-  unusable(): UnusableEntry[];
+  /** Desired next hops unresolved for neighbor.unusableAfter: how many, the `limit` oldest. */
+  unusable(limit?: number): UnusableList;
 }
 
 const protocol = FIBKEEPER_NEIGH_PROTOCOL;
@@ -156,11 +155,14 @@ export function wireNeighbor(ctx: WiringContext): NeighborParts {
     events: undefined,
     requeue: (key: string, cause: RequeueCause) => requeue(ctx, parts, causes, key, cause),
     census: censusOf(observed, desired),
-    unusable: () => unusableOf(ctx, parts),
+    unusable: (limit?: number) => {
+      const now = ctx.clock.now();
+      return unusableBetween(parts, -Infinity, now - ctx.config.unusableAfter, now, limit);
+    },
   } as NeighborParts;
   buildWorkers(ctx, parts, causes);
   listen(ctx, parts);
-  exposeMetrics(parts);
+  exposeMetrics(ctx, parts);
   return parts;
 }
 
@@ -194,7 +196,8 @@ function buildWorkers(
       clock,
       nameOf: (ifindex) => devices.nameOf(ifindex),
       unresolved: () => observed.unresolvedCount,
-      unusable: () => parts.unusable(),
+      unusableUpTo: () => clock.now() - ctx.config.unusableAfter,
+      newlyUnusable: (after, upTo, max) => unusableBetween(parts, after, upTo, clock.now(), max),
     }));
   parts.reactor = new Reactor({
     desired,
@@ -293,7 +296,7 @@ function listen(ctx: WiringContext, parts: NeighborParts): void {
 }
 
 /** The gauges read at scrape time. */
-function exposeMetrics(parts: NeighborParts): void {
+function exposeMetrics(ctx: WiringContext, parts: NeighborParts): void {
   const { devices, desired } = parts;
   parts.metrics.setSource({
     forwardableIps: () => parts.forwardable.size,
@@ -303,11 +306,7 @@ function exposeMetrics(parts: NeighborParts): void {
     foreignEntries: () => parts.census().foreignWanted,
     refreshMode: () => parts.path.mode,
     managedOverLimit: () => parts.path.overLimit,
-    unusableByDevice: () => {
-      const by = new Map(devices.selected().map((d) => [d.name, 0]));
-      for (const u of parts.unusable()) by.set(u.device, (by.get(u.device) ?? 0) + 1);
-      return by;
-    },
+    unusableByDevice: () => unusableByDevice(parts, ctx.clock.now() - ctx.config.unusableAfter),
   });
 }
 
@@ -373,26 +372,6 @@ function censusOf(observed: ObservedNeighbors, desired: Table<DesiredNeighbor>):
     cache = { observed: o, desired: d, value };
     return value;
   };
-}
-
-/**
- * Desired next hops whose kernel entry went FAILED at least neighbor.unusableAfter ago and
- * has not resolved since, oldest first.
- */
-function unusableOf(ctx: WiringContext, parts: NeighborParts): UnusableEntry[] {
-  const { devices, desired } = parts;
-  const now = ctx.clock.now();
-  const rows = parts.observed.unresolvedSince(
-    now - ctx.config.unusableAfter,
-    (ifindex, ip) => devices.isSelected(ifindex) && desired.has(neighKey(ifindex, ip)),
-  );
-  return rows.map((r) => ({
-    nexthop: r.ip,
-    device: devices.nameOf(r.ifindex) ?? String(r.ifindex),
-    state: nudStateNames(r.state).join(',').toLowerCase(),
-    forSeconds: Math.round((now - r.since) / 1000),
-    forwardable: [...(desired.get(neighKey(r.ifindex, r.ip))?.refs ?? [])].slice(0, 5),
-  }));
 }
 
 /** The lookup an IP may share: only while its family's routing is table-only. */
