@@ -44,7 +44,7 @@ export {
 } from './prefix.js';
 export { IpRangeIndex } from './range-index.js';
 export { formatV4Number } from './format.js';
-export { parseDottedQuad } from './v4.js';
+export { parseDottedQuad, parseDottedQuadI32 } from './v4.js';
 export {
   formatLinkAddr,
   formatMac,

@@ -7,6 +7,15 @@
  * (IPv6, or a spelling that is not canonical dotted decimal: leading zeros, missing parts).
  */
 export function parseDottedQuad(s: string): number {
+  const v = parseDottedQuadI32(s);
+  return v === undefined ? -1 : v >>> 0;
+}
+
+/**
+ * parseDottedQuad as a signed 32-bit number (undefined for anything else): to V8 always a
+ * small integer, where an unsigned address from 128.0.0.0 on is a heap number, made per call.
+ */
+export function parseDottedQuadI32(s: string): number | undefined {
   let v = 0;
   let part = 0;
   let digits = 0;
@@ -14,8 +23,8 @@ export function parseDottedQuad(s: string): number {
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if (c === 46) {
-      if (digits === 0 || part === 3 || octet > 255) return -1;
-      v = v * 256 + octet;
+      if (digits === 0 || part === 3 || octet > 255) return undefined;
+      v = (v << 8) | octet;
       part++;
       octet = 0;
       digits = 0;
@@ -23,9 +32,9 @@ export function parseDottedQuad(s: string): number {
       octet = octet * 10 + (c - 48);
       digits++;
     } else {
-      return -1;
+      return undefined;
     }
   }
-  if (digits === 0 || part !== 3 || octet > 255) return -1;
-  return v * 256 + octet;
+  if (digits === 0 || part !== 3 || octet > 255) return undefined;
+  return (v << 8) | octet;
 }

@@ -1,7 +1,7 @@
 // The observed Neighbor table: the kernel's neighbor entries, from a dump plus neighbor
 // events (subscribed before the dump). The policy that says whose an entry is and what an
 // observed change means is in ownership.ts (re-exported here).
-import { formatV4Number, parseDottedQuad } from '../ipaddr/index.js';
+import { formatV4Number, parseDottedQuadI32 } from '../ipaddr/index.js';
 import { AF_INET, AF_INET6, NeighFields, NTF_PROXY, NUD_FAILED } from '../netlink/index.js';
 import type { Initializable } from '../statedb/index.js';
 import { CHANGED, Entries, familyOf, MARK, type Entry, type NeighMessage } from './entry.js';
@@ -37,8 +37,7 @@ export interface ObservedChange {
 type IpKey = number | string;
 
 function keyOfIp(ip: string): IpKey {
-  const v = parseDottedQuad(ip);
-  return v >= 0 ? v | 0 : ip;
+  return parseDottedQuadI32(ip) ?? ip;
 }
 
 function ipOfKey(k: IpKey): string {

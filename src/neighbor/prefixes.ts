@@ -8,7 +8,7 @@
 // so "the routes containing x" is the same set for every x whose longest containing prefix
 // is P. Two such IPs therefore get the same answer from the kernel (the same route, or the
 // same error); only an on-link leg names the destination itself as the next hop.
-import { parseDottedQuad, writeIp } from '../ipaddr/index.js';
+import { parseDottedQuadI32, writeIp } from '../ipaddr/index.js';
 
 /** An IP's group: the longest route prefix containing it (NO_GROUP when there is none). */
 export type GroupKey = number | string;
@@ -27,24 +27,38 @@ export function groupLength(key: GroupKey): number {
 
 const scratch = new Uint8Array(16);
 
-/** Prefix lengths present, longest first, with the networks of each (and a route count). */
+/** Prefix lengths present, longest first, with the networks of each. */
 interface Level<K> {
   len: number;
+  /** Network → how many routes have it. */
   nets: Map<K, number>;
+  /**
+   * Network → its group key, made once: what groupOf answers. A map's value, not an object's
+   * field: V8 keeps a number field (an IPv4 key is above 2^31) as a double and boxes it anew
+   * on every read, where a map hands back the one it holds.
+   */
+  keys: Map<K, GroupKey>;
 }
 
 class Levels<K> {
   /** Longest first. */
   levels: Level<K>[] = [];
+  readonly #keyOf: (len: number, net: K) => GroupKey;
+
+  constructor(keyOf: (len: number, net: K) => GroupKey) {
+    this.#keyOf = keyOf;
+  }
 
   add(len: number, net: K): void {
     let l = this.levels.find((x) => x.len === len);
     if (l === undefined) {
-      l = { len, nets: new Map() };
+      l = { len, nets: new Map(), keys: new Map() };
       this.levels.push(l);
       this.levels.sort((a, b) => b.len - a.len);
     }
-    l.nets.set(net, (l.nets.get(net) ?? 0) + 1);
+    const n = l.nets.get(net) ?? 0;
+    l.nets.set(net, n + 1);
+    if (n === 0) l.keys.set(net, this.#keyOf(len, net));
   }
 
   remove(len: number, net: K): void {
@@ -52,26 +66,37 @@ class Levels<K> {
     const l = this.levels[i];
     if (l === undefined) return;
     const n = (l.nets.get(net) ?? 0) - 1;
-    if (n > 0) l.nets.set(net, n);
-    else l.nets.delete(net);
+    if (n > 0) {
+      l.nets.set(net, n);
+    } else {
+      l.nets.delete(net);
+      l.keys.delete(net);
+    }
     if (l.nets.size === 0) this.levels.splice(i, 1);
   }
 }
 
-/** The first `len` bits of an IPv4 address (a 32-bit number), as a number. */
+// IPv4 addresses and networks are signed 32-bit numbers here: to V8 a small integer, where an
+// unsigned one from 128.0.0.0 on is a heap number, made per lookup (groupOf runs once per
+// forwardable IP in a full resync). Group keys stay unsigned (len·2³² + network), made once.
+
+/** The first `len` bits of an IPv4 address (a signed 32-bit number), as a signed number. */
 function v4Net(v: number, len: number): number {
   if (len === 0) return 0;
   const shift = 32 - len;
-  return shift === 0 ? v : ((v >>> shift) << shift) >>> 0;
+  return shift === 0 ? v : (v >> shift) << shift;
 }
 
-/** An IPv4 address as a 32-bit number (any valid spelling), or -1 for IPv6. */
-function v4Number(ip: string): number {
-  const fast = parseDottedQuad(ip);
-  if (fast >= 0 && fast <= 0xffffffff) return fast;
-  if (writeIp(ip, scratch) !== 4) return -1;
-  return ((scratch[0]! << 24) | (scratch[1]! << 16) | (scratch[2]! << 8) | scratch[3]!) >>> 0;
+/** An IPv4 address as a signed 32-bit number (any valid spelling); undefined for IPv6. */
+function v4Number(ip: string): number | undefined {
+  const fast = parseDottedQuadI32(ip);
+  if (fast !== undefined) return fast;
+  if (writeIp(ip, scratch) !== 4) return undefined;
+  return (scratch[0]! << 24) | (scratch[1]! << 16) | (scratch[2]! << 8) | scratch[3]!;
 }
+
+/** The group key of the IPv4 network `net` (signed) of length `len`. */
+const v4Key = (len: number, net: number): number => len * 0x1_0000_0000 + (net >>> 0);
 
 /** The first `len` bits of the 16 bytes at scratch, as a 16-character string (bytes as chars). */
 function v6Net(len: number): string {
@@ -84,8 +109,8 @@ function v6Net(len: number): string {
 }
 
 export class PrefixIndex {
-  readonly #v4 = new Levels<number>();
-  readonly #v6 = new Levels<string>();
+  readonly #v4 = new Levels<number>(v4Key);
+  readonly #v6 = new Levels<string>((len, net) => `${len}/${net}`);
 
   /** Adds one route's destination ("10.0.0.0/8", "::/0"). */
   add(dst: string): void {
@@ -101,7 +126,7 @@ export class PrefixIndex {
     const slash = dst.lastIndexOf('/');
     const len = Number(dst.slice(slash + 1));
     const v = v4Number(dst.slice(0, slash));
-    if (v >= 0) {
+    if (v !== undefined) {
       const net = v4Net(v, len);
       if (delta > 0) this.#v4.add(len, net);
       else this.#v4.remove(len, net);
@@ -120,17 +145,20 @@ export class PrefixIndex {
    */
   groupOf(ip: string): GroupKey {
     const v = v4Number(ip);
-    if (v >= 0) {
-      for (const l of this.#v4.levels) {
-        const net = v4Net(v, l.len);
-        if (l.nets.has(net)) return l.len * 0x1_0000_0000 + net;
+    // Indexed loops: an array iterator is an object per call where Maglev keeps it.
+    if (v !== undefined) {
+      const levels = this.#v4.levels;
+      for (let i = 0; i < levels.length; i++) {
+        const key = levels[i]!.keys.get(v4Net(v, levels[i]!.len));
+        if (key !== undefined) return key;
       }
       return NO_GROUP4;
     }
     writeIp(ip, scratch);
-    for (const l of this.#v6.levels) {
-      const net = v6Net(l.len);
-      if (l.nets.has(net)) return `${l.len}/${net}`;
+    const levels = this.#v6.levels;
+    for (let i = 0; i < levels.length; i++) {
+      const key = levels[i]!.keys.get(v6Net(levels[i]!.len));
+      if (key !== undefined) return key;
     }
     return NO_GROUP6;
   }
@@ -140,7 +168,7 @@ export class PrefixIndex {
     const slash = dst.lastIndexOf('/');
     const len = Number(dst.slice(slash + 1));
     const v = v4Number(dst.slice(0, slash));
-    if (v >= 0) return len * 0x1_0000_0000 + v4Net(v, len);
+    if (v !== undefined) return v4Key(len, v4Net(v, len));
     writeIp(dst.slice(0, slash), scratch);
     return `${len}/${v6Net(len)}`;
   }
