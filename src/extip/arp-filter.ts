@@ -9,7 +9,7 @@
 // Anything but plain Ethernet + IPv4 ARP (VLAN tags, another hardware type, truncated) is
 // decoded as before, so the listener still sees and judges it.
 import { formatV4Number } from '../ipaddr/index.js';
-import { u16be, u32be } from '../util/bytes.js';
+import { u16be, u32be } from '../util/index.js';
 import { ARPOP_REQUEST } from './frames.js';
 
 export interface ArpInterest {

@@ -15,7 +15,7 @@ import {
   parseUnicastMac,
   validateUnicastIp,
 } from '../ipaddr/index.js';
-import { u16be, w16be, w32be } from '../util/bytes.js';
+import { u16be, w16be, w32be } from '../util/index.js';
 
 export const ETH_P_IP = 0x0800;
 export const ETH_P_ARP = 0x0806;

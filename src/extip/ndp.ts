@@ -5,7 +5,7 @@
 // solicited-node multicast group of an address (RFC 4291 §2.7.1). Pure.
 import { formatMac, ipFromBytes, parseUnicastMac, type ParsedIp } from '../ipaddr/index.js';
 import { ETH_HLEN, ETH_P_IPV6, IPPROTO_ICMPV6, icmpv6Checksum } from './frames.js';
-import { u16be, w16be, w32be } from '../util/bytes.js';
+import { u16be, w16be, w32be } from '../util/index.js';
 
 export const ND_NEIGHBOR_SOLICIT = 135;
 export const ND_NEIGHBOR_ADVERT = 136;

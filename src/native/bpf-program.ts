@@ -8,7 +8,7 @@ import {
   type RawTestRunOptions,
 } from './binding.js';
 import { adopt, BpfFdObject, openHandle } from './handle.js';
-import { w32le, wi32le } from '../util/bytes.js';
+import { w32le, wi32le } from '../util/index.js';
 
 /** XDP program return codes. */
 export const XdpAction = { ABORTED: 0, DROP: 1, PASS: 2, TX: 3, REDIRECT: 4 } as const;

@@ -10,7 +10,7 @@ import {
   type SystemError,
 } from './binding.js';
 import { adopt, openHandle, PolledSocket } from './handle.js';
-import { w16be, w16le, w32be, w32le } from '../util/bytes.js';
+import { w16be, w16le, w32be, w32le } from '../util/index.js';
 
 /** Every ethertype (the default filter). */
 export const ETH_P_ALL = 0x0003;

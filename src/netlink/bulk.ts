@@ -9,7 +9,7 @@ import {
   type Writer,
 } from './codec/index.js';
 import type { Clock } from '../sched/index.js';
-import { u16le, w16le, w32le } from '../util/bytes.js';
+import { u16le, w16le, w32le } from '../util/index.js';
 
 /** The part of the client a bulk operation uses. */
 export interface BulkHost {

@@ -31,7 +31,7 @@ import {
   SIZEOF_NLMSGHDR,
   type Writer,
 } from './codec/index.js';
-import { w16le, wi32le } from '../util/bytes.js';
+import { w16le, wi32le } from '../util/index.js';
 export type { NeighFields };
 
 /** A neighbor entry to set (replace) or, with ifindex + dst only, to delete or get. */

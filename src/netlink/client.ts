@@ -39,7 +39,7 @@ import {
   type Parse,
   type Transport,
 } from './ops.js';
-import { u16le, u32le, w16le, w32le } from '../util/bytes.js';
+import { u16le, u32le, w16le, w32le } from '../util/index.js';
 
 export type { ClientParams, ClientStats, Encode, Op, Parse, Transport } from './ops.js';
 

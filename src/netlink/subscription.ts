@@ -28,7 +28,7 @@ import {
 } from './codec/index.js';
 import type { Transport } from './client.js';
 import type { Probed, SocketName } from './health.js';
-import { u16le, u32le, w16le, w32le } from '../util/bytes.js';
+import { u16le, u32le, w16le, w32le } from '../util/index.js';
 
 /** Named groups: `address`, `route` and `rule` cover both IPv4 and IPv6. */
 export type GroupName =

@@ -14,3 +14,16 @@ export function stripUndefined<T extends object>(o: T): T {
 }
 
 export { createServer, request } from './http.js';
+export {
+  i32be,
+  i32le,
+  u16be,
+  u16le,
+  u32be,
+  u32le,
+  w16be,
+  w16le,
+  w32be,
+  w32le,
+  wi32le,
+} from './bytes.js';

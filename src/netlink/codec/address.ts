@@ -15,7 +15,7 @@ import {
 } from './constants.js';
 import { ParseError } from './errors.js';
 import { expectFixed, expectLen, forEachAttr, getString, getU32, getU8, Writer } from './wire.js';
-import { u32le, w32le } from '../../util/bytes.js';
+import { u32le, w32le } from '../../util/index.js';
 
 /** ifa_cacheinfo: lifetimes in seconds (0xffffffff = forever), stamps in 1/100 s. */
 export interface AddressCacheInfo {

@@ -14,7 +14,7 @@ import {
 } from './constants.js';
 import { ParseError, type ExtAck } from './errors.js';
 import { align4, forEachAttr, getString, getU32, Writer, type NlMsgHeader } from './wire.js';
-import { i32le, u16le, u32le, w16le, w32le, wi32le } from '../../util/bytes.js';
+import { i32le, u16le, u32le, w16le, w32le, wi32le } from '../../util/index.js';
 
 /** A parsed NLMSG_ERROR: `error` is 0 for an ack, else a positive errno. */
 export interface ErrorMessage {

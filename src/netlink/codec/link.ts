@@ -51,7 +51,7 @@ import {
   type RawAttr,
   Writer,
 } from './wire.js';
-import { i32le, u16le, u32le, w16le, w32le, wi32le } from '../../util/bytes.js';
+import { i32le, u16le, u32le, w16le, w32le, wi32le } from '../../util/index.js';
 
 /** IFLA_LINKINFO. */
 export interface LinkInfo {

@@ -18,7 +18,7 @@ import { parseNeigh, type Neigh } from './neigh.js';
 import { parseRoute, type Route } from './route.js';
 import { parseRule, type Rule } from './rule.js';
 import { align4, readHeader, type NlMsgHeader } from './wire.js';
-import { u16le } from '../../util/bytes.js';
+import { u16le } from '../../util/index.js';
 
 /** A change notification, or one entry of a dump: `kind` says added/changed vs removed. */
 export type RtEvent =

@@ -35,7 +35,7 @@ import {
   getU8,
   Writer,
 } from './wire.js';
-import { i32be, i32le, u16le, u32le, w16le, w32le, wi32le } from '../../util/bytes.js';
+import { i32be, i32le, u16le, u32le, w16le, w32le, wi32le } from '../../util/index.js';
 
 /** nda_cacheinfo: ages in clock ticks (USER_HZ) since the event. */
 export interface NeighCacheInfo {

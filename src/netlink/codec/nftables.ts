@@ -7,7 +7,7 @@
 import { ParseError } from './errors.js';
 import { expectFixed, forEachAttr, getString, type Writer } from './wire.js';
 import { NLM_F_DUMP, NLM_F_REQUEST, SIZEOF_NLMSGHDR } from './constants.js';
-import { i32be, u32be } from '../../util/bytes.js';
+import { i32be, u32be } from '../../util/index.js';
 
 export const NETLINK_NETFILTER = 12;
 export const SIZEOF_NFGENMSG = 4;

@@ -36,7 +36,7 @@ import {
   type RawAttr,
   Writer,
 } from './wire.js';
-import { i32le, u16le, u32le, w16le, w32le, wi32le } from '../../util/bytes.js';
+import { i32le, u16le, u32le, w16le, w32le, wi32le } from '../../util/index.js';
 
 /** RTA_VIA: a gateway of another family (an IPv6 next hop for an IPv4 route). */
 export interface Via {

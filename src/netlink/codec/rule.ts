@@ -41,7 +41,7 @@ import {
   type RawAttr,
   Writer,
 } from './wire.js';
-import { u16le, u32le, w16le, w32le } from '../../util/bytes.js';
+import { u16le, u32le, w16le, w32le } from '../../util/index.js';
 
 /** An inclusive range of two numbers (FRA_UID_RANGE, FRA_SPORT_RANGE, FRA_DPORT_RANGE). */
 export interface RuleRange {

@@ -4,7 +4,7 @@
 // configured and which filters sit on a device's ingress or egress.
 import { NLM_F_DUMP, NLM_F_REQUEST, SIZEOF_NLMSGHDR } from './constants.js';
 import { expectFixed, forEachAttr, getString, getU32, type Writer } from './wire.js';
-import { i32le, u32le, w32le, wi32le } from '../../util/bytes.js';
+import { i32le, u32le, w32le, wi32le } from '../../util/index.js';
 
 export const RTM_NEWQDISC = 36;
 export const RTM_DELQDISC = 37;

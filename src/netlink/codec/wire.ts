@@ -13,7 +13,7 @@ import {
 } from '../../ipaddr/index.js';
 import { NLA_TYPE_MASK, SIZEOF_NLATTR, SIZEOF_NLMSGHDR } from './constants.js';
 import { ParseError } from './errors.js';
-import { i32le, u16le, u32le, w16le, w32le, wi32le } from '../../util/bytes.js';
+import { i32le, u16le, u32le, w16le, w32le, wi32le } from '../../util/index.js';
 
 export const align4 = (n: number): number => (n + 3) & ~3;
 

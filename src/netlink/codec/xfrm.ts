@@ -4,7 +4,7 @@
 import { ipFromBytes } from '../../ipaddr/index.js';
 import { AF_INET, AF_INET6, NLM_F_DUMP, NLM_F_REQUEST, SIZEOF_NLMSGHDR } from './constants.js';
 import { expectFixed, type Writer } from './wire.js';
-import { i32le, u16le, u32le } from '../../util/bytes.js';
+import { i32le, u16le, u32le } from '../../util/index.js';
 
 export const NETLINK_XFRM = 6;
 export const XFRM_MSG_NEWPOLICY = 0x13;
