@@ -14,7 +14,7 @@
 // Needs root and `make build`. Prints a table (docs/neighbor.md, "Memory per IP").
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEV, PROTO, r2, setup, sleep, sysctl } from './lab.mjs';
@@ -27,6 +27,7 @@ const opts = {
   mode: flagValue(a, '--mode', 'auto'),
   top: Number(flagValue(a, '--top', '40')),
   api: flagValue(a, '--api', 'stream'),
+  keep: flagValue(a, '--keep', undefined),
 };
 
 async function snapshot(agent, dir) {
@@ -153,6 +154,8 @@ async function measure(n) {
     const rss =
       Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${agent.pid}/status`, 'utf8'))[1]) / 1024;
     const file = await snapshot(agent, dir);
+    // --keep DIR: the snapshot is kept (open it in Chrome's DevTools, Memory tab).
+    if (opts.keep) copyFileSync(file, join(opts.keep, `fibkeeper-${n}.heapsnapshot`));
     const sum = summarize(file);
     return { ...sum, rss };
   } finally {
