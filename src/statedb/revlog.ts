@@ -15,16 +15,28 @@ export type StatusCode = typeof STATUS_PENDING | typeof STATUS_DONE | typeof STA
  * construction; consumers see a node only through the read-only `Change` interface. The
  * status fields belong to the reconciler and are changed in place (see Table.setStatus).
  */
-/** Node.#bits: the status code in the low two bits, then the two flags. */
+/** Node.#bits: the status code in the low two bits, then the flags. */
 const SUPERSEDED = 4;
 const DELETED = 8;
+/** #at holds the time itself, not its distance from AT_BASE. */
+const ABSOLUTE_AT = 16;
+
+/**
+ * Status times are kept relative to this (the module's load): milliseconds since then are a
+ * small integer for 24 days, where an absolute time (Date.now() is above 2^31) was a heap
+ * number of 16 bytes per node (1,000,000 desired rows: 16 MB; docs/neighbor.md, "The fifth
+ * pass"). A time that is no whole number of ms from it within that range (a fractional or a
+ * test's clock, a run of more than 24 days) is kept as it is.
+ */
+const AT_BASE = Date.now();
 
 export class Node<Obj> implements Change<Obj> {
   prev: Node<Obj> | undefined = undefined;
   next: Node<Obj> | undefined = undefined;
   statusError: string | undefined = undefined;
-  statusAt: number;
-  /** statusKind | SUPERSEDED | DELETED: one small integer where three fields were (100,000s of nodes). */
+  /** statusAt, relative to AT_BASE unless ABSOLUTE_AT. */
+  #at = 0;
+  /** statusKind | SUPERSEDED | DELETED | ABSOLUTE_AT: one small integer where four fields were (100,000s of nodes). */
   #bits: number;
   // Set once (a row that is its own node: when the table takes it, see RowNode); never
   // changed after that.
@@ -38,6 +50,24 @@ export class Node<Obj> implements Change<Obj> {
     this.revision = revision;
     this.#bits = deleted ? DELETED : STATUS_PENDING;
     this.statusAt = at;
+  }
+
+  /** When the status was last set (the table's clock). */
+  get statusAt(): number {
+    return (this.#bits & ABSOLUTE_AT) !== 0 ? this.#at : this.#at + AT_BASE;
+  }
+  set statusAt(at: number) {
+    const d = at - AT_BASE;
+    const small = d | 0;
+    if (small === d && d + AT_BASE === at) {
+      // `small`, not `d`: V8 stores a difference of two doubles as a heap number even when
+      // it is whole, an int32 as a small integer.
+      this.#at = small;
+      this.#bits &= ~ABSOLUTE_AT;
+    } else {
+      this.#at = at;
+      this.#bits |= ABSOLUTE_AT;
+    }
   }
 
   get deleted(): boolean {

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { ClosedError, ConflictError, InvalidArgumentError } from '../errors/index.js';
 import { RowNode, Table } from './index.js';
@@ -404,5 +405,50 @@ describe('rows that are their own node (RowNode)', () => {
     expect(fmt(gone)).toEqual(['-1/10.0.0.1@4']);
     expect(gone[0]!.object).toBe(b);
     expect(t.size).toBe(0);
+  });
+
+  it('keeps a row’s status time as a small integer: no heap number per row (a million desired rows)', () => {
+    // Heap numbers in a heap snapshot of a fresh Node, with 20,000 rows marked done by the
+    // reconciler's clock (Date.now(), above 2^31) and with none.
+    const numbers = (n: number): number => {
+      const script = [
+        "import { writeHeapSnapshot } from 'node:v8';",
+        "import { readFileSync, rmSync } from 'node:fs';",
+        "const { RowNode, Table } = await import('./dist/statedb/index.js');",
+        'class Own extends RowNode { constructor(ip) { super(ip); this.ip = ip; } }',
+        "const t = new Table({ name: 't', primaryKey: (x) => x.ip });",
+        `const rows = Array.from({ length: ${n} }, (_, i) => new Own('10.0.' + (i >> 8) + '.' + (i & 255)));`,
+        'for (const r of rows) t.insert(r);',
+        'const now = Date.now();',
+        "for (const r of rows) t.setRowStatus(r, { kind: 'done', updatedAt: now });",
+        "if (rows.length > 0 && t.status(rows[0].key).updatedAt !== now) throw new Error('time');",
+        "const file = writeHeapSnapshot('/tmp/fk-statusat-' + process.pid + '.heapsnapshot');",
+        "const s = JSON.parse(readFileSync(file, 'utf8'));",
+        'rmSync(file);',
+        'const nf = s.snapshot.meta.node_fields.length;',
+        'const types = s.snapshot.meta.node_types[0];',
+        'let k = 0;',
+        "for (let i = 0; i < s.nodes.length; i += nf) if (types[s.nodes[i]] === 'number') k++;",
+        'console.log(k, rows.length);',
+      ].join('\n');
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+        encoding: 'utf8',
+        cwd: process.cwd(),
+      });
+      expect(r.status, r.stderr).toBe(0);
+      return Number(r.stdout.split(' ')[0]);
+    };
+    expect(numbers(20_000) - numbers(0)).toBeLessThan(200);
+    // a time that is not a whole number of ms from now is kept as it is
+    const t = neighTable();
+    const odd = new Own('10.9.9.9', 1);
+    t.insert(odd);
+    t.setRowStatus(odd, { kind: 'error', error: 'x', updatedAt: 1.5 });
+    expect(t.status(odd.key)).toEqual({ kind: 'error', error: 'x', updatedAt: 1.5 });
+    // and every time comes back exactly: near now, fractional, 30 days on (past 2^31 ms)
+    for (const at of [Date.now(), Date.now() + 0.25, Date.now() + 30 * 86_400_000, 0]) {
+      t.setRowStatus(odd, { kind: 'done', updatedAt: at });
+      expect(t.status(odd.key)?.updatedAt).toBe(at);
+    }
   });
 });
