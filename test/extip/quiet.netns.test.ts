@@ -106,9 +106,15 @@ describe.skipIf(skip)('no announcement beyond the rules', () => {
     const lab = await makeLab('xqu');
     sysctl(lab.node, 'net.ipv6.conf.ext0.accept_dad', 1); // the link-local comes back tentative
     const { extip, registry } = await startExtip(lab.node);
-    await extip.assign([EXT4, EXT6]);
     const cap = capture(lab.peer, 'peer0');
-    await burstsDone(registry, 2); // the assign bursts are over
+    await extip.assign([EXT4, EXT6]);
+    await burstsDone(registry, 2); // the assign bursts are sent
+    // and captured: the counter moves when a frame is sent, the capture sees it a turn later
+    // (a last NA of the assign burst once arrived after the reset and counted as a fourth)
+    await waitFor(
+      () => cap.frames.filter(ours(EXT6)).length >= 3 && cap.frames.filter(ours(EXT4)).length >= 6,
+      { what: 'the assign bursts captured' },
+    );
     cap.frames.length = 0;
     ip(lab.node, 'link', 'set', 'ext0', 'down');
     ip(lab.node, 'link', 'set', 'ext0', 'up');
